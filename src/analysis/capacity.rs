@@ -1,0 +1,120 @@
+//! Capacity: offerings Karpenter cannot get (insufficient-capacity events and the AWS
+//! provider's offering-availability metric), and prices for cost views.
+
+use std::collections::BTreeMap;
+
+use chrono::Duration;
+use serde::Serialize;
+
+use super::provisioning::claim_pool;
+use super::Context;
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::events;
+use crate::karpenter::labels;
+use crate::model::*;
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OfferingRef {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+    pub source: String,
+}
+
+pub fn findings(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    let mut out = Vec::new();
+    // Events, per pool.
+    let mut by_pool: BTreeMap<Option<String>, (Vec<OfferingRef>, Vec<String>)> = BTreeMap::new();
+    for e in c.events.values() {
+        if !(e.from_karpenter() && e.reason == "InsufficientCapacityError" && ctx.within(e.seen(), Duration::hours(1))) {
+            continue;
+        }
+        let pool = claim_pool(c, &e.regarding.name);
+        let parsed = events::parse_launch_error(&e.message);
+        let entry = by_pool.entry(pool).or_default();
+        entry.1.push(e.regarding.name.clone());
+        let types = if parsed.instance_types.is_empty() { vec![String::new()] } else { parsed.instance_types.clone() };
+        let zones = if parsed.zones.is_empty() { vec![String::new()] } else { parsed.zones.clone() };
+        for t in &types {
+            for z in &zones {
+                let o = OfferingRef {
+                    instance_type: t.clone(),
+                    zone: z.clone(),
+                    capacity_type: parsed.capacity_type.clone().unwrap_or_default(),
+                    source: "event".into(),
+                };
+                if !entry.0.contains(&o) {
+                    entry.0.push(o);
+                }
+            }
+        }
+    }
+    for (pool, (offerings, claims)) in by_pool {
+        let object = match &pool {
+            Some(p) => ObjectRef::cluster("NodePool", p),
+            None => ObjectRef::cluster("NodeClaim", &claims[0]),
+        };
+        out.push(
+            Finding::new(
+                Code::InsufficientCapacity,
+                Severity::Warning,
+                object,
+                format!(
+                    "{} launch(es) failed for insufficient capacity in the last hour; widen instance families, sizes, zones or capacity types so Karpenter has alternatives",
+                    claims.len()
+                ),
+            )
+            .pool(pool.as_deref())
+            .details(serde_json::json!({"offerings": offerings, "nodeclaims": claims})),
+        );
+    }
+    // The AWS provider's availability metric.
+    if let Some(m) = &c.metrics {
+        let unavailable: Vec<OfferingRef> = m
+            .offerings
+            .iter()
+            .filter(|o| o.available == Some(false))
+            .map(|o| OfferingRef {
+                instance_type: o.instance_type.clone(),
+                zone: o.zone.clone(),
+                capacity_type: o.capacity_type.clone(),
+                source: "metrics".into(),
+            })
+            .collect();
+        if !unavailable.is_empty() {
+            let mut types: Vec<&str> = unavailable.iter().map(|o| o.instance_type.as_str()).collect();
+            types.dedup();
+            out.push(
+                Finding::new(
+                    Code::InsufficientCapacity,
+                    Severity::Info,
+                    ObjectRef::cluster("Offering", "karpenter_cloudprovider_instance_type_offering_available"),
+                    format!(
+                        "{} offerings are currently unavailable to Karpenter ({}{})",
+                        unavailable.len(),
+                        types.iter().take(5).copied().collect::<Vec<_>>().join(", "),
+                        if types.len() > 5 { ", ..." } else { "" }
+                    ),
+                )
+                .details(serde_json::json!({"offerings": unavailable})),
+            );
+        }
+    }
+    out
+}
+
+/// A node's hourly price: the controller's offering price for its type, zone and
+/// capacity type, else the kwok provider's node label.
+pub fn node_price(c: &Cluster, node: &Node) -> Option<f64> {
+    let l = &node.metadata.labels;
+    let from_metrics = c.metrics.as_ref().and_then(|m| {
+        let (t, z, ct) = (l.get(labels::INSTANCE_TYPE)?, l.get(labels::ZONE)?, l.get(labels::CAPACITY_TYPE)?);
+        m.offerings
+            .iter()
+            .find(|o| &o.instance_type == t && &o.zone == z && &o.capacity_type == ct)
+            .and_then(|o| o.price)
+    });
+    from_metrics.or_else(|| l.get(labels::KWOK_PRICE)?.parse().ok())
+}

@@ -1,0 +1,495 @@
+//! Disruption: what Karpenter wants to do to a node (drift, expiry, emptiness) and what
+//! stops it: do-not-disrupt pods and nodes, PDBs with no disruptions allowed, nominations,
+//! initialisation, a missing NodePool, and budgets evaluated at `now` in UTC.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::{ago, selector, Context};
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::budgets::{self, DisruptionReason, DoNotDisrupt};
+use crate::karpenter::duration::{self, NillableDuration};
+use crate::karpenter::events::{self, BlockerKind, NominationTarget};
+use crate::karpenter::labels;
+use crate::model::*;
+
+/// Karpenter's default `expireAfter` (the CRD default) when a dump omits it.
+pub const DEFAULT_EXPIRE_AFTER: &str = "720h";
+
+/// One thing that stops Karpenter from disrupting a node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Blocker {
+    pub kind: BlockerKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<ObjectRef>,
+    pub message: String,
+}
+
+/// Why Karpenter wants to disrupt a node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Want {
+    pub reason: String,
+    pub message: String,
+}
+
+/// Everything about one Karpenter node's disruption.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeDisruption {
+    pub node: String,
+    pub nodeclaim: Option<String>,
+    pub nodepool: Option<String>,
+    pub age: Option<String>,
+    pub expire_after: Option<String>,
+    pub expired: bool,
+    pub drifted: Option<String>,
+    pub empty: bool,
+    pub consolidatable: bool,
+    pub wants: Vec<Want>,
+    pub blockers: Vec<Blocker>,
+    #[serde(skip)]
+    pub created: Option<DateTime<Utc>>,
+    #[serde(skip)]
+    pub expires_at: Option<DateTime<Utc>>,
+    #[serde(skip)]
+    pub empty_since: Option<DateTime<Utc>>,
+    #[serde(skip)]
+    pub drifted_since: Option<DateTime<Utc>>,
+    #[serde(skip)]
+    pub blocked_event: Option<String>,
+}
+
+/// Pods that count on a node: not DaemonSet or mirror pods, not finished.
+pub fn workload_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
+    c.pods_on(node).filter(|p| {
+        !p.metadata.owned_by("DaemonSet")
+            && !p.metadata.owned_by("Node")
+            && !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+    })
+}
+
+/// Nodes of a pool that do not count as available for budgets: NotReady or deleting.
+fn unavailable_in_pool(c: &Cluster, pool: &str) -> usize {
+    c.nodes_in_pool(pool)
+        .filter(|n| n.metadata.deletion_timestamp.is_some() || !is_true(&n.status.conditions, "Ready"))
+        .count()
+}
+
+/// Budget verdict for a pool and reason at `now`.
+pub fn pool_allowed(c: &Cluster, pool: &NodePool, reason: DisruptionReason, now: DateTime<Utc>) -> budgets::Allowed {
+    let name = &pool.metadata.name;
+    let total = c.nodes_in_pool(name).count().max(c.claims_in_pool(name).count());
+    budgets::allowed_disruptions(pool.spec.disruption.budgets.as_deref(), reason, now, total, unavailable_in_pool(c, name))
+}
+
+fn nominated_to(c: &Cluster, node: &Node, claim: Option<&NodeClaim>, now: DateTime<Utc>) -> Option<ObjectRef> {
+    let name = &node.metadata.name;
+    if let Some(p) = c.pods.values().find(|p| p.spec.node_name.is_none() && p.status.nominated_node_name.as_deref() == Some(name)) {
+        return Some(ObjectRef::of("Pod", &p.metadata));
+    }
+    // Karpenter keeps a node nominated for a short while after it nominates a pod to it.
+    c.events
+        .values()
+        .filter(|e| e.from_karpenter() && e.reason == "Nominated" && e.seen().is_some_and(|t| now - t <= Duration::minutes(1)))
+        .find(|e| {
+            events::parse_nominated(&e.message).iter().any(|t| match t {
+                NominationTarget::Node(n) => n == name,
+                NominationTarget::NodeClaim(n) => claim.is_some_and(|c| &c.metadata.name == n),
+            })
+        })
+        .map(|e| ObjectRef { kind: "Pod".into(), namespace: e.regarding.namespace.clone(), name: e.regarding.name.clone() })
+}
+
+/// Pod-level blockers: do-not-disrupt pods and PDBs that allow no disruption.
+fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
+    let mut out = Vec::new();
+    for p in workload_pods(c, node) {
+        if let Some(v) = p.metadata.annotation(labels::DO_NOT_DISRUPT) {
+            let since = p.status.start_time.or(p.metadata.creation_timestamp).unwrap_or(now);
+            let until = match budgets::pod_do_not_disrupt(v, since, now) {
+                DoNotDisrupt::Forever => Some(String::new()),
+                DoNotDisrupt::Until(t) => Some(format!(" until {}", t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))),
+                DoNotDisrupt::Elapsed(_) | DoNotDisrupt::Invalid => None,
+            };
+            if let Some(until) = until {
+                out.push(Blocker {
+                    kind: BlockerKind::DoNotDisruptPod,
+                    object: Some(ObjectRef::of("Pod", &p.metadata)),
+                    message: format!("pod {} has \"karpenter.sh/do-not-disrupt: {v}\"{until}", p.metadata.key()),
+                });
+            }
+        }
+        let ns = p.metadata.namespace.clone().unwrap_or_default();
+        for pdb in c.pdbs.range((ns.clone(), String::new())..).take_while(|(k, _)| k.0 == ns).map(|(_, v)| v) {
+            if pdb.status.disruptions_allowed == Some(0) && selector::matches(pdb.spec.selector.as_ref(), &p.metadata.labels) {
+                let already = out.iter().any(|b| b.kind == BlockerKind::Pdb && b.object.as_ref().is_some_and(|o| o.name == pdb.metadata.name));
+                if !already {
+                    out.push(Blocker {
+                        kind: BlockerKind::Pdb,
+                        object: Some(ObjectRef::of("PodDisruptionBudget", &pdb.metadata)),
+                        message: format!("PDB {} allows 0 disruptions (it covers pod {})", pdb.metadata.key(), p.metadata.key()),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Analyse one node.
+pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisruption {
+    let claim = c.nodeclaim_for_node(node);
+    let pool_name = Cluster::pool_of(&node.metadata.labels).map(str::to_string);
+    let pool = pool_name.as_deref().and_then(|p| c.nodepools.get(p));
+    let created = claim.and_then(|cl| cl.metadata.creation_timestamp).or(node.metadata.creation_timestamp);
+    let claim_conds: &[Condition] = claim.map(|cl| cl.status.conditions.as_slice()).unwrap_or_default();
+
+    // Expiry: the claim's own expireAfter (copied at launch), else the pool template's, else the default.
+    let expire_after = claim
+        .and_then(|cl| cl.spec.expire_after.clone())
+        .or_else(|| pool.and_then(|p| p.spec.template.spec.expire_after.clone()))
+        .unwrap_or_else(|| DEFAULT_EXPIRE_AFTER.to_string());
+    let expires_at = match duration::parse_nillable(&expire_after) {
+        Ok(NillableDuration::After(d)) => created.map(|t| t + d),
+        _ => None,
+    };
+    let expired = expires_at.is_some_and(|t| now >= t);
+
+    let drift = condition(claim_conds, "Drifted").filter(|d| d.is_true());
+    let consolidatable = is_true(claim_conds, "Consolidatable");
+    let empty = workload_pods(c, &node.metadata.name).next().is_none();
+    let empty_since = claim.and_then(|cl| cl.status.last_pod_event_time).or(created);
+
+    let blocked_event = c
+        .events_for("Node", None, &node.metadata.name, &node.metadata.uid)
+        .into_iter()
+        .chain(claim.map(|cl| c.events_for("NodeClaim", None, &cl.metadata.name, &cl.metadata.uid)).unwrap_or_default())
+        .filter(|e| e.from_karpenter() && e.reason == "DisruptionBlocked" && e.seen().is_some_and(|t| now - t <= Duration::hours(1)))
+        .max_by_key(|e| e.seen())
+        .map(|e| e.message.clone());
+
+    let mut wants = Vec::new();
+    if let Some(d) = drift {
+        wants.push(Want { reason: "Drifted".into(), message: format!("drifted ({})", d.reason.as_deref().unwrap_or("Drifted")) });
+    }
+    if expired {
+        wants.push(Want { reason: "Expired".into(), message: format!("older than expireAfter {expire_after}") });
+    }
+    if empty && consolidatable {
+        wants.push(Want { reason: "Empty".into(), message: "empty and consolidatable".into() });
+    }
+    if let Some(m) = &blocked_event {
+        if wants.is_empty() {
+            wants.push(Want { reason: "DisruptionBlocked".into(), message: format!("Karpenter reported: {m}") });
+        }
+    }
+
+    let mut blockers = Vec::new();
+    if pool.is_none() {
+        blockers.push(Blocker {
+            kind: BlockerKind::NodepoolMissing,
+            object: pool_name.as_deref().map(|p| ObjectRef::cluster("NodePool", p)),
+            message: match &pool_name {
+                Some(p) => format!("NodePool {p} not found"),
+                None => "node has no karpenter.sh/nodepool label".into(),
+            },
+        });
+    }
+    if claim.is_some() && !is_true(claim_conds, "Initialized") {
+        blockers.push(Blocker { kind: BlockerKind::NotInitialized, object: None, message: "node isn't initialized".into() });
+    }
+    if node.metadata.annotation(labels::DO_NOT_DISRUPT) == Some("true") {
+        blockers.push(Blocker {
+            kind: BlockerKind::DoNotDisruptNode,
+            object: Some(ObjectRef::of("Node", &node.metadata)),
+            message: "the node has \"karpenter.sh/do-not-disrupt: true\"".into(),
+        });
+    }
+    if let Some(pod) = nominated_to(c, node, claim, now) {
+        blockers.push(Blocker { kind: BlockerKind::Nominated, message: format!("node is nominated for pending pod {}", pod_key(&pod)), object: Some(pod) });
+    }
+    // Drift with a terminationGracePeriod ignores pod-level blockers (eventual disruption).
+    let has_tgp = claim.is_some_and(|cl| cl.spec.termination_grace_period.is_some());
+    let only_drift_or_expiry = !wants.is_empty() && wants.iter().all(|w| w.reason == "Drifted" || w.reason == "Expired");
+    if !(has_tgp && only_drift_or_expiry) {
+        blockers.extend(pod_blockers(c, &node.metadata.name, now));
+    }
+    if let Some(p) = pool {
+        for w in &wants {
+            let reason = match w.reason.as_str() {
+                "Drifted" => DisruptionReason::Drifted,
+                "Empty" => DisruptionReason::Empty,
+                _ => continue,
+            };
+            let allowed = pool_allowed(c, p, reason, now);
+            if allowed.allowed == 0 {
+                blockers.push(Blocker {
+                    kind: BlockerKind::Budget,
+                    object: Some(ObjectRef::of("NodePool", &p.metadata)),
+                    message: budget_message(&p.metadata.name, reason, &allowed),
+                });
+            }
+        }
+    }
+    // What Karpenter itself said, when kelp found nothing of its own.
+    if blockers.is_empty() && !wants.is_empty() {
+        if let Some(m) = &blocked_event {
+            let parsed = events::parse_disruption_blocked(m);
+            let object = match parsed.kind {
+                BlockerKind::DoNotDisruptPod => parsed.name.clone().map(|n| ObjectRef { kind: "Pod".into(), namespace: parsed.namespace.clone(), name: n }),
+                BlockerKind::Pdb => parsed.name.clone().map(|n| ObjectRef { kind: "PodDisruptionBudget".into(), namespace: parsed.namespace.clone(), name: n }),
+                _ => None,
+            };
+            blockers.push(Blocker { kind: parsed.kind, object, message: parsed.message });
+        }
+    }
+
+    NodeDisruption {
+        node: node.metadata.name.clone(),
+        nodeclaim: claim.map(|cl| cl.metadata.name.clone()),
+        nodepool: pool_name,
+        age: created.map(|t| ago(now, t)),
+        expire_after: Some(expire_after),
+        expired,
+        drifted: drift.map(|d| d.reason.clone().unwrap_or_else(|| "Drifted".into())),
+        empty,
+        consolidatable,
+        wants,
+        blockers,
+        created,
+        expires_at,
+        empty_since: empty.then_some(empty_since).flatten(),
+        drifted_since: drift.and_then(|d| d.last_transition_time),
+        blocked_event,
+    }
+}
+
+fn pod_key(o: &ObjectRef) -> String {
+    match &o.namespace {
+        Some(ns) => format!("{ns}/{}", o.name),
+        None => o.name.clone(),
+    }
+}
+
+fn budget_message(pool: &str, reason: DisruptionReason, a: &budgets::Allowed) -> String {
+    match (&a.error, a.active_budget) {
+        (Some(e), _) => format!("NodePool {pool}: a misconfigured budget blocks all disruption ({e})"),
+        (None, Some(i)) => format!("NodePool {pool}: budget #{i} allows {} {reason} disruptions now", a.limit.unwrap_or(0)),
+        (None, None) => format!("NodePool {pool}: no disruptions allowed for {reason} now"),
+    }
+}
+
+// ------------------------------------------------------------------ findings
+
+pub fn findings(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    let mut out = Vec::new();
+    let states: Vec<NodeDisruption> = c
+        .nodes
+        .values()
+        .filter(|n| Cluster::pool_of(&n.metadata.labels).is_some())
+        .map(|n| node_disruption(c, n, ctx.now))
+        .collect();
+    for s in &states {
+        let node = ObjectRef::cluster("Node", &s.node);
+        let pool = s.nodepool.as_deref();
+        if !s.wants.is_empty() && !s.blockers.is_empty() {
+            let wants: Vec<&str> = s.wants.iter().map(|w| w.message.as_str()).collect();
+            let blockers: Vec<&str> = s.blockers.iter().map(|b| b.message.as_str()).collect();
+            out.push(
+                Finding::new(
+                    Code::DisruptionBlocked,
+                    Severity::Warning,
+                    node.clone(),
+                    format!("Karpenter wants to disrupt it ({}) but cannot: {}", wants.join(", "), blockers.join("; ")),
+                )
+                .pool(pool)
+                .since(s.drifted_since.or(s.expires_at))
+                .details(serde_json::json!({"wants": s.wants, "blockers": s.blockers, "nodeclaim": s.nodeclaim})),
+            );
+        }
+        if s.empty {
+            if let Some(f) = empty_not_reaped(ctx, s) {
+                out.push(f);
+            }
+        }
+        if let Some(at) = s.expires_at.filter(|t| ctx.now - *t > Duration::minutes(10)) {
+            out.push(
+                Finding::new(
+                    Code::NodeExpiredNotReplaced,
+                    Severity::Warning,
+                    node.clone(),
+                    format!(
+                        "Expired {} ago (age {}, expireAfter {}) and still here{}",
+                        ago(ctx.now, at),
+                        s.age.clone().unwrap_or_default(),
+                        s.expire_after.clone().unwrap_or_default(),
+                        blockers_suffix(&s.blockers)
+                    ),
+                )
+                .pool(pool)
+                .since(Some(at))
+                .details(serde_json::json!({"age": s.age, "expireAfter": s.expire_after, "blockers": s.blockers})),
+            );
+        }
+    }
+    for claim in c.nodeclaims.values() {
+        if let Some(d) = condition(&claim.status.conditions, "Drifted").filter(|d| d.is_true()) {
+            let reason = d.reason.clone().unwrap_or_else(|| "Drifted".into());
+            out.push(
+                Finding::new(
+                    Code::NodeclaimDrifted,
+                    Severity::Info,
+                    ObjectRef::of("NodeClaim", &claim.metadata),
+                    format!(
+                        "Drifted ({reason}){}; Karpenter will replace it",
+                        d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.now, t))).unwrap_or_default()
+                    ),
+                )
+                .pool(Cluster::pool_of(&claim.metadata.labels))
+                .since(d.last_transition_time)
+                .details(serde_json::json!({"reason": reason, "since": d.last_transition_time, "node": claim.status.node_name})),
+            );
+        }
+    }
+    out.extend(budget_blocking(ctx, &states));
+    out.extend(spot_interruptions(ctx));
+    out
+}
+
+fn blockers_suffix(blockers: &[Blocker]) -> String {
+    if blockers.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", blockers.iter().map(|b| b.message.as_str()).collect::<Vec<_>>().join("; "))
+    }
+}
+
+fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
+    let pool = ctx.cluster.nodepools.get(s.nodepool.as_deref()?)?;
+    let d = &pool.spec.disruption;
+    if !matches!(d.consolidation_policy.as_deref(), None | Some("WhenEmpty" | "WhenEmptyOrUnderutilized" | "Balanced")) {
+        return None;
+    }
+    let after = match duration::parse_nillable(d.consolidate_after.as_deref().unwrap_or("0s")) {
+        Ok(NillableDuration::After(a)) => a,
+        _ => return None,
+    };
+    let since = s.empty_since?;
+    if ctx.now - since <= after + Duration::minutes(5) {
+        return None;
+    }
+    // Nominations first: the most common reason an empty node stays.
+    let mut blockers = s.blockers.clone();
+    blockers.sort_by_key(|b| b.kind != BlockerKind::Nominated);
+    Some(
+        Finding::new(
+            Code::EmptyNodeNotReaped,
+            Severity::Warning,
+            ObjectRef::cluster("Node", &s.node),
+            format!(
+                "Empty (no pods but DaemonSets) for {}, past consolidateAfter {} + 5m, and still here{}",
+                ago(ctx.now, since),
+                d.consolidate_after.as_deref().unwrap_or("0s"),
+                blockers_suffix(&blockers)
+            ),
+        )
+        .pool(s.nodepool.as_deref())
+        .since(Some(since))
+        .details(serde_json::json!({"emptyFor": ago(ctx.now, since), "consolidateAfter": d.consolidate_after, "blockers": blockers})),
+    )
+}
+
+fn budget_blocking(ctx: &Context, states: &[NodeDisruption]) -> Vec<Finding> {
+    let c = ctx.cluster;
+    let mut out = Vec::new();
+    for pool in c.nodepools.values() {
+        let name = &pool.metadata.name;
+        let mine: Vec<&NodeDisruption> = states.iter().filter(|s| s.nodepool.as_deref() == Some(name)).collect();
+        let drifted = mine.iter().filter(|s| s.drifted.is_some()).count();
+        let candidates = mine.iter().filter(|s| s.consolidatable).count();
+        let mut blocked: Vec<(DisruptionReason, budgets::Allowed, usize)> = Vec::new();
+        for (reason, n) in [(DisruptionReason::Drifted, drifted), (DisruptionReason::Underutilized, candidates), (DisruptionReason::Empty, mine.iter().filter(|s| s.consolidatable && s.empty).count())] {
+            if n == 0 {
+                continue;
+            }
+            let a = pool_allowed(c, pool, reason, ctx.now);
+            if a.allowed == 0 && (a.limit == Some(0) || a.error.is_some()) {
+                blocked.push((reason, a, n));
+            }
+        }
+        if blocked.is_empty() {
+            continue;
+        }
+        let reasons: Vec<String> = blocked.iter().map(|(r, _, n)| format!("{r} ({n} nodes)")).collect();
+        let (first_reason, first, _) = &blocked[0];
+        let active = first.active_budget.and_then(|i| pool.spec.disruption.budgets.as_ref()?.get(i).cloned());
+        // The blocking budget names its reasons, or applies to all of them.
+        let reason = match active.as_ref().and_then(|b| b.reasons.as_ref()) {
+            Some(r) if !r.is_empty() => r.join(","),
+            _ if first.error.is_some() => first_reason.to_string(),
+            _ => "all".to_string(),
+        };
+        out.push(
+            Finding::new(
+                Code::BudgetBlocking,
+                Severity::Warning,
+                ObjectRef::of("NodePool", &pool.metadata),
+                format!("Disruption budgets allow 0 disruptions now for {}: {}", reasons.join(", "), budget_message(name, *first_reason, first)),
+            )
+            .pool(Some(name))
+            .details(serde_json::json!({
+                "reason": reason,
+                "reasons": blocked.iter().map(|(r, _, _)| r.to_string()).collect::<Vec<_>>(),
+                "activeBudget": active,
+                "error": first.error,
+            })),
+        );
+    }
+    out
+}
+
+fn spot_interruptions(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    let mut by_pool: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
+    for e in c.events.values() {
+        if !(e.from_karpenter() && events::SPOT_INTERRUPTION_REASONS.contains(&e.reason.as_str()) && ctx.within(e.seen(), Duration::hours(24))) {
+            continue;
+        }
+        let pool = match e.regarding.kind.as_str() {
+            "NodeClaim" => super::provisioning::claim_pool(c, &e.regarding.name),
+            "Node" => c.nodes.get(&e.regarding.name).and_then(|n| Cluster::pool_of(&n.metadata.labels)).map(str::to_string),
+            _ => None,
+        };
+        if let Some(p) = pool {
+            by_pool.entry(p).or_default().push(e);
+        }
+    }
+    by_pool
+        .into_iter()
+        .map(|(pool, evs)| {
+            let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+            let mut nodes: Vec<&str> = Vec::new();
+            for e in &evs {
+                *reasons.entry(e.reason.as_str()).or_default() += 1;
+                if !nodes.contains(&e.regarding.name.as_str()) {
+                    nodes.push(&e.regarding.name);
+                }
+            }
+            let last = evs.iter().filter_map(|e| e.seen()).max();
+            let summary: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+            Finding::new(
+                Code::SpotInterruption,
+                Severity::Info,
+                ObjectRef::cluster("NodePool", &pool),
+                format!("{} in the last 24h ({} objects)", summary.join(", "), nodes.len()),
+            )
+            .pool(Some(&pool))
+            .since(last)
+            .details(serde_json::json!({"reasons": reasons, "objects": nodes}))
+        })
+        .collect()
+}

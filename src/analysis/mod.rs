@@ -1,0 +1,68 @@
+//! The analysis: pure functions of (model, now). Nothing here touches the network or
+//! the wall clock, so every finding is reproducible from a dump and a `--now`.
+//!
+//! One file per concern: provisioning (pending pods and per-NodePool verdicts, launches,
+//! limits), disruption (drift, expiry, emptiness, blockers, budgets), placement
+//! (DaemonSets vs pools, where the controller runs), capacity (offerings, prices) and
+//! install (CRDs and API versions).
+
+pub mod capacity;
+pub mod disruption;
+pub mod install;
+pub mod placement;
+pub mod provisioning;
+pub mod selector;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::findings::Report;
+use crate::model::Cluster;
+
+/// Everything one analysis pass needs, with the per-pod diagnoses computed once and
+/// shared by the findings that depend on them.
+pub struct Context<'a> {
+    pub cluster: &'a Cluster,
+    pub now: DateTime<Utc>,
+    pub pending: Vec<provisioning::PodDiagnosis>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(cluster: &'a Cluster, now: DateTime<Utc>) -> Self {
+        let pools = provisioning::PoolSet::new(cluster);
+        let pending = provisioning::unschedulable_pods(cluster)
+            .map(|p| provisioning::diagnose(cluster, &pools, p, now))
+            .collect();
+        Context { cluster, now, pending }
+    }
+
+    /// Whether `t` is within `window` before now.
+    pub fn within(&self, t: Option<DateTime<Utc>>, window: Duration) -> bool {
+        t.is_some_and(|t| self.now - t <= window)
+    }
+}
+
+/// Run every check and return the report, findings ordered by severity (worst first),
+/// then code, then object.
+pub fn analyze(cluster: &Cluster, now: DateTime<Utc>) -> Report {
+    let ctx = Context::new(cluster, now);
+    let mut findings = install::findings(&ctx);
+    if cluster.karpenter_seen() {
+        findings.extend(provisioning::findings(&ctx));
+        findings.extend(disruption::findings(&ctx));
+        findings.extend(placement::findings(&ctx));
+        findings.extend(capacity::findings(&ctx));
+    }
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.code.cmp(&b.code))
+            .then_with(|| a.object.cmp(&b.object))
+            .then_with(|| a.nodepool.cmp(&b.nodepool))
+    });
+    Report { generated_at: now, karpenter: install::info(cluster), findings }
+}
+
+/// Helper for "how long ago" in messages: `14m`, `2h5m`.
+pub fn ago(now: DateTime<Utc>, t: DateTime<Utc>) -> String {
+    crate::karpenter::duration::human(now - t)
+}

@@ -1,0 +1,117 @@
+//! Placement: DaemonSets that run on nodes of a pool whose template they are not
+//! compatible with (Karpenter then leaves them out of that pool's overhead and sizes
+//! nodes too small), and the Karpenter controller running on nodes it manages.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::provisioning::{pod_terms, PoolSet};
+use super::Context;
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::requirements::{self, Provider};
+use crate::karpenter::{labels, taints};
+use crate::model::*;
+
+pub fn findings(ctx: &Context) -> Vec<Finding> {
+    let mut out = daemonset_mismatch(ctx);
+    out.extend(controller_on_managed_node(ctx));
+    out
+}
+
+/// Why a pod template is not compatible with a pool's template, or `None` if it is.
+pub fn template_mismatch(spec: &PodSpec, pool: &super::provisioning::PoolInfo, provider: Provider) -> Option<String> {
+    let t = &pool.pool.spec.template.spec;
+    let untolerated = taints::untolerated(&spec.tolerations, &t.taints);
+    if !untolerated.is_empty() {
+        let list: Vec<String> = untolerated.iter().map(|t| taints::render(t)).collect();
+        return Some(format!("does not tolerate the pool's taint {}", list.join(", ")));
+    }
+    let pool_reqs = pool.requirements.as_ref().ok()?;
+    let terms = match pod_terms(spec, provider) {
+        Ok(t) => t,
+        Err(e) => return Some(e),
+    };
+    let mut last = None;
+    for term in &terms {
+        match requirements::compatible(term, pool_reqs) {
+            Ok(()) => return None,
+            Err(i) => last = i.first().map(|i| format!("incompatible requirements, {i}")),
+        }
+    }
+    last
+}
+
+#[derive(Serialize)]
+struct MismatchDetails<'a> {
+    daemonset: String,
+    node: &'a str,
+    nodes: Vec<&'a str>,
+    why: String,
+}
+
+fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    let pools = PoolSet::new(c);
+    let by_name: BTreeMap<&str, &super::provisioning::PoolInfo> = pools.ordered.iter().map(|p| (p.name, p)).collect();
+    // (daemonset namespace/name, pool) -> (why, nodes)
+    let mut found: BTreeMap<(String, String, String), (String, Vec<&str>)> = BTreeMap::new();
+    for pod in c.pods.values() {
+        let Some(owner) = pod.metadata.owner_references.iter().find(|o| o.kind == "DaemonSet") else { continue };
+        let Some(node) = pod.spec.node_name.as_deref() else { continue };
+        let Some(pool) = c.nodes.get(node).and_then(|n| Cluster::pool_of(&n.metadata.labels)) else { continue };
+        let Some(info) = by_name.get(pool) else { continue };
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        // Karpenter computes overhead from the DaemonSet's template; fall back to the pod.
+        let spec = c.daemonsets.get(&(ns.clone(), owner.name.clone())).map(|d| &d.spec.template.spec).unwrap_or(&pod.spec);
+        let key = (ns, owner.name.clone(), pool.to_string());
+        if let Some((_, nodes)) = found.get_mut(&key) {
+            nodes.push(node);
+            continue;
+        }
+        if let Some(why) = template_mismatch(spec, info, pools.provider) {
+            found.insert(key, (why, vec![node]));
+        }
+    }
+    found
+        .into_iter()
+        .map(|((ns, ds, pool), (why, nodes))| {
+            Finding::new(
+                Code::DaemonsetNodepoolMismatch,
+                Severity::Warning,
+                ObjectRef::namespaced("DaemonSet", &ns, &ds),
+                format!(
+                    "Runs on {} node(s) of NodePool {pool} (e.g. {}) although its pod template {why}; Karpenter leaves it out of the pool's DaemonSet overhead, so new nodes are sized too small for it",
+                    nodes.len(),
+                    nodes[0]
+                ),
+            )
+            .pool(Some(&pool))
+            .details(MismatchDetails { daemonset: format!("{ns}/{ds}"), node: nodes[0], nodes: nodes.clone(), why })
+        })
+        .collect()
+}
+
+fn controller_on_managed_node(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    c.pods
+        .values()
+        .filter(|p| p.metadata.label(labels::APP_NAME) == Some("karpenter") && !p.metadata.owned_by("DaemonSet"))
+        .filter_map(|p| {
+            let node = p.spec.node_name.as_deref()?;
+            let pool = Cluster::pool_of(&c.nodes.get(node)?.metadata.labels)?;
+            Some(
+                Finding::new(
+                    Code::KarpenterOnManagedNode,
+                    Severity::Warning,
+                    ObjectRef::of("Pod", &p.metadata),
+                    format!(
+                        "The Karpenter controller runs on {node}, a node of NodePool {pool} that it manages: it can disrupt itself. Run it on a managed node group or Fargate (nodeAffinity karpenter.sh/nodepool DoesNotExist)"
+                    ),
+                )
+                .pool(Some(pool))
+                .details(serde_json::json!({"node": node})),
+            )
+        })
+        .collect()
+}

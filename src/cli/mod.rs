@@ -1,0 +1,88 @@
+//! The command line: one file per subcommand. Each parses its flags, asks a source for a
+//! model, runs the analysis and renders. Errors become one line on stderr and exit 2.
+
+pub mod demo;
+pub mod doctor;
+pub mod output;
+pub mod snapshot;
+pub mod source;
+pub mod why;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+const ABOUT: &str = "kelp explains what Karpenter is doing and why: pending pods, NodePools, NodeClaims, drift and disruption.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  kelp demo                                   see kelp work on a bundled cluster, no cluster needed
+  kelp doctor                                 diagnose the cluster of your current kubectl context
+  kelp doctor --context prod -o json          the same, for another context, as JSON
+  kelp why pod ml/trainer-0                   why is this pod pending? every NodePool's verdict
+  kelp why node ip-10-0-1-23.ec2.internal     why isn't Karpenter replacing this node?
+  kelp snapshot -o cluster.json               capture what kelp reads, to analyse offline or share
+  kelp doctor --from cluster.json             analyse a dump (kubectl get -o yaml|json output works too)
+
+kelp only reads (get/list) and never reads Secrets.";
+
+#[derive(Debug, Parser)]
+#[command(name = "kelp", version, about = ABOUT, after_help = AFTER_HELP, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Diagnose Karpenter: every finding, worst first
+    Doctor(doctor::Args),
+    /// Explain one pod (why pending) or one node (why not disrupted)
+    Why(why::Args),
+    /// Write a dump of everything kelp reads, for `--from` later
+    Snapshot(snapshot::Args),
+    /// Run kelp on a bundled, realistic cluster dump (no cluster needed)
+    Demo(demo::Args),
+}
+
+/// Parse arguments, run, and map the outcome to an exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let result = match cli.command {
+        Command::Doctor(a) => doctor::run(a),
+        Command::Why(a) => why::run(a),
+        Command::Snapshot(a) => snapshot::run(a),
+        Command::Demo(a) => demo::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// An error and its causes on one line.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KELP_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// A current-thread runtime for one-shot commands that talk to a cluster.
+pub(crate) fn block_on<F: std::future::Future>(f: F) -> anyhow::Result<F::Output> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    Ok(rt.block_on(f))
+}

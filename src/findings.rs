@@ -1,0 +1,217 @@
+//! The findings contract (shared/reference/findings.md) as types: codes, severities,
+//! the object a finding is about, and the report `kelp doctor -o json` prints.
+
+use std::fmt;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Serialize, Serializer};
+
+/// How bad a finding is. Ordered: `Info < Warning < Critical`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        })
+    }
+}
+
+macro_rules! codes {
+    ($($variant:ident => $s:literal, $domain:literal;)*) => {
+        /// Stable finding codes. Add freely; never rename.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code { $($variant),* }
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant),*];
+            pub fn as_str(self) -> &'static str { match self { $(Code::$variant => $s),* } }
+            /// provisioning, disruption, placement or install.
+            pub fn domain(self) -> &'static str { match self { $(Code::$variant => $domain),* } }
+            pub fn parse(s: &str) -> Option<Code> { match s { $($s => Some(Code::$variant),)* _ => None } }
+        }
+    };
+}
+
+codes! {
+    PodUnschedulable => "pod-unschedulable", "provisioning";
+    PodNominatedNotBound => "pod-nominated-not-bound", "provisioning";
+    NoNodepoolReady => "no-nodepool-ready", "provisioning";
+    NodepoolNotReady => "nodepool-not-ready", "provisioning";
+    NodepoolLimitsExhausted => "nodepool-limits-exhausted", "provisioning";
+    NodepoolLimitsNear => "nodepool-limits-near", "provisioning";
+    NodepoolNoInstanceTypes => "nodepool-no-instance-types", "provisioning";
+    NodeclaimLaunchFailed => "nodeclaim-launch-failed", "provisioning";
+    NodeclaimNotRegistered => "nodeclaim-not-registered", "provisioning";
+    NodeclaimNotInitialized => "nodeclaim-not-initialized", "provisioning";
+    NodeNotReady => "node-not-ready", "provisioning";
+    InsufficientCapacity => "insufficient-capacity", "provisioning";
+    DaemonsetPodPending => "daemonset-pod-pending", "provisioning";
+    NodeclaimDrifted => "nodeclaim-drifted", "disruption";
+    DisruptionBlocked => "disruption-blocked", "disruption";
+    BudgetBlocking => "budget-blocking", "disruption";
+    EmptyNodeNotReaped => "empty-node-not-reaped", "disruption";
+    NodeExpiredNotReplaced => "node-expired-not-replaced", "disruption";
+    SpotInterruption => "spot-interruption", "disruption";
+    DaemonsetNodepoolMismatch => "daemonset-nodepool-mismatch", "placement";
+    KarpenterNotInstalled => "karpenter-not-installed", "install";
+    KarpenterApiOutdated => "karpenter-api-outdated", "install";
+    KarpenterOnManagedNode => "karpenter-on-managed-node", "placement";
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The object a finding is about; `namespace` is omitted for cluster-scoped kinds.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct ObjectRef {
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectRef {
+    pub fn cluster(kind: &str, name: &str) -> Self {
+        ObjectRef { kind: kind.into(), namespace: None, name: name.into() }
+    }
+    pub fn namespaced(kind: &str, namespace: &str, name: &str) -> Self {
+        ObjectRef { kind: kind.into(), namespace: Some(namespace.into()), name: name.into() }
+    }
+    /// From trimmed metadata.
+    pub fn of(kind: &str, meta: &crate::model::Meta) -> Self {
+        ObjectRef { kind: kind.into(), namespace: meta.namespace.clone(), name: meta.name.clone() }
+    }
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{}/{}/{}", self.kind, ns, self.name),
+            None => write!(f, "{}/{}", self.kind, self.name),
+        }
+    }
+}
+
+/// Serialize times as `2026-11-21T10:00:00Z`.
+pub fn rfc3339<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Secs, true))
+}
+
+fn rfc3339_opt<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => rfc3339(t, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub code: Code,
+    pub severity: Severity,
+    pub object: ObjectRef,
+    pub nodepool: Option<String>,
+    pub message: String,
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub since: Option<DateTime<Utc>>,
+    pub details: serde_json::Value,
+}
+
+impl Finding {
+    pub fn new(code: Code, severity: Severity, object: ObjectRef, message: impl Into<String>) -> Self {
+        Finding {
+            code,
+            severity,
+            object,
+            nodepool: None,
+            message: message.into(),
+            since: None,
+            details: serde_json::Value::Object(Default::default()),
+        }
+    }
+    pub fn pool(mut self, pool: Option<&str>) -> Self {
+        self.nodepool = pool.map(str::to_string);
+        self
+    }
+    pub fn since(mut self, t: Option<DateTime<Utc>>) -> Self {
+        self.since = t;
+        self
+    }
+    /// Attach typed details; they must serialize to a JSON object.
+    pub fn details(mut self, d: impl Serialize) -> Self {
+        self.details = serde_json::to_value(d).unwrap_or_default();
+        self
+    }
+}
+
+/// What kelp knows of the Karpenter install.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KarpenterInfo {
+    pub installed: bool,
+    pub api_versions: Vec<String>,
+}
+
+/// The whole `kelp doctor` report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    #[serde(serialize_with = "rfc3339")]
+    pub generated_at: DateTime<Utc>,
+    pub karpenter: KarpenterInfo,
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// The worst severity present.
+    pub fn worst(&self) -> Option<Severity> {
+        self.findings.iter().map(|f| f.severity).max()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_are_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for c in Code::ALL {
+            assert_eq!(Code::parse(c.as_str()), Some(*c));
+            assert!(seen.insert(c.as_str()));
+        }
+        assert_eq!(Code::ALL.len(), 23);
+    }
+
+    #[test]
+    fn finding_json_follows_the_contract() {
+        let t = DateTime::parse_from_rfc3339("2026-11-21T09:46:00Z").unwrap().with_timezone(&Utc);
+        let f = Finding::new(Code::PodUnschedulable, Severity::Critical, ObjectRef::namespaced("Pod", "ml", "trainer-0"), "m").since(Some(t));
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"code": "pod-unschedulable", "severity": "critical",
+                "object": {"kind": "Pod", "namespace": "ml", "name": "trainer-0"},
+                "nodepool": null, "message": "m", "since": "2026-11-21T09:46:00Z", "details": {}})
+        );
+        let node = serde_json::to_value(ObjectRef::cluster("Node", "n1")).unwrap();
+        assert_eq!(node, serde_json::json!({"kind": "Node", "name": "n1"}));
+    }
+}

@@ -1,0 +1,679 @@
+//! NodePool disruption budgets (`spec.disruption.budgets`) evaluated the way Karpenter
+//! does: cron schedules in UTC with robfig/cron's standard grammar, node counts or
+//! percentages rounded up, the per-reason minimum, fail-closed on misconfiguration,
+//! and the pod `karpenter.sh/do-not-disrupt` annotation with its v1.12+ durations.
+
+use std::fmt;
+
+use chrono::{DateTime, Duration, Utc};
+use croner::parser::{CronParser, Seconds, Year};
+use croner::Cron;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::duration::parse_go_duration;
+
+/// What Karpenter reports when no active budget limits a reason (Go's `math.MaxInt32`).
+pub const UNBOUNDED: usize = i32::MAX as usize;
+
+/// One entry of `spec.disruption.budgets`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Budget {
+    /// An integer or a percentage; the CRD defaults it to "10%". An unquoted YAML
+    /// integer (which the API server would reject) is read as its string.
+    #[serde(default = "ten_percent", deserialize_with = "string_or_int")]
+    pub nodes: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasons: Option<Vec<String>>,
+}
+
+impl Default for Budget {
+    /// The CRD default budget: `{nodes: "10%"}`.
+    fn default() -> Self {
+        Budget {
+            nodes: ten_percent(),
+            schedule: None,
+            duration: None,
+            reasons: None,
+        }
+    }
+}
+
+fn ten_percent() -> String {
+    "10%".into()
+}
+
+fn string_or_int<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = String;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a node count or percentage")
+        }
+        fn visit_str<E>(self, v: &str) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+    }
+    d.deserialize_any(Visitor)
+}
+
+/// The disruption reasons a budget can name, spelled as Karpenter spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum DisruptionReason {
+    Underutilized,
+    Empty,
+    Drifted,
+}
+
+impl DisruptionReason {
+    pub const ALL: [DisruptionReason; 3] = [Self::Underutilized, Self::Empty, Self::Drifted];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Underutilized => "Underutilized",
+            Self::Empty => "Empty",
+            Self::Drifted => "Drifted",
+        }
+    }
+}
+
+impl fmt::Display for DisruptionReason {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
+];
+const WEEKDAYS: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
+
+/// Parses a budget schedule as robfig/cron's `ParseStandard` accepts it: five fields
+/// (minute hour day-of-month month day-of-week) or a lower-case descriptor. Croner does
+/// the parsing; this first rejects what croner accepts but robfig does not (L, W, #, +,
+/// names outside month and weekday fields, weekday 7, seconds or year fields).
+fn parse_schedule(spec: &str) -> Result<Cron, String> {
+    let bad = |why: String| format!("invalid schedule {spec:?}: {why}");
+    let spec_trimmed = spec.trim();
+    let pattern = match spec_trimmed {
+        "@yearly" | "@annually" | "@monthly" | "@weekly" | "@daily" | "@hourly" => {
+            spec_trimmed.to_string()
+        }
+        "@midnight" => "@daily".to_string(),
+        s if s.starts_with('@') => return Err(bad("unrecognized descriptor".into())),
+        s => {
+            let fields: Vec<&str> = s.split_whitespace().collect();
+            if fields.len() != 5 {
+                return Err(bad(format!(
+                    "expected exactly 5 fields, found {}",
+                    fields.len()
+                )));
+            }
+            for (index, field) in fields.iter().enumerate() {
+                check_field(index, field).map_err(bad)?;
+            }
+            fields.join(" ").replace('?', "*")
+        }
+    };
+    CronParser::builder()
+        .seconds(Seconds::Disallowed)
+        .year(Year::Disallowed)
+        .sloppy_ranges(true) // robfig reads "N/step" as "N-max/step"
+        .build()
+        .parse(&pattern)
+        .map_err(|e| bad(e.to_string()))
+}
+
+fn check_field(index: usize, field: &str) -> Result<(), String> {
+    let names: &[&str] = match index {
+        3 => &MONTHS,
+        4 => &WEEKDAYS,
+        _ => &[],
+    };
+    if let Some(c) = field
+        .chars()
+        .find(|c| !c.is_ascii_alphanumeric() && !"*?,-/".contains(*c))
+    {
+        return Err(format!("unsupported character {c:?} in {field:?}"));
+    }
+    for item in field.split(',') {
+        let (range, step) = item.split_once('/').unwrap_or((item, "1"));
+        if !step.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("bad step in {item:?}"));
+        }
+        for value in range.split('-') {
+            let is_name = names.iter().any(|n| n.eq_ignore_ascii_case(value));
+            if value.bytes().any(|b| b.is_ascii_alphabetic()) && !is_name {
+                return Err(format!("unknown name {value:?}"));
+            }
+            if index == 4 && value.parse::<u32>().is_ok_and(|day| day > 6) {
+                return Err(format!("day of week {value} above maximum 6"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Active at `now`? No schedule: always. Schedule: Karpenter's rule (the next cron hit after now-duration is not after now), UTC. Err for a bad schedule/duration.
+///
+/// So a budget is active from each hit (inclusive) for `duration` (exclusive end).
+/// A schedule with no hit (e.g. "0 0 31 2 *") counts as always active, because
+/// robfig/cron then returns the zero time, which is never after now. A duration
+/// without a schedule is an error (Karpenter fails to parse the empty schedule);
+/// a schedule without a duration is never active.
+pub fn is_active(b: &Budget, now: DateTime<Utc>) -> Result<bool, String> {
+    if b.schedule.is_none() && b.duration.is_none() {
+        return Ok(true);
+    }
+    let cron = parse_schedule(b.schedule.as_deref().unwrap_or(""))?;
+    let window = match &b.duration {
+        Some(d) => parse_go_duration(d)?,
+        None => Duration::zero(),
+    };
+    let checkpoint = now
+        .checked_sub_signed(window)
+        .ok_or_else(|| format!("duration {window} out of range"))?;
+    Ok(cron
+        .find_next_occurrence(&checkpoint, false)
+        .map_or(true, |next| next <= now))
+}
+
+/// nodes as a count: an int, or a percent of `total` rounded UP.
+///
+/// Parsed like Go's `strconv.Atoi` (optional sign, digits); negative counts are an
+/// error (the CRD pattern forbids them).
+pub fn budget_nodes(b: &Budget, total: usize) -> Result<usize, String> {
+    let nodes = b.nodes.as_str();
+    let count = |s: &str| -> Result<usize, &str> {
+        let (negative, digits) = match s.strip_prefix('-') {
+            Some(d) => (true, d),
+            None => (false, s.strip_prefix('+').unwrap_or(s)),
+        };
+        if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            Err("not an integer or percentage")
+        } else if negative && digits.bytes().any(|c| c != b'0') {
+            Err("negative")
+        } else {
+            digits.parse().map_err(|_| "out of range")
+        }
+    };
+    let bad = |why: &str| format!("invalid budget nodes {nodes:?}: {why}");
+    match nodes.strip_suffix('%') {
+        Some(percent) => {
+            let p = count(percent).map_err(bad)? as u128;
+            let scaled = (p * total as u128).div_ceil(100);
+            Ok(usize::try_from(scaled).unwrap_or(usize::MAX))
+        }
+        None => count(nodes).map_err(bad),
+    }
+}
+
+/// Allowed disruptions for one NodePool and reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Allowed {
+    /// What Karpenter may still start now: `limit` minus unavailable nodes, at least 0
+    /// (`UNBOUNDED` minus them when no budget limits the reason).
+    pub allowed: usize,
+    /// Minimum over the active budgets for the reason; None = unbounded.
+    pub limit: Option<usize>,
+    /// Index (in the budget list) of the budget that set the minimum.
+    pub active_budget: Option<usize>,
+    /// A misconfigured budget: Karpenter fails closed, allowed 0.
+    pub error: Option<String>,
+}
+
+/// Karpenter's allowed disruptions for a pool and reason: budgets that apply to the reason (reasons unset = all), active at now; min of their counts against `total` nodes; minus `unavailable` (nodes NotReady or deleting), floored at 0. `None` budgets = the CRD default [{nodes: "10%"}].
+///
+/// As in Karpenter, `total` counts the pool's managed, initialized nodes whose NodeClaim
+/// is not InstanceTerminating, and `unavailable` those of them whose Ready condition is
+/// not True or that are marked for deletion. An explicitly empty list is unbounded.
+/// Any misconfigured budget of the pool, even one for another reason, makes the
+/// result 0 (Karpenter's `MustGetAllowedDisruptions` drops the value on any error);
+/// `active_budget` then points at the first bad budget. An inactive budget's `nodes`
+/// is never read, so a bad value there is not an error.
+pub fn allowed_disruptions(
+    budgets: Option<&[Budget]>,
+    reason: DisruptionReason,
+    now: DateTime<Utc>,
+    total: usize,
+    unavailable: usize,
+) -> Allowed {
+    let default = [Budget::default()];
+    let budgets = budgets.unwrap_or(&default);
+    let mut min: Option<(usize, usize)> = None;
+    let mut errors = Vec::new();
+    for (index, budget) in budgets.iter().enumerate() {
+        let count = match is_active(budget, now) {
+            Ok(true) => budget_nodes(budget, total),
+            Ok(false) => continue,
+            Err(e) => Err(e),
+        };
+        let count = match count {
+            Ok(n) => n,
+            Err(e) => {
+                errors.push((index, format!("budget {index}: {e}")));
+                continue;
+            }
+        };
+        let applies = budget
+            .reasons
+            .as_ref()
+            .is_none_or(|r| r.iter().any(|r| r == reason.as_str()));
+        if applies && min.is_none_or(|(m, _)| count < m) {
+            min = Some((count, index));
+        }
+    }
+    if let Some(&(first, _)) = errors.first() {
+        let message = errors
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Allowed {
+            allowed: 0,
+            limit: Some(0),
+            active_budget: Some(first),
+            error: Some(message),
+        };
+    }
+    Allowed {
+        allowed: min
+            .map_or(UNBOUNDED, |(n, _)| n)
+            .saturating_sub(unavailable),
+        limit: min.map(|(n, _)| n),
+        active_budget: min.map(|(_, i)| i),
+        error: None,
+    }
+}
+
+/// How the pod annotation `karpenter.sh/do-not-disrupt` protects a pod at some instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DoNotDisrupt {
+    /// "true": blocks disruption indefinitely.
+    Forever,
+    /// A duration still running: blocks until this instant.
+    Until(DateTime<Utc>),
+    /// A duration that ran out at this instant: no longer blocks.
+    Elapsed(DateTime<Utc>),
+    /// Neither "true" nor a positive Go duration: Karpenter ignores the annotation
+    /// (does not block) and, from v1.12, emits an InvalidDoNotDisruptAnnotation event.
+    Invalid,
+}
+
+/// Pod annotation karpenter.sh/do-not-disrupt: "true" -> Forever; a Go duration (v1.12+) counted from `since` -> Until/Elapsed at now; else Invalid.
+///
+/// `since` must be the pod's `status.startTime` (when the kubelet accepted it, not its
+/// creation or container start): Karpenter protects while `now - startTime < duration`.
+/// A pod without a startTime stays protected by any valid duration, so a caller
+/// lacking it should treat a non-Invalid result as blocking. Values are exact:
+/// "True" or " true" are Invalid, as are zero and negative durations. Before v1.12
+/// only "true" blocked; a duration there is ignored.
+pub fn pod_do_not_disrupt(value: &str, since: DateTime<Utc>, now: DateTime<Utc>) -> DoNotDisrupt {
+    if value == "true" {
+        return DoNotDisrupt::Forever;
+    }
+    match parse_go_duration(value) {
+        Ok(d) if d > Duration::zero() => match since.checked_add_signed(d) {
+            Some(until) if now < until => DoNotDisrupt::Until(until),
+            Some(until) => DoNotDisrupt::Elapsed(until),
+            None => DoNotDisrupt::Forever,
+        },
+        _ => DoNotDisrupt::Invalid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+
+    fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
+    }
+
+    fn windowed(schedule: &str, duration: &str, nodes: &str) -> Budget {
+        Budget {
+            nodes: nodes.into(),
+            schedule: Some(schedule.into()),
+            duration: Some(duration.into()),
+            reasons: None,
+        }
+    }
+
+    fn nodes(n: &str) -> Budget {
+        Budget {
+            nodes: n.into(),
+            ..Budget::default()
+        }
+    }
+
+    #[test]
+    fn business_hours_boundaries() {
+        // 2025-01-06 is a Monday.
+        let b = windowed("0 9 * * 1-5", "8h", "0");
+        let active = |t| is_active(&b, t).unwrap();
+        assert!(active(at(2025, 1, 6, 9, 0)));
+        assert!(active(at(2025, 1, 6, 16, 59)));
+        assert!(active(at(2025, 1, 6, 16, 59) + Duration::seconds(59)));
+        assert!(!active(at(2025, 1, 6, 17, 0)));
+        assert!(!active(at(2025, 1, 6, 8, 59)));
+        assert!(!active(at(2025, 1, 11, 12, 0)), "Saturday");
+        assert!(!active(at(2025, 1, 12, 12, 0)), "Sunday");
+        assert!(active(at(2025, 1, 10, 12, 0)), "Friday");
+        let named = windowed("0 9 * * mon-FRI", "8h", "0");
+        assert!(is_active(&named, at(2025, 1, 6, 9, 0)).unwrap());
+        assert!(!is_active(&named, at(2025, 1, 11, 9, 0)).unwrap());
+    }
+
+    #[test]
+    fn descriptors_and_midnight_crossing() {
+        let daily = windowed("@daily", "1h", "0");
+        assert!(is_active(&daily, at(2025, 3, 4, 0, 0)).unwrap());
+        assert!(is_active(&daily, at(2025, 3, 4, 0, 59)).unwrap());
+        assert!(!is_active(&daily, at(2025, 3, 4, 1, 0)).unwrap());
+        let midnight = windowed("@midnight", "1h", "0");
+        assert!(is_active(&midnight, at(2025, 3, 4, 0, 30)).unwrap());
+        let weekly = windowed("@weekly", "24h", "0"); // Sundays
+        assert!(is_active(&weekly, at(2025, 1, 12, 23, 0)).unwrap());
+        assert!(!is_active(&weekly, at(2025, 1, 13, 0, 0)).unwrap());
+        // 22:00 to 04:00, across midnight.
+        let night = windowed("0 22 * * *", "6h", "0");
+        assert!(is_active(&night, at(2025, 3, 4, 23, 30)).unwrap());
+        assert!(is_active(&night, at(2025, 3, 5, 3, 59)).unwrap());
+        assert!(!is_active(&night, at(2025, 3, 5, 4, 0)).unwrap());
+        assert!(!is_active(&night, at(2025, 3, 5, 21, 59)).unwrap());
+        // Overlapping hits extend the window: every 30 minutes for 1 hour is always on.
+        assert!(is_active(&windowed("*/30 * * * *", "1h", "0"), at(2025, 3, 5, 7, 45)).unwrap());
+    }
+
+    #[test]
+    fn schedule_edge_cases() {
+        let no_duration = Budget {
+            schedule: Some("* * * * *".into()),
+            ..Budget::default()
+        };
+        assert_eq!(is_active(&no_duration, at(2025, 1, 1, 0, 0)), Ok(false));
+        let no_schedule = Budget {
+            duration: Some("1h".into()),
+            ..Budget::default()
+        };
+        assert!(is_active(&no_schedule, at(2025, 1, 1, 0, 0)).is_err());
+        // Never fires: robfig returns the zero time, which Karpenter reads as active.
+        assert_eq!(
+            is_active(&windowed("0 0 31 2 *", "1h", "0"), at(2025, 1, 1, 0, 0)),
+            Ok(true)
+        );
+        // "N/step" is "N-max/step".
+        let stepped = windowed("5/20 * * * *", "1m", "0");
+        assert!(is_active(&stepped, at(2025, 1, 1, 3, 25)).unwrap());
+        assert!(!is_active(&stepped, at(2025, 1, 1, 3, 20)).unwrap());
+        // Day-of-month and day-of-week both restricted: either matches.
+        let either = windowed("0 0 1 * 1", "1h", "0");
+        assert!(
+            is_active(&either, at(2025, 1, 6, 0, 0)).unwrap(),
+            "a Monday"
+        );
+        assert!(is_active(&either, at(2025, 2, 1, 0, 0)).unwrap(), "the 1st");
+        assert!(!is_active(&either, at(2025, 1, 7, 0, 0)).unwrap());
+        assert!(is_active(&windowed("0 9 ? * 1", "1h", "0"), at(2025, 1, 6, 9, 0)).unwrap());
+        for bad in [
+            "",
+            "@every 1h",
+            "@DAILY",
+            "0 9 * *",
+            "0 0 9 * * 1",
+            "0 9 * * 7",
+            "0 9 L * *",
+            "0 9 * * 1#2",
+            "0 9 * * +1",
+            "0 9 15W * *",
+            "0 9 JAN * MON",
+            "0 25 * * *",
+            "*/0 * * * *",
+            "0 9 * * 1-5/x",
+        ] {
+            assert!(
+                is_active(&windowed(bad, "1h", "0"), at(2025, 1, 1, 0, 0)).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(is_active(&windowed("0 9 * * 1", "8 hours", "0"), at(2025, 1, 1, 0, 0)).is_err());
+    }
+
+    #[test]
+    fn percent_rounds_up() {
+        assert_eq!(budget_nodes(&nodes("10%"), 5), Ok(1));
+        assert_eq!(budget_nodes(&nodes("10%"), 11), Ok(2));
+        assert_eq!(budget_nodes(&nodes("10%"), 10), Ok(1));
+        assert_eq!(budget_nodes(&nodes("10%"), 0), Ok(0));
+        assert_eq!(budget_nodes(&nodes("0%"), 50), Ok(0));
+        assert_eq!(budget_nodes(&nodes("100%"), 7), Ok(7));
+        assert_eq!(budget_nodes(&nodes("3"), 100), Ok(3));
+        assert_eq!(budget_nodes(&nodes("+3"), 1), Ok(3));
+        for bad in [
+            "",
+            "%",
+            "ten",
+            "1.5",
+            "10.5%",
+            "-1",
+            "-5%",
+            " 1",
+            "99999999999999999999999",
+        ] {
+            assert!(budget_nodes(&nodes(bad), 10).is_err(), "{bad:?}");
+        }
+        assert!(budget_nodes(&nodes("-1"), 1)
+            .unwrap_err()
+            .contains("negative"));
+    }
+
+    #[test]
+    fn default_budget() {
+        let now = at(2025, 1, 1, 0, 0);
+        let a = allowed_disruptions(None, DisruptionReason::Drifted, now, 25, 0);
+        assert_eq!(
+            a,
+            Allowed {
+                allowed: 3,
+                limit: Some(3),
+                active_budget: Some(0),
+                error: None
+            }
+        );
+        let empty = allowed_disruptions(Some(&[]), DisruptionReason::Drifted, now, 25, 2);
+        assert_eq!((empty.allowed, empty.limit), (UNBOUNDED - 2, None));
+    }
+
+    #[test]
+    fn reasons_filter_and_minimum() {
+        let now = at(2025, 1, 6, 10, 0); // Monday, inside business hours
+        let budgets = [
+            nodes("20%"),
+            Budget {
+                reasons: Some(vec!["Drifted".into()]),
+                ..nodes("1")
+            },
+            Budget {
+                reasons: Some(vec!["Empty".into(), "Underutilized".into()]),
+                ..windowed("0 9 * * 1-5", "8h", "0")
+            },
+            Budget {
+                reasons: Some(vec![]),
+                ..nodes("0")
+            },
+        ];
+        let drift = allowed_disruptions(Some(&budgets), DisruptionReason::Drifted, now, 20, 0);
+        assert_eq!((drift.allowed, drift.active_budget), (1, Some(1)));
+        let empty = allowed_disruptions(Some(&budgets), DisruptionReason::Empty, now, 20, 0);
+        assert_eq!(
+            (empty.allowed, empty.limit, empty.active_budget),
+            (0, Some(0), Some(2))
+        );
+        let evening = allowed_disruptions(
+            Some(&budgets),
+            DisruptionReason::Underutilized,
+            at(2025, 1, 6, 18, 0),
+            20,
+            0,
+        );
+        assert_eq!((evening.allowed, evening.active_budget), (4, Some(0)));
+        // Only budgets for other reasons: unbounded.
+        let other = [Budget {
+            reasons: Some(vec!["Empty".into()]),
+            ..nodes("0")
+        }];
+        let drift = allowed_disruptions(Some(&other), DisruptionReason::Drifted, now, 20, 0);
+        assert_eq!((drift.limit, drift.active_budget), (None, None));
+        // Equal minimums keep the first budget.
+        let tie = allowed_disruptions(
+            Some(&[nodes("2"), nodes("10%")]),
+            DisruptionReason::Empty,
+            now,
+            20,
+            0,
+        );
+        assert_eq!(tie.active_budget, Some(0));
+    }
+
+    #[test]
+    fn unavailable_nodes_are_subtracted() {
+        let now = at(2025, 1, 1, 0, 0);
+        let budgets = [nodes("3")];
+        let a = allowed_disruptions(Some(&budgets), DisruptionReason::Empty, now, 10, 2);
+        assert_eq!((a.allowed, a.limit), (1, Some(3)));
+        let a = allowed_disruptions(Some(&budgets), DisruptionReason::Empty, now, 10, 5);
+        assert_eq!((a.allowed, a.limit), (0, Some(3)));
+    }
+
+    #[test]
+    fn misconfigured_budget_fails_closed() {
+        let now = at(2025, 1, 1, 0, 0);
+        let budgets = [
+            nodes("5"),
+            Budget {
+                reasons: Some(vec!["Drifted".into()]),
+                ..windowed("0 9 * * 8", "1h", "0")
+            },
+        ];
+        // The bad budget names only Drifted, yet Empty is blocked too, as in Karpenter.
+        let a = allowed_disruptions(Some(&budgets), DisruptionReason::Empty, now, 10, 0);
+        assert_eq!((a.allowed, a.limit, a.active_budget), (0, Some(0), Some(1)));
+        assert!(a
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("budget 1: invalid schedule"));
+        let bad_nodes =
+            allowed_disruptions(Some(&[nodes("lots")]), DisruptionReason::Empty, now, 10, 0);
+        assert_eq!(bad_nodes.allowed, 0);
+        assert!(bad_nodes.error.unwrap().contains("lots"));
+        // An inactive budget's nodes are never read.
+        let inactive = [windowed("0 9 * * 1", "1h", "lots")];
+        let a = allowed_disruptions(Some(&inactive), DisruptionReason::Empty, now, 10, 0);
+        assert_eq!((a.limit, a.error), (None, None));
+    }
+
+    #[test]
+    fn serde_shape() {
+        let b: Budget = serde_json::from_str(r#"{"schedule":"@daily","duration":"1h"}"#).unwrap();
+        assert_eq!(b.nodes, "10%");
+        let b: Budget = serde_json::from_str(r#"{"nodes":0,"reasons":["Drifted"]}"#).unwrap();
+        assert_eq!(
+            (b.nodes.as_str(), b.reasons.as_deref()),
+            ("0", Some(&["Drifted".to_string()][..]))
+        );
+        assert_eq!(
+            serde_json::to_string(&nodes("5")).unwrap(),
+            r#"{"nodes":"5"}"#
+        );
+        assert_eq!(DisruptionReason::Underutilized.to_string(), "Underutilized");
+        assert_eq!(
+            serde_json::to_string(&DisruptionReason::Drifted).unwrap(),
+            r#""Drifted""#
+        );
+        let a = Allowed {
+            allowed: 1,
+            limit: None,
+            active_budget: None,
+            error: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            r#"{"allowed":1,"limit":null,"activeBudget":null,"error":null}"#
+        );
+    }
+
+    #[test]
+    fn do_not_disrupt() {
+        let start = at(2025, 1, 1, 12, 0);
+        let now = at(2025, 1, 1, 12, 30);
+        assert_eq!(
+            pod_do_not_disrupt("true", start, now),
+            DoNotDisrupt::Forever
+        );
+        assert_eq!(
+            pod_do_not_disrupt("1h", start, now),
+            DoNotDisrupt::Until(at(2025, 1, 1, 13, 0))
+        );
+        assert_eq!(
+            pod_do_not_disrupt("30m", start, now),
+            DoNotDisrupt::Elapsed(now)
+        );
+        assert_eq!(
+            pod_do_not_disrupt("10m", start, now),
+            DoNotDisrupt::Elapsed(at(2025, 1, 1, 12, 10))
+        );
+        for bad in ["True", "false", "", " true", "0s", "-5m", "5", "1d", "yes"] {
+            assert_eq!(
+                pod_do_not_disrupt(bad, start, now),
+                DoNotDisrupt::Invalid,
+                "{bad:?}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn budget_evaluation_never_panics(
+            nodes in "\\PC{0,12}",
+            schedule in proptest::option::of("[0-9*?,/@a-zA-Z# +-]{0,24}"),
+            duration in proptest::option::of("\\PC{0,10}"),
+            total in 0usize..100_000,
+            unavailable in 0usize..1000,
+            minute in 0i64..600_000,
+        ) {
+            let now = at(2024, 1, 1, 0, 0) + Duration::minutes(minute);
+            let budget = Budget { nodes, schedule, duration, reasons: None };
+            let _ = budget_nodes(&budget, total);
+            let a = allowed_disruptions(Some(&[budget]), DisruptionReason::Drifted, now, total, unavailable);
+            prop_assert!(a.error.is_none() || a.allowed == 0);
+            prop_assert!(a.allowed <= UNBOUNDED);
+        }
+
+        #[test]
+        fn percent_never_below_exact_share(p in 0u32..=100, total in 0usize..10_000) {
+            let n = budget_nodes(&nodes(&format!("{p}%")), total).unwrap();
+            prop_assert!(n as f64 >= p as f64 * total as f64 / 100.0);
+            prop_assert!((n as f64) < p as f64 * total as f64 / 100.0 + 1.0);
+        }
+
+        #[test]
+        fn do_not_disrupt_never_panics(v in "\\PC{0,16}", offset in -1_000_000i64..1_000_000) {
+            let now = at(2025, 1, 1, 0, 0);
+            let _ = pod_do_not_disrupt(&v, now + Duration::seconds(offset), now);
+        }
+    }
+}

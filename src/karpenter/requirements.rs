@@ -1,0 +1,1610 @@
+//! Node-selector requirement semantics as Karpenter v1.14 computes them (its
+//! `scheduling.Requirements`): per label key a value set or its complement plus
+//! inclusive integer bounds, intersected per key; the pod-vs-NodePool-template
+//! compatibility check with its exact error wording; the well-known, aliased and
+//! restricted label sets (core and per provider); and the pod validation Karpenter
+//! runs before it schedules a pod.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
+
+const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
+const CAPACITY_TYPE_LABEL: &str = "karpenter.sh/capacity-type";
+
+/// Core well-known labels (`v1.WellKnownLabels` before a provider adds its own): a pod may
+/// constrain these even where a NodePool leaves them undefined.
+pub const WELL_KNOWN_LABELS: &[&str] = &[
+    NODEPOOL_LABEL,
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "node.kubernetes.io/instance-type",
+    "kubernetes.io/arch",
+    "kubernetes.io/os",
+    CAPACITY_TYPE_LABEL,
+    "node.kubernetes.io/windows-build",
+];
+
+/// Labels the AWS provider (karpenter-provider-aws) adds to the well-known set at start-up.
+/// Karpenter on AWS allows exactly `WELL_KNOWN_LABELS` plus these to be undefined in a NodePool.
+/// The capacity-reservation-interruptible, instance-nitro-enclaves-supported and instance-tenancy
+/// entries come from the provider's instance-type code of 2026; the rest from its registration list.
+pub const AWS_WELL_KNOWN_LABELS: &[&str] = &[
+    "karpenter.k8s.aws/capacity-reservation-id",
+    "karpenter.k8s.aws/capacity-reservation-interruptible",
+    "karpenter.k8s.aws/capacity-reservation-type",
+    "karpenter.k8s.aws/instance-accelerator-count",
+    "karpenter.k8s.aws/instance-accelerator-manufacturer",
+    "karpenter.k8s.aws/instance-accelerator-name",
+    "karpenter.k8s.aws/instance-category",
+    "karpenter.k8s.aws/instance-cpu",
+    "karpenter.k8s.aws/instance-cpu-manufacturer",
+    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+    "karpenter.k8s.aws/instance-ebs-bandwidth",
+    "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+    "karpenter.k8s.aws/instance-family",
+    "karpenter.k8s.aws/instance-generation",
+    "karpenter.k8s.aws/instance-gpu-count",
+    "karpenter.k8s.aws/instance-gpu-manufacturer",
+    "karpenter.k8s.aws/instance-gpu-memory",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "karpenter.k8s.aws/instance-hypervisor",
+    "karpenter.k8s.aws/instance-local-nvme",
+    "karpenter.k8s.aws/instance-memory",
+    "karpenter.k8s.aws/instance-network-bandwidth",
+    "karpenter.k8s.aws/instance-nitro-enclaves-supported",
+    "karpenter.k8s.aws/instance-size",
+    "karpenter.k8s.aws/instance-tenancy",
+    "topology.k8s.aws/zone-id",
+];
+
+/// Labels the kwok provider (the project's end-to-end harness) adds to the well-known set.
+pub const KWOK_WELL_KNOWN_LABELS: &[&str] = &[
+    "karpenter.kwok.sh/instance-cpu",
+    "karpenter.kwok.sh/instance-family",
+    "karpenter.kwok.sh/instance-memory",
+    "karpenter.kwok.sh/instance-size",
+];
+
+/// Deprecated label keys and the well-known key Karpenter reads them as (`v1.NormalizedLabels`).
+const LABEL_ALIASES: &[(&str, &str)] = &[
+    (
+        "failure-domain.beta.kubernetes.io/zone",
+        "topology.kubernetes.io/zone",
+    ),
+    (
+        "failure-domain.beta.kubernetes.io/region",
+        "topology.kubernetes.io/region",
+    ),
+    ("beta.kubernetes.io/arch", "kubernetes.io/arch"),
+    ("beta.kubernetes.io/os", "kubernetes.io/os"),
+    (
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+    ),
+];
+
+/// Labels a pod may never select on (`v1.RestrictedLabels`).
+const RESTRICTED_LABELS: &[&str] = &["kubernetes.io/hostname"];
+
+/// The only values Karpenter accepts for `karpenter.sh/capacity-type` (sorted).
+const CAPACITY_TYPES: &[&str] = &["on-demand", "reserved", "spot"];
+
+/// Canonical form of a label key: an alias maps to its well-known key, anything else is itself.
+pub fn normalize_key(key: &str) -> &str {
+    LABEL_ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == key)
+        .map_or(key, |(_, canonical)| canonical)
+}
+
+/// Whether `key` (after alias normalization) is one of the core well-known labels.
+pub fn is_well_known(key: &str) -> bool {
+    is_well_known_for(key, &[])
+}
+
+/// Whether `key` (after alias normalization) is a core well-known label or one of `provider_labels`.
+pub fn is_well_known_for(key: &str, provider_labels: &[&str]) -> bool {
+    let key = normalize_key(key);
+    WELL_KNOWN_LABELS.contains(&key) || provider_labels.contains(&key)
+}
+
+/// The cloud provider a Karpenter installation runs with, which widens the well-known labels
+/// and the restricted label domains.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// Only the core sets (used when the provider is unknown).
+    #[default]
+    Core,
+    Aws,
+    Kwok,
+}
+
+impl Provider {
+    /// The provider behind a NodeClass label key such as `karpenter.k8s.aws/ec2nodeclass`.
+    pub fn from_nodeclass_label(key: &str) -> Self {
+        match key.split_once('/').map(|(group, _)| group) {
+            Some("karpenter.k8s.aws") => Provider::Aws,
+            Some("karpenter.kwok.sh") => Provider::Kwok,
+            _ => Provider::Core,
+        }
+    }
+
+    /// The well-known labels this provider adds to `WELL_KNOWN_LABELS`.
+    pub fn labels(self) -> &'static [&'static str] {
+        match self {
+            Provider::Core => &[],
+            Provider::Aws => AWS_WELL_KNOWN_LABELS,
+            Provider::Kwok => KWOK_WELL_KNOWN_LABELS,
+        }
+    }
+
+    /// Label domains reserved for Karpenter (`v1.RestrictedLabelDomains`), sorted.
+    fn restricted_domains(self) -> &'static [&'static str] {
+        match self {
+            Provider::Core => &["karpenter.sh"],
+            Provider::Aws => &["karpenter.k8s.aws", "karpenter.sh"],
+            Provider::Kwok => &["karpenter.kwok.sh", "karpenter.sh"],
+        }
+    }
+
+    fn is_well_known(self, key: &str) -> bool {
+        is_well_known_for(key, self.labels())
+    }
+}
+
+/// A node-selector operator Karpenter v1.14 accepts. `Gte` and `Lte` are Karpenter's own
+/// extensions (NodePool and NodeOverlay requirements, v1.9+); Kubernetes rejects them in pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Operator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    Gt,
+    Lt,
+    Gte,
+    Lte,
+}
+
+impl Operator {
+    pub const ALL: [Operator; 8] = [
+        Operator::In,
+        Operator::NotIn,
+        Operator::Exists,
+        Operator::DoesNotExist,
+        Operator::Gt,
+        Operator::Lt,
+        Operator::Gte,
+        Operator::Lte,
+    ];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| op.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operator::In => "In",
+            Operator::NotIn => "NotIn",
+            Operator::Exists => "Exists",
+            Operator::DoesNotExist => "DoesNotExist",
+            Operator::Gt => "Gt",
+            Operator::Lt => "Lt",
+            Operator::Gte => "Gte",
+            Operator::Lte => "Lte",
+        }
+    }
+
+    fn is_numeric(self) -> bool {
+        matches!(
+            self,
+            Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte
+        )
+    }
+}
+
+impl fmt::Display for Operator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One requirement as written in a NodePool (spec.template.spec.requirements[]) or a pod term.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Requirement {
+    pub key: String,
+    /// Raw operator text; it may be one kelp cannot interpret.
+    pub operator: String,
+    #[serde(default)]
+    pub values: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_values: Option<i64>,
+}
+
+impl From<&NodeSelectorRequirement> for Requirement {
+    fn from(r: &NodeSelectorRequirement) -> Self {
+        Requirement {
+            key: r.key.clone(),
+            operator: r.operator.clone(),
+            values: r.values.clone().unwrap_or_default(),
+            min_values: None,
+        }
+    }
+}
+
+/// A requirement kelp cannot interpret (an unknown operator, or a bound that is not one integer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequirementError {
+    pub key: String,
+    pub operator: String,
+    pub message: String,
+}
+
+impl fmt::Display for RequirementError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RequirementError {}
+
+/// One key's constraint: `values` (or everything but `values` when `complement`), further
+/// limited to integers within the inclusive `gte`/`lte` bounds when either is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct KeyReq {
+    complement: bool,
+    values: BTreeSet<String>,
+    gte: Option<i64>,
+    lte: Option<i64>,
+    min_values: Option<i64>,
+}
+
+impl KeyReq {
+    fn exists() -> Self {
+        KeyReq {
+            complement: true,
+            values: BTreeSet::new(),
+            gte: None,
+            lte: None,
+            min_values: None,
+        }
+    }
+
+    fn does_not_exist(min_values: Option<i64>) -> Self {
+        KeyReq {
+            complement: false,
+            min_values,
+            ..KeyReq::exists()
+        }
+    }
+
+    /// Karpenter's NewRequirementWithFlexibility: Gt N becomes Gte N+1 and Lt N becomes Lte N-1.
+    fn new(op: Operator, values: &[String], min_values: Option<i64>) -> Result<Self, String> {
+        let set = || values.iter().cloned().collect();
+        let mut r = KeyReq {
+            min_values,
+            ..KeyReq::exists()
+        };
+        match op {
+            Operator::In => {
+                return Ok(KeyReq {
+                    complement: false,
+                    values: set(),
+                    ..r
+                })
+            }
+            Operator::NotIn => r.values = set(),
+            Operator::Exists => {}
+            Operator::DoesNotExist => return Ok(KeyReq::does_not_exist(min_values)),
+            _ => {
+                let n = match values {
+                    [v] => v
+                        .parse::<i64>()
+                        .map_err(|_| format!("{v:?} is not an integer"))?,
+                    _ => return Err(format!("expected exactly one value, got {}", values.len())),
+                };
+                match op {
+                    Operator::Gt if n == i64::MAX => return Ok(KeyReq::does_not_exist(None)),
+                    Operator::Gt => r.gte = Some(n + 1),
+                    // Go's int arithmetic wraps here; mirror it rather than panic.
+                    Operator::Lt => r.lte = Some(n.wrapping_sub(1)),
+                    Operator::Gte => r.gte = Some(n),
+                    _ => r.lte = Some(n),
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    fn merged_bounds(&self, other: &KeyReq) -> (Option<i64>, Option<i64>) {
+        let gte = self.gte.max(other.gte);
+        let lte = match (self.lte, other.lte) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (gte, lte)
+    }
+
+    fn intersection(&self, other: &KeyReq) -> KeyReq {
+        let min_values = self.min_values.max(other.min_values);
+        let (gte, lte) = self.merged_bounds(other);
+        if matches!((gte, lte), (Some(g), Some(l)) if g > l) {
+            return KeyReq::does_not_exist(min_values);
+        }
+        let complement = self.complement && other.complement;
+        let values: BTreeSet<String> = match (self.complement, other.complement) {
+            (true, true) => self.values.union(&other.values).cloned().collect(),
+            (true, false) => other.values.difference(&self.values).cloned().collect(),
+            (false, true) => self.values.difference(&other.values).cloned().collect(),
+            (false, false) => self.values.intersection(&other.values).cloned().collect(),
+        };
+        let values = values.into_iter().filter(|v| within(v, gte, lte)).collect();
+        let (gte, lte) = if complement { (gte, lte) } else { (None, None) };
+        KeyReq {
+            complement,
+            values,
+            gte,
+            lte,
+            min_values,
+        }
+    }
+
+    fn has_intersection(&self, other: &KeyReq) -> bool {
+        let (gte, lte) = self.merged_bounds(other);
+        if matches!((gte, lte), (Some(g), Some(l)) if g > l) {
+            return false;
+        }
+        let shared = |concrete: &KeyReq, excluded: &KeyReq, negate: bool| {
+            concrete
+                .values
+                .iter()
+                .any(|v| excluded.values.contains(v) != negate && within(v, gte, lte))
+        };
+        match (self.complement, other.complement) {
+            (true, true) => true,
+            (true, false) => shared(other, self, true),
+            (false, true) => shared(self, other, true),
+            (false, false) => shared(self, other, false),
+        }
+    }
+
+    fn allows(&self, value: &str) -> bool {
+        self.values.contains(value) != self.complement && within(value, self.gte, self.lte)
+    }
+
+    /// The operator Karpenter reports for this constraint; bounds read as `Exists`.
+    fn operator(&self) -> Operator {
+        match (self.complement, self.values.is_empty()) {
+            (true, false) => Operator::NotIn,
+            (true, true) => Operator::Exists,
+            (false, false) => Operator::In,
+            (false, true) => Operator::DoesNotExist,
+        }
+    }
+
+    fn render(&self, key: &str) -> String {
+        let op = self.operator();
+        let mut s = match op {
+            Operator::Exists | Operator::DoesNotExist => format!("{key} {op}"),
+            _ => {
+                let mut shown: Vec<String> = self.values.iter().take(5).cloned().collect();
+                if self.values.len() > 5 {
+                    shown.push(format!("and {} others", self.values.len() - 5));
+                }
+                format!("{key} {op} [{}]", shown.join(" "))
+            }
+        };
+        if let Some(g) = self.gte {
+            s.push_str(&format!(" >={g}"));
+        }
+        if let Some(l) = self.lte {
+            s.push_str(&format!(" <={l}"));
+        }
+        if let Some(m) = self.min_values {
+            s.push_str(&format!(" minValues {m}"));
+        }
+        s
+    }
+}
+
+/// Whether `value` lies within the bounds; with any bound set, only integers do.
+fn within(value: &str, gte: Option<i64>, lte: Option<i64>) -> bool {
+    if gte.is_none() && lte.is_none() {
+        return true;
+    }
+    value
+        .parse::<i64>()
+        .is_ok_and(|v| gte.is_none_or(|g| v >= g) && lte.is_none_or(|l| v <= l))
+}
+
+/// Normalized requirements by key (Karpenter's `scheduling.Requirements`). A NodePool's
+/// requirements also remember their provider, whose labels count as well-known in `compatible`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requirements {
+    reqs: BTreeMap<String, KeyReq>,
+    provider: Provider,
+}
+
+impl Requirements {
+    /// Parses and intersects requirements (keys normalized, several on one key intersected).
+    /// An operator kelp cannot interpret, or a Gt/Lt/Gte/Lte without exactly one integer value,
+    /// gives `Err` naming key and operator.
+    pub fn from_requirements(reqs: &[Requirement]) -> Result<Self, RequirementError> {
+        let mut out = Requirements::default();
+        for r in reqs {
+            out.add_raw(&r.key, &r.operator, &r.values, r.min_values)?;
+        }
+        Ok(out)
+    }
+
+    /// NodePool side: template requirements + template labels (as In) + `karpenter.sh/nodepool In
+    /// [pool]` + the NodeClass label (e.g. `("karpenter.k8s.aws/ec2nodeclass", "default")`) when
+    /// given, which also selects the provider's well-known labels.
+    pub fn for_nodepool(
+        pool: &str,
+        reqs: &[Requirement],
+        labels: &BTreeMap<String, String>,
+        nodeclass_label: Option<(&str, &str)>,
+    ) -> Result<Self, RequirementError> {
+        let mut out = Requirements::from_requirements(reqs)?;
+        let mut labels = labels.clone();
+        labels.insert(NODEPOOL_LABEL.to_string(), pool.to_string());
+        if let Some((key, name)) = nodeclass_label {
+            labels.insert(key.to_string(), name.to_string());
+            out.provider = Provider::from_nodeclass_label(key);
+        }
+        out.add_labels(&labels);
+        Ok(out)
+    }
+
+    /// Pod side: nodeSelector (as In) + one required node-affinity term's matchExpressions.
+    /// matchFields are ignored here, as Karpenter does when it builds pod requirements (its
+    /// validation rejects them: see `validate_pod_requirements`).
+    pub fn for_pod(
+        node_selector: &BTreeMap<String, String>,
+        term: Option<&NodeSelectorTerm>,
+    ) -> Result<Self, RequirementError> {
+        let mut out = Requirements::default();
+        out.add_labels(node_selector);
+        for r in term
+            .and_then(|t| t.match_expressions.as_deref())
+            .unwrap_or_default()
+        {
+            out.add_raw(
+                &r.key,
+                &r.operator,
+                r.values.as_deref().unwrap_or_default(),
+                None,
+            )?;
+        }
+        Ok(out)
+    }
+
+    fn add_labels(&mut self, labels: &BTreeMap<String, String>) {
+        for (key, value) in labels {
+            self.add(
+                key,
+                KeyReq {
+                    complement: false,
+                    values: BTreeSet::from([value.clone()]),
+                    ..KeyReq::exists()
+                },
+            );
+        }
+    }
+
+    fn add_raw(
+        &mut self,
+        key: &str,
+        op: &str,
+        values: &[String],
+        min_values: Option<i64>,
+    ) -> Result<(), RequirementError> {
+        let error = |message: String| RequirementError {
+            key: key.to_string(),
+            operator: op.to_string(),
+            message,
+        };
+        let parsed = Operator::parse(op)
+            .ok_or_else(|| error(format!("key {key} has an unsupported operator {op}")))?;
+        let req = KeyReq::new(parsed, values, min_values).map_err(|why| {
+            error(format!(
+                "key {key} with operator {op} needs a single integer value: {why}"
+            ))
+        })?;
+        self.add(key, req);
+        Ok(())
+    }
+
+    fn add(&mut self, key: &str, req: KeyReq) {
+        let key = normalize_key(key);
+        let merged = match self.reqs.get(key) {
+            Some(existing) => req.intersection(existing),
+            None => req,
+        };
+        self.reqs.insert(key.to_string(), merged);
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.reqs.keys().map(String::as_str)
+    }
+
+    /// Render one key's requirement as Karpenter v1.14 does: `key In [a b]`, `key NotIn [a]`,
+    /// `key Exists`, `key DoesNotExist`, at most 5 values then `and N others`, then ` >=N`,
+    /// ` <=N` and ` minValues N` as set.
+    pub fn render(&self, key: &str) -> Option<String> {
+        let key = normalize_key(key);
+        self.reqs.get(key).map(|r| r.render(key))
+    }
+
+    /// The operator Karpenter reports for a key (In, NotIn, Exists or DoesNotExist; bounds read as
+    /// Exists); `None` when the key is undefined.
+    pub fn operator(&self, key: &str) -> Option<Operator> {
+        self.reqs.get(normalize_key(key)).map(KeyReq::operator)
+    }
+
+    /// Whether a node label value satisfies the requirement on `key` (an undefined key allows all).
+    pub fn allows(&self, key: &str, value: &str) -> bool {
+        self.reqs
+            .get(normalize_key(key))
+            .is_none_or(|r| r.allows(value))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+}
+
+/// Karpenter's `Requirements.String()`: every key but restricted ones, sorted, joined by ", ".
+impl fmt::Display for Requirements {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = self
+            .reqs
+            .iter()
+            .filter(|(k, _)| !RESTRICTED_LABELS.contains(&k.as_str()))
+            .map(|(k, r)| r.render(k))
+            .collect();
+        parts.sort();
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// Why a pod's requirements do not fit a NodePool template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incompatibility {
+    /// The pod requires a custom key the pool does not define (pod op not NotIn/DoesNotExist).
+    /// Karpenter: `label "k" does not have known values[ (typo of "x"?)]`
+    UndefinedLabel {
+        key: String,
+        typo_of: Option<String>,
+    },
+    /// Both define the key and the sets do not intersect. Karpenter: `key k, <pod req> not in <pool req>`
+    NoIntersection {
+        key: String,
+        pod: String,
+        pool: String,
+    },
+}
+
+impl Incompatibility {
+    pub fn key(&self) -> &str {
+        match self {
+            Incompatibility::UndefinedLabel { key, .. }
+            | Incompatibility::NoIntersection { key, .. } => key,
+        }
+    }
+}
+
+impl fmt::Display for Incompatibility {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Incompatibility::UndefinedLabel { key, typo_of } => {
+                write!(f, "label {key:?} does not have known values")?;
+                match typo_of {
+                    Some(t) => write!(f, " (typo of {t:?}?)"),
+                    None => Ok(()),
+                }
+            }
+            Incompatibility::NoIntersection { key, pod, pool } => {
+                write!(f, "key {key}, {pod} not in {pool}")
+            }
+        }
+    }
+}
+
+/// Karpenter's pod-vs-template `Compatible` with undefined well-known labels allowed (the core
+/// set plus the pool's provider labels): every incompatibility, ordered by key. Karpenter's own
+/// message differs in one way: when any `UndefinedLabel` exists it stops at the first one it meets
+/// (Go map order) and reports neither the others nor any `NoIntersection`.
+pub fn compatible(pod: &Requirements, pool: &Requirements) -> Result<(), Vec<Incompatibility>> {
+    let mut out = Vec::new();
+    for (key, req) in &pod.reqs {
+        match pool.reqs.get(key) {
+            None if pool.provider.is_well_known(key) => {}
+            None if matches!(req.operator(), Operator::NotIn | Operator::DoesNotExist) => {}
+            None => out.push(Incompatibility::UndefinedLabel {
+                key: key.clone(),
+                typo_of: typo_hint(pool, key),
+            }),
+            Some(existing) if !existing.has_intersection(req) => {
+                let lenient =
+                    |r: &KeyReq| matches!(r.operator(), Operator::NotIn | Operator::DoesNotExist);
+                if !(lenient(req) && lenient(existing)) {
+                    out.push(Incompatibility::NoIntersection {
+                        key: key.clone(),
+                        pod: req.render(key),
+                        pool: existing.render(key),
+                    });
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out)
+    }
+}
+
+/// Karpenter's label hint: the first well-known label, then the first pool key, that contains
+/// the key or ends with the key's name part (Karpenter walks sets in map order; kelp sorts).
+fn typo_hint(pool: &Requirements, key: &str) -> Option<String> {
+    let name = key.split_once('/').map_or(key, |(_, name)| name);
+    let mut well_known: Vec<&str> = WELL_KNOWN_LABELS
+        .iter()
+        .chain(pool.provider.labels())
+        .copied()
+        .collect();
+    well_known.sort_unstable();
+    well_known
+        .into_iter()
+        .chain(pool.keys())
+        .find(|candidate| candidate.contains(key) || candidate.ends_with(name))
+        .map(str::to_string)
+}
+
+/// The FailedScheduling text Karpenter uses for a pod that requires `karpenter.sh/nodepool
+/// DoesNotExist`; Karpenter publishes no event for it.
+pub const NOT_FOR_KARPENTER: &str =
+    "configured to not run on a Karpenter provisioned node (requirement=karpenter.sh/nodepool DoesNotExist)";
+
+/// The pod validation Karpenter runs before scheduling (core label sets): see
+/// `validate_pod_requirements_for`.
+pub fn validate_pod_requirements(
+    node_selector: &BTreeMap<String, String>,
+    terms: &[NodeSelectorTerm],
+) -> Result<(), String> {
+    validate_pod_requirements_for(node_selector, terms, Provider::Core)
+}
+
+/// The pod validation Karpenter runs before scheduling, with the provider's label sets: the pod
+/// must not require `karpenter.sh/nodepool DoesNotExist` (`NOT_FOR_KARPENTER`), and every nodeSelector
+/// entry and required node-affinity expression must pass Karpenter's requirement validation
+/// (supported operator, no restricted label or domain, a known capacity type, qualified key, valid
+/// label values, values for In, one non-negative integer for Gt/Lt/Gte/Lte); a term with matchFields
+/// fails. Err is Karpenter's message: its errors joined by "; " (nodeSelector keys sorted; Karpenter
+/// lists the supported operators in map order, kelp in declaration order).
+pub fn validate_pod_requirements_for(
+    node_selector: &BTreeMap<String, String>,
+    terms: &[NodeSelectorTerm],
+    provider: Provider,
+) -> Result<(), String> {
+    let mut errs = Vec::new();
+    if requires_no_nodepool(node_selector, terms.first()) {
+        errs.push(NOT_FOR_KARPENTER.to_string());
+    }
+    for (key, value) in node_selector {
+        validate_requirement(key, "In", std::slice::from_ref(value), provider, &mut errs);
+    }
+    for term in terms {
+        if term.match_fields.is_some() {
+            errs.push("node selector term with matchFields is not supported".to_string());
+        }
+        for r in term.match_expressions.as_deref().unwrap_or_default() {
+            validate_requirement(
+                &r.key,
+                &r.operator,
+                r.values.as_deref().unwrap_or_default(),
+                provider,
+                &mut errs,
+            );
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("; "))
+    }
+}
+
+/// Whether the pod's requirements leave `karpenter.sh/nodepool` as DoesNotExist. Expressions kelp
+/// cannot parse are skipped: Karpenter reads them as Exists, which changes nothing.
+fn requires_no_nodepool(
+    node_selector: &BTreeMap<String, String>,
+    term: Option<&NodeSelectorTerm>,
+) -> bool {
+    let mut reqs = Requirements::default();
+    reqs.add_labels(node_selector);
+    for r in term
+        .and_then(|t| t.match_expressions.as_deref())
+        .unwrap_or_default()
+    {
+        if normalize_key(&r.key) == NODEPOOL_LABEL {
+            let _ = reqs.add_raw(
+                &r.key,
+                &r.operator,
+                r.values.as_deref().unwrap_or_default(),
+                None,
+            );
+        }
+    }
+    reqs.operator(NODEPOOL_LABEL) == Some(Operator::DoesNotExist)
+}
+
+/// Karpenter's `v1.ValidateRequirement` for a pod requirement (no minValues), in its error order.
+fn validate_requirement(
+    key: &str,
+    op: &str,
+    values: &[String],
+    provider: Provider,
+    errs: &mut Vec<String>,
+) {
+    let key = normalize_key(key);
+    let parsed = Operator::parse(op);
+    if parsed.is_none() {
+        let all: Vec<&str> = Operator::ALL.iter().map(|o| o.as_str()).collect();
+        errs.push(format!(
+            "key {key} has an unsupported operator {op} not in [{}]",
+            all.join(" ")
+        ));
+    }
+    if let Some(e) = restricted_label_error(key, provider) {
+        errs.push(e);
+    }
+    if key == CAPACITY_TYPE_LABEL
+        && parsed == Some(Operator::In)
+        && !values.iter().any(|v| CAPACITY_TYPES.contains(&v.as_str()))
+    {
+        let known: Vec<String> = CAPACITY_TYPES.iter().map(|v| format!("{v}:{{}}")).collect();
+        let got = go_list(values);
+        errs.push(format!(
+            "no valid values found in {got} for {key}, expected one of: map[{}], got: {got}",
+            known.join(" ")
+        ));
+    }
+    errs.extend(
+        qualified_name_errors(key)
+            .into_iter()
+            .map(|e| format!("key {key} is not a qualified name, {e}")),
+    );
+    for v in values {
+        errs.extend(
+            label_value_errors(v)
+                .into_iter()
+                .map(|e| format!("invalid value {v} for key {key}, {e}")),
+        );
+    }
+    if parsed == Some(Operator::In) && values.is_empty() {
+        errs.push(format!(
+            "key {key} with operator {op} must have a value defined"
+        ));
+    }
+    if parsed.is_some_and(Operator::is_numeric)
+        && !matches!(values, [v] if v.parse::<i64>().is_ok_and(|n| n >= 0))
+    {
+        errs.push(format!(
+            "key {key} with operator {op} must have a single positive integer value"
+        ));
+    }
+}
+
+fn restricted_label_error(key: &str, provider: Provider) -> Option<String> {
+    if provider.is_well_known(key) {
+        return None;
+    }
+    let domain = key.split_once('/').map_or("", |(domain, _)| domain);
+    let domains = provider.restricted_domains();
+    let in_domain = domains.iter().any(|d| {
+        domain == *d
+            || domain
+                .strip_suffix(d)
+                .is_some_and(|rest| rest.ends_with('.'))
+    });
+    if !in_domain && !RESTRICTED_LABELS.contains(&key) {
+        return None;
+    }
+    let mut well_known: Vec<&str> = WELL_KNOWN_LABELS
+        .iter()
+        .chain(provider.labels())
+        .copied()
+        .collect();
+    well_known.sort_unstable();
+    Some(format!(
+        "using label {key} is not allowed as it might interfere with the internal provisioning logic; specify a well known label: [{}], or a custom label that does not use a restricted domain: [{}]",
+        well_known.join(" "),
+        domains.join(" ")
+    ))
+}
+
+/// Go's `%v` of a string slice.
+fn go_list(values: &[String]) -> String {
+    format!("[{}]", values.join(" "))
+}
+
+const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const QUALIFIED_NAME_MSG: &str =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+
+/// Kubernetes' `RegexError` wording (including its doubled spaces between examples).
+fn regex_error(msg: &str, pattern: &str, examples: &[&str]) -> String {
+    let shown: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
+    format!(
+        "{msg} (e.g. {}regex used for validation is '{pattern}')",
+        shown.join(" or ")
+    )
+}
+
+fn is_qualified_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    let ext = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
+    matches!((b.first(), b.last()), (Some(f), Some(l)) if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric())
+        && b.iter().all(ext)
+}
+
+fn is_dns1123_subdomain(s: &str) -> bool {
+    s.split('.').all(|label| {
+        let b = label.as_bytes();
+        let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        matches!((b.first(), b.last()), (Some(f), Some(l)) if ok(f) && ok(l))
+            && b.iter().all(|c| ok(c) || *c == b'-')
+    })
+}
+
+/// Kubernetes' `IsQualifiedName` messages.
+fn qualified_name_errors(value: &str) -> Vec<String> {
+    let name_error = || {
+        regex_error(
+            QUALIFIED_NAME_MSG,
+            QUALIFIED_NAME_FMT,
+            &["MyName", "my.name", "123-abc"],
+        )
+    };
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = value.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                if prefix.len() > 253 {
+                    errs.push("prefix part must be no more than 253 characters".to_string());
+                }
+                if !is_dns1123_subdomain(prefix) {
+                    errs.push(format!(
+                        "prefix part {}",
+                        regex_error(
+                            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
+                            &["example.com"],
+                        )
+                    ));
+                }
+            }
+            *name
+        }
+        _ => {
+            return vec![format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                name_error()
+            )]
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".to_string());
+    }
+    if !is_qualified_name_part(name) {
+        errs.push(format!("name part {}", name_error()));
+    }
+    errs
+}
+
+/// Kubernetes' `IsValidLabelValue` messages.
+fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    if !value.is_empty() && !is_qualified_name_part(value) {
+        errs.push(regex_error(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+            &format!("({QUALIFIED_NAME_FMT})?"),
+            &["MyValue", "my_value", "12345"],
+        ));
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const ZONE: &str = "topology.kubernetes.io/zone";
+    const CPU: &str = "karpenter.k8s.aws/instance-cpu";
+
+    fn req(key: &str, op: &str, values: &[&str]) -> Requirement {
+        Requirement {
+            key: key.into(),
+            operator: op.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+            min_values: None,
+        }
+    }
+
+    fn reqs(list: &[Requirement]) -> Requirements {
+        Requirements::from_requirements(list).expect("valid requirements")
+    }
+
+    fn nsr(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
+        NodeSelectorRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values: Some(values.iter().map(|v| v.to_string()).collect()),
+        }
+    }
+
+    fn term(exprs: Vec<NodeSelectorRequirement>) -> NodeSelectorTerm {
+        NodeSelectorTerm {
+            match_expressions: Some(exprs),
+            match_fields: None,
+        }
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn errors(pod: &Requirements, pool: &Requirements) -> Vec<String> {
+        compatible(pod, pool)
+            .err()
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// Checks one operator pair on a custom key both sides define.
+    fn pair(pod: Requirement, pool: Requirement) -> Vec<String> {
+        errors(&reqs(&[pod]), &reqs(&[pool]))
+    }
+
+    #[test]
+    fn in_sets_must_intersect_with_karpenters_wording() {
+        let pool = reqs(&[req(ZONE, "In", &["us-west-2a", "us-west-2b"])]);
+        assert_eq!(
+            compatible(
+                &reqs(&[req(ZONE, "In", &["us-west-2b", "us-west-2c"])]),
+                &pool
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            errors(&reqs(&[req(ZONE, "In", &["us-west-2d"])]), &pool),
+            ["key topology.kubernetes.io/zone, topology.kubernetes.io/zone In [us-west-2d] not in topology.kubernetes.io/zone In [us-west-2a us-west-2b]"]
+        );
+    }
+
+    #[test]
+    fn operator_pairs_follow_karpenters_intersection_rules() {
+        let k = "example.com/team";
+        // NotIn against In: fails only when it removes every pool value.
+        assert_eq!(
+            pair(req(k, "NotIn", &["a"]), req(k, "In", &["a"])),
+            ["key example.com/team, example.com/team NotIn [a] not in example.com/team In [a]"]
+        );
+        assert!(pair(req(k, "NotIn", &["a"]), req(k, "In", &["a", "b"])).is_empty());
+        assert!(pair(req(k, "In", &["b"]), req(k, "NotIn", &["a"])).is_empty());
+        assert_eq!(
+            pair(req(k, "In", &["a"]), req(k, "NotIn", &["a"])),
+            ["key example.com/team, example.com/team In [a] not in example.com/team NotIn [a]"]
+        );
+        // DoesNotExist against Exists fails; against NotIn both sides tolerate absence.
+        assert_eq!(pair(req(k, "DoesNotExist", &[]), req(k, "Exists", &[])), ["key example.com/team, example.com/team DoesNotExist not in example.com/team Exists"]);
+        assert!(pair(req(k, "DoesNotExist", &[]), req(k, "NotIn", &["a"])).is_empty());
+        assert!(pair(req(k, "NotIn", &["a"]), req(k, "DoesNotExist", &[])).is_empty());
+        assert!(pair(req(k, "DoesNotExist", &[]), req(k, "DoesNotExist", &[])).is_empty());
+        assert_eq!(pair(req(k, "DoesNotExist", &[]), req(k, "In", &["a"])), ["key example.com/team, example.com/team DoesNotExist not in example.com/team In [a]"]);
+        // Exists against NotIn intersects (complements always do); against DoesNotExist it fails.
+        assert!(pair(req(k, "Exists", &[]), req(k, "NotIn", &["a"])).is_empty());
+        assert!(pair(req(k, "NotIn", &["a"]), req(k, "NotIn", &["a"])).is_empty());
+        assert_eq!(pair(req(k, "Exists", &[]), req(k, "DoesNotExist", &[])), ["key example.com/team, example.com/team Exists not in example.com/team DoesNotExist"]);
+        assert_eq!(pair(req(k, "In", &["a"]), req(k, "DoesNotExist", &[])), ["key example.com/team, example.com/team In [a] not in example.com/team DoesNotExist"]);
+    }
+
+    #[test]
+    fn bounds_combine_with_values_and_each_other() {
+        let pool = reqs(&[req(CPU, "Gt", &["2"]), req(CPU, "Lt", &["8"])]);
+        assert_eq!(
+            pool.render(CPU).as_deref(),
+            Some("karpenter.k8s.aws/instance-cpu Exists >=3 <=7")
+        );
+        assert_eq!(pool.operator(CPU), Some(Operator::Exists));
+        assert_eq!(
+            compatible(&reqs(&[req(CPU, "In", &["4", "16"])]), &pool),
+            Ok(())
+        );
+        assert_eq!(
+            errors(&reqs(&[req(CPU, "In", &["2", "8"])]), &pool),
+            ["key karpenter.k8s.aws/instance-cpu, karpenter.k8s.aws/instance-cpu In [2 8] not in karpenter.k8s.aws/instance-cpu Exists >=3 <=7"]
+        );
+        assert!(
+            compatible(&reqs(&[req(CPU, "In", &["large"])]), &pool).is_err(),
+            "a non-integer value is outside any bound"
+        );
+        assert_eq!(compatible(&reqs(&[req(CPU, "Gte", &["7"])]), &pool), Ok(()));
+        assert!(compatible(&reqs(&[req(CPU, "Gte", &["8"])]), &pool).is_err());
+        assert!(compatible(&reqs(&[req(CPU, "NotIn", &["3", "4"])]), &pool).is_ok());
+        // Bounds applied to a concrete set filter it and then disappear.
+        let mixed = reqs(&[
+            req(CPU, "In", &["1", "2", "x", "5"]),
+            req(CPU, "Gte", &["2"]),
+            req(CPU, "Lte", &["4"]),
+        ]);
+        assert_eq!(
+            mixed.render(CPU).as_deref(),
+            Some("karpenter.k8s.aws/instance-cpu In [2]")
+        );
+        // Empty ranges collapse to DoesNotExist.
+        assert_eq!(
+            reqs(&[req(CPU, "Gt", &["8"]), req(CPU, "Lt", &["2"])]).operator(CPU),
+            Some(Operator::DoesNotExist)
+        );
+        assert_eq!(
+            reqs(&[req(CPU, "Gt", &["4"]), req(CPU, "Lt", &["5"])]).operator(CPU),
+            Some(Operator::DoesNotExist)
+        );
+        assert_eq!(
+            reqs(&[req(CPU, "Gt", &[&i64::MAX.to_string()])])
+                .render(CPU)
+                .as_deref(),
+            Some("karpenter.k8s.aws/instance-cpu DoesNotExist")
+        );
+        // Karpenter drops excluded values that the bounds already exclude (non-integers included).
+        let excluded = reqs(&[req(CPU, "NotIn", &["a", "1", "5"]), req(CPU, "Gt", &["1"])]);
+        assert_eq!(
+            excluded.render(CPU).as_deref(),
+            Some("karpenter.k8s.aws/instance-cpu NotIn [5] >=2")
+        );
+        assert!(
+            excluded.allows(CPU, "6") && !excluded.allows(CPU, "5") && !excluded.allows(CPU, "a")
+        );
+    }
+
+    #[test]
+    fn undefined_well_known_keys_are_allowed_and_custom_ones_rejected() {
+        let pool = Requirements::for_nodepool(
+            "default",
+            &[req("team", "In", &["a"])],
+            &BTreeMap::new(),
+            None,
+        )
+        .unwrap();
+        let pod = |r: Requirement| errors(&reqs(&[r]), &pool);
+        assert!(pod(req(ZONE, "In", &["us-east-1a"])).is_empty());
+        assert!(pod(req("kubernetes.io/arch", "In", &["arm64"])).is_empty());
+        assert!(pod(req("karpenter.sh/capacity-type", "DoesNotExist", &[])).is_empty());
+        assert_eq!(
+            pod(req("example.com/gpu", "In", &["yes"])),
+            ["label \"example.com/gpu\" does not have known values"]
+        );
+        assert_eq!(
+            pod(req("example.com/gpu", "Exists", &[])),
+            ["label \"example.com/gpu\" does not have known values"]
+        );
+        assert!(pod(req("example.com/gpu", "NotIn", &["yes"])).is_empty());
+        assert!(pod(req("example.com/gpu", "DoesNotExist", &[])).is_empty());
+        // A pool key the pod leaves undefined never matters.
+        assert!(pod(req(ZONE, "Exists", &[])).is_empty());
+    }
+
+    #[test]
+    fn typo_hints_mirror_karpenter() {
+        let pool = Requirements::for_nodepool(
+            "default",
+            &[req("example.com/team-name", "In", &["a"])],
+            &BTreeMap::new(),
+            None,
+        )
+        .unwrap();
+        let undefined =
+            |key: &str| compatible(&reqs(&[req(key, "In", &["x"])]), &pool).unwrap_err();
+        assert_eq!(
+            undefined("zone")[0].to_string(),
+            "label \"zone\" does not have known values (typo of \"topology.kubernetes.io/zone\"?)"
+        );
+        assert_eq!(
+            undefined("team-name")[0],
+            Incompatibility::UndefinedLabel {
+                key: "team-name".into(),
+                typo_of: Some("example.com/team-name".into())
+            }
+        );
+        assert_eq!(undefined("other.io/team-name")[0].to_string(), "label \"other.io/team-name\" does not have known values (typo of \"example.com/team-name\"?)");
+        assert_eq!(undefined("example.com/gpu")[0].key(), "example.com/gpu");
+        assert_eq!(
+            undefined("example.com/gpu")[0],
+            Incompatibility::UndefinedLabel {
+                key: "example.com/gpu".into(),
+                typo_of: None
+            }
+        );
+    }
+
+    #[test]
+    fn aliases_normalize_to_well_known_keys() {
+        assert_eq!(
+            normalize_key("failure-domain.beta.kubernetes.io/zone"),
+            ZONE
+        );
+        assert_eq!(
+            normalize_key("beta.kubernetes.io/instance-type"),
+            "node.kubernetes.io/instance-type"
+        );
+        assert_eq!(normalize_key("example.com/x"), "example.com/x");
+        assert!(
+            is_well_known("beta.kubernetes.io/arch")
+                && is_well_known("failure-domain.beta.kubernetes.io/region")
+        );
+        assert!(!is_well_known("karpenter.k8s.aws/instance-family"));
+        assert!(is_well_known_for(
+            "karpenter.k8s.aws/instance-family",
+            AWS_WELL_KNOWN_LABELS
+        ));
+        let pool = reqs(&[req(ZONE, "In", &["b"])]);
+        let pod = Requirements::for_pod(
+            &labels(&[("failure-domain.beta.kubernetes.io/zone", "a")]),
+            None,
+        )
+        .unwrap();
+        assert_eq!(pod.keys().collect::<Vec<_>>(), [ZONE]);
+        assert_eq!(errors(&pod, &pool), ["key topology.kubernetes.io/zone, topology.kubernetes.io/zone In [a] not in topology.kubernetes.io/zone In [b]"]);
+        assert_eq!(
+            pool.render("failure-domain.beta.kubernetes.io/zone")
+                .as_deref(),
+            Some("topology.kubernetes.io/zone In [b]")
+        );
+    }
+
+    #[test]
+    fn requirements_on_one_key_intersect_within_a_side() {
+        let pool = reqs(&[req("k", "In", &["a", "b", "c"]), req("k", "NotIn", &["b"])]);
+        assert_eq!(pool.render("k").as_deref(), Some("k In [a c]"));
+        let pool = reqs(&[
+            req("k", "NotIn", &["a"]),
+            req("k", "NotIn", &["b"]),
+            req("k", "Exists", &[]),
+        ]);
+        assert_eq!(pool.render("k").as_deref(), Some("k NotIn [a b]"));
+        let pod = Requirements::for_pod(
+            &labels(&[("k", "a")]),
+            Some(&term(vec![nsr("k", "In", &["b"])])),
+        )
+        .unwrap();
+        assert_eq!(pod.operator("k"), Some(Operator::DoesNotExist));
+        let pod = Requirements::for_pod(
+            &labels(&[("k", "a")]),
+            Some(&term(vec![nsr("k", "In", &["a", "b"])])),
+        )
+        .unwrap();
+        assert_eq!(pod.render("k").as_deref(), Some("k In [a]"));
+    }
+
+    #[test]
+    fn pod_terms_ignore_match_fields() {
+        let t = NodeSelectorTerm {
+            match_expressions: Some(vec![nsr(ZONE, "In", &["a"])]),
+            match_fields: Some(vec![nsr("metadata.name", "In", &["node-1"])]),
+        };
+        let pod = Requirements::for_pod(&BTreeMap::new(), Some(&t)).unwrap();
+        assert_eq!(pod.keys().collect::<Vec<_>>(), [ZONE]);
+        let only_fields = NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: t.match_fields.clone(),
+        };
+        assert!(Requirements::for_pod(&BTreeMap::new(), Some(&only_fields))
+            .unwrap()
+            .is_empty());
+        assert!(Requirements::for_pod(&BTreeMap::new(), None)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn nodepool_side_adds_labels_pool_name_and_nodeclass() {
+        let pool = Requirements::for_nodepool(
+            "gpu",
+            &[req("kubernetes.io/arch", "In", &["amd64"])],
+            &labels(&[("team", "ml")]),
+            Some(("karpenter.k8s.aws/ec2nodeclass", "default")),
+        )
+        .unwrap();
+        assert_eq!(
+            pool.keys().collect::<Vec<_>>(),
+            [
+                "karpenter.k8s.aws/ec2nodeclass",
+                "karpenter.sh/nodepool",
+                "kubernetes.io/arch",
+                "team"
+            ]
+        );
+        assert_eq!(
+            pool.to_string(),
+            "karpenter.k8s.aws/ec2nodeclass In [default], karpenter.sh/nodepool In [gpu], kubernetes.io/arch In [amd64], team In [ml]"
+        );
+        let pod = |pairs: &[(&str, &str)]| {
+            errors(&Requirements::for_pod(&labels(pairs), None).unwrap(), &pool)
+        };
+        assert!(pod(&[("team", "ml"), ("karpenter.sh/nodepool", "gpu")]).is_empty());
+        assert_eq!(pod(&[("karpenter.sh/nodepool", "other")]), ["key karpenter.sh/nodepool, karpenter.sh/nodepool In [other] not in karpenter.sh/nodepool In [gpu]"]);
+        assert_eq!(
+            pod(&[("team", "web")]),
+            ["key team, team In [web] not in team In [ml]"]
+        );
+        // The AWS NodeClass makes the AWS instance labels well-known for this pool only.
+        assert!(pod(&[("karpenter.k8s.aws/instance-family", "g5")]).is_empty());
+        let core = Requirements::for_nodepool("gpu", &[], &BTreeMap::new(), None).unwrap();
+        let aws_label = Requirements::for_pod(
+            &labels(&[("karpenter.k8s.aws/instance-family", "g5")]),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            errors(&aws_label, &core),
+            ["label \"karpenter.k8s.aws/instance-family\" does not have known values"]
+        );
+        let kwok = Requirements::for_nodepool(
+            "k",
+            &[],
+            &BTreeMap::new(),
+            Some(("karpenter.kwok.sh/kwoknodeclass", "default")),
+        )
+        .unwrap();
+        let kwok_label =
+            Requirements::for_pod(&labels(&[("karpenter.kwok.sh/instance-size", "4x")]), None)
+                .unwrap();
+        assert_eq!(compatible(&kwok_label, &kwok), Ok(()));
+        assert_eq!(
+            Provider::from_nodeclass_label("karpenter.kwok.sh/kwoknodeclass"),
+            Provider::Kwok
+        );
+        assert_eq!(
+            Provider::from_nodeclass_label("example.com/mynodeclass"),
+            Provider::Core
+        );
+    }
+
+    #[test]
+    fn all_incompatibilities_come_back_ordered_by_key() {
+        let pool = reqs(&[req("b", "In", &["1"]), req("d", "In", &["1"])]);
+        let pod = reqs(&[
+            req("d", "In", &["2"]),
+            req("c", "In", &["x"]),
+            req("b", "In", &["2"]),
+            req("a", "Exists", &[]),
+        ]);
+        let found = compatible(&pod, &pool).unwrap_err();
+        assert_eq!(
+            found.iter().map(Incompatibility::key).collect::<Vec<_>>(),
+            ["a", "b", "c", "d"]
+        );
+    }
+
+    #[test]
+    fn rendering_truncates_values_and_shows_min_values() {
+        let many: Vec<String> = (1..=8).map(|i| format!("v{i}")).collect();
+        let mut r = Requirement {
+            key: "node.kubernetes.io/instance-type".into(),
+            operator: "In".into(),
+            values: many,
+            min_values: Some(3),
+        };
+        let pool = reqs(&[r.clone()]);
+        assert_eq!(
+            pool.render("node.kubernetes.io/instance-type").as_deref(),
+            Some("node.kubernetes.io/instance-type In [v1 v2 v3 v4 v5 and 3 others] minValues 3")
+        );
+        r.operator = "NotIn".into();
+        r.min_values = None;
+        assert!(reqs(&[r])
+            .render("node.kubernetes.io/instance-type")
+            .unwrap()
+            .starts_with("node.kubernetes.io/instance-type NotIn [v1 "));
+        assert_eq!(
+            reqs(&[req("k", "Exists", &[])]).render("k").as_deref(),
+            Some("k Exists")
+        );
+        assert_eq!(reqs(&[]).render("k"), None);
+        // Display leaves out the restricted hostname label, like Karpenter's String().
+        let shown = reqs(&[
+            req("kubernetes.io/hostname", "In", &["n1"]),
+            req("z", "In", &["1"]),
+            req("a", "DoesNotExist", &[]),
+        ]);
+        assert_eq!(shown.to_string(), "a DoesNotExist, z In [1]");
+    }
+
+    #[test]
+    fn allows_checks_a_node_label_value() {
+        let pool = reqs(&[req(ZONE, "In", &["a", "b"]), req(CPU, "Gte", &["4"])]);
+        assert!(pool.allows(ZONE, "a") && !pool.allows(ZONE, "c"));
+        assert!(pool.allows(CPU, "4") && !pool.allows(CPU, "2") && !pool.allows(CPU, "four"));
+        assert!(pool.allows("undefined/key", "anything"));
+        assert!(!reqs(&[req("k", "NotIn", &["x"])]).allows("k", "x"));
+    }
+
+    #[test]
+    fn uninterpretable_requirements_are_errors() {
+        let err = Requirements::from_requirements(&[req("k", "Matches", &["a"])]).unwrap_err();
+        assert_eq!((err.key.as_str(), err.operator.as_str()), ("k", "Matches"));
+        assert_eq!(err.to_string(), "key k has an unsupported operator Matches");
+        assert!(Requirements::from_requirements(&[req("k", "Gt", &["two"])]).is_err());
+        assert!(Requirements::from_requirements(&[req("k", "Lt", &[])]).is_err());
+        assert!(Requirements::from_requirements(&[req("k", "Gte", &["1", "2"])]).is_err());
+        assert!(
+            Requirements::for_pod(&BTreeMap::new(), Some(&term(vec![nsr("k", "in", &["a"])])))
+                .is_err()
+        );
+        assert!(
+            Requirements::for_nodepool("p", &[req("k", "", &[])], &BTreeMap::new(), None).is_err()
+        );
+    }
+
+    #[test]
+    fn requirement_serde_and_conversion() {
+        let r: Requirement =
+            serde_json::from_str(r#"{"key":"k","operator":"In","values":["a"],"minValues":2}"#)
+                .unwrap();
+        assert_eq!(
+            r,
+            Requirement {
+                key: "k".into(),
+                operator: "In".into(),
+                values: vec!["a".into()],
+                min_values: Some(2)
+            }
+        );
+        let bare: Requirement = serde_json::from_str(r#"{"key":"k","operator":"Exists"}"#).unwrap();
+        assert!(bare.values.is_empty() && bare.min_values.is_none());
+        assert_eq!(
+            serde_json::to_string(&bare).unwrap(),
+            r#"{"key":"k","operator":"Exists","values":[]}"#
+        );
+        let from = Requirement::from(&NodeSelectorRequirement {
+            key: "k".into(),
+            operator: "DoesNotExist".into(),
+            values: None,
+        });
+        assert_eq!(from, req("k", "DoesNotExist", &[]));
+        assert_eq!(Operator::parse("Gte"), Some(Operator::Gte));
+        assert_eq!(Operator::parse("gte"), None);
+        assert_eq!(Operator::Lte.to_string(), "Lte");
+    }
+
+    fn validate(ns: &[(&str, &str)], terms: &[NodeSelectorTerm]) -> Result<(), String> {
+        validate_pod_requirements(&labels(ns), terms)
+    }
+
+    #[test]
+    fn validation_accepts_ordinary_pods() {
+        assert_eq!(validate(&[], &[]), Ok(()));
+        let t = term(vec![
+            nsr(ZONE, "In", &["a"]),
+            nsr("example.com/x", "Exists", &[]),
+            nsr(CPU, "Gt", &["4"]),
+        ]);
+        assert_eq!(
+            validate(
+                &[
+                    ("karpenter.sh/capacity-type", "spot"),
+                    ("karpenter.sh/nodepool", "p")
+                ],
+                &[t]
+            ),
+            Ok(())
+        );
+        assert_eq!(validate(&[("notkarpenter.sh/x", "1")], &[]), Ok(()));
+    }
+
+    #[test]
+    fn validation_rejects_restricted_labels_and_domains() {
+        let core_list = "[karpenter.sh/capacity-type karpenter.sh/nodepool kubernetes.io/arch kubernetes.io/os node.kubernetes.io/instance-type node.kubernetes.io/windows-build topology.kubernetes.io/region topology.kubernetes.io/zone]";
+        assert_eq!(
+            validate(&[("kubernetes.io/hostname", "n1")], &[]).unwrap_err(),
+            format!("using label kubernetes.io/hostname is not allowed as it might interfere with the internal provisioning logic; specify a well known label: {core_list}, or a custom label that does not use a restricted domain: [karpenter.sh]")
+        );
+        assert!(validate(&[("karpenter.sh/custom", "x")], &[])
+            .unwrap_err()
+            .starts_with("using label karpenter.sh/custom is not allowed"));
+        assert!(validate(
+            &[],
+            &[term(vec![nsr("team.karpenter.sh/x", "Exists", &[])])]
+        )
+        .is_err());
+        let aws =
+            |key: &str| validate_pod_requirements_for(&labels(&[(key, "1")]), &[], Provider::Aws);
+        assert_eq!(aws("karpenter.k8s.aws/instance-generation"), Ok(()));
+        let err = aws("karpenter.k8s.aws/custom").unwrap_err();
+        assert!(
+            err.contains("topology.k8s.aws/zone-id")
+                && err.ends_with("restricted domain: [karpenter.k8s.aws karpenter.sh]"),
+            "{err}"
+        );
+        assert_eq!(
+            validate(&[("karpenter.k8s.aws/custom", "1")], &[]),
+            Ok(()),
+            "core Karpenter does not reserve the AWS domain"
+        );
+    }
+
+    #[test]
+    fn validation_messages_match_karpenter() {
+        let one = |r: NodeSelectorRequirement| validate(&[], &[term(vec![r])]).unwrap_err();
+        assert_eq!(one(nsr("k", "Matches", &["a"])), "key k has an unsupported operator Matches not in [In NotIn Exists DoesNotExist Gt Lt Gte Lte]");
+        assert_eq!(
+            one(nsr("k", "In", &[])),
+            "key k with operator In must have a value defined"
+        );
+        assert_eq!(
+            one(nsr("k", "Gt", &["x1"])),
+            "key k with operator Gt must have a single positive integer value"
+        );
+        let negative = one(nsr("k", "Gt", &["-1"]));
+        assert!(
+            negative.starts_with("invalid value -1 for key k, a valid label must be"),
+            "{negative}"
+        );
+        assert!(
+            negative
+                .ends_with("; key k with operator Gt must have a single positive integer value"),
+            "{negative}"
+        );
+        assert_eq!(
+            one(nsr("k", "Lt", &["1", "2"])),
+            "key k with operator Lt must have a single positive integer value"
+        );
+        assert_eq!(
+            one(nsr("karpenter.sh/capacity-type", "In", &["spotty", "cheap"])),
+            "no valid values found in [spotty cheap] for karpenter.sh/capacity-type, expected one of: map[on-demand:{} reserved:{} spot:{}], got: [spotty cheap]"
+        );
+        assert_eq!(
+            one(nsr("k", "In", &["a b"])),
+            "invalid value a b for key k, a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+        );
+        assert_eq!(
+            one(nsr("a/b/c", "Exists", &[])),
+            "key a/b/c is not a qualified name, a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        );
+        assert!(one(nsr("Bad.Prefix/x", "Exists", &[])).starts_with(
+            "key Bad.Prefix/x is not a qualified name, prefix part a lowercase RFC 1123 subdomain"
+        ));
+        assert!(one(nsr("-x", "Exists", &[]))
+            .starts_with("key -x is not a qualified name, name part must consist of"));
+        let t = NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: Some(vec![]),
+        };
+        assert_eq!(
+            validate(&[], &[t]).unwrap_err(),
+            "node selector term with matchFields is not supported"
+        );
+        // Errors accumulate across the nodeSelector and every term, joined by "; ".
+        let err = validate(
+            &[("kubernetes.io/hostname", "n")],
+            &[term(vec![]), term(vec![nsr("k", "In", &[])])],
+        )
+        .unwrap_err();
+        assert!(err.starts_with("using label kubernetes.io/hostname is not allowed"));
+        assert_eq!(
+            err.matches("; ").count(),
+            2,
+            "one inside Karpenter's restricted-label message, one joining"
+        );
+        assert!(err.ends_with("; key k with operator In must have a value defined"));
+        // Aliases are normalized before validation.
+        assert_eq!(
+            validate(&[("beta.kubernetes.io/arch", "amd64")], &[]),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn validation_flags_pods_that_avoid_karpenter() {
+        let t = term(vec![nsr("karpenter.sh/nodepool", "DoesNotExist", &[])]);
+        assert_eq!(
+            validate(&[], std::slice::from_ref(&t)).unwrap_err(),
+            NOT_FOR_KARPENTER
+        );
+        let emptied = term(vec![nsr("karpenter.sh/nodepool", "NotIn", &["a"])]);
+        assert_eq!(
+            validate(&[("karpenter.sh/nodepool", "a")], &[emptied]).unwrap_err(),
+            NOT_FOR_KARPENTER
+        );
+        // Only the first term counts, as in Karpenter's pod requirements.
+        assert_eq!(
+            validate(&[], &[term(vec![nsr(ZONE, "In", &["a"])]), t]),
+            Ok(())
+        );
+    }
+
+    fn arb_requirement() -> impl Strategy<Value = Requirement> {
+        let key = prop::sample::select(vec![
+            "a",
+            "b",
+            ZONE,
+            "failure-domain.beta.kubernetes.io/zone",
+            "example.com/c",
+        ]);
+        let value =
+            prop::sample::select(vec!["x", "y", "0", "1", "5", "-3", "9223372036854775807"]);
+        let op = prop::sample::select(Operator::ALL.to_vec());
+        (
+            key,
+            op,
+            prop::collection::vec(value, 0..4),
+            prop::option::of(0i64..4),
+        )
+            .prop_map(|(key, op, values, min_values)| {
+                let values = if op.is_numeric() {
+                    values.into_iter().take(1).collect()
+                } else {
+                    values
+                };
+                Requirement {
+                    key: key.into(),
+                    operator: op.as_str().into(),
+                    values: values.into_iter().map(String::from).collect(),
+                    min_values,
+                }
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn compatible_never_panics_and_every_set_fits_itself(
+            pod in prop::collection::vec(arb_requirement(), 0..6),
+            pool in prop::collection::vec(arb_requirement(), 0..6),
+        ) {
+            let (pod, pool) = (Requirements::from_requirements(&pod), Requirements::from_requirements(&pool));
+            if let (Ok(pod), Ok(pool)) = (pod, pool) {
+                let _ = compatible(&pod, &pool);
+                prop_assert_eq!(compatible(&pod, &pod), Ok(()));
+                prop_assert_eq!(compatible(&pool, &pool), Ok(()));
+                for key in pod.keys() {
+                    prop_assert!(pod.render(key).is_some());
+                }
+            }
+        }
+
+        #[test]
+        fn intersection_is_commutative(
+            a in prop::collection::vec(arb_requirement(), 0..5),
+            b in prop::collection::vec(arb_requirement(), 0..5),
+        ) {
+            let ab: Vec<Requirement> = a.iter().chain(&b).cloned().collect();
+            let ba: Vec<Requirement> = b.iter().chain(&a).cloned().collect();
+            if let (Ok(x), Ok(y)) = (Requirements::from_requirements(&ab), Requirements::from_requirements(&ba)) {
+                prop_assert_eq!(x, y);
+            }
+        }
+    }
+}

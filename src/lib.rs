@@ -1,0 +1,16 @@
+//! kelp explains what Karpenter is doing and why.
+//!
+//! Data flows one way: [`source`] (dumps, live lists) fills the [`model`] (a trimmed,
+//! indexed copy of the cluster); [`analysis`] turns the model and a clock into
+//! [`findings`]; [`cli`] renders them. The Karpenter domain rules live in [`karpenter`].
+
+pub mod analysis;
+pub mod cli;
+pub mod demo;
+pub mod error;
+pub mod findings;
+pub mod karpenter;
+pub mod model;
+pub mod source;
+
+pub use error::{Error, Result};

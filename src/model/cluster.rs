@@ -1,0 +1,260 @@
+//! The Cluster index: every trimmed object by kind, with apply / delete / reset per kind
+//! (the same operations a watch stream drives) and the joins the analysis makes:
+//! pods by node, nodes and claims by pool, events by the object they are about.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::{DateTime, Utc};
+
+use super::event::Event;
+use super::kinds::*;
+
+/// `namespace/name` for namespaced objects.
+pub type ObjKey = (String, String);
+
+/// What kelp learnt about the Karpenter APIs (from CRDs, discovery, or objects seen).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApiInfo {
+    /// `group/version` strings served for Karpenter's groups, e.g. `karpenter.sh/v1`.
+    pub served: BTreeSet<String>,
+    /// Whether a source could tell (a live cluster's discovery, or CRDs in a dump).
+    pub authoritative: bool,
+    /// Legacy objects seen (`karpenter.sh/v1beta1 NodePool x`, `Provisioner y`).
+    pub legacy_objects: Vec<String>,
+}
+
+/// One offering from the Karpenter controller's metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Offering {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+    pub price: Option<f64>,
+    pub available: Option<bool>,
+}
+
+/// What kelp read from a Karpenter controller `/metrics` exposition.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ControllerMetrics {
+    pub offerings: Vec<Offering>,
+    /// `karpenter_nodepools_cost_total` by pool.
+    pub nodepool_cost: BTreeMap<String, f64>,
+}
+
+/// The model. All fields are public for reading; mutate through the `apply_*`/`delete_*`
+/// methods so the joins stay right.
+#[derive(Debug, Default)]
+pub struct Cluster {
+    pub nodepools: BTreeMap<String, NodePool>,
+    pub nodeclaims: BTreeMap<String, NodeClaim>,
+    /// Keyed by (kind, name): EC2NodeClass and KWOKNodeClass share a namespace of names.
+    pub nodeclasses: BTreeMap<(String, String), NodeClass>,
+    pub nodes: BTreeMap<String, Node>,
+    pub pods: BTreeMap<ObjKey, Pod>,
+    pub daemonsets: BTreeMap<ObjKey, DaemonSet>,
+    pub pdbs: BTreeMap<ObjKey, PodDisruptionBudget>,
+    pub events: BTreeMap<String, Event>,
+    pub crds: BTreeMap<String, Crd>,
+    pub api: ApiInfo,
+    pub metrics: Option<ControllerMetrics>,
+    /// When a `kelp snapshot` dump was captured.
+    pub captured_at: Option<DateTime<Utc>>,
+    pods_by_node: HashMap<String, BTreeSet<ObjKey>>,
+    events_by_object: HashMap<(String, Option<String>, String), BTreeSet<String>>,
+}
+
+fn obj_key(meta: &super::meta::Meta) -> ObjKey {
+    (meta.namespace.clone().unwrap_or_default(), meta.name.clone())
+}
+
+impl Cluster {
+    pub fn apply_nodepool(&mut self, o: NodePool) {
+        self.nodepools.insert(o.metadata.name.clone(), o);
+    }
+    pub fn delete_nodepool(&mut self, name: &str) {
+        self.nodepools.remove(name);
+    }
+    pub fn apply_nodeclaim(&mut self, o: NodeClaim) {
+        self.nodeclaims.insert(o.metadata.name.clone(), o);
+    }
+    pub fn delete_nodeclaim(&mut self, name: &str) {
+        self.nodeclaims.remove(name);
+    }
+    pub fn apply_nodeclass(&mut self, o: NodeClass) {
+        self.nodeclasses.insert((o.kind.clone(), o.metadata.name.clone()), o);
+    }
+    pub fn delete_nodeclass(&mut self, kind: &str, name: &str) {
+        self.nodeclasses.remove(&(kind.to_string(), name.to_string()));
+    }
+    pub fn apply_node(&mut self, o: Node) {
+        self.nodes.insert(o.metadata.name.clone(), o);
+    }
+    pub fn delete_node(&mut self, name: &str) {
+        self.nodes.remove(name);
+    }
+    pub fn apply_pod(&mut self, o: Pod) {
+        let key = obj_key(&o.metadata);
+        self.unindex_pod(&key);
+        if let Some(node) = &o.spec.node_name {
+            self.pods_by_node.entry(node.clone()).or_default().insert(key.clone());
+        }
+        self.pods.insert(key, o);
+    }
+    pub fn delete_pod(&mut self, namespace: &str, name: &str) {
+        let key = (namespace.to_string(), name.to_string());
+        self.unindex_pod(&key);
+        self.pods.remove(&key);
+    }
+    fn unindex_pod(&mut self, key: &ObjKey) {
+        if let Some(node) = self.pods.get(key).and_then(|p| p.spec.node_name.clone()) {
+            if let Some(set) = self.pods_by_node.get_mut(&node) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.pods_by_node.remove(&node);
+                }
+            }
+        }
+    }
+    pub fn apply_daemonset(&mut self, o: DaemonSet) {
+        self.daemonsets.insert(obj_key(&o.metadata), o);
+    }
+    pub fn delete_daemonset(&mut self, namespace: &str, name: &str) {
+        self.daemonsets.remove(&(namespace.to_string(), name.to_string()));
+    }
+    pub fn apply_pdb(&mut self, o: PodDisruptionBudget) {
+        self.pdbs.insert(obj_key(&o.metadata), o);
+    }
+    pub fn delete_pdb(&mut self, namespace: &str, name: &str) {
+        self.pdbs.remove(&(namespace.to_string(), name.to_string()));
+    }
+    /// Keeps the event only if kelp can use it; returns whether it was kept.
+    pub fn apply_event(&mut self, e: Event) -> bool {
+        if !e.is_relevant() {
+            return false;
+        }
+        self.delete_event(&e.id.clone());
+        let r = &e.regarding;
+        self.events_by_object
+            .entry((r.kind.clone(), r.namespace.clone(), r.name.clone()))
+            .or_default()
+            .insert(e.id.clone());
+        self.events.insert(e.id.clone(), e);
+        true
+    }
+    pub fn delete_event(&mut self, id: &str) {
+        if let Some(old) = self.events.remove(id) {
+            let r = old.regarding;
+            let k = (r.kind, r.namespace, r.name);
+            if let Some(set) = self.events_by_object.get_mut(&k) {
+                set.remove(id);
+                if set.is_empty() {
+                    self.events_by_object.remove(&k);
+                }
+            }
+        }
+    }
+    pub fn apply_crd(&mut self, o: Crd) {
+        self.crds.insert(o.metadata.name.clone(), o);
+    }
+    pub fn delete_crd(&mut self, name: &str) {
+        self.crds.remove(name);
+    }
+
+    /// Forget every pod (a watch relist replaces them all).
+    pub fn reset_pods(&mut self) {
+        self.pods.clear();
+        self.pods_by_node.clear();
+    }
+    /// Forget every event.
+    pub fn reset_events(&mut self) {
+        self.events.clear();
+        self.events_by_object.clear();
+    }
+
+    // ------------------------------------------------------------ joins
+
+    /// Pods bound to a node.
+    pub fn pods_on(&self, node: &str) -> impl Iterator<Item = &Pod> {
+        self.pods_by_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.pods.get(k))
+    }
+
+    /// Events about an object, newest first. A non-empty `uid` must match when the event
+    /// carries one (events of an earlier object with the same name are not this one's).
+    pub fn events_for(&self, kind: &str, namespace: Option<&str>, name: &str, uid: &str) -> Vec<&Event> {
+        let key = (kind.to_string(), namespace.map(str::to_string), name.to_string());
+        let mut out: Vec<&Event> = self
+            .events_by_object
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.events.get(id))
+            .filter(|e| uid.is_empty() || e.regarding.uid.is_empty() || e.regarding.uid == uid)
+            .collect();
+        out.sort_by(|a, b| b.seen().cmp(&a.seen()));
+        out
+    }
+
+    /// The NodeClaim behind a node: by status.nodeName, else by providerID.
+    pub fn nodeclaim_for_node(&self, node: &Node) -> Option<&NodeClaim> {
+        let name = &node.metadata.name;
+        self.nodeclaims.values().find(|c| c.status.node_name.as_deref() == Some(name)).or_else(|| {
+            let pid = node.spec.provider_id.as_deref()?;
+            self.nodeclaims.values().find(|c| c.status.provider_id.as_deref() == Some(pid))
+        })
+    }
+
+    /// The node of a NodeClaim, if it registered.
+    pub fn node_for_claim(&self, claim: &NodeClaim) -> Option<&Node> {
+        claim.status.node_name.as_deref().and_then(|n| self.nodes.get(n)).or_else(|| {
+            let pid = claim.status.provider_id.as_deref()?;
+            self.nodes.values().find(|n| n.spec.provider_id.as_deref() == Some(pid))
+        })
+    }
+
+    /// The NodePool a node or claim belongs to, from the `karpenter.sh/nodepool` label.
+    pub fn pool_of(labels: &BTreeMap<String, String>) -> Option<&str> {
+        labels.get(crate::karpenter::labels::NODEPOOL).map(String::as_str)
+    }
+
+    /// Nodes Karpenter manages in a pool.
+    pub fn nodes_in_pool<'a>(&'a self, pool: &'a str) -> impl Iterator<Item = &'a Node> + 'a {
+        self.nodes.values().filter(move |n| Self::pool_of(&n.metadata.labels) == Some(pool))
+    }
+
+    /// NodeClaims of a pool.
+    pub fn claims_in_pool<'a>(&'a self, pool: &'a str) -> impl Iterator<Item = &'a NodeClaim> + 'a {
+        self.nodeclaims.values().filter(move |c| Self::pool_of(&c.metadata.labels) == Some(pool))
+    }
+
+    /// The node class a NodePool references, if it exists.
+    pub fn nodeclass_of(&self, pool: &NodePool) -> Option<&NodeClass> {
+        let r = pool.spec.template.spec.node_class_ref.as_ref()?;
+        self.nodeclasses.get(&(r.kind.clone(), r.name.clone()))
+    }
+
+    /// Whether any Karpenter v1 object or API is known.
+    pub fn karpenter_seen(&self) -> bool {
+        !self.nodepools.is_empty()
+            || !self.nodeclaims.is_empty()
+            || self.api.served.iter().any(|v| v.starts_with("karpenter.sh/"))
+    }
+
+    /// Number of objects of each kind, for logs and `snapshot` summaries.
+    pub fn counts(&self) -> BTreeMap<&'static str, usize> {
+        BTreeMap::from([
+            ("NodePool", self.nodepools.len()),
+            ("NodeClaim", self.nodeclaims.len()),
+            ("NodeClass", self.nodeclasses.len()),
+            ("Node", self.nodes.len()),
+            ("Pod", self.pods.len()),
+            ("DaemonSet", self.daemonsets.len()),
+            ("PodDisruptionBudget", self.pdbs.len()),
+            ("Event", self.events.len()),
+            ("CustomResourceDefinition", self.crds.len()),
+        ])
+    }
+}

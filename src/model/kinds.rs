@@ -1,0 +1,409 @@
+//! Trimmed projections of every kind kelp reads. Each mirrors the Kubernetes JSON shape
+//! (so the same types parse a dump, a live list and a watch event), but keeps only the
+//! fields the analysis uses; serde skips the rest without allocating it.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{NodeAffinity, Taint, Toleration};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::{Deserialize, Serialize};
+
+use super::meta::{null_default, Condition, Meta};
+use crate::karpenter::budgets::Budget;
+use crate::karpenter::requirements::Requirement;
+
+pub type ResourceList = BTreeMap<String, Quantity>;
+
+// ---------------------------------------------------------------- karpenter.sh/v1
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodePool {
+    #[serde(default)]
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: NodePoolSpec,
+    #[serde(default)]
+    pub status: NodePoolStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodePoolSpec {
+    #[serde(default)]
+    pub template: NodeClaimTemplate,
+    #[serde(default)]
+    pub disruption: Disruption,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: ResourceList,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<i32>,
+    /// Set only on static NodePools, which Karpenter never provisions for pending pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Disruption {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consolidation_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consolidate_after: Option<String>,
+    /// `None` means the CRD default (`nodes: 10%`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budgets: Option<Vec<Budget>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeClaimTemplate {
+    #[serde(default)]
+    pub metadata: TemplateMeta,
+    #[serde(default)]
+    pub spec: NodeClaimSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateMeta {
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Shared by NodePool templates and NodeClaims.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeClaimSpec {
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<Requirement>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<Taint>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub startup_taints: Vec<Taint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_class_ref: Option<NodeClassRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire_after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeClassRef {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: String,
+}
+
+impl NodeClassRef {
+    /// The label Karpenter puts on nodes for this class: `<group>/<lowercased kind>=<name>`.
+    pub fn label(&self) -> Option<(String, &str)> {
+        (!self.group.is_empty() && !self.kind.is_empty())
+            .then(|| (format!("{}/{}", self.group, self.kind.to_lowercase()), self.name.as_str()))
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodePoolStatus {
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources: ResourceList,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<i64>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeClaim {
+    #[serde(default)]
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: NodeClaimSpec,
+    #[serde(default)]
+    pub status: NodeClaimStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeClaimStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    pub capacity: ResourceList,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocatable: ResourceList,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_pod_event_time: Option<DateTime<Utc>>,
+}
+
+/// EC2NodeClass (karpenter.k8s.aws) or KWOKNodeClass (karpenter.kwok.sh).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeClass {
+    #[serde(default)]
+    pub metadata: Meta,
+    /// Filled in from the object's apiVersion/kind when it is loaded.
+    #[serde(skip)]
+    pub kind: String,
+    #[serde(skip)]
+    pub group: String,
+    #[serde(default)]
+    pub status: NodeClassStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeClassStatus {
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub amis: Vec<Ami>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ami {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<bool>,
+}
+
+// ---------------------------------------------------------------- core
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Node {
+    #[serde(default)]
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: NodeSpec,
+    #[serde(default)]
+    pub status: NodeStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<Taint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unschedulable: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeStatus {
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    pub capacity: ResourceList,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocatable: ResourceList,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pod {
+    #[serde(default)]
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: PodSpec,
+    #[serde(default)]
+    pub status: PodStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<Container>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub init_containers: Vec<Container>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<ResourceList>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_name: Option<String>,
+}
+
+/// Only node affinity matters to Karpenter's per-NodePool requirement check.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Affinity {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_affinity: Option<NodeAffinity>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Container {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(default)]
+    pub resources: ContainerResources,
+    /// `Always` on an init container makes it a sidecar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerResources {
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: ResourceList,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: ResourceList,
+}
+
+impl ContainerResources {
+    /// Requests, with a missing request taken from the limit (as Kubernetes defaults it and Karpenter reads it).
+    pub fn effective_requests(&self) -> ResourceList {
+        let mut out = self.limits.clone();
+        out.extend(self.requests.iter().map(|(k, v)| (k.clone(), v.clone())));
+        out
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nominated_node_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<DateTime<Utc>>,
+}
+
+// ---------------------------------------------------------------- apps, policy
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonSet {
+    #[serde(default)]
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: DaemonSetSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonSetSpec {
+    #[serde(default)]
+    pub template: PodTemplate,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodTemplate {
+    #[serde(default)]
+    pub spec: PodSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodDisruptionBudget {
+    #[serde(default)]
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: PdbSpec,
+    #[serde(default)]
+    pub status: PdbStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PdbSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_available: Option<IntOrString>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PdbStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disruptions_allowed: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_healthy: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_healthy: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_pods: Option<i32>,
+}
+
+// ---------------------------------------------------------------- apiextensions
+
+/// A CustomResourceDefinition, reduced to group, kind and served versions.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Crd {
+    #[serde(default)]
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: CrdSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrdSpec {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub names: CrdNames,
+    #[serde(default, deserialize_with = "null_default")]
+    pub versions: Vec<CrdVersion>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrdNames {
+    #[serde(default)]
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrdVersion {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub served: bool,
+}

@@ -1,0 +1,11 @@
+//! The model: trimmed projections of each kind and the [`Cluster`] index over them.
+
+pub mod cluster;
+pub mod event;
+pub mod kinds;
+pub mod meta;
+
+pub use cluster::{ApiInfo, Cluster, ControllerMetrics, ObjKey, Offering};
+pub use event::Event;
+pub use kinds::*;
+pub use meta::{condition, is_true, Condition, Meta};

@@ -1,0 +1,281 @@
+//! One-shot reads of a live cluster with kube-rs: discovery of the Karpenter APIs, then
+//! one paginated (so consistent) list of each kind, deserialised straight into the
+//! trimmed projections. Read-only: only GETs, and never Secrets.
+
+use std::path::PathBuf;
+
+use kube::api::ListParams;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::karpenter::labels::{AWS_GROUP, GROUP, KWOK_GROUP};
+use crate::model::event::CoreEvent;
+use crate::model::*;
+
+/// How to reach a cluster.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+}
+
+/// A connected client and where it points.
+pub struct Connection {
+    pub client: Client,
+    pub server: String,
+    /// The kubeconfig context name, or `in-cluster`.
+    pub context: String,
+}
+
+/// Build a client from `--kubeconfig`/`--context`, `$KUBECONFIG`, `~/.kube/config`, or the in-cluster config.
+pub async fn connect(target: &Target) -> Result<Connection> {
+    let options = KubeConfigOptions { context: target.context.clone(), ..Default::default() };
+    let (mut config, context) = match &target.kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path).map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?;
+            let ctx = options.context.clone().or_else(|| kc.current_context.clone()).unwrap_or_default();
+            (Config::from_custom_kubeconfig(kc, &options).await.map_err(|e| Error::Kubeconfig(e.to_string()))?, ctx)
+        }
+        None if target.context.is_some() => {
+            let ctx = options.context.clone().unwrap_or_default();
+            (Config::from_kubeconfig(&options).await.map_err(|e| Error::Kubeconfig(e.to_string()))?, ctx)
+        }
+        None => {
+            let ctx = Kubeconfig::read().ok().and_then(|k| k.current_context).unwrap_or_else(|| "in-cluster".into());
+            (Config::infer().await.map_err(|e| Error::Kubeconfig(e.to_string()))?, ctx)
+        }
+    };
+    config.connect_timeout = Some(std::time::Duration::from_secs(10));
+    config.read_timeout = Some(std::time::Duration::from_secs(60));
+    let server = config.cluster_url.to_string();
+    let client = Client::try_from(config).map_err(|e| Error::Kubeconfig(e.to_string()))?;
+    Ok(Connection { client, server, context })
+}
+
+/// Map a kube error for `resource` to one clear line.
+fn api_error(conn: &Connection, verb: &str, resource: &str, e: kube::Error) -> Error {
+    match e {
+        kube::Error::Api(s) if s.code == 403 => Error::Forbidden { verb: verb.into(), resource: resource.into(), message: s.message },
+        kube::Error::Api(s) if s.code == 401 => Error::Forbidden {
+            verb: verb.into(),
+            resource: resource.into(),
+            message: format!("unauthorized (credentials rejected): {}", s.message),
+        },
+        kube::Error::Api(s) => Error::Api { resource: resource.into(), message: format!("{} ({})", s.message, s.code) },
+        other => Error::Unreachable { server: conn.server.clone(), message: root_cause(&other) },
+    }
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+/// A resource kelp lists.
+#[derive(Debug, Clone, Copy)]
+pub struct Resource {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub plural: &'static str,
+    pub kind: &'static str,
+}
+
+impl Resource {
+    const fn new(group: &'static str, version: &'static str, plural: &'static str, kind: &'static str) -> Self {
+        Resource { group, version, plural, kind }
+    }
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+    pub fn path(&self) -> String {
+        if self.group.is_empty() {
+            format!("/api/{}/{}", self.version, self.plural)
+        } else {
+            format!("/apis/{}/{}/{}", self.group, self.version, self.plural)
+        }
+    }
+}
+
+pub const NODEPOOLS: Resource = Resource::new(GROUP, "v1", "nodepools", "NodePool");
+pub const NODECLAIMS: Resource = Resource::new(GROUP, "v1", "nodeclaims", "NodeClaim");
+pub const EC2NODECLASSES: Resource = Resource::new(AWS_GROUP, "v1", "ec2nodeclasses", "EC2NodeClass");
+pub const KWOKNODECLASSES: Resource = Resource::new(KWOK_GROUP, "v1alpha1", "kwoknodeclasses", "KWOKNodeClass");
+pub const NODES: Resource = Resource::new("", "v1", "nodes", "Node");
+pub const PODS: Resource = Resource::new("", "v1", "pods", "Pod");
+pub const DAEMONSETS: Resource = Resource::new("apps", "v1", "daemonsets", "DaemonSet");
+pub const PDBS: Resource = Resource::new("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget");
+pub const EVENTS: Resource = Resource::new("", "v1", "events", "Event");
+
+/// The Karpenter API versions the cluster serves, from discovery.
+pub async fn discover(conn: &Connection) -> Result<ApiInfo> {
+    let groups = conn.client.list_api_groups().await.map_err(|e| api_error(conn, "discover", "API groups (/apis)", e))?;
+    let mut info = ApiInfo { authoritative: true, ..ApiInfo::default() };
+    for g in groups.groups.iter().filter(|g| matches!(g.name.as_str(), GROUP | AWS_GROUP | KWOK_GROUP)) {
+        for v in &g.versions {
+            info.served.insert(v.group_version.clone());
+        }
+    }
+    Ok(info)
+}
+
+/// The resources to list, given what discovery found.
+pub fn resources_for(api: &ApiInfo) -> Vec<Resource> {
+    let mut out = Vec::new();
+    for r in [NODEPOOLS, NODECLAIMS, EC2NODECLASSES, KWOKNODECLASSES] {
+        if api.served.contains(&r.api_version()) {
+            out.push(r);
+        }
+    }
+    out.extend([NODES, PODS, DAEMONSETS, PDBS, EVENTS]);
+    out
+}
+
+#[derive(Deserialize)]
+#[serde(bound = "T: DeserializeOwned")]
+struct Page<T> {
+    #[serde(default)]
+    metadata: PageMeta,
+    #[serde(default)]
+    items: Vec<T>,
+}
+
+#[derive(Deserialize, Default)]
+struct PageMeta {
+    #[serde(default, rename = "continue")]
+    continue_: Option<String>,
+}
+
+/// List every object of a resource, page by page, into `T`.
+pub async fn list_all<T: DeserializeOwned>(conn: &Connection, r: &Resource, mut each: impl FnMut(T)) -> Result<()> {
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(500);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let req = kube::core::Request::new(r.path())
+            .list(&lp)
+            .map_err(|e| Error::Api { resource: r.plural.into(), message: e.to_string() })?;
+        let page: Page<T> = conn.client.request(req).await.map_err(|e| api_error(conn, "list", r.plural, e))?;
+        page.items.into_iter().for_each(&mut each);
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// Read everything kelp needs into a fresh model.
+pub async fn load(conn: &Connection) -> Result<Cluster> {
+    let mut c = Cluster::default();
+    c.api = discover(conn).await?;
+    for r in resources_for(&c.api) {
+        match r.kind {
+            "NodePool" => list_all(conn, &r, |o| c.apply_nodepool(o)).await?,
+            "NodeClaim" => list_all(conn, &r, |o| c.apply_nodeclaim(o)).await?,
+            "EC2NodeClass" | "KWOKNodeClass" => {
+                list_all(conn, &r, |mut o: NodeClass| {
+                    o.kind = r.kind.into();
+                    o.group = r.group.into();
+                    c.apply_nodeclass(o)
+                })
+                .await?
+            }
+            "Node" => list_all(conn, &r, |o| c.apply_node(o)).await?,
+            "Pod" => list_all(conn, &r, |o| c.apply_pod(o)).await?,
+            "DaemonSet" => list_all(conn, &r, |o| c.apply_daemonset(o)).await?,
+            "PodDisruptionBudget" => list_all(conn, &r, |o| c.apply_pdb(o)).await?,
+            "Event" => {
+                list_all(conn, &r, |o: CoreEvent| {
+                    c.apply_event(o.into());
+                })
+                .await?
+            }
+            _ => {}
+        }
+    }
+    Ok(c)
+}
+
+/// Full objects for `kelp snapshot`: every kind kelp reads (plus Karpenter's CRDs where
+/// RBAC allows), with `apiVersion`/`kind` set on each item and managedFields removed.
+pub async fn snapshot_items(conn: &Connection) -> Result<Vec<serde_json::Value>> {
+    let api = discover(conn).await?;
+    let mut items = Vec::new();
+    for name in ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "kwoknodeclasses.karpenter.kwok.sh"] {
+        let req = http_get(&format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"));
+        // Optional: absent CRDs (404) and missing RBAC (403) leave discovery to speak for the install.
+        if let Ok(mut crd) = conn.client.request::<serde_json::Value>(req).await {
+            crd["apiVersion"] = "apiextensions.k8s.io/v1".into();
+            crd["kind"] = "CustomResourceDefinition".into();
+            strip(&mut crd);
+            items.push(crd);
+        }
+    }
+    for r in resources_for(&api) {
+        list_all(conn, &r, |mut o: serde_json::Value| {
+            o["apiVersion"] = r.api_version().into();
+            o["kind"] = r.kind.into();
+            strip(&mut o);
+            let keep = r.kind != "Event" || {
+                let e: Event = serde_json::from_value::<CoreEvent>(o.clone()).map(Into::into).unwrap_or_default();
+                e.is_relevant()
+            };
+            if keep {
+                items.push(o);
+            }
+        })
+        .await?;
+    }
+    Ok(items)
+}
+
+fn http_get(path: &str) -> http::Request<Vec<u8>> {
+    let mut req = http::Request::new(Vec::new());
+    *req.uri_mut() = path.parse().unwrap_or_default();
+    req
+}
+
+/// Remove managedFields and the last-applied annotation (noise, and sometimes sensitive).
+fn strip(o: &mut serde_json::Value) {
+    if let Some(meta) = o.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        meta.remove("managedFields");
+        if let Some(ann) = meta.get_mut("annotations").and_then(|a| a.as_object_mut()) {
+            ann.remove("kubectl.kubernetes.io/last-applied-configuration");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resources_follow_discovery() {
+        let mut api = ApiInfo::default();
+        let names = |api: &ApiInfo| resources_for(api).iter().map(|r| r.kind).collect::<Vec<_>>();
+        assert_eq!(names(&api), ["Node", "Pod", "DaemonSet", "PodDisruptionBudget", "Event"]);
+        api.served.extend(["karpenter.sh/v1".to_string(), "karpenter.kwok.sh/v1alpha1".to_string()]);
+        assert_eq!(names(&api)[..3], ["NodePool", "NodeClaim", "KWOKNodeClass"]);
+        assert_eq!(EC2NODECLASSES.path(), "/apis/karpenter.k8s.aws/v1/ec2nodeclasses");
+        assert_eq!(NODES.path(), "/api/v1/nodes");
+    }
+
+    #[test]
+    fn strip_removes_managed_fields_and_last_applied() {
+        let mut o = serde_json::json!({"metadata": {"name": "x", "managedFields": [{}],
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "a": "b"}}});
+        strip(&mut o);
+        assert_eq!(o, serde_json::json!({"metadata": {"name": "x", "annotations": {"a": "b"}}}));
+    }
+}

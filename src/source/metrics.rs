@@ -1,0 +1,73 @@
+//! A Karpenter controller's `/metrics` (Prometheus text exposition): offering prices and
+//! availability (AWS provider), and `karpenter_nodepools_cost_total` (kwok and newer cores).
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::model::{ControllerMetrics, Offering};
+
+const PRICE: &str = "karpenter_cloudprovider_instance_type_offering_price_estimate";
+const AVAILABLE: &str = "karpenter_cloudprovider_instance_type_offering_available";
+const POOL_COST: &str = "karpenter_nodepools_cost_total";
+
+/// Parse a text exposition; `name` labels errors.
+pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
+        .map_err(|e| Error::Parse { path: name.to_string(), message: format!("not a Prometheus text exposition: {e}") })?;
+    let mut offerings: BTreeMap<(String, String, String), Offering> = BTreeMap::new();
+    let mut nodepool_cost = BTreeMap::new();
+    for s in &scrape.samples {
+        let v = match s.value {
+            prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+            _ => continue,
+        };
+        let label = |k: &str| s.labels.get(k).unwrap_or_default().to_string();
+        match s.metric.as_str() {
+            PRICE | AVAILABLE => {
+                let key = (label("instance_type"), label("zone"), label("capacity_type"));
+                let o = offerings.entry(key.clone()).or_insert_with(|| Offering {
+                    instance_type: key.0,
+                    zone: key.1,
+                    capacity_type: key.2,
+                    ..Offering::default()
+                });
+                if s.metric == PRICE {
+                    o.price = Some(v);
+                } else {
+                    o.available = Some(v > 0.0);
+                }
+            }
+            POOL_COST => {
+                nodepool_cost.insert(label("nodepool"), v);
+            }
+            _ => {}
+        }
+    }
+    Ok(ControllerMetrics { offerings: offerings.into_values().collect(), nodepool_cost })
+}
+
+/// Read and parse a metrics file.
+pub fn read(path: &std::path::Path) -> Result<ControllerMetrics> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
+    parse(&path.display().to_string(), &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offerings_and_pool_cost_are_read() {
+        let text = "# TYPE karpenter_cloudprovider_instance_type_offering_price_estimate gauge\n\
+karpenter_cloudprovider_instance_type_offering_price_estimate{capacity_type=\"spot\",instance_type=\"m5.large\",zone=\"us-west-2a\"} 0.035\n\
+# TYPE karpenter_cloudprovider_instance_type_offering_available gauge\n\
+karpenter_cloudprovider_instance_type_offering_available{capacity_type=\"spot\",instance_type=\"m5.large\",zone=\"us-west-2a\"} 0\n\
+# TYPE karpenter_nodepools_cost_total gauge\n\
+karpenter_nodepools_cost_total{nodepool=\"default\"} 1.25\n";
+        let m = parse("m.txt", text).unwrap();
+        assert_eq!(m.offerings.len(), 1);
+        assert_eq!(m.offerings[0].price, Some(0.035));
+        assert_eq!(m.offerings[0].available, Some(false));
+        assert_eq!(m.nodepool_cost["default"], 1.25);
+    }
+}

@@ -1,0 +1,8 @@
+//! Where objects come from: dumps (files, folders, stdin), one-shot lists from a live
+//! cluster, and a Karpenter controller's metrics. Each fills the same [`Cluster`](crate::model::Cluster).
+
+pub mod dump;
+pub mod live;
+pub mod metrics;
+
+pub use dump::{load_paths, load_str, LoadNotes};
