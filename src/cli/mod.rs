@@ -77,7 +77,7 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("KELP_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KELP_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kelp=warn"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use chrono::{SecondsFormat, Utc};
 
-use crate::source::dump::CAPTURED_AT;
+use crate::source::dump::snapshot_list;
 use crate::source::live;
 
 #[derive(Debug, clap::Args)]
@@ -36,14 +36,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let conn = live::connect(&target).await?;
         live::snapshot_items(&conn).await
     })??;
-    let captured = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
+    let now = Utc::now();
+    let captured = now.to_rfc3339_opts(SecondsFormat::Secs, true);
     let count = items.len();
-    let list = serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "List",
-        "metadata": {"annotations": {CAPTURED_AT: captured}},
-        "items": items,
-    });
+    let list = snapshot_list(items, now);
     let yaml = matches!(args.output.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"));
     let text = if yaml { serde_norway::to_string(&list)? } else { serde_json::to_string(&list)? + "\n" };
     if args.output.as_os_str() == "-" {

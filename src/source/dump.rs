@@ -22,6 +22,17 @@ use crate::model::*;
 /// The annotation on a `kelp snapshot` List that records when it was captured.
 pub const CAPTURED_AT: &str = "kelp.dev/captured-at";
 
+/// A `v1/List` of `items` as `kelp snapshot` writes it, stamped with its capture time.
+pub fn snapshot_list(items: Vec<serde_json::Value>, captured_at: DateTime<Utc>) -> serde_json::Value {
+    let at = captured_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"annotations": {CAPTURED_AT: at}},
+        "items": items,
+    })
+}
+
 /// What loading skipped, to tell the user once (never an error).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct LoadNotes {

@@ -14,6 +14,10 @@ const POOL_COST: &str = "karpenter_nodepools_cost_total";
 pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
         .map_err(|e| Error::Parse { path: name.to_string(), message: format!("not a Prometheus text exposition: {e}") })?;
+    let has_content = text.lines().any(|l| !l.trim().is_empty() && !l.starts_with('#'));
+    if scrape.samples.is_empty() && has_content {
+        return Err(Error::Parse { path: name.to_string(), message: "not a Prometheus text exposition (no samples found)".into() });
+    }
     let mut offerings: BTreeMap<(String, String, String), Offering> = BTreeMap::new();
     let mut nodepool_cost = BTreeMap::new();
     for s in &scrape.samples {
