@@ -16,11 +16,16 @@ pub const NOW: &str = "2026-11-21T10:00:00Z";
 pub fn cluster() -> crate::Result<Cluster> {
     let mut c = Cluster::default();
     crate::source::load_str("demo/cluster.yaml", CLUSTER, &mut c)?;
-    c.metrics = Some(crate::source::metrics::parse("demo/karpenter-metrics.txt", METRICS)?);
+    c.metrics = Some(crate::source::metrics::parse(
+        "demo/karpenter-metrics.txt",
+        METRICS,
+    )?);
     Ok(c)
 }
 
 /// The demo's clock.
 pub fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(NOW).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
+    DateTime::parse_from_rfc3339(NOW)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default()
 }

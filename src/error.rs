@@ -5,7 +5,10 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
     #[error("{path}: no Kubernetes objects found (expected a v1/List, YAML documents or JSON objects as `kubectl get -o yaml|json` writes them)")]
@@ -17,11 +20,18 @@ pub enum Error {
     #[error("cannot reach the cluster at {server}: {message}")]
     Unreachable { server: String, message: String },
     #[error("forbidden: kelp cannot {verb} {resource} (RBAC: grant get/list/watch on {resource}): {message}")]
-    Forbidden { verb: String, resource: String, message: String },
+    Forbidden {
+        verb: String,
+        resource: String,
+        message: String,
+    },
     #[error("the API server refused to list {resource}: {message}")]
     Api { resource: String, message: String },
     #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -7,7 +7,19 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Serialize, Serializer};
 
 /// How bad a finding is. Ordered: `Info < Warning < Critical`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -89,14 +101,26 @@ pub struct ObjectRef {
 
 impl ObjectRef {
     pub fn cluster(kind: &str, name: &str) -> Self {
-        ObjectRef { kind: kind.into(), namespace: None, name: name.into() }
+        ObjectRef {
+            kind: kind.into(),
+            namespace: None,
+            name: name.into(),
+        }
     }
     pub fn namespaced(kind: &str, namespace: &str, name: &str) -> Self {
-        ObjectRef { kind: kind.into(), namespace: Some(namespace.into()), name: name.into() }
+        ObjectRef {
+            kind: kind.into(),
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        }
     }
     /// From trimmed metadata.
     pub fn of(kind: &str, meta: &crate::model::Meta) -> Self {
-        ObjectRef { kind: kind.into(), namespace: meta.namespace.clone(), name: meta.name.clone() }
+        ObjectRef {
+            kind: kind.into(),
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone(),
+        }
     }
 }
 
@@ -135,7 +159,12 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(code: Code, severity: Severity, object: ObjectRef, message: impl Into<String>) -> Self {
+    pub fn new(
+        code: Code,
+        severity: Severity,
+        object: ObjectRef,
+        message: impl Into<String>,
+    ) -> Self {
         Finding {
             code,
             severity,
@@ -202,8 +231,16 @@ mod tests {
 
     #[test]
     fn finding_json_follows_the_contract() {
-        let t = DateTime::parse_from_rfc3339("2026-11-21T09:46:00Z").unwrap().with_timezone(&Utc);
-        let f = Finding::new(Code::PodUnschedulable, Severity::Critical, ObjectRef::namespaced("Pod", "ml", "trainer-0"), "m").since(Some(t));
+        let t = DateTime::parse_from_rfc3339("2026-11-21T09:46:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let f = Finding::new(
+            Code::PodUnschedulable,
+            Severity::Critical,
+            ObjectRef::namespaced("Pod", "ml", "trainer-0"),
+            "m",
+        )
+        .since(Some(t));
         let v = serde_json::to_value(&f).unwrap();
         assert_eq!(
             v,

@@ -15,56 +15,118 @@ fn kelp() -> Command {
 }
 
 fn doctor_json(args: &[&str]) -> (Value, i32) {
-    let out = kelp().arg("doctor").args(args).args(["-o", "json"]).output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    let out = kelp()
+        .arg("doctor")
+        .args(args)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
     (v, out.status.code().unwrap())
 }
 
 fn schema() -> jsonschema::Validator {
-    let s: Value = serde_json::from_str(&std::fs::read_to_string("docs/report.schema.json").unwrap()).unwrap();
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string("docs/report.schema.json").unwrap()).unwrap();
     jsonschema::validator_for(&s).unwrap()
 }
 
 fn codes(report: &Value) -> Vec<String> {
-    report["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap().to_string()).collect()
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
 fn doctor_json_follows_the_contract_and_exits_1_on_critical() {
     let (report, code) = doctor_json(&["--from", SMALL, "--now", NOW]);
-    let errors: Vec<String> = schema().iter_errors(&report).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    let errors: Vec<String> = schema()
+        .iter_errors(&report)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
     assert!(errors.is_empty(), "{errors:#?}");
     assert_eq!(code, 1);
     assert_eq!(report["generatedAt"], NOW);
     assert_eq!(report["karpenter"]["installed"], true);
     let c = codes(&report);
-    for want in ["pod-unschedulable", "nodepool-limits-exhausted", "nodeclaim-drifted", "disruption-blocked"] {
+    for want in [
+        "pod-unschedulable",
+        "nodepool-limits-exhausted",
+        "nodeclaim-drifted",
+        "disruption-blocked",
+    ] {
         assert!(c.contains(&want.to_string()), "{want} missing from {c:?}");
     }
-    let pod = report["findings"].as_array().unwrap().iter().find(|f| f["code"] == "pod-unschedulable").unwrap();
+    let pod = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "pod-unschedulable")
+        .unwrap();
     assert_eq!(pod["severity"], "critical");
     assert_eq!(pod["since"], "2026-11-21T09:46:00Z");
     assert_eq!(pod["details"]["pendingFor"], "14m");
     // Karpenter's order: weight 10 (gpu) before weight 0 (default).
     assert_eq!(pod["details"]["nodepools"][0]["name"], "gpu");
-    assert_eq!(pod["details"]["nodepools"][0]["reasons"][0]["category"], "taints");
-    assert_eq!(pod["details"]["nodepools"][1]["reasons"][0]["category"], "limits");
-    let blocked = report["findings"].as_array().unwrap().iter().find(|f| f["code"] == "disruption-blocked").unwrap();
-    assert_eq!(blocked["details"]["blockers"][0]["kind"], "do-not-disrupt-node");
+    assert_eq!(
+        pod["details"]["nodepools"][0]["reasons"][0]["category"],
+        "taints"
+    );
+    assert_eq!(
+        pod["details"]["nodepools"][1]["reasons"][0]["category"],
+        "limits"
+    );
+    let blocked = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "disruption-blocked")
+        .unwrap();
+    assert_eq!(
+        blocked["details"]["blockers"][0]["kind"],
+        "do-not-disrupt-node"
+    );
 }
 
 #[test]
 fn fail_on_sets_the_threshold() {
-    kelp().args(["doctor", "--from", SMALL, "--now", NOW, "--fail-on", "never"]).assert().code(0);
-    kelp().args(["doctor", "--from", SMALL, "--now", NOW, "--fail-on", "info"]).assert().code(1);
+    kelp()
+        .args([
+            "doctor",
+            "--from",
+            SMALL,
+            "--now",
+            NOW,
+            "--fail-on",
+            "never",
+        ])
+        .assert()
+        .code(0);
+    kelp()
+        .args(["doctor", "--from", SMALL, "--now", NOW, "--fail-on", "info"])
+        .assert()
+        .code(1);
     // Pending only 3 minutes: warning, not critical.
-    kelp().args(["doctor", "--from", SMALL, "--now", "2026-11-21T09:49:00Z"]).assert().code(1);
+    kelp()
+        .args(["doctor", "--from", SMALL, "--now", "2026-11-21T09:49:00Z"])
+        .assert()
+        .code(1);
 }
 
 #[test]
 fn yaml_output_is_the_same_report() {
-    let json = kelp().args(["doctor", "--from", SMALL, "--now", NOW, "-o", "json"]).output().unwrap();
-    let yaml = kelp().args(["doctor", "--from", SMALL, "--now", NOW, "-o", "yaml"]).output().unwrap();
+    let json = kelp()
+        .args(["doctor", "--from", SMALL, "--now", NOW, "-o", "json"])
+        .output()
+        .unwrap();
+    let yaml = kelp()
+        .args(["doctor", "--from", SMALL, "--now", NOW, "-o", "yaml"])
+        .output()
+        .unwrap();
     let a: Value = serde_json::from_slice(&json.stdout).unwrap();
     let b: Value = serde_norway::from_slice(&yaml.stdout).unwrap();
     assert_eq!(a, b);
@@ -85,7 +147,11 @@ fn one_line_error(args: &[&str], needle: &str) {
     let out = kelp().args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{args:?}");
     let all = String::from_utf8_lossy(&out.stderr);
-    let err: String = all.lines().filter(|l| !l.starts_with("note: ")).collect::<Vec<_>>().join("\n");
+    let err: String = all
+        .lines()
+        .filter(|l| !l.starts_with("note: "))
+        .collect::<Vec<_>>()
+        .join("\n");
     assert_eq!(err.lines().count(), 1, "one line expected: {all}");
     assert!(err.starts_with("error: ") && err.contains(needle), "{err}");
     assert!(!err.contains("panicked"), "{err}");
@@ -95,19 +161,53 @@ fn one_line_error(args: &[&str], needle: &str) {
 fn bad_input_is_one_clear_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let bad_yaml = dir.path().join("bad.yaml");
-    std::fs::write(&bad_yaml, "apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n").unwrap();
+    std::fs::write(
+        &bad_yaml,
+        "apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n",
+    )
+    .unwrap();
     let bad_json = dir.path().join("bad.json");
     std::fs::write(&bad_json, "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n{\"kind\": \"Pod\", \"apiVersion\": \"v1\", \"spec\": 7}]}").unwrap();
     let empty = dir.path().join("empty.yaml");
     std::fs::write(&empty, "# nothing here\n").unwrap();
-    one_line_error(&["doctor", "--from", "does/not/exist.yaml"], "cannot read does/not/exist.yaml");
-    one_line_error(&["doctor", "--from", bad_yaml.to_str().unwrap()], "bad.yaml: line");
-    one_line_error(&["doctor", "--from", bad_json.to_str().unwrap()], "bad.json: line 2");
-    one_line_error(&["doctor", "--from", empty.to_str().unwrap()], "no Kubernetes objects");
-    one_line_error(&["doctor", "--from", SMALL, "--now", "yesterday"], "not an RFC 3339 time");
-    one_line_error(&["doctor", "--from", SMALL, "--metrics-file", bad_yaml.to_str().unwrap()], "--metrics-file");
-    one_line_error(&["why", "pod", "ml/nope", "--from", SMALL], "pod ml/nope not found");
-    one_line_error(&["why", "node", "nope", "--from", SMALL], "node nope not found");
+    one_line_error(
+        &["doctor", "--from", "does/not/exist.yaml"],
+        "cannot read does/not/exist.yaml",
+    );
+    one_line_error(
+        &["doctor", "--from", bad_yaml.to_str().unwrap()],
+        "bad.yaml: line",
+    );
+    one_line_error(
+        &["doctor", "--from", bad_json.to_str().unwrap()],
+        "bad.json: line 2",
+    );
+    one_line_error(
+        &["doctor", "--from", empty.to_str().unwrap()],
+        "no Kubernetes objects",
+    );
+    one_line_error(
+        &["doctor", "--from", SMALL, "--now", "yesterday"],
+        "not an RFC 3339 time",
+    );
+    one_line_error(
+        &[
+            "doctor",
+            "--from",
+            SMALL,
+            "--metrics-file",
+            bad_yaml.to_str().unwrap(),
+        ],
+        "--metrics-file",
+    );
+    one_line_error(
+        &["why", "pod", "ml/nope", "--from", SMALL],
+        "pod ml/nope not found",
+    );
+    one_line_error(
+        &["why", "node", "nope", "--from", SMALL],
+        "node nope not found",
+    );
 }
 
 #[test]
@@ -115,10 +215,16 @@ fn unknown_kinds_are_a_note_not_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("cm.yaml");
     std::fs::write(&f, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\n").unwrap();
-    let out = kelp().args(["doctor", "--from", f.to_str().unwrap(), "-o", "json"]).output().unwrap();
+    let out = kelp()
+        .args(["doctor", "--from", f.to_str().unwrap(), "-o", "json"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("note: skipped 1 Secret object (kelp never reads Secrets)"), "{err}");
+    assert!(
+        err.contains("note: skipped 1 Secret object (kelp never reads Secrets)"),
+        "{err}"
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(codes(&v), ["karpenter-not-installed"]);
 }
@@ -132,9 +238,28 @@ fn an_unreachable_cluster_is_one_line_and_exit_2() {
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:9'}\ncontexts:\n- name: ctx\n  context: {cluster: c, user: u}\ncurrent-context: ctx\nusers:\n- name: u\n  user: {token: t}\n",
     )
     .unwrap();
-    one_line_error(&["doctor", "--kubeconfig", kc.to_str().unwrap()], "cannot reach the cluster at https://127.0.0.1:9");
-    one_line_error(&["doctor", "--kubeconfig", dir.path().join("missing").to_str().unwrap()], "cannot load the kubeconfig");
-    one_line_error(&["doctor", "--kubeconfig", kc.to_str().unwrap(), "--context", "nope"], "cannot load the kubeconfig");
+    one_line_error(
+        &["doctor", "--kubeconfig", kc.to_str().unwrap()],
+        "cannot reach the cluster at https://127.0.0.1:9",
+    );
+    one_line_error(
+        &[
+            "doctor",
+            "--kubeconfig",
+            dir.path().join("missing").to_str().unwrap(),
+        ],
+        "cannot load the kubeconfig",
+    );
+    one_line_error(
+        &[
+            "doctor",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--context",
+            "nope",
+        ],
+        "cannot load the kubeconfig",
+    );
 }
 
 #[test]
@@ -143,7 +268,9 @@ fn a_snapshot_list_reads_back_to_the_same_findings_at_its_capture_time() {
     let items: Vec<Value> = serde_norway::Deserializer::from_str(&text)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .collect();
-    let at = chrono::DateTime::parse_from_rfc3339(NOW).unwrap().with_timezone(&chrono::Utc);
+    let at = chrono::DateTime::parse_from_rfc3339(NOW)
+        .unwrap()
+        .with_timezone(&chrono::Utc);
     let list = kelp::source::dump::snapshot_list(items, at);
     let dir = tempfile::tempdir().unwrap();
     let snap = dir.path().join("snap.json");
@@ -162,7 +289,22 @@ fn why_pod_shows_every_pool_in_order_with_evidence_and_advice() {
         .stdout(predicate::str::is_match(r"(?s)gpu\s+10\s+rejected\s+taints: did not tolerate taint nvidia.com/gpu=true:NoSchedule.*default\s+0\s+rejected\s+limits").unwrap())
         .stdout(predicate::str::contains("v1.5+ format"))
         .stdout(predicate::str::contains("add a toleration for nvidia.com/gpu=true:NoSchedule"));
-    let out = kelp().args(["why", "pod", "trainer-0", "-n", "ml", "--from", SMALL, "--now", NOW, "-o", "json"]).output().unwrap();
+    let out = kelp()
+        .args([
+            "why",
+            "pod",
+            "trainer-0",
+            "-n",
+            "ml",
+            "--from",
+            SMALL,
+            "--now",
+            NOW,
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["diagnosis"]["nodepools"][1]["eventAgrees"], true);
 }
@@ -175,13 +317,27 @@ fn why_node_lists_blockers_and_how_to_unblock() {
         .success()
         .stdout(predicate::str::contains("Drifted         yes (AMIDrift)"))
         .stdout(predicate::str::contains("do-not-disrupt-node"))
-        .stdout(predicate::str::contains("kubectl annotate node ip-10-0-1-1 karpenter.sh/do-not-disrupt-"));
+        .stdout(predicate::str::contains(
+            "kubectl annotate node ip-10-0-1-1 karpenter.sh/do-not-disrupt-",
+        ));
     // The NodeClaim's name finds its node too.
-    kelp().args(["why", "node", "gpu-abcde", "--from", SMALL, "--now", NOW]).assert().success().stdout(predicate::str::contains("Node ip-10-0-1-1"));
+    kelp()
+        .args(["why", "node", "gpu-abcde", "--from", SMALL, "--now", NOW])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Node ip-10-0-1-1"));
 }
 
 #[test]
 fn help_teaches_by_example() {
-    kelp().arg("--help").assert().success().stdout(predicate::str::contains("kelp why pod ml/trainer-0"));
-    kelp().args(["doctor", "--help"]).assert().success().stdout(predicate::str::contains("Exit status: 0"));
+    kelp()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("kelp why pod ml/trainer-0"));
+    kelp()
+        .args(["doctor", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Exit status: 0"));
 }

@@ -28,15 +28,26 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
     // Events, per pool.
     let mut by_pool: BTreeMap<Option<String>, (Vec<OfferingRef>, Vec<String>)> = BTreeMap::new();
     for e in c.events.values() {
-        if !(e.from_karpenter() && e.reason == "InsufficientCapacityError" && ctx.within(e.seen(), Duration::hours(1))) {
+        if !(e.from_karpenter()
+            && e.reason == "InsufficientCapacityError"
+            && ctx.within(e.seen(), Duration::hours(1)))
+        {
             continue;
         }
         let pool = claim_pool(c, &e.regarding.name);
         let parsed = events::parse_launch_error(&e.message);
         let entry = by_pool.entry(pool).or_default();
         entry.1.push(e.regarding.name.clone());
-        let types = if parsed.instance_types.is_empty() { vec![String::new()] } else { parsed.instance_types.clone() };
-        let zones = if parsed.zones.is_empty() { vec![String::new()] } else { parsed.zones.clone() };
+        let types = if parsed.instance_types.is_empty() {
+            vec![String::new()]
+        } else {
+            parsed.instance_types.clone()
+        };
+        let zones = if parsed.zones.is_empty() {
+            vec![String::new()]
+        } else {
+            parsed.zones.clone()
+        };
         for t in &types {
             for z in &zones {
                 let o = OfferingRef {
@@ -84,13 +95,19 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
             })
             .collect();
         if !unavailable.is_empty() {
-            let mut types: Vec<&str> = unavailable.iter().map(|o| o.instance_type.as_str()).collect();
+            let mut types: Vec<&str> = unavailable
+                .iter()
+                .map(|o| o.instance_type.as_str())
+                .collect();
             types.dedup();
             out.push(
                 Finding::new(
                     Code::InsufficientCapacity,
                     Severity::Info,
-                    ObjectRef::cluster("Offering", "karpenter_cloudprovider_instance_type_offering_available"),
+                    ObjectRef::cluster(
+                        "Offering",
+                        "karpenter_cloudprovider_instance_type_offering_available",
+                    ),
                     format!(
                         "{} offerings are currently unavailable to Karpenter ({}{})",
                         unavailable.len(),
@@ -110,7 +127,11 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
 pub fn node_price(c: &Cluster, node: &Node) -> Option<f64> {
     let l = &node.metadata.labels;
     let from_metrics = c.metrics.as_ref().and_then(|m| {
-        let (t, z, ct) = (l.get(labels::INSTANCE_TYPE)?, l.get(labels::ZONE)?, l.get(labels::CAPACITY_TYPE)?);
+        let (t, z, ct) = (
+            l.get(labels::INSTANCE_TYPE)?,
+            l.get(labels::ZONE)?,
+            l.get(labels::CAPACITY_TYPE)?,
+        );
         m.offerings
             .iter()
             .find(|o| &o.instance_type == t && &o.zone == z && &o.capacity_type == ct)

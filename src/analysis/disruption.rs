@@ -74,33 +74,64 @@ pub fn workload_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c
 /// Nodes of a pool that do not count as available for budgets: NotReady or deleting.
 fn unavailable_in_pool(c: &Cluster, pool: &str) -> usize {
     c.nodes_in_pool(pool)
-        .filter(|n| n.metadata.deletion_timestamp.is_some() || !is_true(&n.status.conditions, "Ready"))
+        .filter(|n| {
+            n.metadata.deletion_timestamp.is_some() || !is_true(&n.status.conditions, "Ready")
+        })
         .count()
 }
 
 /// Budget verdict for a pool and reason at `now`.
-pub fn pool_allowed(c: &Cluster, pool: &NodePool, reason: DisruptionReason, now: DateTime<Utc>) -> budgets::Allowed {
+pub fn pool_allowed(
+    c: &Cluster,
+    pool: &NodePool,
+    reason: DisruptionReason,
+    now: DateTime<Utc>,
+) -> budgets::Allowed {
     let name = &pool.metadata.name;
-    let total = c.nodes_in_pool(name).count().max(c.claims_in_pool(name).count());
-    budgets::allowed_disruptions(pool.spec.disruption.budgets.as_deref(), reason, now, total, unavailable_in_pool(c, name))
+    let total = c
+        .nodes_in_pool(name)
+        .count()
+        .max(c.claims_in_pool(name).count());
+    budgets::allowed_disruptions(
+        pool.spec.disruption.budgets.as_deref(),
+        reason,
+        now,
+        total,
+        unavailable_in_pool(c, name),
+    )
 }
 
-fn nominated_to(c: &Cluster, node: &Node, claim: Option<&NodeClaim>, now: DateTime<Utc>) -> Option<ObjectRef> {
+fn nominated_to(
+    c: &Cluster,
+    node: &Node,
+    claim: Option<&NodeClaim>,
+    now: DateTime<Utc>,
+) -> Option<ObjectRef> {
     let name = &node.metadata.name;
-    if let Some(p) = c.pods.values().find(|p| p.spec.node_name.is_none() && p.status.nominated_node_name.as_deref() == Some(name)) {
+    if let Some(p) = c.pods.values().find(|p| {
+        p.spec.node_name.is_none() && p.status.nominated_node_name.as_deref() == Some(name)
+    }) {
         return Some(ObjectRef::of("Pod", &p.metadata));
     }
     // Karpenter keeps a node nominated for a short while after it nominates a pod to it.
     c.events
         .values()
-        .filter(|e| e.from_karpenter() && e.reason == "Nominated" && e.seen().is_some_and(|t| now - t <= Duration::minutes(1)))
+        .filter(|e| {
+            e.from_karpenter()
+                && e.reason == "Nominated"
+                && e.seen().is_some_and(|t| now - t <= Duration::minutes(1))
+        })
         .find(|e| {
             events::parse_nominated(&e.message).iter().any(|t| match t {
                 NominationTarget::Node(n) => n == name,
                 NominationTarget::NodeClaim(n) => claim.is_some_and(|c| &c.metadata.name == n),
             })
         })
-        .map(|e| ObjectRef { kind: "Pod".into(), namespace: e.regarding.namespace.clone(), name: e.regarding.name.clone() })
+        .map(|e| ObjectRef {
+            kind: "Pod".into(),
+            namespace: e.regarding.namespace.clone(),
+            name: e.regarding.name.clone(),
+        })
 }
 
 /// Pod-level blockers: do-not-disrupt pods and PDBs that allow no disruption.
@@ -108,29 +139,55 @@ fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
     let mut out = Vec::new();
     for p in workload_pods(c, node) {
         if let Some(v) = p.metadata.annotation(labels::DO_NOT_DISRUPT) {
-            let since = p.status.start_time.or(p.metadata.creation_timestamp).unwrap_or(now);
+            let since = p
+                .status
+                .start_time
+                .or(p.metadata.creation_timestamp)
+                .unwrap_or(now);
             let until = match budgets::pod_do_not_disrupt(v, since, now) {
                 DoNotDisrupt::Forever => Some(String::new()),
-                DoNotDisrupt::Until(t) => Some(format!(" until {}", t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))),
+                DoNotDisrupt::Until(t) => Some(format!(
+                    " until {}",
+                    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                )),
                 DoNotDisrupt::Elapsed(_) | DoNotDisrupt::Invalid => None,
             };
             if let Some(until) = until {
                 out.push(Blocker {
                     kind: BlockerKind::DoNotDisruptPod,
                     object: Some(ObjectRef::of("Pod", &p.metadata)),
-                    message: format!("pod {} has \"karpenter.sh/do-not-disrupt: {v}\"{until}", p.metadata.key()),
+                    message: format!(
+                        "pod {} has \"karpenter.sh/do-not-disrupt: {v}\"{until}",
+                        p.metadata.key()
+                    ),
                 });
             }
         }
         let ns = p.metadata.namespace.clone().unwrap_or_default();
-        for pdb in c.pdbs.range((ns.clone(), String::new())..).take_while(|(k, _)| k.0 == ns).map(|(_, v)| v) {
-            if pdb.status.disruptions_allowed == Some(0) && selector::matches(pdb.spec.selector.as_ref(), &p.metadata.labels) {
-                let already = out.iter().any(|b| b.kind == BlockerKind::Pdb && b.object.as_ref().is_some_and(|o| o.name == pdb.metadata.name));
+        for pdb in c
+            .pdbs
+            .range((ns.clone(), String::new())..)
+            .take_while(|(k, _)| k.0 == ns)
+            .map(|(_, v)| v)
+        {
+            if pdb.status.disruptions_allowed == Some(0)
+                && selector::matches(pdb.spec.selector.as_ref(), &p.metadata.labels)
+            {
+                let already = out.iter().any(|b| {
+                    b.kind == BlockerKind::Pdb
+                        && b.object
+                            .as_ref()
+                            .is_some_and(|o| o.name == pdb.metadata.name)
+                });
                 if !already {
                     out.push(Blocker {
                         kind: BlockerKind::Pdb,
                         object: Some(ObjectRef::of("PodDisruptionBudget", &pdb.metadata)),
-                        message: format!("PDB {} allows 0 disruptions (it covers pod {})", pdb.metadata.key(), p.metadata.key()),
+                        message: format!(
+                            "PDB {} allows 0 disruptions (it covers pod {})",
+                            pdb.metadata.key(),
+                            p.metadata.key()
+                        ),
                     });
                 }
             }
@@ -144,8 +201,12 @@ pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisr
     let claim = c.nodeclaim_for_node(node);
     let pool_name = Cluster::pool_of(&node.metadata.labels).map(str::to_string);
     let pool = pool_name.as_deref().and_then(|p| c.nodepools.get(p));
-    let created = claim.and_then(|cl| cl.metadata.creation_timestamp).or(node.metadata.creation_timestamp);
-    let claim_conds: &[Condition] = claim.map(|cl| cl.status.conditions.as_slice()).unwrap_or_default();
+    let created = claim
+        .and_then(|cl| cl.metadata.creation_timestamp)
+        .or(node.metadata.creation_timestamp);
+    let claim_conds: &[Condition] = claim
+        .map(|cl| cl.status.conditions.as_slice())
+        .unwrap_or_default();
 
     // Expiry: the claim's own expireAfter (copied at launch), else the pool template's, else the default.
     let expire_after = claim
@@ -161,29 +222,51 @@ pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisr
     let drift = condition(claim_conds, "Drifted").filter(|d| d.is_true());
     let consolidatable = is_true(claim_conds, "Consolidatable");
     let empty = workload_pods(c, &node.metadata.name).next().is_none();
-    let empty_since = claim.and_then(|cl| cl.status.last_pod_event_time).or(created);
+    let empty_since = claim
+        .and_then(|cl| cl.status.last_pod_event_time)
+        .or(created);
 
     let blocked_event = c
         .events_for("Node", None, &node.metadata.name, &node.metadata.uid)
         .into_iter()
-        .chain(claim.map(|cl| c.events_for("NodeClaim", None, &cl.metadata.name, &cl.metadata.uid)).unwrap_or_default())
-        .filter(|e| e.from_karpenter() && e.reason == "DisruptionBlocked" && e.seen().is_some_and(|t| now - t <= Duration::hours(1)))
+        .chain(
+            claim
+                .map(|cl| c.events_for("NodeClaim", None, &cl.metadata.name, &cl.metadata.uid))
+                .unwrap_or_default(),
+        )
+        .filter(|e| {
+            e.from_karpenter()
+                && e.reason == "DisruptionBlocked"
+                && e.seen().is_some_and(|t| now - t <= Duration::hours(1))
+        })
         .max_by_key(|e| e.seen())
         .map(|e| e.message.clone());
 
     let mut wants = Vec::new();
     if let Some(d) = drift {
-        wants.push(Want { reason: "Drifted".into(), message: format!("drifted ({})", d.reason.as_deref().unwrap_or("Drifted")) });
+        wants.push(Want {
+            reason: "Drifted".into(),
+            message: format!("drifted ({})", d.reason.as_deref().unwrap_or("Drifted")),
+        });
     }
     if expired {
-        wants.push(Want { reason: "Expired".into(), message: format!("older than expireAfter {expire_after}") });
+        wants.push(Want {
+            reason: "Expired".into(),
+            message: format!("older than expireAfter {expire_after}"),
+        });
     }
     if empty && consolidatable {
-        wants.push(Want { reason: "Empty".into(), message: "empty and consolidatable".into() });
+        wants.push(Want {
+            reason: "Empty".into(),
+            message: "empty and consolidatable".into(),
+        });
     }
     if let Some(m) = &blocked_event {
         if wants.is_empty() {
-            wants.push(Want { reason: "DisruptionBlocked".into(), message: format!("Karpenter reported: {m}") });
+            wants.push(Want {
+                reason: "DisruptionBlocked".into(),
+                message: format!("Karpenter reported: {m}"),
+            });
         }
     }
 
@@ -191,7 +274,9 @@ pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisr
     if pool.is_none() {
         blockers.push(Blocker {
             kind: BlockerKind::NodepoolMissing,
-            object: pool_name.as_deref().map(|p| ObjectRef::cluster("NodePool", p)),
+            object: pool_name
+                .as_deref()
+                .map(|p| ObjectRef::cluster("NodePool", p)),
             message: match &pool_name {
                 Some(p) => format!("NodePool {p} not found"),
                 None => "node has no karpenter.sh/nodepool label".into(),
@@ -199,7 +284,11 @@ pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisr
         });
     }
     if claim.is_some() && !is_true(claim_conds, "Initialized") {
-        blockers.push(Blocker { kind: BlockerKind::NotInitialized, object: None, message: "node isn't initialized".into() });
+        blockers.push(Blocker {
+            kind: BlockerKind::NotInitialized,
+            object: None,
+            message: "node isn't initialized".into(),
+        });
     }
     if node.metadata.annotation(labels::DO_NOT_DISRUPT) == Some("true") {
         blockers.push(Blocker {
@@ -209,11 +298,18 @@ pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisr
         });
     }
     if let Some(pod) = nominated_to(c, node, claim, now) {
-        blockers.push(Blocker { kind: BlockerKind::Nominated, message: format!("node is nominated for pending pod {}", pod_key(&pod)), object: Some(pod) });
+        blockers.push(Blocker {
+            kind: BlockerKind::Nominated,
+            message: format!("node is nominated for pending pod {}", pod_key(&pod)),
+            object: Some(pod),
+        });
     }
     // Drift with a terminationGracePeriod ignores pod-level blockers (eventual disruption).
     let has_tgp = claim.is_some_and(|cl| cl.spec.termination_grace_period.is_some());
-    let only_drift_or_expiry = !wants.is_empty() && wants.iter().all(|w| w.reason == "Drifted" || w.reason == "Expired");
+    let only_drift_or_expiry = !wants.is_empty()
+        && wants
+            .iter()
+            .all(|w| w.reason == "Drifted" || w.reason == "Expired");
     if !(has_tgp && only_drift_or_expiry) {
         blockers.extend(pod_blockers(c, &node.metadata.name, now));
     }
@@ -239,11 +335,23 @@ pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisr
         if let Some(m) = &blocked_event {
             let parsed = events::parse_disruption_blocked(m);
             let object = match parsed.kind {
-                BlockerKind::DoNotDisruptPod => parsed.name.clone().map(|n| ObjectRef { kind: "Pod".into(), namespace: parsed.namespace.clone(), name: n }),
-                BlockerKind::Pdb => parsed.name.clone().map(|n| ObjectRef { kind: "PodDisruptionBudget".into(), namespace: parsed.namespace.clone(), name: n }),
+                BlockerKind::DoNotDisruptPod => parsed.name.clone().map(|n| ObjectRef {
+                    kind: "Pod".into(),
+                    namespace: parsed.namespace.clone(),
+                    name: n,
+                }),
+                BlockerKind::Pdb => parsed.name.clone().map(|n| ObjectRef {
+                    kind: "PodDisruptionBudget".into(),
+                    namespace: parsed.namespace.clone(),
+                    name: n,
+                }),
                 _ => None,
             };
-            blockers.push(Blocker { kind: parsed.kind, object, message: parsed.message });
+            blockers.push(Blocker {
+                kind: parsed.kind,
+                object,
+                message: parsed.message,
+            });
         }
     }
 
@@ -276,8 +384,13 @@ fn pod_key(o: &ObjectRef) -> String {
 
 fn budget_message(pool: &str, reason: DisruptionReason, a: &budgets::Allowed) -> String {
     match (&a.error, a.active_budget) {
-        (Some(e), _) => format!("NodePool {pool}: a misconfigured budget blocks all disruption ({e})"),
-        (None, Some(i)) => format!("NodePool {pool}: budget #{i} allows {} {reason} disruptions now", a.limit.unwrap_or(0)),
+        (Some(e), _) => {
+            format!("NodePool {pool}: a misconfigured budget blocks all disruption ({e})")
+        }
+        (None, Some(i)) => format!(
+            "NodePool {pool}: budget #{i} allows {} {reason} disruptions now",
+            a.limit.unwrap_or(0)
+        ),
         (None, None) => format!("NodePool {pool}: no disruptions allowed for {reason} now"),
     }
 }
@@ -316,7 +429,10 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
                 out.push(f);
             }
         }
-        if let Some(at) = s.expires_at.filter(|t| ctx.now - *t > Duration::minutes(10)) {
+        if let Some(at) = s
+            .expires_at
+            .filter(|t| ctx.now - *t > Duration::minutes(10))
+        {
             out.push(
                 Finding::new(
                     Code::NodeExpiredNotReplaced,
@@ -364,14 +480,24 @@ fn blockers_suffix(blockers: &[Blocker]) -> String {
     if blockers.is_empty() {
         String::new()
     } else {
-        format!(": {}", blockers.iter().map(|b| b.message.as_str()).collect::<Vec<_>>().join("; "))
+        format!(
+            ": {}",
+            blockers
+                .iter()
+                .map(|b| b.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
     }
 }
 
 fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
     let pool = ctx.cluster.nodepools.get(s.nodepool.as_deref()?)?;
     let d = &pool.spec.disruption;
-    if !matches!(d.consolidation_policy.as_deref(), None | Some("WhenEmpty" | "WhenEmptyOrUnderutilized" | "Balanced")) {
+    if !matches!(
+        d.consolidation_policy.as_deref(),
+        None | Some("WhenEmpty" | "WhenEmptyOrUnderutilized" | "Balanced")
+    ) {
         return None;
     }
     let after = match duration::parse_nillable(d.consolidate_after.as_deref().unwrap_or("0s")) {
@@ -408,11 +534,21 @@ fn budget_blocking(ctx: &Context, states: &[NodeDisruption]) -> Vec<Finding> {
     let mut out = Vec::new();
     for pool in c.nodepools.values() {
         let name = &pool.metadata.name;
-        let mine: Vec<&NodeDisruption> = states.iter().filter(|s| s.nodepool.as_deref() == Some(name)).collect();
+        let mine: Vec<&NodeDisruption> = states
+            .iter()
+            .filter(|s| s.nodepool.as_deref() == Some(name))
+            .collect();
         let drifted = mine.iter().filter(|s| s.drifted.is_some()).count();
         let candidates = mine.iter().filter(|s| s.consolidatable).count();
         let mut blocked: Vec<(DisruptionReason, budgets::Allowed, usize)> = Vec::new();
-        for (reason, n) in [(DisruptionReason::Drifted, drifted), (DisruptionReason::Underutilized, candidates), (DisruptionReason::Empty, mine.iter().filter(|s| s.consolidatable && s.empty).count())] {
+        for (reason, n) in [
+            (DisruptionReason::Drifted, drifted),
+            (DisruptionReason::Underutilized, candidates),
+            (
+                DisruptionReason::Empty,
+                mine.iter().filter(|s| s.consolidatable && s.empty).count(),
+            ),
+        ] {
             if n == 0 {
                 continue;
             }
@@ -424,9 +560,14 @@ fn budget_blocking(ctx: &Context, states: &[NodeDisruption]) -> Vec<Finding> {
         if blocked.is_empty() {
             continue;
         }
-        let reasons: Vec<String> = blocked.iter().map(|(r, _, n)| format!("{r} ({n} nodes)")).collect();
+        let reasons: Vec<String> = blocked
+            .iter()
+            .map(|(r, _, n)| format!("{r} ({n} nodes)"))
+            .collect();
         let (first_reason, first, _) = &blocked[0];
-        let active = first.active_budget.and_then(|i| pool.spec.disruption.budgets.as_ref()?.get(i).cloned());
+        let active = first
+            .active_budget
+            .and_then(|i| pool.spec.disruption.budgets.as_ref()?.get(i).cloned());
         // The blocking budget names its reasons, or applies to all of them.
         let reason = match active.as_ref().and_then(|b| b.reasons.as_ref()) {
             Some(r) if !r.is_empty() => r.join(","),
@@ -438,7 +579,11 @@ fn budget_blocking(ctx: &Context, states: &[NodeDisruption]) -> Vec<Finding> {
                 Code::BudgetBlocking,
                 Severity::Warning,
                 ObjectRef::of("NodePool", &pool.metadata),
-                format!("Disruption budgets allow 0 disruptions now for {}: {}", reasons.join(", "), budget_message(name, *first_reason, first)),
+                format!(
+                    "Disruption budgets allow 0 disruptions now for {}: {}",
+                    reasons.join(", "),
+                    budget_message(name, *first_reason, first)
+                ),
             )
             .pool(Some(name))
             .details(serde_json::json!({
@@ -456,12 +601,19 @@ fn spot_interruptions(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let mut by_pool: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
     for e in c.events.values() {
-        if !(e.from_karpenter() && events::SPOT_INTERRUPTION_REASONS.contains(&e.reason.as_str()) && ctx.within(e.seen(), Duration::hours(24))) {
+        if !(e.from_karpenter()
+            && events::SPOT_INTERRUPTION_REASONS.contains(&e.reason.as_str())
+            && ctx.within(e.seen(), Duration::hours(24)))
+        {
             continue;
         }
         let pool = match e.regarding.kind.as_str() {
             "NodeClaim" => super::provisioning::claim_pool(c, &e.regarding.name),
-            "Node" => c.nodes.get(&e.regarding.name).and_then(|n| Cluster::pool_of(&n.metadata.labels)).map(str::to_string),
+            "Node" => c
+                .nodes
+                .get(&e.regarding.name)
+                .and_then(|n| Cluster::pool_of(&n.metadata.labels))
+                .map(str::to_string),
             _ => None,
         };
         if let Some(p) = pool {
@@ -485,7 +637,11 @@ fn spot_interruptions(ctx: &Context) -> Vec<Finding> {
                 Code::SpotInterruption,
                 Severity::Info,
                 ObjectRef::cluster("NodePool", &pool),
-                format!("{} in the last 24h ({} objects)", summary.join(", "), nodes.len()),
+                format!(
+                    "{} in the last 24h ({} objects)",
+                    summary.join(", "),
+                    nodes.len()
+                ),
             )
             .pool(Some(&pool))
             .since(last)

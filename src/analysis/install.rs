@@ -5,13 +5,25 @@ use crate::findings::{Code, Finding, KarpenterInfo, ObjectRef, Severity};
 use crate::model::Cluster;
 
 pub fn info(c: &Cluster) -> KarpenterInfo {
-    KarpenterInfo { installed: c.karpenter_seen() || !c.api.served.is_empty() || !c.api.legacy_objects.is_empty(), api_versions: c.api.served.iter().cloned().collect() }
+    KarpenterInfo {
+        installed: c.karpenter_seen()
+            || !c.api.served.is_empty()
+            || !c.api.legacy_objects.is_empty(),
+        api_versions: c.api.served.iter().cloned().collect(),
+    }
 }
 
 pub fn findings(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
-    let core: Vec<&String> = c.api.served.iter().filter(|v| v.starts_with("karpenter.sh/")).collect();
-    let has_v1 = core.iter().any(|v| v.as_str() == "karpenter.sh/v1") || !c.nodepools.is_empty() || !c.nodeclaims.is_empty();
+    let core: Vec<&String> = c
+        .api
+        .served
+        .iter()
+        .filter(|v| v.starts_with("karpenter.sh/"))
+        .collect();
+    let has_v1 = core.iter().any(|v| v.as_str() == "karpenter.sh/v1")
+        || !c.nodepools.is_empty()
+        || !c.nodeclaims.is_empty();
     let obj = ObjectRef::cluster("CustomResourceDefinition", "nodepools.karpenter.sh");
     if has_v1 {
         return Vec::new();

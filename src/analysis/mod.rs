@@ -32,7 +32,11 @@ impl<'a> Context<'a> {
         let pending = provisioning::unschedulable_pods(cluster)
             .map(|p| provisioning::diagnose(cluster, &pools, p, now))
             .collect();
-        Context { cluster, now, pending }
+        Context {
+            cluster,
+            now,
+            pending,
+        }
     }
 
     /// Whether `t` is within `window` before now.
@@ -59,7 +63,11 @@ pub fn analyze(cluster: &Cluster, now: DateTime<Utc>) -> Report {
             .then_with(|| a.object.cmp(&b.object))
             .then_with(|| a.nodepool.cmp(&b.nodepool))
     });
-    Report { generated_at: now, karpenter: install::info(cluster), findings }
+    Report {
+        generated_at: now,
+        karpenter: install::info(cluster),
+        findings,
+    }
 }
 
 /// Helper for "how long ago" in messages: `14m`, `2h5m`.

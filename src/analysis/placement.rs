@@ -20,12 +20,19 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
 }
 
 /// Why a pod template is not compatible with a pool's template, or `None` if it is.
-pub fn template_mismatch(spec: &PodSpec, pool: &super::provisioning::PoolInfo, provider: Provider) -> Option<String> {
+pub fn template_mismatch(
+    spec: &PodSpec,
+    pool: &super::provisioning::PoolInfo,
+    provider: Provider,
+) -> Option<String> {
     let t = &pool.pool.spec.template.spec;
     let untolerated = taints::untolerated(&spec.tolerations, &t.taints);
     if !untolerated.is_empty() {
         let list: Vec<String> = untolerated.iter().map(|t| taints::render(t)).collect();
-        return Some(format!("does not tolerate the pool's taint {}", list.join(", ")));
+        return Some(format!(
+            "does not tolerate the pool's taint {}",
+            list.join(", ")
+        ));
     }
     let pool_reqs = pool.requirements.as_ref().ok()?;
     let terms = match pod_terms(spec, provider) {
@@ -53,17 +60,39 @@ struct MismatchDetails<'a> {
 fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let pools = PoolSet::new(c);
-    let by_name: BTreeMap<&str, &super::provisioning::PoolInfo> = pools.ordered.iter().map(|p| (p.name, p)).collect();
+    let by_name: BTreeMap<&str, &super::provisioning::PoolInfo> =
+        pools.ordered.iter().map(|p| (p.name, p)).collect();
     // (daemonset namespace/name, pool) -> (why, nodes)
     let mut found: BTreeMap<(String, String, String), (String, Vec<&str>)> = BTreeMap::new();
     for pod in c.pods.values() {
-        let Some(owner) = pod.metadata.owner_references.iter().find(|o| o.kind == "DaemonSet") else { continue };
-        let Some(node) = pod.spec.node_name.as_deref() else { continue };
-        let Some(pool) = c.nodes.get(node).and_then(|n| Cluster::pool_of(&n.metadata.labels)) else { continue };
-        let Some(info) = by_name.get(pool) else { continue };
+        let Some(owner) = pod
+            .metadata
+            .owner_references
+            .iter()
+            .find(|o| o.kind == "DaemonSet")
+        else {
+            continue;
+        };
+        let Some(node) = pod.spec.node_name.as_deref() else {
+            continue;
+        };
+        let Some(pool) = c
+            .nodes
+            .get(node)
+            .and_then(|n| Cluster::pool_of(&n.metadata.labels))
+        else {
+            continue;
+        };
+        let Some(info) = by_name.get(pool) else {
+            continue;
+        };
         let ns = pod.metadata.namespace.clone().unwrap_or_default();
         // Karpenter computes overhead from the DaemonSet's template; fall back to the pod.
-        let spec = c.daemonsets.get(&(ns.clone(), owner.name.clone())).map(|d| &d.spec.template.spec).unwrap_or(&pod.spec);
+        let spec = c
+            .daemonsets
+            .get(&(ns.clone(), owner.name.clone()))
+            .map(|d| &d.spec.template.spec)
+            .unwrap_or(&pod.spec);
         let key = (ns, owner.name.clone(), pool.to_string());
         if let Some((_, nodes)) = found.get_mut(&key) {
             nodes.push(node);

@@ -64,7 +64,11 @@ impl NotReady {
 
 /// The pool's readiness the way Karpenter filters pools before scheduling.
 pub fn pool_not_ready(pool: &NodePool) -> Option<NotReady> {
-    let nr = |condition: &str, status: &str, reason: Option<String>, message: Option<String>, category| NotReady {
+    let nr = |condition: &str,
+              status: &str,
+              reason: Option<String>,
+              message: Option<String>,
+              category| NotReady {
         condition: condition.into(),
         status: status.into(),
         reason,
@@ -72,22 +76,54 @@ pub fn pool_not_ready(pool: &NodePool) -> Option<NotReady> {
         category,
     };
     if pool.metadata.deletion_timestamp.is_some() {
-        return Some(nr("Deleting", "True", None, Some("the NodePool is being deleted".into()), Category::NodepoolNotReady));
+        return Some(nr(
+            "Deleting",
+            "True",
+            None,
+            Some("the NodePool is being deleted".into()),
+            Category::NodepoolNotReady,
+        ));
     }
     if pool.spec.replicas.is_some() {
         let msg = "static NodePool (spec.replicas is set): Karpenter does not provision it for pending pods";
-        return Some(nr("Static", "True", None, Some(msg.into()), Category::Other));
+        return Some(nr(
+            "Static",
+            "True",
+            None,
+            Some(msg.into()),
+            Category::Other,
+        ));
     }
     let conds = &pool.status.conditions;
     match condition(conds, "Ready") {
         Some(c) if c.is_true() => None,
         ready => {
             // Name the sub-condition that is failing, which says more than Ready does.
-            let failing = conds.iter().find(|c| c.type_ != "Ready" && !c.is_true() && !c.status.is_empty());
+            let failing = conds
+                .iter()
+                .find(|c| c.type_ != "Ready" && !c.is_true() && !c.status.is_empty());
             Some(match (failing, ready) {
-                (Some(c), _) => nr(&c.type_, &c.status, c.reason.clone(), c.message.clone(), Category::NodepoolNotReady),
-                (None, Some(c)) => nr("Ready", &c.status, c.reason.clone(), c.message.clone(), Category::NodepoolNotReady),
-                (None, None) => nr("Ready", "Unknown", Some("NoStatus".into()), Some("the NodePool has no Ready condition yet".into()), Category::NodepoolNotReady),
+                (Some(c), _) => nr(
+                    &c.type_,
+                    &c.status,
+                    c.reason.clone(),
+                    c.message.clone(),
+                    Category::NodepoolNotReady,
+                ),
+                (None, Some(c)) => nr(
+                    "Ready",
+                    &c.status,
+                    c.reason.clone(),
+                    c.message.clone(),
+                    Category::NodepoolNotReady,
+                ),
+                (None, None) => nr(
+                    "Ready",
+                    "Unknown",
+                    Some("NoStatus".into()),
+                    Some("the NodePool has no Ready condition yet".into()),
+                    Category::NodepoolNotReady,
+                ),
             })
         }
     }
@@ -102,12 +138,16 @@ pub struct PoolSet<'a> {
 
 impl<'a> PoolSet<'a> {
     pub fn new(c: &'a Cluster) -> Self {
-        let mut ordered: Vec<PoolInfo<'a>> = c.nodepools.values().map(|p| pool_info(c, p)).collect();
+        let mut ordered: Vec<PoolInfo<'a>> =
+            c.nodepools.values().map(|p| pool_info(c, p)).collect();
         ordered.sort_by(|a, b| {
             let w = |p: &PoolInfo| p.pool.spec.weight.unwrap_or(0);
             w(b).cmp(&w(a)).then_with(|| b.name.cmp(a.name))
         });
-        PoolSet { ordered, provider: cluster_provider(c) }
+        PoolSet {
+            ordered,
+            provider: cluster_provider(c),
+        }
     }
 }
 
@@ -177,11 +217,20 @@ pub fn pool_node_count(c: &Cluster, pool: &NodePool) -> usize {
 
 /// The pod's effective resource requests.
 pub fn pod_requests(spec: &PodSpec) -> Resources {
-    let containers: Vec<_> = spec.containers.iter().map(|c| c.resources.effective_requests()).collect();
+    let containers: Vec<_> = spec
+        .containers
+        .iter()
+        .map(|c| c.resources.effective_requests())
+        .collect();
     let inits: Vec<_> = spec
         .init_containers
         .iter()
-        .map(|c| (c.resources.effective_requests(), c.restart_policy.as_deref() == Some("Always")))
+        .map(|c| {
+            (
+                c.resources.effective_requests(),
+                c.restart_policy.as_deref() == Some("Always"),
+            )
+        })
         .collect();
     resources::pod_requests(&containers, &inits, spec.overhead.as_ref())
 }
@@ -214,7 +263,11 @@ fn nominated_since_failure(c: &Cluster, pod: &Pod) -> Option<DateTime<Utc>> {
 pub fn unschedulable_pods(c: &Cluster) -> impl Iterator<Item = &Pod> {
     c.pods.values().filter(move |p| {
         is_unschedulable(p)
-            && p.status.nominated_node_name.as_deref().unwrap_or("").is_empty()
+            && p.status
+                .nominated_node_name
+                .as_deref()
+                .unwrap_or("")
+                .is_empty()
             && !p.metadata.owned_by("DaemonSet")
             && !p.metadata.owned_by("Node")
             && p.metadata.deletion_timestamp.is_none()
@@ -294,7 +347,9 @@ pub struct PodDiagnosis {
 
 impl PodDiagnosis {
     pub fn compatible(&self) -> impl Iterator<Item = &PoolVerdict> {
-        self.nodepools.iter().filter(|v| v.verdict == Verdict::Compatible)
+        self.nodepools
+            .iter()
+            .filter(|v| v.verdict == Verdict::Compatible)
     }
     pub fn verdict_for(&self, pool: &str) -> Option<&PoolVerdict> {
         self.nodepools.iter().find(|v| v.name == pool)
@@ -311,7 +366,10 @@ impl PodDiagnosis {
                 .nodepools
                 .iter()
                 .map(|v| match v.reasons.first() {
-                    Some(r) if v.verdict == Verdict::Rejected && r.category == Category::InstanceTypes => {
+                    Some(r)
+                        if v.verdict == Verdict::Rejected
+                            && r.category == Category::InstanceTypes =>
+                    {
                         format!("{}: instance types: {}", v.name, r.message)
                     }
                     Some(r) => format!("{}: {}", v.name, r.message),
@@ -321,8 +379,13 @@ impl PodDiagnosis {
             return format!("{head}: no NodePool can run it ({})", why.join("; "));
         }
         let evidence = match &self.event {
-            Some(e) => format!("Karpenter says: {}", e.message.trim_start_matches("Failed to schedule pod, ")),
-            None => "no Karpenter scheduling event yet: is the Karpenter controller running?".into(),
+            Some(e) => format!(
+                "Karpenter says: {}",
+                e.message.trim_start_matches("Failed to schedule pod, ")
+            ),
+            None => {
+                "no Karpenter scheduling event yet: is the Karpenter controller running?".into()
+            }
         };
         let pools = if compatible.len() == 1 {
             format!("NodePool {} could take it", compatible[0])
@@ -334,13 +397,27 @@ impl PodDiagnosis {
 }
 
 fn reason(category: Category, message: impl Into<String>) -> Reason {
-    Reason { category, message: message.into() }
+    Reason {
+        category,
+        message: message.into(),
+    }
 }
 
 /// kelp's own checks of one pool for one pod, in Karpenter's order; the first failing
 /// check gives the reasons.
-pub fn evaluate(pool: &PoolInfo, pod: &PodSpec, requests: &Resources, pod_terms: &Result<Vec<Requirements>, String>) -> PoolVerdict {
-    let verdict = |verdict, reasons| PoolVerdict { name: pool.name.to_string(), verdict, reasons, source: "kelp", event_agrees: None };
+pub fn evaluate(
+    pool: &PoolInfo,
+    pod: &PodSpec,
+    requests: &Resources,
+    pod_terms: &Result<Vec<Requirements>, String>,
+) -> PoolVerdict {
+    let verdict = |verdict, reasons| PoolVerdict {
+        name: pool.name.to_string(),
+        verdict,
+        reasons,
+        source: "kelp",
+        event_agrees: None,
+    };
     // 1. readiness
     if let Some(nr) = &pool.not_ready {
         let msg = match nr.category {
@@ -351,20 +428,36 @@ pub fn evaluate(pool: &PoolInfo, pod: &PodSpec, requests: &Resources, pod_terms:
     }
     // 2. limits
     match &pool.limits {
-        Err(e) => return verdict(Verdict::Unknown, vec![reason(Category::Limits, format!("cannot read limits: {e}"))]),
+        Err(e) => {
+            return verdict(
+                Verdict::Unknown,
+                vec![reason(Category::Limits, format!("cannot read limits: {e}"))],
+            )
+        }
         Ok(limits) => {
             let mut out = Vec::new();
             for (res, &limit) in &limits.0 {
-                let used = if res == "nodes" { pool.node_count.max(pool.usage.get("nodes")) } else { pool.usage.get(res) };
+                let used = if res == "nodes" {
+                    pool.node_count.max(pool.usage.get("nodes"))
+                } else {
+                    pool.usage.get(res)
+                };
                 let remaining = limit - used;
                 if res == "nodes" {
                     if remaining < 1.0 {
-                        out.push(reason(Category::Limits, format!("node limits have been exhausted ({used} of {limit} nodes)")));
+                        out.push(reason(
+                            Category::Limits,
+                            format!("node limits have been exhausted ({used} of {limit} nodes)"),
+                        ));
                     }
                 } else if remaining <= 0.0 {
                     out.push(reason(
                         Category::Limits,
-                        format!("all available instance types exceed limits: {res} {} of {} in use", format_quantity(res, used), format_quantity(res, limit)),
+                        format!(
+                            "all available instance types exceed limits: {res} {} of {} in use",
+                            format_quantity(res, used),
+                            format_quantity(res, limit)
+                        ),
                     ));
                 } else if requests.get(res) > remaining {
                     out.push(reason(
@@ -387,18 +480,36 @@ pub fn evaluate(pool: &PoolInfo, pod: &PodSpec, requests: &Resources, pod_terms:
     if !untolerated.is_empty() {
         let reasons = untolerated
             .into_iter()
-            .map(|t| reason(Category::Taints, format!("did not tolerate taint {}", taints::render(t))))
+            .map(|t| {
+                reason(
+                    Category::Taints,
+                    format!("did not tolerate taint {}", taints::render(t)),
+                )
+            })
             .collect();
         return verdict(Verdict::Rejected, reasons);
     }
     // 4. requirements: the pod fits if any of its node-affinity terms is compatible
     let pool_reqs = match &pool.requirements {
         Ok(r) => r,
-        Err(e) => return verdict(Verdict::Unknown, vec![reason(Category::Requirements, format!("cannot interpret the NodePool's requirements: {e}"))]),
+        Err(e) => {
+            return verdict(
+                Verdict::Unknown,
+                vec![reason(
+                    Category::Requirements,
+                    format!("cannot interpret the NodePool's requirements: {e}"),
+                )],
+            )
+        }
     };
     let terms = match pod_terms {
         Ok(t) => t,
-        Err(e) => return verdict(Verdict::Rejected, vec![reason(Category::Validation, e.clone())]),
+        Err(e) => {
+            return verdict(
+                Verdict::Rejected,
+                vec![reason(Category::Validation, e.clone())],
+            )
+        }
     };
     let mut last_failure = Vec::new();
     for term in terms {
@@ -410,7 +521,12 @@ pub fn evaluate(pool: &PoolInfo, pod: &PodSpec, requests: &Resources, pod_terms:
     // Karpenter relaxes by dropping leading terms, so the last term's error is the one it reports.
     let reasons = last_failure
         .into_iter()
-        .map(|i| reason(Category::Requirements, format!("incompatible requirements, {i}")))
+        .map(|i| {
+            reason(
+                Category::Requirements,
+                format!("incompatible requirements, {i}"),
+            )
+        })
         .collect();
     verdict(Verdict::Rejected, reasons)
 }
@@ -422,12 +538,17 @@ pub fn pod_terms(spec: &PodSpec, provider: Provider) -> Result<Vec<Requirements>
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
         .map(|r| r.node_selector_terms.clone())
         .unwrap_or_default();
     requirements::validate_pod_requirements_for(&spec.node_selector, &terms, provider)?;
     if terms.is_empty() {
-        return Requirements::for_pod(&spec.node_selector, None).map(|r| vec![r]).map_err(|e| e.to_string());
+        return Requirements::for_pod(&spec.node_selector, None)
+            .map(|r| vec![r])
+            .map_err(|e| e.to_string());
     }
     terms
         .iter()
@@ -458,7 +579,10 @@ fn cross_check(verdicts: &mut [PoolVerdict], fs: &events::FailedScheduling) {
     let mut by_pool: BTreeMap<String, Vec<&Segment>> = BTreeMap::new();
     let mut unnamed = Vec::new();
     for seg in &fs.segments {
-        let named = seg.nodepool.as_deref().or_else(|| pool_in_requirements(&seg.message));
+        let named = seg
+            .nodepool
+            .as_deref()
+            .or_else(|| pool_in_requirements(&seg.message));
         match named {
             Some(p) => by_pool.entry(p.to_string()).or_default().push(seg),
             None => unnamed.push(seg),
@@ -466,7 +590,9 @@ fn cross_check(verdicts: &mut [PoolVerdict], fs: &events::FailedScheduling) {
     }
     let mut unexplained = Vec::new();
     for seg in unnamed {
-        let explaining: Vec<usize> = (0..verdicts.len()).filter(|&i| explained_by(&verdicts[i], seg)).collect();
+        let explaining: Vec<usize> = (0..verdicts.len())
+            .filter(|&i| explained_by(&verdicts[i], seg))
+            .collect();
         if explaining.is_empty() {
             unexplained.push(seg);
         }
@@ -474,19 +600,29 @@ fn cross_check(verdicts: &mut [PoolVerdict], fs: &events::FailedScheduling) {
             verdicts[i].event_agrees.get_or_insert(true);
         }
     }
-    let compatible: Vec<usize> = (0..verdicts.len()).filter(|&i| verdicts[i].verdict == Verdict::Compatible).collect();
+    let compatible: Vec<usize> = (0..verdicts.len())
+        .filter(|&i| verdicts[i].verdict == Verdict::Compatible)
+        .collect();
     if let [only] = compatible[..] {
         if !unexplained.is_empty() {
-            by_pool.entry(verdicts[only].name.clone()).or_default().extend(unexplained);
+            by_pool
+                .entry(verdicts[only].name.clone())
+                .or_default()
+                .extend(unexplained);
         }
     }
     for v in verdicts.iter_mut() {
-        let Some(segs) = by_pool.get(&v.name) else { continue };
+        let Some(segs) = by_pool.get(&v.name) else {
+            continue;
+        };
         match v.verdict {
             Verdict::Compatible | Verdict::Unknown => {
                 v.verdict = Verdict::Rejected;
                 v.source = "event";
-                v.reasons = segs.iter().map(|s| reason(s.category, s.message.clone())).collect();
+                v.reasons = segs
+                    .iter()
+                    .map(|s| reason(s.category, s.message.clone()))
+                    .collect();
             }
             Verdict::Rejected => v.event_agrees = Some(segs.iter().any(|s| explained_by(v, s))),
         }
@@ -501,7 +637,11 @@ pub fn diagnose(c: &Cluster, pools: &PoolSet, pod: &Pod, now: DateTime<Utc>) -> 
     let pending = since.map(|s| now - s).unwrap_or_else(Duration::zero);
     let requests = pod_requests(&pod.spec);
     let terms = pod_terms(&pod.spec, pools.provider);
-    let mut nodepools: Vec<PoolVerdict> = pools.ordered.iter().map(|p| evaluate(p, &pod.spec, &requests, &terms)).collect();
+    let mut nodepools: Vec<PoolVerdict> = pools
+        .ordered
+        .iter()
+        .map(|p| evaluate(p, &pod.spec, &requests, &terms))
+        .collect();
     let event = latest(c, pod, "FailedScheduling").map(|e| {
         let fs = events::parse_failed_scheduling(&e.message);
         cross_check(&mut nodepools, &fs);
@@ -525,7 +665,11 @@ pub fn diagnose(c: &Cluster, pools: &PoolSet, pod: &Pod, now: DateTime<Utc>) -> 
         since,
         pending,
         pending_for: crate::karpenter::duration::human(pending),
-        requests: requests.0.iter().map(|(k, v)| (k.clone(), format_quantity(k, *v))).collect(),
+        requests: requests
+            .0
+            .iter()
+            .map(|(k, v)| (k.clone(), format_quantity(k, *v)))
+            .collect(),
         nodepools,
         event,
         scheduler,
@@ -551,8 +695,14 @@ fn unschedulable(ctx: &Context) -> Vec<Finding> {
     ctx.pending
         .iter()
         .map(|d| {
-            let sev = if d.pending > Duration::minutes(GRACE) { Severity::Critical } else { Severity::Warning };
-            Finding::new(Code::PodUnschedulable, sev, d.pod.clone(), d.summary()).since(d.since).details(d)
+            let sev = if d.pending > Duration::minutes(GRACE) {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            };
+            Finding::new(Code::PodUnschedulable, sev, d.pod.clone(), d.summary())
+                .since(d.since)
+                .details(d)
         })
         .collect()
 }
@@ -571,9 +721,15 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
     let mut seen = BTreeSet::new();
     // Karpenter's Nominated events, newest per pod.
     let mut nominations: BTreeMap<(Option<String>, String), &Event> = BTreeMap::new();
-    for e in c.events.values().filter(|e| e.from_karpenter() && e.reason == "Nominated" && e.regarding.kind == "Pod") {
+    for e in c
+        .events
+        .values()
+        .filter(|e| e.from_karpenter() && e.reason == "Nominated" && e.regarding.kind == "Pod")
+    {
         let key = (e.regarding.namespace.clone(), e.regarding.name.clone());
-        let newer = nominations.get(&key).is_none_or(|old| e.seen() > old.seen());
+        let newer = nominations
+            .get(&key)
+            .is_none_or(|old| e.seen() > old.seen());
         if newer {
             nominations.insert(key, e);
         }
@@ -588,16 +744,23 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
             .iter()
             .filter_map(|t| match t {
                 NominationTarget::Node(n) => Some(n.clone()),
-                NominationTarget::NodeClaim(nc) => c.nodeclaims.get(nc).and_then(|x| x.status.node_name.clone()),
+                NominationTarget::NodeClaim(nc) => c
+                    .nodeclaims
+                    .get(nc)
+                    .and_then(|x| x.status.node_name.clone()),
             })
             .collect();
         let pod = c.pods.get(&(ns.clone().unwrap_or_default(), name.clone()));
         let outcome = match pod {
             None => "gone: the pod no longer exists".to_string(),
-            Some(p) if matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed")) => continue,
+            Some(p) if matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed")) => {
+                continue
+            }
             Some(p) => match &p.spec.node_name {
                 Some(n) if nodes.contains(n) => continue,
-                Some(n) => format!("bound elsewhere: it runs on {n}, not where Karpenter nominated it"),
+                Some(n) => {
+                    format!("bound elsewhere: it runs on {n}, not where Karpenter nominated it")
+                }
                 None if nominated_since_failure(c, p).is_none() => continue, // failed again since: pod-unschedulable speaks
                 None => "still pending".to_string(),
             },
@@ -610,45 +773,83 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
             })
             .collect();
         let pool = targets.iter().find_map(|t| match t {
-            NominationTarget::NodeClaim(n) => c.nodeclaims.get(n).and_then(|x| Cluster::pool_of(&x.metadata.labels)),
-            NominationTarget::Node(n) => c.nodes.get(n).and_then(|x| Cluster::pool_of(&x.metadata.labels)),
+            NominationTarget::NodeClaim(n) => c
+                .nodeclaims
+                .get(n)
+                .and_then(|x| Cluster::pool_of(&x.metadata.labels)),
+            NominationTarget::Node(n) => c
+                .nodes
+                .get(n)
+                .and_then(|x| Cluster::pool_of(&x.metadata.labels)),
         });
         seen.insert((ns.clone().unwrap_or_default(), name.clone()));
-        let object = ObjectRef { kind: "Pod".into(), namespace: ns, name };
+        let object = ObjectRef {
+            kind: "Pod".into(),
+            namespace: ns,
+            name,
+        };
         out.push(
             Finding::new(
                 Code::PodNominatedNotBound,
                 Severity::Warning,
                 object,
-                format!("Nominated to {} {} ago, {outcome}", to.join(", "), ago(ctx.now, at)),
+                format!(
+                    "Nominated to {} {} ago, {outcome}",
+                    to.join(", "),
+                    ago(ctx.now, at)
+                ),
             )
             .pool(pool)
             .since(Some(at))
-            .details(NominationDetails { nominated_to: to, outcome }),
+            .details(NominationDetails {
+                nominated_to: to,
+                outcome,
+            }),
         );
     }
     // status.nominatedNodeName with no Karpenter nomination behind it (the scheduler's own, after preemption).
     for (key, p) in &c.pods {
-        let Some(node) = p.status.nominated_node_name.as_deref().filter(|n| !n.is_empty()) else { continue };
-        if seen.contains(key) || p.spec.node_name.is_some() || !is_unschedulable(p) && p.status.phase.as_deref() != Some("Pending") {
+        let Some(node) = p
+            .status
+            .nominated_node_name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+        else {
+            continue;
+        };
+        if seen.contains(key)
+            || p.spec.node_name.is_some()
+            || !is_unschedulable(p) && p.status.phase.as_deref() != Some("Pending")
+        {
             continue;
         }
-        let since = condition(&p.status.conditions, "PodScheduled").and_then(|c| c.last_transition_time).or(p.metadata.creation_timestamp);
+        let since = condition(&p.status.conditions, "PodScheduled")
+            .and_then(|c| c.last_transition_time)
+            .or(p.metadata.creation_timestamp);
         if since.is_none_or(|s| ctx.now - s <= deadline) {
             continue;
         }
-        let pool = c.nodes.get(node).and_then(|n| Cluster::pool_of(&n.metadata.labels));
+        let pool = c
+            .nodes
+            .get(node)
+            .and_then(|n| Cluster::pool_of(&n.metadata.labels));
         let outcome = "still pending".to_string();
         out.push(
             Finding::new(
                 Code::PodNominatedNotBound,
                 Severity::Warning,
                 ObjectRef::of("Pod", &p.metadata),
-                format!("status.nominatedNodeName is {node}, yet the pod is {outcome} after {}", since.map(|s| ago(ctx.now, s)).unwrap_or_default()),
+                format!(
+                    "status.nominatedNodeName is {node}, yet the pod is {outcome} after {}",
+                    since.map(|s| ago(ctx.now, s)).unwrap_or_default()
+                ),
             )
             .pool(pool)
             .since(since)
-            .details(NominationDetails { nominated_to: vec![format!("node/{node}")], outcome }),
+            .details(NominationDetails {
+                nominated_to: vec![format!("node/{node}")],
+                outcome,
+            }),
         );
     }
     out
@@ -657,7 +858,11 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
 fn pool_readiness(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let waiting = !ctx.pending.is_empty();
-    let sev = if waiting { Severity::Critical } else { Severity::Warning };
+    let sev = if waiting {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
     let mut out = Vec::new();
     let mut any_ready = false;
     for pool in c.nodepools.values() {
@@ -665,7 +870,8 @@ fn pool_readiness(ctx: &Context) -> Vec<Finding> {
             None => any_ready = true,
             Some(nr) if nr.category == Category::Other => {} // static pools are not meant to take pods
             Some(nr) => {
-                let since = condition(&pool.status.conditions, &nr.condition).and_then(|c| c.last_transition_time);
+                let since = condition(&pool.status.conditions, &nr.condition)
+                    .and_then(|c| c.last_transition_time);
                 let hint = match nr.reason.as_deref() {
                     Some("NodeClassNotFound") => " Create the node class it references, or fix spec.template.spec.nodeClassRef.",
                     Some("NodeClassNotReady" | "NodeClassReadinessUnknown") => " Check the node class's own conditions.",
@@ -695,7 +901,12 @@ fn pool_readiness(ctx: &Context) -> Vec<Finding> {
                 if waiting { format!(" ({} pods wait)", ctx.pending.len()) } else { String::new() }
             )
         };
-        out.push(Finding::new(Code::NoNodepoolReady, sev, ObjectRef::cluster("Cluster", "karpenter"), msg));
+        out.push(Finding::new(
+            Code::NoNodepoolReady,
+            sev,
+            ObjectRef::cluster("Cluster", "karpenter"),
+            msg,
+        ));
     }
     out
 }
@@ -713,16 +924,26 @@ fn limits(ctx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     for pool in c.nodepools.values() {
         let name = pool.metadata.name.as_str();
-        let Ok(limits) = Resources::from_quantities(&pool.spec.limits) else { continue };
+        let Ok(limits) = Resources::from_quantities(&pool.spec.limits) else {
+            continue;
+        };
         let mut usage = pool_usage(c, pool);
         let nodes = pool_node_count(c, pool) as f64;
-        usage.0.insert("nodes".into(), usage.get("nodes").max(nodes));
+        usage
+            .0
+            .insert("nodes".into(), usage.get("nodes").max(nodes));
         let waiting_on_limits = ctx.pending.iter().any(|d| {
-            d.verdict_for(name)
-                .is_some_and(|v| v.verdict == Verdict::Rejected && v.reasons.iter().any(|r| r.category == Category::Limits))
+            d.verdict_for(name).is_some_and(|v| {
+                v.verdict == Verdict::Rejected
+                    && v.reasons.iter().any(|r| r.category == Category::Limits)
+            })
         });
         for (res, used, limit) in usage.at_or_above(&limits, 0.9) {
-            let ratio = if limit > 0.0 { used / limit } else { f64::INFINITY };
+            let ratio = if limit > 0.0 {
+                used / limit
+            } else {
+                f64::INFINITY
+            };
             let details = LimitDetails {
                 resource: res.clone(),
                 usage: format_quantity(&res, used),
@@ -730,7 +951,11 @@ fn limits(ctx: &Context) -> Vec<Finding> {
                 ratio: (ratio * 1000.0).round() / 1000.0,
             };
             let f = if ratio >= 1.0 {
-                let sev = if waiting_on_limits { Severity::Critical } else { Severity::Warning };
+                let sev = if waiting_on_limits {
+                    Severity::Critical
+                } else {
+                    Severity::Warning
+                };
                 Finding::new(
                     Code::NodepoolLimitsExhausted,
                     sev,
@@ -747,7 +972,12 @@ fn limits(ctx: &Context) -> Vec<Finding> {
                     Code::NodepoolLimitsNear,
                     Severity::Info,
                     ObjectRef::of("NodePool", &pool.metadata),
-                    format!("{res} at {:.0}% of its limit ({} of {})", ratio * 100.0, details.usage, details.limit),
+                    format!(
+                        "{res} at {:.0}% of its limit ({} of {})",
+                        ratio * 100.0,
+                        details.usage,
+                        details.limit
+                    ),
                 )
             };
             out.push(f.pool(Some(name)).details(details));
@@ -765,13 +995,20 @@ fn no_instance_types(ctx: &Context) -> Vec<Finding> {
             let e = c
                 .events_for("NodePool", None, &m.name, &m.uid)
                 .into_iter()
-                .find(|e| e.from_karpenter() && e.reason == "NoCompatibleInstanceTypes" && ctx.within(e.seen(), Duration::hours(1)))?;
+                .find(|e| {
+                    e.from_karpenter()
+                        && e.reason == "NoCompatibleInstanceTypes"
+                        && ctx.within(e.seen(), Duration::hours(1))
+                })?;
             Some(
                 Finding::new(
                     Code::NodepoolNoInstanceTypes,
                     Severity::Warning,
                     ObjectRef::of("NodePool", m),
-                    format!("{} (widen the pool's instance requirements or relax minValues)", e.message),
+                    format!(
+                        "{} (widen the pool's instance requirements or relax minValues)",
+                        e.message
+                    ),
                 )
                 .pool(Some(&m.name))
                 .since(e.seen())
@@ -790,15 +1027,24 @@ struct ClaimDetails {
 }
 
 /// A NodeClaim's pool: its label, else its name's prefix when that pool exists.
-pub fn claim_pool<'c>(c: &'c Cluster, name: &str) -> Option<String> {
-    if let Some(p) = c.nodeclaims.get(name).and_then(|n| Cluster::pool_of(&n.metadata.labels)) {
+pub fn claim_pool(c: &Cluster, name: &str) -> Option<String> {
+    if let Some(p) = c
+        .nodeclaims
+        .get(name)
+        .and_then(|n| Cluster::pool_of(&n.metadata.labels))
+    {
         return Some(p.to_string());
     }
     let (prefix, _) = name.rsplit_once('-')?;
     c.nodepools.contains_key(prefix).then(|| prefix.to_string())
 }
 
-const LAUNCH_ERRORS: &[&str] = &["InsufficientCapacityError", "NodeClassNotReady", "LaunchFailed", "FailedLaunch"];
+const LAUNCH_ERRORS: &[&str] = &[
+    "InsufficientCapacityError",
+    "NodeClassNotReady",
+    "LaunchFailed",
+    "FailedLaunch",
+];
 
 fn nodeclaims(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
@@ -819,7 +1065,9 @@ fn nodeclaims(ctx: &Context) -> Vec<Finding> {
         if !launched.is_some_and(Condition::is_true) {
             if created.is_some_and(|t| ctx.now - t > Duration::minutes(GRACE)) {
                 let msg = launched.and_then(|l| l.message.clone());
-                let hint = msg.as_deref().and_then(|m| events::parse_launch_error(m).hint);
+                let hint = msg
+                    .as_deref()
+                    .and_then(|m| events::parse_launch_error(m).hint);
                 launch_reported.insert(m.name.clone());
                 out.push(
                     Finding::new(
@@ -834,12 +1082,19 @@ fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                     )
                     .pool(pool)
                     .since(created)
-                    .details(ClaimDetails { reason: launched.and_then(|l| l.reason.clone()), message: msg, hint }),
+                    .details(ClaimDetails {
+                        reason: launched.and_then(|l| l.reason.clone()),
+                        message: msg,
+                        hint,
+                    }),
                 );
             }
             continue;
         }
-        let after = |cond: Option<&Condition>, mins| cond.and_then(|c| c.last_transition_time).filter(|t| ctx.now - *t > Duration::minutes(mins));
+        let after = |cond: Option<&Condition>, mins| {
+            cond.and_then(|c| c.last_transition_time)
+                .filter(|t| ctx.now - *t > Duration::minutes(mins))
+        };
         if !registered.is_some_and(Condition::is_true) {
             if let Some(t) = after(launched, 10) {
                 out.push(
@@ -876,12 +1131,19 @@ fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                         format!(
                             "Registered {} ago but not initialized{}",
                             ago(ctx.now, t),
-                            reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+                            reason
+                                .as_deref()
+                                .map(|r| format!(" ({r})"))
+                                .unwrap_or_default()
                         ),
                     )
                     .pool(pool)
                     .since(Some(t))
-                    .details(ClaimDetails { reason, message: initialized.and_then(|i| i.message.clone()), hint }),
+                    .details(ClaimDetails {
+                        reason,
+                        message: initialized.and_then(|i| i.message.clone()),
+                        hint,
+                    }),
                 );
             }
         }
@@ -889,7 +1151,11 @@ fn nodeclaims(ctx: &Context) -> Vec<Finding> {
     // Launch errors from events: the NodeClaim is usually deleted by then.
     let mut latest: BTreeMap<&str, &Event> = BTreeMap::new();
     for e in c.events.values() {
-        if e.from_karpenter() && e.regarding.kind == "NodeClaim" && LAUNCH_ERRORS.contains(&e.reason.as_str()) && ctx.within(e.seen(), Duration::hours(1)) {
+        if e.from_karpenter()
+            && e.regarding.kind == "NodeClaim"
+            && LAUNCH_ERRORS.contains(&e.reason.as_str())
+            && ctx.within(e.seen(), Duration::hours(1))
+        {
             let slot = latest.entry(e.regarding.name.as_str()).or_insert(e);
             if e.seen() > slot.seen() {
                 *slot = e;
@@ -910,7 +1176,11 @@ fn nodeclaims(ctx: &Context) -> Vec<Finding> {
             )
             .pool(claim_pool(c, name).as_deref())
             .since(e.seen())
-            .details(ClaimDetails { reason: Some(e.reason.clone()), message: Some(e.message.clone()), hint: parsed.hint }),
+            .details(ClaimDetails {
+                reason: Some(e.reason.clone()),
+                message: Some(e.message.clone()),
+                hint: parsed.hint,
+            }),
         );
     }
     out
@@ -949,10 +1219,22 @@ fn nodes_not_ready(ctx: &Context) -> Vec<Finding> {
 
 /// The node a DaemonSet pod is pinned to (`matchFields metadata.name In [node]`).
 pub fn daemonset_target(spec: &PodSpec) -> Option<&str> {
-    let terms = &spec.affinity.as_ref()?.node_affinity.as_ref()?.required_during_scheduling_ignored_during_execution.as_ref()?.node_selector_terms;
-    terms.iter().flat_map(|t| t.match_fields.iter().flatten()).find_map(|f| {
-        (f.key == "metadata.name" && f.operator == "In").then(|| f.values.as_ref()?.first().map(String::as_str)).flatten()
-    })
+    let terms = &spec
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    terms
+        .iter()
+        .flat_map(|t| t.match_fields.iter().flatten())
+        .find_map(|f| {
+            (f.key == "metadata.name" && f.operator == "In")
+                .then(|| f.values.as_ref()?.first().map(String::as_str))
+                .flatten()
+        })
 }
 
 fn daemonset_pods_pending(ctx: &Context) -> Vec<Finding> {

@@ -32,7 +32,10 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -43,15 +46,33 @@ mod tests {
         let sel = LabelSelector {
             match_labels: Some(labels(&[("app", "web")])),
             match_expressions: Some(vec![
-                LabelSelectorRequirement { key: "tier".into(), operator: "In".into(), values: Some(vec!["front".into()]) },
-                LabelSelectorRequirement { key: "canary".into(), operator: "DoesNotExist".into(), values: None },
+                LabelSelectorRequirement {
+                    key: "tier".into(),
+                    operator: "In".into(),
+                    values: Some(vec!["front".into()]),
+                },
+                LabelSelectorRequirement {
+                    key: "canary".into(),
+                    operator: "DoesNotExist".into(),
+                    values: None,
+                },
             ]),
         };
         assert!(matches(Some(&sel), &pod));
-        assert!(!matches(Some(&sel), &labels(&[("app", "web"), ("tier", "back")])));
-        assert!(!matches(Some(&sel), &labels(&[("app", "web"), ("tier", "front"), ("canary", "1")])));
+        assert!(!matches(
+            Some(&sel),
+            &labels(&[("app", "web"), ("tier", "back")])
+        ));
+        assert!(!matches(
+            Some(&sel),
+            &labels(&[("app", "web"), ("tier", "front"), ("canary", "1")])
+        ));
         let bad = LabelSelector {
-            match_expressions: Some(vec![LabelSelectorRequirement { key: "x".into(), operator: "Weird".into(), values: None }]),
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "x".into(),
+                operator: "Weird".into(),
+                values: None,
+            }]),
             ..Default::default()
         };
         assert!(!matches(Some(&bad), &pod));

@@ -6,8 +6,10 @@ use super::output::Format;
 use crate::{analysis, demo};
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "The demo cluster runs Karpenter v1.14 on AWS, evaluated at 2026-11-21T10:00:00Z.
-Try `kelp why pod ml/trainer-0 --from <(kelp demo --dump)` to dig into one object.")]
+#[command(
+    after_help = "The demo cluster runs Karpenter v1.14 on AWS, evaluated at 2026-11-21T10:00:00Z.
+Try `kelp why pod ml/trainer-0 --from <(kelp demo --dump)` to dig into one object."
+)]
 pub struct Args {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = Format::Table)]

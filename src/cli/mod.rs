@@ -77,12 +77,18 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("KELP_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kelp=warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KELP_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kelp=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 /// A current-thread runtime for one-shot commands that talk to a cluster.
 pub(crate) fn block_on<F: std::future::Future>(f: F) -> anyhow::Result<F::Output> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     Ok(rt.block_on(f))
 }

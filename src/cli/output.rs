@@ -33,7 +33,9 @@ pub struct Style {
 
 impl Style {
     pub fn detect() -> Self {
-        Style { color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() }
+        Style {
+            color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
     }
     fn paint(&self, code: &str, s: &str) -> String {
         if self.color {
@@ -61,16 +63,28 @@ impl Style {
 pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
     let mut out = String::new();
     for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
-        let group: Vec<_> = report.findings.iter().filter(|f| f.severity == sev).collect();
+        let group: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.severity == sev)
+            .collect();
         if group.is_empty() {
             continue;
         }
         let title = format!("{} ({})", sev.to_string().to_uppercase(), group.len());
         out.push_str(&style.severity(sev, &style.bold(&title)));
         out.push('\n');
-        let code_w = group.iter().map(|f| f.code.as_str().len()).max().unwrap_or(0);
+        let code_w = group
+            .iter()
+            .map(|f| f.code.as_str().len())
+            .max()
+            .unwrap_or(0);
         for f in group {
-            let pool = f.nodepool.as_deref().map(|p| format!("  nodepool={p}")).unwrap_or_default();
+            let pool = f
+                .nodepool
+                .as_deref()
+                .map(|p| format!("  nodepool={p}"))
+                .unwrap_or_default();
             out.push_str(&format!(
                 "  {}  {}{}\n",
                 style.severity(sev, &format!("{:<code_w$}", f.code.as_str())),
@@ -85,28 +99,50 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
     if report.findings.is_empty() {
         out.push_str("No findings: Karpenter looks healthy.\n");
     }
-    out.push_str(&style.dim(&format!(
-        "{} critical, {} warning, {} info · {} · Karpenter {} · evaluated at {}\n",
-        count(Severity::Critical),
-        count(Severity::Warning),
-        count(Severity::Info),
-        origin,
-        if report.karpenter.api_versions.is_empty() { "not found".to_string() } else { report.karpenter.api_versions.join(", ") },
-        report.generated_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-    )));
+    out.push_str(
+        &style.dim(&format!(
+            "{} critical, {} warning, {} info · {} · Karpenter {} · evaluated at {}\n",
+            count(Severity::Critical),
+            count(Severity::Warning),
+            count(Severity::Info),
+            origin,
+            if report.karpenter.api_versions.is_empty() {
+                "not found".to_string()
+            } else {
+                report.karpenter.api_versions.join(", ")
+            },
+            report
+                .generated_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        )),
+    );
     out
 }
 
 /// Fixed-width columns for small tables.
 pub fn columns(rows: &[Vec<String>]) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..n).map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     let mut out = String::new();
     for r in rows {
         let cells: Vec<String> = r
             .iter()
             .enumerate()
-            .map(|(i, c)| if i + 1 == r.len() { c.clone() } else { format!("{c:<w$}", w = widths[i]) })
+            .map(|(i, c)| {
+                if i + 1 == r.len() {
+                    c.clone()
+                } else {
+                    format!("{c:<w$}", w = widths[i])
+                }
+            })
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');

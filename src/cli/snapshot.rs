@@ -31,7 +31,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let target = live::Target { kubeconfig: args.kubeconfig, context: args.context };
+    let target = live::Target {
+        kubeconfig: args.kubeconfig,
+        context: args.context,
+    };
     let items = super::block_on(async {
         let conn = live::connect(&target).await?;
         live::snapshot_items(&conn).await
@@ -40,13 +43,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let captured = now.to_rfc3339_opts(SecondsFormat::Secs, true);
     let count = items.len();
     let list = snapshot_list(items, now);
-    let yaml = matches!(args.output.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"));
-    let text = if yaml { serde_norway::to_string(&list)? } else { serde_json::to_string(&list)? + "\n" };
+    let yaml = matches!(
+        args.output.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml")
+    );
+    let text = if yaml {
+        serde_norway::to_string(&list)?
+    } else {
+        serde_json::to_string(&list)? + "\n"
+    };
     if args.output.as_os_str() == "-" {
         std::io::stdout().write_all(text.as_bytes())?;
     } else {
-        std::fs::write(&args.output, text).map_err(|source| crate::Error::Write { path: args.output.clone(), source })?;
-        eprintln!("wrote {count} objects to {} (captured {captured})", args.output.display());
+        std::fs::write(&args.output, text).map_err(|source| crate::Error::Write {
+            path: args.output.clone(),
+            source,
+        })?;
+        eprintln!(
+            "wrote {count} objects to {} (captured {captured})",
+            args.output.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

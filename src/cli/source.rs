@@ -16,7 +16,13 @@ pub struct SourceArgs {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["kubeconfig", "context"], global = true)]
     pub from: Vec<PathBuf>,
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster config)
-    #[arg(long, value_name = "PATH", env = "KUBECONFIG", hide_env_values = true, global = true)]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "KUBECONFIG",
+        hide_env_values = true,
+        global = true
+    )]
     pub kubeconfig: Option<PathBuf>,
     /// Kubeconfig context to use (default: the current context)
     #[arg(long, value_name = "NAME", global = true)]
@@ -38,14 +44,19 @@ pub struct Loaded {
 }
 
 pub fn parse_time(s: &str) -> crate::Result<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).map_err(|_| crate::Error::BadTime(s.to_string()))
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| crate::Error::BadTime(s.to_string()))
 }
 
 impl SourceArgs {
     pub fn load(&self) -> anyhow::Result<Loaded> {
         let fixed_now = self.now.as_deref().map(parse_time).transpose()?;
         let (mut cluster, origin) = if self.from.is_empty() {
-            let target = live::Target { kubeconfig: self.kubeconfig.clone(), context: self.context.clone() };
+            let target = live::Target {
+                kubeconfig: self.kubeconfig.clone(),
+                context: self.context.clone(),
+            };
             super::block_on(async {
                 let conn = live::connect(&target).await?;
                 let c = live::load(&conn).await?;
@@ -63,6 +74,10 @@ impl SourceArgs {
             cluster.metrics = Some(source::metrics::read(path).context("--metrics-file")?);
         }
         let now = fixed_now.or(cluster.captured_at).unwrap_or_else(Utc::now);
-        Ok(Loaded { cluster, now, origin })
+        Ok(Loaded {
+            cluster,
+            now,
+            origin,
+        })
     }
 }

@@ -74,15 +74,27 @@ struct PodAnswer<'a> {
     findings: Vec<&'a Finding>,
 }
 
-fn why_pod(ctx: &Context, findings: &[Finding], ns: &str, name: &str, format: Format) -> anyhow::Result<ExitCode> {
+fn why_pod(
+    ctx: &Context,
+    findings: &[Finding],
+    ns: &str,
+    name: &str,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
     let c = ctx.cluster;
     let Some(pod) = c.pods.get(&(ns.to_string(), name.to_string())) else {
         anyhow::bail!("pod {ns}/{name} not found");
     };
     let computed;
-    let diagnosis = match ctx.pending.iter().find(|d| d.pod.namespace.as_deref() == Some(ns) && d.pod.name == name) {
+    let diagnosis = match ctx
+        .pending
+        .iter()
+        .find(|d| d.pod.namespace.as_deref() == Some(ns) && d.pod.name == name)
+    {
         Some(d) => Some(d),
-        None if pod.spec.node_name.is_none() && pod.status.phase.as_deref().unwrap_or("Pending") == "Pending" => {
+        None if pod.spec.node_name.is_none()
+            && pod.status.phase.as_deref().unwrap_or("Pending") == "Pending" =>
+        {
             // Not (yet) marked unschedulable, or nominated: evaluate anyway, it is still useful.
             computed = provisioning::diagnose(c, &PoolSet::new(c), pod, ctx.now);
             Some(&computed)
@@ -91,32 +103,87 @@ fn why_pod(ctx: &Context, findings: &[Finding], ns: &str, name: &str, format: Fo
     };
     let state = match (&pod.spec.node_name, pod.status.phase.as_deref()) {
         (Some(n), phase) => format!("{} on node {n}", phase.unwrap_or("Scheduled")),
-        (None, _) if ctx.pending.iter().any(|d| d.pod.name == name && d.pod.namespace.as_deref() == Some(ns)) => "Pending: unschedulable".into(),
-        (None, _) if pod.status.nominated_node_name.is_some() => format!("Pending: nominated to {}", pod.status.nominated_node_name.clone().unwrap_or_default()),
-        (None, phase) => format!("{}: not marked unschedulable by the scheduler yet", phase.unwrap_or("Pending")),
+        (None, _)
+            if ctx
+                .pending
+                .iter()
+                .any(|d| d.pod.name == name && d.pod.namespace.as_deref() == Some(ns)) =>
+        {
+            "Pending: unschedulable".into()
+        }
+        (None, _) if pod.status.nominated_node_name.is_some() => format!(
+            "Pending: nominated to {}",
+            pod.status.nominated_node_name.clone().unwrap_or_default()
+        ),
+        (None, phase) => format!(
+            "{}: not marked unschedulable by the scheduler yet",
+            phase.unwrap_or("Pending")
+        ),
     };
     let advice = diagnosis.map(pod_advice).unwrap_or_default();
-    let mine: Vec<&Finding> = findings.iter().filter(|f| f.object.kind == "Pod" && f.object.name == name && f.object.namespace.as_deref() == Some(ns)).collect();
-    let answer = PodAnswer { pod: format!("{ns}/{name}"), state, diagnosis, advice, findings: mine };
+    let mine: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| {
+            f.object.kind == "Pod"
+                && f.object.name == name
+                && f.object.namespace.as_deref() == Some(ns)
+        })
+        .collect();
+    let answer = PodAnswer {
+        pod: format!("{ns}/{name}"),
+        state,
+        diagnosis,
+        advice,
+        findings: mine,
+    };
     if format != Format::Table {
         print!("{}", output::structured(format, &answer)?);
         return Ok(ExitCode::SUCCESS);
     }
     let s = Style::detect();
-    let mut out = format!("{} {}: {}\n", s.bold("Pod"), s.bold(&answer.pod), answer.state);
+    let mut out = format!(
+        "{} {}: {}\n",
+        s.bold("Pod"),
+        s.bold(&answer.pod),
+        answer.state
+    );
     if let Some(d) = answer.diagnosis {
         let req: Vec<String> = d.requests.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        out.push_str(&format!("Pending for {} · requests {}\n\n", d.pending_for, if req.is_empty() { "none".into() } else { req.join(", ") }));
-        let mut rows = vec![vec!["NODEPOOL".to_string(), "WEIGHT".into(), "VERDICT".into(), "WHY".into()]];
+        out.push_str(&format!(
+            "Pending for {} · requests {}\n\n",
+            d.pending_for,
+            if req.is_empty() {
+                "none".into()
+            } else {
+                req.join(", ")
+            }
+        ));
+        let mut rows = vec![vec![
+            "NODEPOOL".to_string(),
+            "WEIGHT".into(),
+            "VERDICT".into(),
+            "WHY".into(),
+        ]];
         for v in &d.nodepools {
-            let weight = c.nodepools.get(&v.name).and_then(|p| p.spec.weight).unwrap_or(0).to_string();
+            let weight = c
+                .nodepools
+                .get(&v.name)
+                .and_then(|p| p.spec.weight)
+                .unwrap_or(0)
+                .to_string();
             let why = if v.reasons.is_empty() {
                 match v.verdict {
-                    Verdict::Compatible => "passes readiness, limits, taints and requirements".to_string(),
+                    Verdict::Compatible => {
+                        "passes readiness, limits, taints and requirements".to_string()
+                    }
                     _ => String::new(),
                 }
             } else {
-                let mut r: Vec<String> = v.reasons.iter().map(|r| format!("{}: {}", category(r.category), r.message)).collect();
+                let mut r: Vec<String> = v
+                    .reasons
+                    .iter()
+                    .map(|r| format!("{}: {}", category(r.category), r.message))
+                    .collect();
                 if v.source == "event" {
                     r.push("(from Karpenter's event)".into());
                 }
@@ -146,11 +213,16 @@ fn why_pod(ctx: &Context, findings: &[Finding], ns: &str, name: &str, format: Fo
                         MessageFormat::Flat => "v1.5+",
                         MessageFormat::Unknown => "unrecognised",
                     },
-                    e.last_seen.map(|t| analysis::ago(ctx.now, t) + " ago").unwrap_or_else(|| "?".into()),
+                    e.last_seen
+                        .map(|t| analysis::ago(ctx.now, t) + " ago")
+                        .unwrap_or_else(|| "?".into()),
                     e.message
                 ));
             }
-            None => out.push_str(&format!("{}: no scheduling event found yet\n", s.bold("Karpenter's event"))),
+            None => out.push_str(&format!(
+                "{}: no scheduling event found yet\n",
+                s.bold("Karpenter's event")
+            )),
         }
         if let Some(m) = &d.scheduler {
             out.push_str(&format!("{}: {m}\n", s.bold("kube-scheduler")));
@@ -167,7 +239,10 @@ fn why_pod(ctx: &Context, findings: &[Finding], ns: &str, name: &str, format: Fo
 }
 
 fn category(c: Category) -> String {
-    serde_json::to_value(c).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    serde_json::to_value(c)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// One suggestion per pool: what would let that pool take the pod.
@@ -208,9 +283,17 @@ struct NodeAnswer<'a> {
     findings: Vec<&'a Finding>,
 }
 
-fn why_node(ctx: &Context, findings: &[Finding], name: &str, format: Format) -> anyhow::Result<ExitCode> {
+fn why_node(
+    ctx: &Context,
+    findings: &[Finding],
+    name: &str,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
     let c = ctx.cluster;
-    let node = c.nodes.get(name).or_else(|| c.nodeclaims.get(name).and_then(|cl| c.node_for_claim(cl)));
+    let node = c
+        .nodes
+        .get(name)
+        .or_else(|| c.nodeclaims.get(name).and_then(|cl| c.node_for_claim(cl)));
     let Some(node) = node else {
         if c.nodeclaims.contains_key(name) {
             anyhow::bail!("NodeClaim {name} has no node yet: see `kelp doctor` for launch and registration findings");
@@ -221,9 +304,16 @@ fn why_node(ctx: &Context, findings: &[Finding], name: &str, format: Format) -> 
     let claim = state.nodeclaim.clone().unwrap_or_default();
     let mine: Vec<&Finding> = findings
         .iter()
-        .filter(|f| (f.object.kind == "Node" && f.object.name == state.node) || (f.object.kind == "NodeClaim" && f.object.name == claim))
+        .filter(|f| {
+            (f.object.kind == "Node" && f.object.name == state.node)
+                || (f.object.kind == "NodeClaim" && f.object.name == claim)
+        })
         .collect();
-    let answer = NodeAnswer { advice: state.blockers.iter().map(unblock).collect(), state: &state, findings: mine };
+    let answer = NodeAnswer {
+        advice: state.blockers.iter().map(unblock).collect(),
+        state: &state,
+        findings: mine,
+    };
     if format != Format::Table {
         print!("{}", output::structured(format, &answer)?);
         return Ok(ExitCode::SUCCESS);
@@ -237,8 +327,24 @@ fn why_node(ctx: &Context, findings: &[Finding], name: &str, format: Format) -> 
     };
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let rows = vec![
-        vec!["NodePool".to_string(), format!("{pool}{}", if c.nodepools.contains_key(pool) { "" } else { " (missing!)" })],
-        vec!["NodeClaim".into(), state.nodeclaim.clone().unwrap_or_else(|| "none found".into())],
+        vec![
+            "NodePool".to_string(),
+            format!(
+                "{pool}{}",
+                if c.nodepools.contains_key(pool) {
+                    ""
+                } else {
+                    " (missing!)"
+                }
+            ),
+        ],
+        vec![
+            "NodeClaim".into(),
+            state
+                .nodeclaim
+                .clone()
+                .unwrap_or_else(|| "none found".into()),
+        ],
         vec![
             "Age".into(),
             format!(
@@ -246,13 +352,21 @@ fn why_node(ctx: &Context, findings: &[Finding], name: &str, format: Format) -> 
                 state.age.clone().unwrap_or_else(|| "?".into()),
                 state.expire_after.clone().unwrap_or_default(),
                 match state.expires_at {
-                    Some(t) if state.expired => format!(", expired {} ago", analysis::ago(ctx.now, t)),
+                    Some(t) if state.expired =>
+                        format!(", expired {} ago", analysis::ago(ctx.now, t)),
                     Some(t) => format!(", expires in {}", analysis::ago(t, ctx.now)),
                     None => String::new(),
                 }
             ),
         ],
-        vec!["Drifted".into(), state.drifted.clone().map(|r| format!("yes ({r})")).unwrap_or_else(|| "no".into())],
+        vec![
+            "Drifted".into(),
+            state
+                .drifted
+                .clone()
+                .map(|r| format!("yes ({r})"))
+                .unwrap_or_else(|| "no".into()),
+        ],
         vec!["Empty".into(), yes_no(state.empty).into()],
         vec!["Consolidatable".into(), yes_no(state.consolidatable).into()],
     ];
@@ -261,7 +375,10 @@ fn why_node(ctx: &Context, findings: &[Finding], name: &str, format: Format) -> 
         out.push_str("\nKarpenter has no reason to disrupt this node now.\n");
     } else {
         let wants: Vec<&str> = state.wants.iter().map(|w| w.message.as_str()).collect();
-        out.push_str(&format!("\nKarpenter wants to disrupt it: {}\n", wants.join(", ")));
+        out.push_str(&format!(
+            "\nKarpenter wants to disrupt it: {}\n",
+            wants.join(", ")
+        ));
     }
     if state.blockers.is_empty() {
         out.push_str("Nothing blocks disruption.\n");
@@ -276,19 +393,32 @@ fn why_node(ctx: &Context, findings: &[Finding], name: &str, format: Format) -> 
         }
     }
     if let Some(e) = &state.blocked_event {
-        out.push_str(&format!("\nKarpenter's last DisruptionBlocked event: {e}\n"));
+        out.push_str(&format!(
+            "\nKarpenter's last DisruptionBlocked event: {e}\n"
+        ));
     }
     print!("{out}");
     Ok(ExitCode::SUCCESS)
 }
 
 fn blocker_kind(k: BlockerKind) -> String {
-    serde_json::to_value(k).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    serde_json::to_value(k)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 fn unblock(b: &Blocker) -> String {
-    let name = b.object.as_ref().map(|o| o.name.clone()).unwrap_or_default();
-    let ns = b.object.as_ref().and_then(|o| o.namespace.clone()).unwrap_or_default();
+    let name = b
+        .object
+        .as_ref()
+        .map(|o| o.name.clone())
+        .unwrap_or_default();
+    let ns = b
+        .object
+        .as_ref()
+        .and_then(|o| o.namespace.clone())
+        .unwrap_or_default();
     match b.kind {
         BlockerKind::DoNotDisruptPod => format!(
             "pod {ns}/{name}: let it finish, or remove the annotation (kubectl annotate pod -n {ns} {name} karpenter.sh/do-not-disrupt-); a NodePool terminationGracePeriod lets drift proceed anyway"

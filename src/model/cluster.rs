@@ -64,7 +64,10 @@ pub struct Cluster {
 }
 
 fn obj_key(meta: &super::meta::Meta) -> ObjKey {
-    (meta.namespace.clone().unwrap_or_default(), meta.name.clone())
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone(),
+    )
 }
 
 impl Cluster {
@@ -81,10 +84,12 @@ impl Cluster {
         self.nodeclaims.remove(name);
     }
     pub fn apply_nodeclass(&mut self, o: NodeClass) {
-        self.nodeclasses.insert((o.kind.clone(), o.metadata.name.clone()), o);
+        self.nodeclasses
+            .insert((o.kind.clone(), o.metadata.name.clone()), o);
     }
     pub fn delete_nodeclass(&mut self, kind: &str, name: &str) {
-        self.nodeclasses.remove(&(kind.to_string(), name.to_string()));
+        self.nodeclasses
+            .remove(&(kind.to_string(), name.to_string()));
     }
     pub fn apply_node(&mut self, o: Node) {
         self.nodes.insert(o.metadata.name.clone(), o);
@@ -96,7 +101,10 @@ impl Cluster {
         let key = obj_key(&o.metadata);
         self.unindex_pod(&key);
         if let Some(node) = &o.spec.node_name {
-            self.pods_by_node.entry(node.clone()).or_default().insert(key.clone());
+            self.pods_by_node
+                .entry(node.clone())
+                .or_default()
+                .insert(key.clone());
         }
         self.pods.insert(key, o);
     }
@@ -119,7 +127,8 @@ impl Cluster {
         self.daemonsets.insert(obj_key(&o.metadata), o);
     }
     pub fn delete_daemonset(&mut self, namespace: &str, name: &str) {
-        self.daemonsets.remove(&(namespace.to_string(), name.to_string()));
+        self.daemonsets
+            .remove(&(namespace.to_string(), name.to_string()));
     }
     pub fn apply_pdb(&mut self, o: PodDisruptionBudget) {
         self.pdbs.insert(obj_key(&o.metadata), o);
@@ -184,8 +193,18 @@ impl Cluster {
 
     /// Events about an object, newest first. A non-empty `uid` must match when the event
     /// carries one (events of an earlier object with the same name are not this one's).
-    pub fn events_for(&self, kind: &str, namespace: Option<&str>, name: &str, uid: &str) -> Vec<&Event> {
-        let key = (kind.to_string(), namespace.map(str::to_string), name.to_string());
+    pub fn events_for(
+        &self,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+        uid: &str,
+    ) -> Vec<&Event> {
+        let key = (
+            kind.to_string(),
+            namespace.map(str::to_string),
+            name.to_string(),
+        );
         let mut out: Vec<&Event> = self
             .events_by_object
             .get(&key)
@@ -194,40 +213,58 @@ impl Cluster {
             .filter_map(|id| self.events.get(id))
             .filter(|e| uid.is_empty() || e.regarding.uid.is_empty() || e.regarding.uid == uid)
             .collect();
-        out.sort_by(|a, b| b.seen().cmp(&a.seen()));
+        out.sort_by_key(|e| std::cmp::Reverse(e.seen()));
         out
     }
 
     /// The NodeClaim behind a node: by status.nodeName, else by providerID.
     pub fn nodeclaim_for_node(&self, node: &Node) -> Option<&NodeClaim> {
         let name = &node.metadata.name;
-        self.nodeclaims.values().find(|c| c.status.node_name.as_deref() == Some(name)).or_else(|| {
-            let pid = node.spec.provider_id.as_deref()?;
-            self.nodeclaims.values().find(|c| c.status.provider_id.as_deref() == Some(pid))
-        })
+        self.nodeclaims
+            .values()
+            .find(|c| c.status.node_name.as_deref() == Some(name))
+            .or_else(|| {
+                let pid = node.spec.provider_id.as_deref()?;
+                self.nodeclaims
+                    .values()
+                    .find(|c| c.status.provider_id.as_deref() == Some(pid))
+            })
     }
 
     /// The node of a NodeClaim, if it registered.
     pub fn node_for_claim(&self, claim: &NodeClaim) -> Option<&Node> {
-        claim.status.node_name.as_deref().and_then(|n| self.nodes.get(n)).or_else(|| {
-            let pid = claim.status.provider_id.as_deref()?;
-            self.nodes.values().find(|n| n.spec.provider_id.as_deref() == Some(pid))
-        })
+        claim
+            .status
+            .node_name
+            .as_deref()
+            .and_then(|n| self.nodes.get(n))
+            .or_else(|| {
+                let pid = claim.status.provider_id.as_deref()?;
+                self.nodes
+                    .values()
+                    .find(|n| n.spec.provider_id.as_deref() == Some(pid))
+            })
     }
 
     /// The NodePool a node or claim belongs to, from the `karpenter.sh/nodepool` label.
     pub fn pool_of(labels: &BTreeMap<String, String>) -> Option<&str> {
-        labels.get(crate::karpenter::labels::NODEPOOL).map(String::as_str)
+        labels
+            .get(crate::karpenter::labels::NODEPOOL)
+            .map(String::as_str)
     }
 
     /// Nodes Karpenter manages in a pool.
     pub fn nodes_in_pool<'a>(&'a self, pool: &'a str) -> impl Iterator<Item = &'a Node> + 'a {
-        self.nodes.values().filter(move |n| Self::pool_of(&n.metadata.labels) == Some(pool))
+        self.nodes
+            .values()
+            .filter(move |n| Self::pool_of(&n.metadata.labels) == Some(pool))
     }
 
     /// NodeClaims of a pool.
     pub fn claims_in_pool<'a>(&'a self, pool: &'a str) -> impl Iterator<Item = &'a NodeClaim> + 'a {
-        self.nodeclaims.values().filter(move |c| Self::pool_of(&c.metadata.labels) == Some(pool))
+        self.nodeclaims
+            .values()
+            .filter(move |c| Self::pool_of(&c.metadata.labels) == Some(pool))
     }
 
     /// The node class a NodePool references, if it exists.
@@ -240,7 +277,11 @@ impl Cluster {
     pub fn karpenter_seen(&self) -> bool {
         !self.nodepools.is_empty()
             || !self.nodeclaims.is_empty()
-            || self.api.served.iter().any(|v| v.starts_with("karpenter.sh/"))
+            || self
+                .api
+                .served
+                .iter()
+                .any(|v| v.starts_with("karpenter.sh/"))
     }
 
     /// Number of objects of each kind, for logs and `snapshot` summaries.

@@ -145,8 +145,14 @@ fn nonempty(s: Option<String>) -> Option<String> {
 
 impl From<CoreEvent> for Event {
     fn from(e: CoreEvent) -> Self {
-        let (series_count, series_last) = e.series.map(|s| (s.count, s.last_observed_time)).unwrap_or_default();
-        let first = e.first_timestamp.or(e.event_time).or(e.metadata.creation_timestamp);
+        let (series_count, series_last) = e
+            .series
+            .map(|s| (s.count, s.last_observed_time))
+            .unwrap_or_default();
+        let first = e
+            .first_timestamp
+            .or(e.event_time)
+            .or(e.metadata.creation_timestamp);
         Event {
             id: id(&e.metadata),
             regarding: e.involved_object,
@@ -165,8 +171,14 @@ impl From<CoreEvent> for Event {
 
 impl From<EventsV1Event> for Event {
     fn from(e: EventsV1Event) -> Self {
-        let (series_count, series_last) = e.series.map(|s| (s.count, s.last_observed_time)).unwrap_or_default();
-        let first = e.deprecated_first_timestamp.or(e.event_time).or(e.metadata.creation_timestamp);
+        let (series_count, series_last) = e
+            .series
+            .map(|s| (s.count, s.last_observed_time))
+            .unwrap_or_default();
+        let first = e
+            .deprecated_first_timestamp
+            .or(e.event_time)
+            .or(e.metadata.creation_timestamp);
         Event {
             id: id(&e.metadata),
             regarding: e.regarding,
@@ -228,6 +240,9 @@ mod tests {
         assert_eq!(e.id, "default/n.1");
         assert_eq!(e.source, "karpenter");
         assert_eq!(e.count, 7);
-        assert_eq!(e.last_seen.unwrap().to_rfc3339(), "2026-11-21T09:59:00+00:00");
+        assert_eq!(
+            e.last_seen.unwrap().to_rfc3339(),
+            "2026-11-21T09:59:00+00:00"
+        );
     }
 }

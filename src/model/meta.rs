@@ -15,17 +15,33 @@ pub struct Meta {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub uid: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<DateTime<Utc>>,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub labels: BTreeMap<String, String>,
-    #[serde(default, deserialize_with = "karpenter_annotations", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "karpenter_annotations",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub annotations: BTreeMap<String, String>,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub owner_references: Vec<OwnerRef>,
 }
 
@@ -65,7 +81,9 @@ impl Meta {
 /// Annotation prefixes kelp keeps; all others are dropped at parse time.
 const KEPT_ANNOTATION_PREFIXES: &[&str] = &["karpenter.sh/", "karpenter.k8s.aws/", "kelp.dev/"];
 
-fn karpenter_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+fn karpenter_annotations<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
     let all: Option<BTreeMap<String, String>> = Option::deserialize(d)?;
     Ok(all
         .unwrap_or_default()

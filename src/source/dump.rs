@@ -23,7 +23,10 @@ use crate::model::*;
 pub const CAPTURED_AT: &str = "kelp.dev/captured-at";
 
 /// A `v1/List` of `items` as `kelp snapshot` writes it, stamped with its capture time.
-pub fn snapshot_list(items: Vec<serde_json::Value>, captured_at: DateTime<Utc>) -> serde_json::Value {
+pub fn snapshot_list(
+    items: Vec<serde_json::Value>,
+    captured_at: DateTime<Utc>,
+) -> serde_json::Value {
     let at = captured_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     serde_json::json!({
         "apiVersion": "v1",
@@ -48,8 +51,15 @@ impl LoadNotes {
         self.skipped
             .iter()
             .map(|(kind, n)| {
-                let why = if kind == "Secret" { " (kelp never reads Secrets)" } else { "" };
-                format!("note: skipped {n} {kind} object{}{why}", if *n == 1 { "" } else { "s" })
+                let why = if kind == "Secret" {
+                    " (kelp never reads Secrets)"
+                } else {
+                    ""
+                };
+                format!(
+                    "note: skipped {n} {kind} object{}{why}",
+                    if *n == 1 { "" } else { "s" }
+                )
             })
             .collect()
     }
@@ -63,12 +73,18 @@ pub fn load_paths(paths: &[PathBuf], cluster: &mut Cluster) -> Result<LoadNotes>
             let mut text = String::new();
             std::io::stdin()
                 .read_to_string(&mut text)
-                .map_err(|source| Error::Read { path: path.clone(), source })?;
+                .map_err(|source| Error::Read {
+                    path: path.clone(),
+                    source,
+                })?;
             load_into("<stdin>", &text, cluster, &mut notes)?;
             continue;
         }
         for file in files_under(path)? {
-            let text = std::fs::read_to_string(&file).map_err(|source| Error::Read { path: file.clone(), source })?;
+            let text = std::fs::read_to_string(&file).map_err(|source| Error::Read {
+                path: file.clone(),
+                source,
+            })?;
             load_into(&file.display().to_string(), &text, cluster, &mut notes)?;
         }
     }
@@ -83,19 +99,33 @@ pub fn load_str(name: &str, text: &str, cluster: &mut Cluster) -> Result<LoadNot
 }
 
 fn files_under(path: &Path) -> Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path).map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
+    let meta = std::fs::metadata(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut out = Vec::new();
     let mut stack = vec![path.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|source| Error::Read { path: dir.clone(), source })?;
+        let entries = std::fs::read_dir(&dir).map_err(|source| Error::Read {
+            path: dir.clone(),
+            source,
+        })?;
         for entry in entries {
-            let p = entry.map_err(|source| Error::Read { path: dir.clone(), source })?.path();
+            let p = entry
+                .map_err(|source| Error::Read {
+                    path: dir.clone(),
+                    source,
+                })?
+                .path();
             if p.is_dir() {
                 stack.push(p);
-            } else if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            ) {
                 out.push(p);
             }
         }
@@ -113,7 +143,9 @@ fn load_into(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNote
         load_yaml(name, text, cluster, notes)?;
     }
     if notes.loaded + notes.skipped.values().sum::<usize>() == before {
-        return Err(Error::Empty { path: name.to_string() });
+        return Err(Error::Empty {
+            path: name.to_string(),
+        });
     }
     Ok(())
 }
@@ -140,7 +172,11 @@ struct ListMeta {
 
 /// 1-based line of a byte offset.
 fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 /// Byte offset of a borrowed sub-slice within `text`.
@@ -160,11 +196,20 @@ fn load_json(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNote
     Ok(())
 }
 
-fn load_json_value(name: &str, text: &str, raw: &RawValue, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
+fn load_json_value(
+    name: &str,
+    text: &str,
+    raw: &RawValue,
+    cluster: &mut Cluster,
+    notes: &mut LoadNotes,
+) -> Result<()> {
     let at = offset_in(text, raw.get());
     let located = |e: serde_json::Error| Error::Parse {
         path: name.to_string(),
-        message: format!("line {}: {e}", line_of(text, at) + e.line().saturating_sub(1)),
+        message: format!(
+            "line {}: {e}",
+            line_of(text, at) + e.line().saturating_sub(1)
+        ),
     };
     if raw.get().starts_with('[') {
         let items: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(located)?;
@@ -175,8 +220,14 @@ fn load_json_value(name: &str, text: &str, raw: &RawValue, cluster: &mut Cluster
     }
     let peek: Peek = serde_json::from_str(raw.get()).map_err(located)?;
     if let Some(items) = peek.items.filter(|_| peek.kind.ends_with("List")) {
-        if let Some(at) = peek.metadata.and_then(|m| m.annotations).and_then(|a| a.get(CAPTURED_AT).cloned()) {
-            cluster.captured_at = DateTime::parse_from_rfc3339(&at).ok().map(|t| t.with_timezone(&Utc));
+        if let Some(at) = peek
+            .metadata
+            .and_then(|m| m.annotations)
+            .and_then(|a| a.get(CAPTURED_AT).cloned())
+        {
+            cluster.captured_at = DateTime::parse_from_rfc3339(&at)
+                .ok()
+                .map(|t| t.with_timezone(&Utc));
         }
         for item in items {
             load_json_value(name, text, item, cluster, notes)?;
@@ -186,7 +237,10 @@ fn load_json_value(name: &str, text: &str, raw: &RawValue, cluster: &mut Cluster
     let mut de = serde_json::Deserializer::from_str(raw.get());
     ingest(cluster, notes, &peek.api_version, &peek.kind, &mut de).map_err(|e| {
         let line = line_of(text, at) + e.line().saturating_sub(1);
-        Error::Parse { path: name.to_string(), message: format!("line {line}: {} {e}", peek.kind) }
+        Error::Parse {
+            path: name.to_string(),
+            message: format!("line {line}: {} {e}", peek.kind),
+        }
     })
 }
 
@@ -206,7 +260,13 @@ fn load_yaml(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNote
     Ok(())
 }
 
-fn load_value(name: &str, doc: usize, value: serde_json::Value, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
+fn load_value(
+    name: &str,
+    doc: usize,
+    value: serde_json::Value,
+    cluster: &mut Cluster,
+    notes: &mut LoadNotes,
+) -> Result<()> {
     let err = |kind: &str, e: &dyn std::fmt::Display| Error::Parse {
         path: name.to_string(),
         message: format!("document {doc}: {kind}: {e}"),
@@ -220,13 +280,29 @@ fn load_value(name: &str, doc: usize, value: serde_json::Value, cluster: &mut Cl
             return Ok(());
         }
         serde_json::Value::Object(map) => map,
-        other => return Err(err("document", &format!("expected a Kubernetes object, found {other}"))),
+        other => {
+            return Err(err(
+                "document",
+                &format!("expected a Kubernetes object, found {other}"),
+            ))
+        }
     };
-    let text = |k: &str, m: &serde_json::Map<String, serde_json::Value>| m.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let text = |k: &str, m: &serde_json::Map<String, serde_json::Value>| {
+        m.get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
     let (kind, api_version) = (text("kind", &value), text("apiVersion", &value));
     if kind.ends_with("List") {
-        if let Some(at) = value.get("metadata").and_then(|m| m.pointer(&format!("/annotations/{}", CAPTURED_AT.replace('/', "~1")))).and_then(|v| v.as_str()) {
-            cluster.captured_at = DateTime::parse_from_rfc3339(at).ok().map(|t| t.with_timezone(&Utc));
+        if let Some(at) = value
+            .get("metadata")
+            .and_then(|m| m.pointer(&format!("/annotations/{}", CAPTURED_AT.replace('/', "~1"))))
+            .and_then(|v| v.as_str())
+        {
+            cluster.captured_at = DateTime::parse_from_rfc3339(at)
+                .ok()
+                .map(|t| t.with_timezone(&Utc));
         }
         if let Some(serde_json::Value::Array(items)) = value.remove("items") {
             for item in items {
@@ -235,7 +311,14 @@ fn load_value(name: &str, doc: usize, value: serde_json::Value, cluster: &mut Cl
         }
         return Ok(());
     }
-    ingest(cluster, notes, &api_version, &kind, serde_json::Value::Object(value)).map_err(|e| err(&kind, &e))
+    ingest(
+        cluster,
+        notes,
+        &api_version,
+        &kind,
+        serde_json::Value::Object(value),
+    )
+    .map_err(|e| err(&kind, &e))
 }
 
 // ------------------------------------------------------------------ dispatch
@@ -245,7 +328,13 @@ fn parse<'de, T: DeserializeOwned, D: Deserializer<'de>>(d: D) -> Result<T, D::E
 }
 
 /// Route one object to its projection by apiVersion and kind.
-fn ingest<'de, D: Deserializer<'de>>(c: &mut Cluster, notes: &mut LoadNotes, api_version: &str, kind: &str, d: D) -> Result<(), D::Error> {
+fn ingest<'de, D: Deserializer<'de>>(
+    c: &mut Cluster,
+    notes: &mut LoadNotes,
+    api_version: &str,
+    kind: &str,
+    d: D,
+) -> Result<(), D::Error> {
     let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
     let karpenter_group = matches!(group, GROUP | AWS_GROUP | KWOK_GROUP);
     if karpenter_group {
@@ -261,14 +350,19 @@ fn ingest<'de, D: Deserializer<'de>>(c: &mut Cluster, notes: &mut LoadNotes, api
             nc.group = group.to_string();
             c.apply_nodeclass(nc);
         }
-        "NodePool" | "NodeClaim" | "EC2NodeClass" | "Provisioner" | "Machine" | "AWSNodeTemplate" if karpenter_group => {
+        "NodePool" | "NodeClaim" | "EC2NodeClass" | "Provisioner" | "Machine"
+        | "AWSNodeTemplate"
+            if karpenter_group =>
+        {
             #[derive(Deserialize)]
             struct Named {
                 #[serde(default)]
                 metadata: Meta,
             }
             let n: Named = parse(d)?;
-            c.api.legacy_objects.push(format!("{api_version} {kind} {}", n.metadata.name));
+            c.api
+                .legacy_objects
+                .push(format!("{api_version} {kind} {}", n.metadata.name));
         }
         "Node" if api_version == "v1" => c.apply_node(parse(d)?),
         "Pod" if api_version == "v1" => c.apply_pod(parse(d)?),
@@ -285,13 +379,19 @@ fn ingest<'de, D: Deserializer<'de>>(c: &mut Cluster, notes: &mut LoadNotes, api
             if matches!(crd.spec.group.as_str(), GROUP | AWS_GROUP | KWOK_GROUP) {
                 c.api.authoritative = true;
                 for v in crd.spec.versions.iter().filter(|v| v.served) {
-                    c.api.served.insert(format!("{}/{}", crd.spec.group, v.name));
+                    c.api
+                        .served
+                        .insert(format!("{}/{}", crd.spec.group, v.name));
                 }
             }
             c.apply_crd(crd);
         }
         _ => {
-            let label = if kind.is_empty() { "untyped (no kind)".to_string() } else { kind.to_string() };
+            let label = if kind.is_empty() {
+                "untyped (no kind)".to_string()
+            } else {
+                kind.to_string()
+            };
             *notes.skipped.entry(label).or_default() += 1;
             return Ok(());
         }
@@ -308,7 +408,8 @@ mod tests {
 
     #[test]
     fn yaml_documents_json_lists_and_json_streams_load_the_same_pod() {
-        let yaml = format!("{POD_YAML}---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x}}\n");
+        let yaml =
+            format!("{POD_YAML}---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x}}\n");
         let mut a = Cluster::default();
         let notes = load_str("a.yaml", &yaml, &mut a).unwrap();
         assert_eq!(notes.loaded, 1);
@@ -322,7 +423,11 @@ mod tests {
         load_str("c.json", &format!("{pod}\n{pod}"), &mut c).unwrap();
         for cl in [&a, &b, &c] {
             let p = &cl.pods[&("shop".to_string(), "web-1".to_string())];
-            assert_eq!(p.metadata.annotations.len(), 1, "only karpenter annotations are kept");
+            assert_eq!(
+                p.metadata.annotations.len(),
+                1,
+                "only karpenter annotations are kept"
+            );
             assert_eq!(cl.pods_on("n1").count(), 1);
         }
     }
@@ -344,7 +449,10 @@ mod tests {
         let mut c = Cluster::default();
         load_str("old.yaml", "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: default}\nspec: {}\n", &mut c).unwrap();
         assert!(c.nodepools.is_empty());
-        assert_eq!(c.api.legacy_objects, vec!["karpenter.sh/v1beta1 NodePool default".to_string()]);
+        assert_eq!(
+            c.api.legacy_objects,
+            vec!["karpenter.sh/v1beta1 NodePool default".to_string()]
+        );
         assert!(c.api.served.contains("karpenter.sh/v1beta1"));
     }
 
@@ -355,6 +463,9 @@ mod tests {
             "metadata": {"annotations": {CAPTURED_AT: "2026-11-21T10:00:00Z"}},
             "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}]});
         load_str("s.json", &list.to_string(), &mut c).unwrap();
-        assert_eq!(c.captured_at.unwrap().to_rfc3339(), "2026-11-21T10:00:00+00:00");
+        assert_eq!(
+            c.captured_at.unwrap().to_rfc3339(),
+            "2026-11-21T10:00:00+00:00"
+        );
     }
 }

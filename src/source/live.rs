@@ -32,40 +32,80 @@ pub struct Connection {
 
 /// Build a client from `--kubeconfig`/`--context`, `$KUBECONFIG`, `~/.kube/config`, or the in-cluster config.
 pub async fn connect(target: &Target) -> Result<Connection> {
-    let options = KubeConfigOptions { context: target.context.clone(), ..Default::default() };
+    let options = KubeConfigOptions {
+        context: target.context.clone(),
+        ..Default::default()
+    };
     let (mut config, context) = match &target.kubeconfig {
         Some(path) => {
-            let kc = Kubeconfig::read_from(path).map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?;
-            let ctx = options.context.clone().or_else(|| kc.current_context.clone()).unwrap_or_default();
-            (Config::from_custom_kubeconfig(kc, &options).await.map_err(|e| Error::Kubeconfig(e.to_string()))?, ctx)
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?;
+            let ctx = options
+                .context
+                .clone()
+                .or_else(|| kc.current_context.clone())
+                .unwrap_or_default();
+            (
+                Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .map_err(|e| Error::Kubeconfig(e.to_string()))?,
+                ctx,
+            )
         }
         None if target.context.is_some() => {
             let ctx = options.context.clone().unwrap_or_default();
-            (Config::from_kubeconfig(&options).await.map_err(|e| Error::Kubeconfig(e.to_string()))?, ctx)
+            (
+                Config::from_kubeconfig(&options)
+                    .await
+                    .map_err(|e| Error::Kubeconfig(e.to_string()))?,
+                ctx,
+            )
         }
         None => {
-            let ctx = Kubeconfig::read().ok().and_then(|k| k.current_context).unwrap_or_else(|| "in-cluster".into());
-            (Config::infer().await.map_err(|e| Error::Kubeconfig(e.to_string()))?, ctx)
+            let ctx = Kubeconfig::read()
+                .ok()
+                .and_then(|k| k.current_context)
+                .unwrap_or_else(|| "in-cluster".into());
+            (
+                Config::infer()
+                    .await
+                    .map_err(|e| Error::Kubeconfig(e.to_string()))?,
+                ctx,
+            )
         }
     };
     config.connect_timeout = Some(std::time::Duration::from_secs(10));
     config.read_timeout = Some(std::time::Duration::from_secs(60));
     let server = config.cluster_url.to_string();
     let client = Client::try_from(config).map_err(|e| Error::Kubeconfig(e.to_string()))?;
-    Ok(Connection { client, server, context })
+    Ok(Connection {
+        client,
+        server,
+        context,
+    })
 }
 
 /// Map a kube error for `resource` to one clear line.
 fn api_error(conn: &Connection, verb: &str, resource: &str, e: kube::Error) -> Error {
     match e {
-        kube::Error::Api(s) if s.code == 403 => Error::Forbidden { verb: verb.into(), resource: resource.into(), message: s.message },
+        kube::Error::Api(s) if s.code == 403 => Error::Forbidden {
+            verb: verb.into(),
+            resource: resource.into(),
+            message: s.message,
+        },
         kube::Error::Api(s) if s.code == 401 => Error::Forbidden {
             verb: verb.into(),
             resource: resource.into(),
             message: format!("unauthorized (credentials rejected): {}", s.message),
         },
-        kube::Error::Api(s) => Error::Api { resource: resource.into(), message: format!("{} ({})", s.message, s.code) },
-        other => Error::Unreachable { server: conn.server.clone(), message: root_cause(&other) },
+        kube::Error::Api(s) => Error::Api {
+            resource: resource.into(),
+            message: format!("{} ({})", s.message, s.code),
+        },
+        other => Error::Unreachable {
+            server: conn.server.clone(),
+            message: root_cause(&other),
+        },
     }
 }
 
@@ -87,8 +127,18 @@ pub struct Resource {
 }
 
 impl Resource {
-    const fn new(group: &'static str, version: &'static str, plural: &'static str, kind: &'static str) -> Self {
-        Resource { group, version, plural, kind }
+    const fn new(
+        group: &'static str,
+        version: &'static str,
+        plural: &'static str,
+        kind: &'static str,
+    ) -> Self {
+        Resource {
+            group,
+            version,
+            plural,
+            kind,
+        }
     }
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {
@@ -108,19 +158,37 @@ impl Resource {
 
 pub const NODEPOOLS: Resource = Resource::new(GROUP, "v1", "nodepools", "NodePool");
 pub const NODECLAIMS: Resource = Resource::new(GROUP, "v1", "nodeclaims", "NodeClaim");
-pub const EC2NODECLASSES: Resource = Resource::new(AWS_GROUP, "v1", "ec2nodeclasses", "EC2NodeClass");
-pub const KWOKNODECLASSES: Resource = Resource::new(KWOK_GROUP, "v1alpha1", "kwoknodeclasses", "KWOKNodeClass");
+pub const EC2NODECLASSES: Resource =
+    Resource::new(AWS_GROUP, "v1", "ec2nodeclasses", "EC2NodeClass");
+pub const KWOKNODECLASSES: Resource =
+    Resource::new(KWOK_GROUP, "v1alpha1", "kwoknodeclasses", "KWOKNodeClass");
 pub const NODES: Resource = Resource::new("", "v1", "nodes", "Node");
 pub const PODS: Resource = Resource::new("", "v1", "pods", "Pod");
 pub const DAEMONSETS: Resource = Resource::new("apps", "v1", "daemonsets", "DaemonSet");
-pub const PDBS: Resource = Resource::new("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget");
+pub const PDBS: Resource = Resource::new(
+    "policy",
+    "v1",
+    "poddisruptionbudgets",
+    "PodDisruptionBudget",
+);
 pub const EVENTS: Resource = Resource::new("", "v1", "events", "Event");
 
 /// The Karpenter API versions the cluster serves, from discovery.
 pub async fn discover(conn: &Connection) -> Result<ApiInfo> {
-    let groups = conn.client.list_api_groups().await.map_err(|e| api_error(conn, "discover", "API groups (/apis)", e))?;
-    let mut info = ApiInfo { authoritative: true, ..ApiInfo::default() };
-    for g in groups.groups.iter().filter(|g| matches!(g.name.as_str(), GROUP | AWS_GROUP | KWOK_GROUP)) {
+    let groups = conn
+        .client
+        .list_api_groups()
+        .await
+        .map_err(|e| api_error(conn, "discover", "API groups (/apis)", e))?;
+    let mut info = ApiInfo {
+        authoritative: true,
+        ..ApiInfo::default()
+    };
+    for g in groups
+        .groups
+        .iter()
+        .filter(|g| matches!(g.name.as_str(), GROUP | AWS_GROUP | KWOK_GROUP))
+    {
         for v in &g.versions {
             info.served.insert(v.group_version.clone());
         }
@@ -156,7 +224,11 @@ struct PageMeta {
 }
 
 /// List every object of a resource, page by page, into `T`.
-pub async fn list_all<T: DeserializeOwned>(conn: &Connection, r: &Resource, mut each: impl FnMut(T)) -> Result<()> {
+pub async fn list_all<T: DeserializeOwned>(
+    conn: &Connection,
+    r: &Resource,
+    mut each: impl FnMut(T),
+) -> Result<()> {
     let mut token: Option<String> = None;
     loop {
         let mut lp = ListParams::default().limit(500);
@@ -165,8 +237,15 @@ pub async fn list_all<T: DeserializeOwned>(conn: &Connection, r: &Resource, mut 
         }
         let req = kube::core::Request::new(r.path())
             .list(&lp)
-            .map_err(|e| Error::Api { resource: r.plural.into(), message: e.to_string() })?;
-        let page: Page<T> = conn.client.request(req).await.map_err(|e| api_error(conn, "list", r.plural, e))?;
+            .map_err(|e| Error::Api {
+                resource: r.plural.into(),
+                message: e.to_string(),
+            })?;
+        let page: Page<T> = conn
+            .client
+            .request(req)
+            .await
+            .map_err(|e| api_error(conn, "list", r.plural, e))?;
         page.items.into_iter().for_each(&mut each);
         match page.metadata.continue_ {
             Some(t) if !t.is_empty() => token = Some(t),
@@ -212,8 +291,15 @@ pub async fn load(conn: &Connection) -> Result<Cluster> {
 pub async fn snapshot_items(conn: &Connection) -> Result<Vec<serde_json::Value>> {
     let api = discover(conn).await?;
     let mut items = Vec::new();
-    for name in ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "kwoknodeclasses.karpenter.kwok.sh"] {
-        let req = http_get(&format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"));
+    for name in [
+        "nodepools.karpenter.sh",
+        "nodeclaims.karpenter.sh",
+        "ec2nodeclasses.karpenter.k8s.aws",
+        "kwoknodeclasses.karpenter.kwok.sh",
+    ] {
+        let req = http_get(&format!(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+        ));
         // Optional: absent CRDs (404) and missing RBAC (403) leave discovery to speak for the install.
         if let Ok(mut crd) = conn.client.request::<serde_json::Value>(req).await {
             crd["apiVersion"] = "apiextensions.k8s.io/v1".into();
@@ -228,7 +314,9 @@ pub async fn snapshot_items(conn: &Connection) -> Result<Vec<serde_json::Value>>
             o["kind"] = r.kind.into();
             strip(&mut o);
             let keep = r.kind != "Event" || {
-                let e: Event = serde_json::from_value::<CoreEvent>(o.clone()).map(Into::into).unwrap_or_default();
+                let e: Event = serde_json::from_value::<CoreEvent>(o.clone())
+                    .map(Into::into)
+                    .unwrap_or_default();
                 e.is_relevant()
             };
             if keep {
@@ -263,11 +351,25 @@ mod tests {
     #[test]
     fn resources_follow_discovery() {
         let mut api = ApiInfo::default();
-        let names = |api: &ApiInfo| resources_for(api).iter().map(|r| r.kind).collect::<Vec<_>>();
-        assert_eq!(names(&api), ["Node", "Pod", "DaemonSet", "PodDisruptionBudget", "Event"]);
-        api.served.extend(["karpenter.sh/v1".to_string(), "karpenter.kwok.sh/v1alpha1".to_string()]);
+        let names = |api: &ApiInfo| {
+            resources_for(api)
+                .iter()
+                .map(|r| r.kind)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(&api),
+            ["Node", "Pod", "DaemonSet", "PodDisruptionBudget", "Event"]
+        );
+        api.served.extend([
+            "karpenter.sh/v1".to_string(),
+            "karpenter.kwok.sh/v1alpha1".to_string(),
+        ]);
         assert_eq!(names(&api)[..3], ["NodePool", "NodeClaim", "KWOKNodeClass"]);
-        assert_eq!(EC2NODECLASSES.path(), "/apis/karpenter.k8s.aws/v1/ec2nodeclasses");
+        assert_eq!(
+            EC2NODECLASSES.path(),
+            "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"
+        );
         assert_eq!(NODES.path(), "/api/v1/nodes");
     }
 
@@ -276,6 +378,9 @@ mod tests {
         let mut o = serde_json::json!({"metadata": {"name": "x", "managedFields": [{}],
             "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "a": "b"}}});
         strip(&mut o);
-        assert_eq!(o, serde_json::json!({"metadata": {"name": "x", "annotations": {"a": "b"}}}));
+        assert_eq!(
+            o,
+            serde_json::json!({"metadata": {"name": "x", "annotations": {"a": "b"}}})
+        );
     }
 }

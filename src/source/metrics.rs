@@ -12,23 +12,39 @@ const POOL_COST: &str = "karpenter_nodepools_cost_total";
 
 /// Parse a text exposition; `name` labels errors.
 pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
-    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
-        .map_err(|e| Error::Parse { path: name.to_string(), message: format!("not a Prometheus text exposition: {e}") })?;
-    let has_content = text.lines().any(|l| !l.trim().is_empty() && !l.starts_with('#'));
+    let scrape =
+        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).map_err(|e| {
+            Error::Parse {
+                path: name.to_string(),
+                message: format!("not a Prometheus text exposition: {e}"),
+            }
+        })?;
+    let has_content = text
+        .lines()
+        .any(|l| !l.trim().is_empty() && !l.starts_with('#'));
     if scrape.samples.is_empty() && has_content {
-        return Err(Error::Parse { path: name.to_string(), message: "not a Prometheus text exposition (no samples found)".into() });
+        return Err(Error::Parse {
+            path: name.to_string(),
+            message: "not a Prometheus text exposition (no samples found)".into(),
+        });
     }
     let mut offerings: BTreeMap<(String, String, String), Offering> = BTreeMap::new();
     let mut nodepool_cost = BTreeMap::new();
     for s in &scrape.samples {
         let v = match s.value {
-            prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+            prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Untyped(v) => v,
             _ => continue,
         };
         let label = |k: &str| s.labels.get(k).unwrap_or_default().to_string();
         match s.metric.as_str() {
             PRICE | AVAILABLE => {
-                let key = (label("instance_type"), label("zone"), label("capacity_type"));
+                let key = (
+                    label("instance_type"),
+                    label("zone"),
+                    label("capacity_type"),
+                );
                 let o = offerings.entry(key.clone()).or_insert_with(|| Offering {
                     instance_type: key.0,
                     zone: key.1,
@@ -47,12 +63,18 @@ pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
             _ => {}
         }
     }
-    Ok(ControllerMetrics { offerings: offerings.into_values().collect(), nodepool_cost })
+    Ok(ControllerMetrics {
+        offerings: offerings.into_values().collect(),
+        nodepool_cost,
+    })
 }
 
 /// Read and parse a metrics file.
 pub fn read(path: &std::path::Path) -> Result<ControllerMetrics> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     parse(&path.display().to_string(), &text)
 }
 

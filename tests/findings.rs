@@ -1,0 +1,177 @@
+//! One fixture per finding code: `fires.yaml` must produce every finding listed in
+//! `expect.yaml`, and `near-miss.yaml` must produce no finding of that code.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+
+use kelp::analysis::analyze;
+use kelp::findings::{Code, Report};
+use kelp::model::Cluster;
+
+const NOW: &str = "2026-11-21T10:00:00Z";
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Expect {
+    code: String,
+    fires: Vec<Expected>,
+    #[serde(default)]
+    metrics_file: Option<String>,
+    #[serde(default)]
+    near_miss_metrics_file: Option<String>,
+    #[serde(default)]
+    now: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Expected {
+    severity: Option<String>,
+    object: Option<Value>,
+    #[serde(default = "absent")]
+    nodepool: Value,
+    #[serde(default)]
+    details: serde_json::Map<String, Value>,
+}
+
+/// Distinguishes "key left out" from an explicit `nodepool: null`.
+fn absent() -> Value {
+    Value::String("\u{0}absent".into())
+}
+
+fn report(dir: &Path, file: &str, metrics: Option<&String>, expect: &Expect) -> Report {
+    let mut c = Cluster::default();
+    kelp::source::load_paths(&[dir.join(file)], &mut c)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.join(file).display()));
+    if let Some(m) = metrics {
+        c.metrics = Some(kelp::source::metrics::read(&dir.join(m)).unwrap());
+    }
+    let now: DateTime<Utc> = DateTime::parse_from_rfc3339(expect.now.as_deref().unwrap_or(NOW))
+        .unwrap()
+        .into();
+    analyze(&c, now)
+}
+
+fn matches(f: &Value, e: &Expected) -> Result<(), String> {
+    if let Some(s) = &e.severity {
+        if f["severity"] != *s {
+            return Err(format!("severity {} != {s}", f["severity"]));
+        }
+    }
+    if let Some(o) = &e.object {
+        if f["object"] != *o {
+            return Err(format!("object {} != {o}", f["object"]));
+        }
+    }
+    if e.nodepool != absent() && f["nodepool"] != e.nodepool {
+        return Err(format!("nodepool {} != {}", f["nodepool"], e.nodepool));
+    }
+    for (ptr, want) in &e.details {
+        let got = f["details"].pointer(ptr).cloned().unwrap_or(Value::Null);
+        if got != *want {
+            return Err(format!("details{ptr} = {got}, want {want}"));
+        }
+    }
+    Ok(())
+}
+
+fn fixture_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("tests/fixtures/findings")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("expect.yaml").exists())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn every_finding_fires_on_its_fixture_and_not_on_its_near_miss() {
+    let mut failures = Vec::new();
+    let mut covered = std::collections::BTreeSet::new();
+    for dir in fixture_dirs() {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let expect: Expect =
+            serde_norway::from_str(&std::fs::read_to_string(dir.join("expect.yaml")).unwrap())
+                .unwrap();
+        assert!(
+            Code::parse(&expect.code).is_some(),
+            "{name}: unknown code {}",
+            expect.code
+        );
+        covered.insert(expect.code.clone());
+        let fires = serde_json::to_value(report(
+            &dir,
+            "fires.yaml",
+            expect.metrics_file.as_ref(),
+            &expect,
+        ))
+        .unwrap();
+        let of_code: Vec<&Value> = fires["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["code"] == expect.code)
+            .collect();
+        if of_code.is_empty() {
+            failures.push(format!(
+                "{name}: fires.yaml produced no {} finding; got {:#}",
+                expect.code, fires["findings"]
+            ));
+        }
+        for e in &expect.fires {
+            let errors: Vec<String> = of_code
+                .iter()
+                .map(|f| matches(f, e).unwrap_err_or_ok())
+                .collect();
+            if !errors.iter().any(String::is_empty) {
+                failures.push(format!(
+                    "{name}: no {} finding matches {:?}: {errors:?}",
+                    expect.code, e.object
+                ));
+            }
+        }
+        let near = serde_json::to_value(report(
+            &dir,
+            "near-miss.yaml",
+            expect
+                .near_miss_metrics_file
+                .as_ref()
+                .or(expect.metrics_file.as_ref()),
+            &expect,
+        ))
+        .unwrap();
+        let bad: Vec<&Value> = near["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["code"] == expect.code)
+            .collect();
+        if !bad.is_empty() {
+            failures.push(format!("{name}: near-miss.yaml produced {bad:#?}"));
+        }
+    }
+    let missing: Vec<&str> = Code::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .filter(|c| !covered.contains(*c))
+        .collect();
+    assert!(missing.is_empty(), "codes without a fixture: {missing:?}");
+    assert!(
+        failures.is_empty(),
+        "{} fixture failures:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+trait OkOrErr {
+    fn unwrap_err_or_ok(self) -> String;
+}
+impl OkOrErr for Result<(), String> {
+    fn unwrap_err_or_ok(self) -> String {
+        self.err().unwrap_or_default()
+    }
+}
