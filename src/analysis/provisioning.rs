@@ -735,8 +735,10 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
         }
     }
     for ((ns, name), e) in nominations {
-        let Some(at) = e.seen() else { continue };
-        if ctx.now - at <= deadline || ctx.now - at > Duration::hours(1) {
+        // Karpenter re-nominates on every pass, so the same event's first sighting is when
+        // the wait began; its last sighting must be recent for the nomination to matter.
+        let (Some(at), Some(last)) = (e.first_seen.or(e.seen()), e.seen()) else { continue };
+        if ctx.now - at <= deadline || ctx.now - last > Duration::hours(1) {
             continue;
         }
         let targets = events::parse_nominated(&e.message);
