@@ -110,7 +110,7 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
                 Severity::Warning,
                 ObjectRef::namespaced("DaemonSet", &ns, &ds),
                 format!(
-                    "Runs on {} node(s) of NodePool {pool} (e.g. {}) although its pod template {why}; Karpenter leaves it out of the pool's DaemonSet overhead, so new nodes are sized too small for it",
+                    "Runs on {} node(s) of NodePool {pool} (e.g. {}) although its pod template is incompatible with the pool ({why}); Karpenter leaves it out of the pool's DaemonSet overhead, so new nodes are sized too small for it",
                     nodes.len(),
                     nodes[0]
                 ),

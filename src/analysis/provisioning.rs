@@ -362,20 +362,24 @@ impl PodDiagnosis {
         }
         let compatible: Vec<&str> = self.compatible().map(|v| v.name.as_str()).collect();
         if compatible.is_empty() {
-            let why: Vec<String> = self
+            // The first reason of each pool, without the long requirements/resources dump
+            // of instance-type errors; `kelp why pod` has the whole story.
+            let short = |m: &str| m.split(", requirements=").next().unwrap_or(m).to_string();
+            let mut why: Vec<String> = self
                 .nodepools
                 .iter()
+                .take(4)
                 .map(|v| match v.reasons.first() {
-                    Some(r)
-                        if v.verdict == Verdict::Rejected
-                            && r.category == Category::InstanceTypes =>
-                    {
-                        format!("{}: instance types: {}", v.name, r.message)
+                    Some(r) if r.category == Category::InstanceTypes => {
+                        format!("{}: instance types: {}", v.name, short(&r.message))
                     }
-                    Some(r) => format!("{}: {}", v.name, r.message),
-                    None => format!("{}: {}", v.name, "cannot tell"),
+                    Some(r) => format!("{}: {}", v.name, short(&r.message)),
+                    None => format!("{}: cannot tell", v.name),
                 })
                 .collect();
+            if self.nodepools.len() > 4 {
+                why.push(format!("{} more", self.nodepools.len() - 4));
+            }
             return format!("{head}: no NodePool can run it ({})", why.join("; "));
         }
         let evidence = match &self.event {
@@ -737,7 +741,9 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
     for ((ns, name), e) in nominations {
         // Karpenter re-nominates on every pass, so the same event's first sighting is when
         // the wait began; its last sighting must be recent for the nomination to matter.
-        let (Some(at), Some(last)) = (e.first_seen.or(e.seen()), e.seen()) else { continue };
+        let (Some(at), Some(last)) = (e.first_seen.or(e.seen()), e.seen()) else {
+            continue;
+        };
         if ctx.now - at <= deadline || ctx.now - last > Duration::hours(1) {
             continue;
         }

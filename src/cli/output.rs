@@ -99,8 +99,7 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
     if report.findings.is_empty() {
         out.push_str("No findings: Karpenter looks healthy.\n");
     }
-    out.push_str(
-        &style.dim(&format!(
+    out.push_str(&style.dim(&format!(
             "{} critical, {} warning, {} info · {} · Karpenter {} · evaluated at {}\n",
             count(Severity::Critical),
             count(Severity::Warning),
@@ -114,8 +113,7 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
             report
                 .generated_at
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        )),
-    );
+        )));
     out
 }
 
