@@ -403,7 +403,11 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
     let states: Vec<NodeDisruption> = c
         .nodes
         .values()
-        .filter(|n| Cluster::pool_of(&n.metadata.labels).is_some())
+        // Nodes already being deleted are on their way out: nothing left to explain.
+        .filter(|n| {
+            Cluster::pool_of(&n.metadata.labels).is_some()
+                && n.metadata.deletion_timestamp.is_none()
+        })
         .map(|n| node_disruption(c, n, ctx.now))
         .collect();
     for s in &states {
