@@ -48,6 +48,7 @@ pub struct NodeDisruption {
     pub drifted: Option<String>,
     pub empty: bool,
     pub consolidatable: bool,
+    pub deleting: bool,
     pub wants: Vec<Want>,
     pub blockers: Vec<Blocker>,
     #[serde(skip)]
@@ -365,6 +366,8 @@ pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisr
         drifted: drift.map(|d| d.reason.clone().unwrap_or_else(|| "Drifted".into())),
         empty,
         consolidatable,
+        deleting: node.metadata.deletion_timestamp.is_some()
+            || claim.is_some_and(|cl| cl.metadata.deletion_timestamp.is_some()),
         wants,
         blockers,
         created,
@@ -428,7 +431,8 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
                 .details(serde_json::json!({"wants": s.wants, "blockers": s.blockers, "nodeclaim": s.nodeclaim})),
             );
         }
-        if s.empty {
+        // An empty node already being deleted is being reaped.
+        if s.empty && !s.deleting {
             if let Some(f) = empty_not_reaped(ctx, s) {
                 out.push(f);
             }
