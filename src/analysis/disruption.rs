@@ -305,15 +305,28 @@ pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisr
             object: Some(pod),
         });
     }
-    // Drift with a terminationGracePeriod ignores pod-level blockers (eventual disruption).
-    let has_tgp = claim.is_some_and(|cl| cl.spec.termination_grace_period.is_some());
-    let only_drift_or_expiry = !wants.is_empty()
+    // Pod-level blockers hold the drain. With a terminationGracePeriod, drift and expiry
+    // (eventual disruption) go ahead anyway, and the wait ends when the period runs out.
+    let tgp = claim.and_then(|cl| cl.spec.termination_grace_period.as_deref());
+    let eventual = !wants.is_empty()
         && wants
             .iter()
             .all(|w| w.reason == "Drifted" || w.reason == "Expired");
-    if !(has_tgp && only_drift_or_expiry) {
-        blockers.extend(pod_blockers(c, &node.metadata.name, now));
+    let mut held = pod_blockers(c, &node.metadata.name, now);
+    if let (Some(tgp), true) = (tgp, eventual) {
+        let deleting_since = claim
+            .and_then(|cl| cl.metadata.deletion_timestamp)
+            .or(node.metadata.deletion_timestamp);
+        let note = match (deleting_since, duration::parse_go_duration(tgp)) {
+            (Some(t), Ok(d)) => format!(
+                " (until terminationGracePeriod {tgp} forces it at {})",
+                (t + d).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ),
+            _ => format!(" (terminationGracePeriod {tgp} lets Karpenter go ahead anyway)"),
+        };
+        held.iter_mut().for_each(|b| b.message.push_str(&note));
     }
+    blockers.extend(held);
     if let Some(p) = pool {
         for w in &wants {
             let reason = match w.reason.as_str() {
@@ -406,11 +419,7 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
     let states: Vec<NodeDisruption> = c
         .nodes
         .values()
-        // Nodes already being deleted are on their way out: nothing left to explain.
-        .filter(|n| {
-            Cluster::pool_of(&n.metadata.labels).is_some()
-                && n.metadata.deletion_timestamp.is_none()
-        })
+        .filter(|n| Cluster::pool_of(&n.metadata.labels).is_some())
         .map(|n| node_disruption(c, n, ctx.now))
         .collect();
     for s in &states {
