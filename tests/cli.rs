@@ -93,6 +93,23 @@ fn doctor_json_follows_the_contract_and_exits_1_on_critical() {
 }
 
 #[test]
+fn a_kubeconfig_in_the_environment_does_not_clash_with_from() {
+    kelp()
+        .env("KUBECONFIG", "/nonexistent/a:/nonexistent/b")
+        .args([
+            "doctor",
+            "--from",
+            SMALL,
+            "--now",
+            NOW,
+            "--fail-on",
+            "never",
+        ])
+        .assert()
+        .code(0);
+}
+
+#[test]
 fn fail_on_sets_the_threshold() {
     kelp()
         .args([

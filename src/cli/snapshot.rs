@@ -23,7 +23,7 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster config)
-    #[arg(long, value_name = "PATH", env = "KUBECONFIG", hide_env_values = true)]
+    #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
     /// Kubeconfig context to use (default: the current context)
     #[arg(long, value_name = "NAME")]

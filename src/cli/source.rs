@@ -16,13 +16,7 @@ pub struct SourceArgs {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["kubeconfig", "context"], global = true)]
     pub from: Vec<PathBuf>,
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster config)
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "KUBECONFIG",
-        hide_env_values = true,
-        global = true
-    )]
+    #[arg(long, value_name = "PATH", global = true)]
     pub kubeconfig: Option<PathBuf>,
     /// Kubeconfig context to use (default: the current context)
     #[arg(long, value_name = "NAME", global = true)]
