@@ -1,0 +1,616 @@
+//! End to end against a real control plane running the real Karpenter (kwok provider):
+//! `testenv/up` first. Each scenario creates a real situation through the API and
+//! asserts what `kelp doctor` / `kelp why` report live through the kubeconfig, and that
+//! kelp's per-NodePool verdicts agree with what Karpenter actually did.
+//!
+//! Without a running testenv these tests say so and pass, unless `KELP_E2E=1` (as CI
+//! sets it), where a missing testenv fails them: the suite is never skipped silently.
+//! Scenarios are isolated from each other (and from the default pool) by a label their
+//! pools carry and their pods select, so they can run in parallel.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Env {
+    kubeconfig: String,
+    kubectl: String,
+}
+
+fn env() -> Option<Env> {
+    let dir = std::env::var("KELP_TESTENV_DIR").unwrap_or_else(|_| "/tmp/kelp-testenv".into());
+    let text = std::fs::read_to_string(PathBuf::from(&dir).join("env")).ok();
+    let Some(text) = text else {
+        assert!(
+            std::env::var_os("KELP_E2E").is_none(),
+            "KELP_E2E is set but no testenv is up in {dir}: run testenv/up"
+        );
+        eprintln!(
+            "e2e: skipped, no testenv in {dir} (run testenv/up, or set KELP_E2E=1 to require it)"
+        );
+        return None;
+    };
+    let var = |k: &str| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .find_map(|l| {
+                l.strip_prefix(&format!("{k}="))
+                    .map(|v| v.trim_matches(['"', '\'']).to_string())
+            })
+            .unwrap_or_else(|| panic!("{k} missing from {dir}/env"))
+    };
+    Some(Env {
+        kubeconfig: var("KUBECONFIG"),
+        kubectl: var("KUBECTL"),
+    })
+}
+
+impl Env {
+    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new(&self.kubectl);
+        cmd.env("KUBECONFIG", &self.kubeconfig)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if stdin.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        let mut child = cmd.spawn().expect("kubectl");
+        if let Some(input) = stdin {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    fn apply(&self, yaml: &str) {
+        let out = self.kubectl(&["apply", "-f", "-"], Some(yaml));
+        assert!(
+            out.status.success(),
+            "kubectl apply: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args, None);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&a)).unwrap()
+    }
+
+    fn kelp(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .env_remove("KUBECONFIG")
+            .args(args)
+            .args(["--kubeconfig", &self.kubeconfig])
+            .output()
+            .unwrap()
+    }
+
+    fn kelp_json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        let out = self.kelp(&a);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "kelp {a:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "kelp {a:?} printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
+    fn doctor(&self) -> Value {
+        self.kelp_json(&["doctor"])
+    }
+}
+
+/// Poll until `f` yields, or fail naming `what`.
+fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+const MINUTES: Duration = Duration::from_secs(60);
+
+fn findings<'a>(report: &'a Value, code: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == code)
+        .collect()
+}
+
+fn find<'a>(report: &'a Value, code: &str, name: &str) -> Option<&'a Value> {
+    findings(report, code)
+        .into_iter()
+        .find(|f| f["object"]["name"] == name)
+}
+
+/// A NodePool for one scenario: it carries `e2e.kelp.dev/scenario=<scenario>`, which only
+/// that scenario's pods select.
+fn pool(name: &str, scenario: &str, extra_spec: &str, limits_cpu: &str) -> String {
+    format!(
+        r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: {name}
+spec:
+  template:
+    metadata:
+      labels:
+        e2e.kelp.dev/scenario: {scenario}
+    spec:
+      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
+      requirements:
+        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
+        - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+      expireAfter: 720h
+{extra_spec}
+  limits:
+    cpu: "{limits_cpu}"
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: 10m
+"#
+    )
+}
+
+fn pod(ns: &str, name: &str, scenario: &str, cpu: &str, extra: &str) -> String {
+    format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {ns}
+  labels: {{app: {name}, e2e.kelp.dev/scenario: {scenario}}}
+spec:
+  nodeSelector:
+    e2e.kelp.dev/scenario: {scenario}
+  containers:
+    - name: app
+      image: registry.k8s.io/pause:3.10
+      resources: {{requests: {{cpu: "{cpu}", memory: 64Mi}}}}
+{extra}
+"#
+    )
+}
+
+fn namespace(e: &Env, ns: &str) {
+    e.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
+    ));
+}
+
+fn verdict<'a>(why: &'a Value, pool: &str) -> &'a Value {
+    why["diagnosis"]["nodepools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diagnosis: {why:#}"))
+        .iter()
+        .find(|v| v["name"] == pool)
+        .unwrap_or_else(|| panic!("no verdict for {pool}: {why:#}"))
+}
+
+/// The pool of the NodeClaim Karpenter launched for a pod, once the pod is bound.
+fn launched_pool(e: &Env, ns: &str, pod: &str) -> String {
+    let node = wait_for(&format!("{ns}/{pod} to be bound"), 3 * MINUTES, || {
+        let p = e.json(&["get", "pod", "-n", ns, pod]);
+        p["spec"]["nodeName"].as_str().map(str::to_string)
+    });
+    let n = e.json(&["get", "node", &node]);
+    n["metadata"]["labels"]["karpenter.sh/nodepool"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_tainted_pool_rejects_and_karpenter_launches_from_the_pool_kelp_called_compatible() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-taint";
+    namespace(&e, ns);
+    e.apply(&pool(
+        "e2e-taint-gpu",
+        "taint",
+        "      taints:\n        - {key: e2e.kelp.dev/gpu, value: \"true\", effect: NoSchedule}",
+        "100",
+    ));
+    // Starts with no room, so the pod waits and kelp can be asked while it does.
+    e.apply(&pool("e2e-taint-ok", "taint", "", "0"));
+    e.apply(&pod(ns, "trainer", "taint", "1", ""));
+
+    let why = wait_for(
+        "Karpenter's FailedScheduling event for e2e-taint/trainer",
+        2 * MINUTES,
+        || {
+            let w = e.kelp_json(&["why", "pod", "e2e-taint/trainer"]);
+            (w["diagnosis"]["event"]["source"] == "karpenter").then_some(w)
+        },
+    );
+    let gpu = verdict(&why, "e2e-taint-gpu");
+    assert_eq!(gpu["verdict"], "rejected", "{why:#}");
+    assert_eq!(gpu["reasons"][0]["category"], "taints");
+    assert!(gpu["reasons"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("e2e.kelp.dev/gpu=true:NoSchedule"));
+    assert_eq!(
+        verdict(&why, "e2e-taint-ok")["reasons"][0]["category"],
+        "limits",
+        "{why:#}"
+    );
+    assert_eq!(
+        verdict(&why, "default")["reasons"][0]["category"],
+        "requirements",
+        "{why:#}"
+    );
+    // Karpenter's own words carry the taint too.
+    let event = why["diagnosis"]["event"]["message"].as_str().unwrap();
+    assert!(
+        event.contains("e2e.kelp.dev/gpu=true:NoSchedule"),
+        "{event}"
+    );
+
+    // Give the good pool room: kelp must now call it compatible, and Karpenter must use it.
+    e.ok(&[
+        "patch",
+        "nodepool",
+        "e2e-taint-ok",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"limits":{"cpu":"100"}}}"#,
+    ]);
+    let why = e.kelp_json(&["why", "pod", "e2e-taint/trainer"]);
+    if why["diagnosis"].is_object() {
+        assert_eq!(
+            verdict(&why, "e2e-taint-ok")["verdict"],
+            "compatible",
+            "{why:#}"
+        );
+        assert_eq!(verdict(&why, "e2e-taint-gpu")["verdict"], "rejected");
+    }
+    assert_eq!(launched_pool(&e, ns, "trainer"), "e2e-taint-ok");
+}
+
+#[test]
+fn a_custom_label_no_pool_defines_is_rejected_by_every_pool() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-label";
+    namespace(&e, ns);
+    e.apply(&pool("e2e-label", "label", "", "100"));
+    e.apply(&pod(ns, "picky", "label", "100m", "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n          - matchExpressions:\n              - {key: e2e.kelp.dev/nonexistent, operator: In, values: [x]}"));
+    let report = wait_for(
+        "pod-unschedulable for e2e-label/picky with Karpenter's event",
+        2 * MINUTES,
+        || {
+            let r = e.doctor();
+            let f = find(&r, "pod-unschedulable", "picky")?;
+            f["details"]["event"].is_object().then(|| f.clone())
+        },
+    );
+    for v in report["details"]["nodepools"].as_array().unwrap() {
+        assert_eq!(v["verdict"], "rejected", "{report:#}");
+    }
+    let mine = report["details"]["nodepools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "e2e-label")
+        .unwrap();
+    assert_eq!(mine["reasons"][0]["category"], "requirements");
+    assert!(
+        mine["reasons"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"label "e2e.kelp.dev/nonexistent" does not have known values"#),
+        "{mine:#}"
+    );
+    let msg = report["details"]["event"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("e2e.kelp.dev/nonexistent"),
+        "Karpenter's event: {msg}"
+    );
+    // And Karpenter launched nothing for it.
+    let claims = e.json(&["get", "nodeclaims", "-l", "karpenter.sh/nodepool=e2e-label"]);
+    assert_eq!(claims["items"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn exhausted_limits_keep_pods_waiting_and_kelp_says_so() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-limits";
+    namespace(&e, ns);
+    e.apply(&pool("e2e-limits", "limits", "", "2"));
+    e.apply(&pod(ns, "first", "limits", "1500m", ""));
+    assert_eq!(launched_pool(&e, ns, "first"), "e2e-limits");
+    e.apply(&pod(ns, "second", "limits", "1500m", ""));
+    let report = wait_for(
+        "nodepool-limits-exhausted for e2e-limits, critical",
+        3 * MINUTES,
+        || {
+            let r = e.doctor();
+            let f = find(&r, "nodepool-limits-exhausted", "e2e-limits")?;
+            (f["severity"] == "critical").then(|| r.clone())
+        },
+    );
+    let f = find(&report, "pod-unschedulable", "second").expect("second waits");
+    let v = f["details"]["nodepools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "e2e-limits")
+        .unwrap();
+    assert_eq!(v["verdict"], "rejected");
+    assert_eq!(v["reasons"][0]["category"], "limits");
+}
+
+#[test]
+fn a_pool_with_a_missing_node_class_is_not_ready() {
+    let Some(e) = env() else { return };
+    let yaml =
+        pool("e2e-noclass", "noclass", "", "10").replace("name: default}", "name: does-not-exist}");
+    e.apply(&yaml);
+    let f = wait_for("nodepool-not-ready for e2e-noclass", 2 * MINUTES, || {
+        find(&e.doctor(), "nodepool-not-ready", "e2e-noclass").cloned()
+    });
+    assert!(
+        f["message"].as_str().unwrap().contains("NodeClassNotFound")
+            || f["message"].as_str().unwrap().contains("NodeClass"),
+        "{f:#}"
+    );
+}
+
+#[test]
+fn drift_blocked_by_a_do_not_disrupt_pod_a_pdb_and_a_zero_budget() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-drift";
+    namespace(&e, ns);
+    let spread = "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        - labelSelector: {matchLabels: {e2e.kelp.dev/scenario: drift}}\n          topologyKey: kubernetes.io/hostname";
+    e.apply(&pool("e2e-drift", "drift", "", "100"));
+    e.apply(&pool("e2e-budget", "budget", "", "100").replace(
+        "    consolidateAfter: 10m",
+        "    consolidateAfter: 10m\n    budgets:\n      - nodes: \"0\"",
+    ));
+    e.apply(&pod(ns, "pinned", "drift", "500m", spread).replace(
+        "  labels:",
+        "  annotations: {karpenter.sh/do-not-disrupt: \"true\"}\n  labels:",
+    ));
+    e.apply(&pod(ns, "guarded", "drift", "500m", spread));
+    e.apply(&format!("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: guarded, namespace: {ns}}}\nspec:\n  minAvailable: 1\n  selector: {{matchLabels: {{app: guarded}}}}\n"));
+    e.apply(&pod(ns, "budgeted", "budget", "500m", ""));
+    let pinned = launched_pool(&e, ns, "pinned");
+    let _ = launched_pool(&e, ns, "guarded");
+    let _ = launched_pool(&e, ns, "budgeted");
+    assert_eq!(pinned, "e2e-drift");
+    // Change the templates: Karpenter marks the claims Drifted (NodePoolDrifted).
+    for p in ["e2e-drift", "e2e-budget"] {
+        e.ok(&[
+            "patch",
+            "nodepool",
+            p,
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"template":{"metadata":{"annotations":{"e2e.kelp.dev/rev":"2"}}}}}"#,
+        ]);
+    }
+    let report = wait_for(
+        "drift findings for the drift and budget pools",
+        5 * MINUTES,
+        || {
+            let r = e.doctor();
+            let drifted: Vec<&Value> = findings(&r, "nodeclaim-drifted")
+                .into_iter()
+                .filter(|f| f["nodepool"] == "e2e-drift" || f["nodepool"] == "e2e-budget")
+                .collect();
+            let blocked = findings(&r, "disruption-blocked")
+                .into_iter()
+                .filter(|f| f["nodepool"] == "e2e-drift")
+                .count();
+            (drifted.len() >= 3
+                && blocked >= 2
+                && find(&r, "budget-blocking", "e2e-budget").is_some())
+            .then(|| r.clone())
+        },
+    );
+    for f in findings(&report, "nodeclaim-drifted")
+        .into_iter()
+        .filter(|f| f["nodepool"] == "e2e-drift")
+    {
+        assert_eq!(f["details"]["reason"], "NodePoolDrifted", "{f:#}");
+    }
+    let blockers: Vec<&Value> = findings(&report, "disruption-blocked")
+        .into_iter()
+        .filter(|f| f["nodepool"] == "e2e-drift")
+        .flat_map(|f| f["details"]["blockers"].as_array().unwrap().iter())
+        .collect();
+    assert!(
+        blockers
+            .iter()
+            .any(|b| b["kind"] == "do-not-disrupt-pod" && b["object"]["name"] == "pinned"),
+        "{blockers:#?}"
+    );
+    assert!(
+        blockers
+            .iter()
+            .any(|b| b["kind"] == "pdb" && b["object"]["name"] == "guarded"),
+        "{blockers:#?}"
+    );
+    let budget = find(&report, "budget-blocking", "e2e-budget").unwrap();
+    assert_eq!(budget["details"]["reason"], "all");
+    // kelp why node names the same blockers.
+    let node = e.json(&["get", "pod", "-n", ns, "pinned"])["spec"]["nodeName"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let why = e.kelp_json(&["why", "node", &node]);
+    assert_eq!(why["drifted"], "NodePoolDrifted");
+    assert!(
+        why["blockers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["kind"] == "do-not-disrupt-pod"),
+        "{why:#}"
+    );
+}
+
+#[test]
+fn a_daemonset_that_excludes_a_pool_but_runs_there_is_a_mismatch() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-ds";
+    namespace(&e, ns);
+    e.apply(&pool("e2e-ds", "ds", "", "100"));
+    e.apply(&pod(ns, "anchor", "ds", "500m", ""));
+    let node = wait_for("e2e-ds/anchor to be bound", 3 * MINUTES, || {
+        e.json(&["get", "pod", "-n", ns, "anchor"])["spec"]["nodeName"]
+            .as_str()
+            .map(str::to_string)
+    });
+    // The node is labelled by hand, so the DaemonSet's selector lets it run there, although
+    // the pool's template does not have that label: Karpenter leaves it out of the overhead.
+    e.ok(&[
+        "label",
+        "node",
+        &node,
+        "e2e.kelp.dev/agent=true",
+        "--overwrite",
+    ]);
+    e.apply(&format!(
+        r#"
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: agent, namespace: {ns}}}
+spec:
+  selector: {{matchLabels: {{app: agent}}}}
+  template:
+    metadata: {{labels: {{app: agent}}}}
+    spec:
+      nodeSelector: {{e2e.kelp.dev/agent: "true"}}
+      tolerations: [{{operator: Exists}}]
+      containers: [{{name: agent, image: registry.k8s.io/pause:3.10, resources: {{requests: {{cpu: 10m}}}}}}]
+"#
+    ));
+    let f = wait_for(
+        "daemonset-nodepool-mismatch for e2e-ds/agent",
+        2 * MINUTES,
+        || find(&e.doctor(), "daemonset-nodepool-mismatch", "agent").cloned(),
+    );
+    assert_eq!(f["nodepool"], "e2e-ds");
+    assert_eq!(f["details"]["node"], node.as_str());
+    assert!(
+        f["details"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("e2e.kelp.dev/agent"),
+        "{f:#}"
+    );
+}
+
+#[test]
+fn a_healthy_workload_is_provisioned_and_the_snapshot_reads_back_the_same() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-healthy";
+    namespace(&e, ns);
+    e.apply(&pool("e2e-healthy", "healthy", "", "100"));
+    for i in 0..3 {
+        e.apply(&pod(ns, &format!("web-{i}"), "healthy", "250m", ""));
+    }
+    for i in 0..3 {
+        assert_eq!(launched_pool(&e, ns, &format!("web-{i}")), "e2e-healthy");
+    }
+    wait_for("the healthy pods to run", 2 * MINUTES, || {
+        let pods = e.json(&["get", "pods", "-n", ns]);
+        pods["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["status"]["phase"] == "Running")
+            .then_some(())
+    });
+    let report = e.doctor();
+    let about_me: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["nodepool"] == "e2e-healthy" || f["object"]["namespace"] == ns)
+        .filter(|f| f["severity"] == "critical")
+        .collect();
+    assert!(about_me.is_empty(), "{about_me:#?}");
+    assert_eq!(report["karpenter"]["installed"], true);
+
+    // kelp snapshot, read back with --from: the same findings about the same objects.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("snap.json");
+    let out = e.kelp(&["snapshot", "-o", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let snap: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let text = serde_json::to_string(&snap).unwrap();
+    assert!(
+        !text.contains("managedFields"),
+        "snapshots strip managedFields"
+    );
+    assert!(!snap["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["kind"] == "Secret"));
+    let live = e.doctor();
+    let offline = {
+        let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .args(["doctor", "-o", "json", "--from", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let keys = |r: &Value| {
+        let mut k: Vec<String> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| format!("{} {}", f["code"], f["object"]))
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&live), keys(&offline));
+}
