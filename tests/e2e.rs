@@ -158,8 +158,9 @@ fn find<'a>(report: &'a Value, code: &str, name: &str) -> Option<&'a Value> {
         .find(|f| f["object"]["name"] == name)
 }
 
-/// A NodePool for one scenario: it carries `e2e.kelp.dev/scenario=<scenario>`, which only
-/// that scenario's pods select.
+/// A NodePool for one scenario: it carries the label `e2e.kelp.dev/scenario=<scenario>`,
+/// which only that scenario's pods select, and a taint of the same name, which only they
+/// tolerate (so no other pod lands on it). `extra_spec` goes under `template.spec`.
 fn pool(name: &str, scenario: &str, extra_spec: &str, limits_cpu: &str) -> String {
     format!(
         r#"
@@ -179,6 +180,8 @@ spec:
         - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
         - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
       expireAfter: 720h
+      taints:
+        - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
 {extra_spec}
   limits:
     cpu: "{limits_cpu}"
@@ -201,6 +204,8 @@ metadata:
 spec:
   nodeSelector:
     e2e.kelp.dev/scenario: {scenario}
+  tolerations:
+    - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
   containers:
     - name: app
       image: registry.k8s.io/pause:3.10
@@ -246,7 +251,7 @@ fn a_tainted_pool_rejects_and_karpenter_launches_from_the_pool_kelp_called_compa
     e.apply(&pool(
         "e2e-taint-gpu",
         "taint",
-        "      taints:\n        - {key: e2e.kelp.dev/gpu, value: \"true\", effect: NoSchedule}",
+        "        - {key: e2e.kelp.dev/gpu, value: \"true\", effect: NoSchedule}",
         "100",
     ));
     // Starts with no room, so the pod waits and kelp can be asked while it does.
