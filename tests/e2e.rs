@@ -70,6 +70,21 @@ impl Env {
         child.wait_with_output().unwrap()
     }
 
+    /// Delete pods left by an earlier run against the same testenv, so each run starts clean.
+    fn fresh(&self, ns: &str, pods: &[&str]) {
+        let mut args = vec![
+            "delete",
+            "pod",
+            "-n",
+            ns,
+            "--ignore-not-found",
+            "--grace-period=0",
+            "--force",
+        ];
+        args.extend(pods);
+        let _ = self.kubectl(&args, None);
+    }
+
     fn apply(&self, yaml: &str) {
         let out = self.kubectl(&["apply", "-f", "-"], Some(yaml));
         assert!(
@@ -248,15 +263,27 @@ fn a_tainted_pool_rejects_and_karpenter_launches_from_the_pool_kelp_called_compa
     let Some(e) = env() else { return };
     let ns = "e2e-taint";
     namespace(&e, ns);
+    e.fresh(ns, &["trainer"]);
+    // Fresh pools each run: a node left by an earlier run would take the pod at once.
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 100_000;
+    let (gpu_pool, ok_pool, scenario) = (
+        format!("e2e-taint-gpu-{run}"),
+        format!("e2e-taint-ok-{run}"),
+        format!("taint-{run}"),
+    );
     e.apply(&pool(
-        "e2e-taint-gpu",
-        "taint",
+        &gpu_pool,
+        &scenario,
         "        - {key: e2e.kelp.dev/gpu, value: \"true\", effect: NoSchedule}",
         "100",
     ));
     // Starts with no room, so the pod waits and kelp can be asked while it does.
-    e.apply(&pool("e2e-taint-ok", "taint", "", "0"));
-    e.apply(&pod(ns, "trainer", "taint", "1", ""));
+    e.apply(&pool(&ok_pool, &scenario, "", "0"));
+    e.apply(&pod(ns, "trainer", &scenario, "1", ""));
 
     let why = wait_for(
         "Karpenter's FailedScheduling event for e2e-taint/trainer",
@@ -266,7 +293,7 @@ fn a_tainted_pool_rejects_and_karpenter_launches_from_the_pool_kelp_called_compa
             (w["diagnosis"]["event"]["source"] == "karpenter").then_some(w)
         },
     );
-    let gpu = verdict(&why, "e2e-taint-gpu");
+    let gpu = verdict(&why, &gpu_pool);
     assert_eq!(gpu["verdict"], "rejected", "{why:#}");
     assert_eq!(gpu["reasons"][0]["category"], "taints");
     assert!(gpu["reasons"][0]["message"]
@@ -274,7 +301,7 @@ fn a_tainted_pool_rejects_and_karpenter_launches_from_the_pool_kelp_called_compa
         .unwrap()
         .contains("e2e.kelp.dev/gpu=true:NoSchedule"));
     assert_eq!(
-        verdict(&why, "e2e-taint-ok")["reasons"][0]["category"],
+        verdict(&why, &ok_pool)["reasons"][0]["category"],
         "limits",
         "{why:#}"
     );
@@ -294,22 +321,40 @@ fn a_tainted_pool_rejects_and_karpenter_launches_from_the_pool_kelp_called_compa
     e.ok(&[
         "patch",
         "nodepool",
-        "e2e-taint-ok",
+        &ok_pool,
         "--type",
         "merge",
         "-p",
         r#"{"spec":{"limits":{"cpu":"100"}}}"#,
     ]);
-    let why = e.kelp_json(&["why", "pod", "e2e-taint/trainer"]);
-    if why["diagnosis"].is_object() {
-        assert_eq!(
-            verdict(&why, "e2e-taint-ok")["verdict"],
-            "compatible",
-            "{why:#}"
-        );
-        assert_eq!(verdict(&why, "e2e-taint-gpu")["verdict"], "rejected");
-    }
-    assert_eq!(launched_pool(&e, ns, "trainer"), "e2e-taint-ok");
+    // A spec change briefly makes the pool's conditions Unknown (AwaitingReconciliation), and
+    // Karpenter skips it until it reconciles: kelp must say so, then call it compatible.
+    wait_for(
+        "kelp to call the raised pool compatible, or the pod to be bound",
+        MINUTES,
+        || {
+            let why = e.kelp_json(&["why", "pod", "e2e-taint/trainer"]);
+            if !why["diagnosis"].is_object() {
+                return Some(()); // already bound: Karpenter was faster than this poll
+            }
+            let ok = verdict(&why, &ok_pool);
+            assert_eq!(verdict(&why, &gpu_pool)["verdict"], "rejected");
+            if ok["verdict"] == "compatible" {
+                return Some(());
+            }
+            let category = ok["reasons"][0]["category"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            assert!(
+                matches!(category.as_str(), "nodepool-not-ready" | "limits"),
+                "{why:#}"
+            );
+            saw.push(category);
+            None
+        },
+    );
+    assert_eq!(launched_pool(&e, ns, "trainer"), ok_pool);
 }
 
 #[test]
@@ -317,6 +362,7 @@ fn a_custom_label_no_pool_defines_is_rejected_by_every_pool() {
     let Some(e) = env() else { return };
     let ns = "e2e-label";
     namespace(&e, ns);
+    e.fresh(ns, &["picky"]);
     e.apply(&pool("e2e-label", "label", "", "100"));
     e.apply(&pod(ns, "picky", "label", "100m", "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n          - matchExpressions:\n              - {key: e2e.kelp.dev/nonexistent, operator: In, values: [x]}"));
     let report = wait_for(
@@ -360,7 +406,14 @@ fn exhausted_limits_keep_pods_waiting_and_kelp_says_so() {
     let Some(e) = env() else { return };
     let ns = "e2e-limits";
     namespace(&e, ns);
-    e.apply(&pool("e2e-limits", "limits", "", "2"));
+    e.fresh(ns, &["first", "second"]);
+    // At most one node: the second pod needs another, so it waits on the `nodes` limit.
+    // (The kwok provider records a NodeClaim's capacity as its pods' requests, so a cpu
+    // limit cannot be filled exactly; the `nodes` limit can.)
+    e.apply(
+        &pool("e2e-limits", "limits", "", "100")
+            .replace("    cpu: \"100\"", "    cpu: \"100\"\n    nodes: \"1\""),
+    );
     e.apply(&pod(ns, "first", "limits", "1500m", ""));
     assert_eq!(launched_pool(&e, ns, "first"), "e2e-limits");
     e.apply(&pod(ns, "second", "limits", "1500m", ""));
@@ -405,6 +458,7 @@ fn drift_blocked_by_a_do_not_disrupt_pod_a_pdb_and_a_zero_budget() {
     let Some(e) = env() else { return };
     let ns = "e2e-drift";
     namespace(&e, ns);
+    e.fresh(ns, &["pinned", "guarded", "budgeted"]);
     let spread = "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        - labelSelector: {matchLabels: {e2e.kelp.dev/scenario: drift}}\n          topologyKey: kubernetes.io/hostname";
     e.apply(&pool("e2e-drift", "drift", "", "100"));
     e.apply(&pool("e2e-budget", "budget", "", "100").replace(
@@ -500,6 +554,7 @@ fn a_daemonset_that_excludes_a_pool_but_runs_there_is_a_mismatch() {
     let Some(e) = env() else { return };
     let ns = "e2e-ds";
     namespace(&e, ns);
+    e.fresh(ns, &["anchor"]);
     e.apply(&pool("e2e-ds", "ds", "", "100"));
     e.apply(&pod(ns, "anchor", "ds", "500m", ""));
     let node = wait_for("e2e-ds/anchor to be bound", 3 * MINUTES, || {
@@ -552,6 +607,7 @@ fn a_healthy_workload_is_provisioned_and_the_snapshot_reads_back_the_same() {
     let Some(e) = env() else { return };
     let ns = "e2e-healthy";
     namespace(&e, ns);
+    e.fresh(ns, &["web-0", "web-1", "web-2"]);
     e.apply(&pool("e2e-healthy", "healthy", "", "100"));
     for i in 0..3 {
         e.apply(&pod(ns, &format!("web-{i}"), "healthy", "250m", ""));

@@ -567,6 +567,14 @@ fn pool_in_requirements(message: &str) -> Option<&str> {
     (!inner.contains(' ') && !inner.is_empty()).then_some(inner)
 }
 
+/// The checks kelp evaluates itself from the current objects.
+const KELP_COMPUTES: &[Category] = &[
+    Category::NodepoolNotReady,
+    Category::Limits,
+    Category::Taints,
+    Category::Requirements,
+];
+
 /// Whether kelp's own reasons for a pool already account for an event segment.
 fn explained_by(v: &PoolVerdict, seg: &Segment) -> bool {
     v.verdict == Verdict::Rejected
@@ -621,12 +629,23 @@ fn cross_check(verdicts: &mut [PoolVerdict], fs: &events::FailedScheduling) {
         };
         match v.verdict {
             Verdict::Compatible | Verdict::Unknown => {
-                v.verdict = Verdict::Rejected;
-                v.source = "event";
-                v.reasons = segs
+                // The event may only add what kelp cannot compute (instance types, topology,
+                // volumes, ...). Where kelp computed the same check from the current objects,
+                // the event is stale (e.g. limits raised since) and kelp's verdict stands.
+                let beyond: Vec<&&Segment> = segs
                     .iter()
-                    .map(|s| reason(s.category, s.message.clone()))
+                    .filter(|s| !KELP_COMPUTES.contains(&s.category))
                     .collect();
+                if beyond.is_empty() {
+                    v.event_agrees = Some(false);
+                } else {
+                    v.verdict = Verdict::Rejected;
+                    v.source = "event";
+                    v.reasons = beyond
+                        .iter()
+                        .map(|s| reason(s.category, s.message.clone()))
+                        .collect();
+                }
             }
             Verdict::Rejected => v.event_agrees = Some(segs.iter().any(|s| explained_by(v, s))),
         }
@@ -1272,4 +1291,64 @@ fn daemonset_pods_pending(ctx: &Context) -> Vec<Finding> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(name: &str, v: Verdict, reasons: Vec<Reason>) -> PoolVerdict {
+        PoolVerdict {
+            name: name.into(),
+            verdict: v,
+            reasons,
+            source: "kelp",
+            event_agrees: None,
+        }
+    }
+
+    #[test]
+    fn a_stale_event_never_overrides_what_kelp_computes_but_adds_what_it_cannot() {
+        // Limits were raised after Karpenter wrote its event: kelp's own check wins.
+        let mut v = vec![verdict("ok", Verdict::Compatible, vec![])];
+        let fs = events::parse_failed_scheduling("Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=ok)");
+        cross_check(&mut v, &fs);
+        assert_eq!(
+            (v[0].verdict, v[0].event_agrees),
+            (Verdict::Compatible, Some(false))
+        );
+
+        // Instance types are beyond kelp: the unnamed segment can only be the one pool kelp passes.
+        let mut v = vec![
+            verdict(
+                "gpu",
+                Verdict::Rejected,
+                vec![reason(
+                    Category::Taints,
+                    "did not tolerate taint nvidia.com/gpu=true:NoSchedule",
+                )],
+            ),
+            verdict("default", Verdict::Compatible, vec![]),
+        ];
+        let fs = events::parse_failed_scheduling(
+            "Failed to schedule pod, did not tolerate taint (taint=nvidia.com/gpu=true:NoSchedule); no instance type has enough resources, requirements=kubernetes.io/arch In [amd64], resources={\"cpu\":\"300\"}",
+        );
+        cross_check(&mut v, &fs);
+        assert_eq!(v[0].event_agrees, Some(true));
+        assert_eq!((v[1].verdict, v[1].source), (Verdict::Rejected, "event"));
+        assert_eq!(v[1].reasons[0].category, Category::InstanceTypes);
+    }
+
+    #[test]
+    fn unnamed_segments_stay_evidence_when_several_pools_pass() {
+        let mut v = vec![
+            verdict("a", Verdict::Compatible, vec![]),
+            verdict("b", Verdict::Compatible, vec![]),
+        ];
+        let fs = events::parse_failed_scheduling(
+            "Failed to schedule pod, no instance type has enough resources",
+        );
+        cross_check(&mut v, &fs);
+        assert!(v.iter().all(|p| p.verdict == Verdict::Compatible));
+    }
 }
