@@ -756,7 +756,7 @@ fn benches(c: &mut Criterion) {
         "most pending pods should be diagnosed"
     );
     let mut g = c.benchmark_group("analyze");
-    g.sample_size(20)
+    g.sample_size(10)
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(10));
     g.bench_function("10k-pending-x-20-pools", |b| {

@@ -145,8 +145,39 @@ fn rfc3339_opt<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, 
     }
 }
 
+/// A finding's `details`: any serialisable value, shared rather than copied, and only
+/// turned into JSON when the report is written (a pending pod's per-pool breakdown is
+/// large, and most passes, e.g. a metrics scrape, never print it).
+#[derive(Clone)]
+pub struct Details(std::sync::Arc<dyn erased_serde::Serialize + Send + Sync>);
+
+impl Details {
+    pub fn new<T: Serialize + Send + Sync + 'static>(value: T) -> Self {
+        Details(std::sync::Arc::new(value))
+    }
+    pub fn shared<T: Serialize + Send + Sync + 'static>(value: std::sync::Arc<T>) -> Self {
+        Details(value)
+    }
+    /// The details as a JSON value.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+impl Serialize for Details {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        erased_serde::serialize(&*self.0, s)
+    }
+}
+
+impl fmt::Debug for Details {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_json())
+    }
+}
+
 /// One finding.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Finding {
     pub code: Code,
     pub severity: Severity,
@@ -155,7 +186,7 @@ pub struct Finding {
     pub message: String,
     #[serde(serialize_with = "rfc3339_opt")]
     pub since: Option<DateTime<Utc>>,
-    pub details: serde_json::Value,
+    pub details: Details,
 }
 
 impl Finding {
@@ -172,7 +203,7 @@ impl Finding {
             nodepool: None,
             message: message.into(),
             since: None,
-            details: serde_json::Value::Object(Default::default()),
+            details: Details::new(serde_json::Value::Object(Default::default())),
         }
     }
     pub fn pool(mut self, pool: Option<&str>) -> Self {
@@ -184,8 +215,16 @@ impl Finding {
         self
     }
     /// Attach typed details; they must serialize to a JSON object.
-    pub fn details(mut self, d: impl Serialize) -> Self {
-        self.details = serde_json::to_value(d).unwrap_or_default();
+    pub fn details<T: Serialize + Send + Sync + 'static>(mut self, d: T) -> Self {
+        self.details = Details::new(d);
+        self
+    }
+    /// Attach details shared with another view (no copy).
+    pub fn shared_details<T: Serialize + Send + Sync + 'static>(
+        mut self,
+        d: std::sync::Arc<T>,
+    ) -> Self {
+        self.details = Details::shared(d);
         self
     }
 }
@@ -199,7 +238,7 @@ pub struct KarpenterInfo {
 }
 
 /// The whole `kelp doctor` report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     #[serde(serialize_with = "rfc3339")]

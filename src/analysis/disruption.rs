@@ -2,7 +2,7 @@
 //! stops it: do-not-disrupt pods and nodes, PDBs with no disruptions allowed, nominations,
 //! initialisation, a missing NodePool, and budgets evaluated at `now` in UTC.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -102,37 +102,48 @@ pub fn pool_allowed(
     )
 }
 
-fn nominated_to(
-    c: &Cluster,
-    node: &Node,
-    claim: Option<&NodeClaim>,
-    now: DateTime<Utc>,
-) -> Option<ObjectRef> {
-    let name = &node.metadata.name;
-    if let Some(p) = c.pods.values().find(|p| {
-        p.spec.node_name.is_none() && p.status.nominated_node_name.as_deref() == Some(name)
-    }) {
-        return Some(ObjectRef::of("Pod", &p.metadata));
-    }
-    // Karpenter keeps a node nominated for a short while after it nominates a pod to it.
-    c.events
-        .values()
-        .filter(|e| {
+/// Recent Karpenter nominations by target (`node/<name>` or `nodeclaim/<name>`), built
+/// once per pass: Karpenter keeps a node nominated for a short while after it nominates
+/// a pod to it.
+#[derive(Debug, Default)]
+pub struct Nominations(HashMap<String, ObjectRef>);
+
+impl Nominations {
+    pub fn new(c: &Cluster, now: DateTime<Utc>) -> Self {
+        let mut map = HashMap::new();
+        let recent = c.events.values().filter(|e| {
             e.from_karpenter()
                 && e.reason == "Nominated"
                 && e.seen().is_some_and(|t| now - t <= Duration::minutes(1))
-        })
-        .find(|e| {
-            events::parse_nominated(&e.message).iter().any(|t| match t {
-                NominationTarget::Node(n) => n == name,
-                NominationTarget::NodeClaim(n) => claim.is_some_and(|c| &c.metadata.name == n),
-            })
-        })
-        .map(|e| ObjectRef {
-            kind: "Pod".into(),
-            namespace: e.regarding.namespace.clone(),
-            name: e.regarding.name.clone(),
-        })
+        });
+        for e in recent {
+            let pod = ObjectRef {
+                kind: "Pod".into(),
+                namespace: e.regarding.namespace.clone(),
+                name: e.regarding.name.clone(),
+            };
+            for t in events::parse_nominated(&e.message) {
+                let key = match t {
+                    NominationTarget::Node(n) => format!("node/{n}"),
+                    NominationTarget::NodeClaim(n) => format!("nodeclaim/{n}"),
+                };
+                map.entry(key).or_insert_with(|| pod.clone());
+            }
+        }
+        Nominations(map)
+    }
+
+    /// The pod a node is nominated for, if any.
+    fn for_node(&self, c: &Cluster, node: &Node, claim: Option<&NodeClaim>) -> Option<ObjectRef> {
+        let name = &node.metadata.name;
+        if let Some(p) = c.pods_nominated_to(name).next() {
+            return Some(ObjectRef::of("Pod", &p.metadata));
+        }
+        self.0
+            .get(&format!("node/{name}"))
+            .or_else(|| self.0.get(&format!("nodeclaim/{}", claim?.metadata.name)))
+            .cloned()
+    }
 }
 
 /// Pod-level blockers: do-not-disrupt pods and PDBs that allow no disruption.
@@ -198,7 +209,12 @@ fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
 }
 
 /// Analyse one node.
-pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisruption {
+pub fn node_disruption(
+    c: &Cluster,
+    node: &Node,
+    now: DateTime<Utc>,
+    nominations: &Nominations,
+) -> NodeDisruption {
     let claim = c.nodeclaim_for_node(node);
     let pool_name = Cluster::pool_of(&node.metadata.labels).map(str::to_string);
     let pool = pool_name.as_deref().and_then(|p| c.nodepools.get(p));
@@ -298,7 +314,7 @@ pub fn node_disruption(c: &Cluster, node: &Node, now: DateTime<Utc>) -> NodeDisr
             message: "the node has \"karpenter.sh/do-not-disrupt: true\"".into(),
         });
     }
-    if let Some(pod) = nominated_to(c, node, claim, now) {
+    if let Some(pod) = nominations.for_node(c, node, claim) {
         blockers.push(Blocker {
             kind: BlockerKind::Nominated,
             message: format!("node is nominated for pending pod {}", pod_key(&pod)),
@@ -416,11 +432,12 @@ fn budget_message(pool: &str, reason: DisruptionReason, a: &budgets::Allowed) ->
 pub fn findings(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let mut out = Vec::new();
+    let nominations = Nominations::new(c, ctx.now);
     let states: Vec<NodeDisruption> = c
         .nodes
         .values()
         .filter(|n| Cluster::pool_of(&n.metadata.labels).is_some())
-        .map(|n| node_disruption(c, n, ctx.now))
+        .map(|n| node_disruption(c, n, ctx.now, &nominations))
         .collect();
     for s in &states {
         let node = ObjectRef::cluster("Node", &s.node);

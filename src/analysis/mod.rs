@@ -23,14 +23,19 @@ use crate::model::Cluster;
 pub struct Context<'a> {
     pub cluster: &'a Cluster,
     pub now: DateTime<Utc>,
-    pub pending: Vec<provisioning::PodDiagnosis>,
+    pub pending: Vec<std::sync::Arc<provisioning::PodDiagnosis>>,
 }
 
 impl<'a> Context<'a> {
     pub fn new(cluster: &'a Cluster, now: DateTime<Utc>) -> Self {
         let pools = provisioning::PoolSet::new(cluster);
+        let mut cache = provisioning::DiagnosisCache::default();
         let pending = provisioning::unschedulable_pods(cluster)
-            .map(|p| provisioning::diagnose(cluster, &pools, p, now))
+            .map(|p| {
+                std::sync::Arc::new(provisioning::diagnose_cached(
+                    cluster, &pools, p, now, &mut cache,
+                ))
+            })
             .collect();
         Context {
             cluster,

@@ -50,10 +50,10 @@ pub fn template_mismatch(
 }
 
 #[derive(Serialize)]
-struct MismatchDetails<'a> {
+struct MismatchDetails {
     daemonset: String,
-    node: &'a str,
-    nodes: Vec<&'a str>,
+    node: String,
+    nodes: Vec<String>,
     why: String,
 }
 
@@ -116,7 +116,12 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
                 ),
             )
             .pool(Some(&pool))
-            .details(MismatchDetails { daemonset: format!("{ns}/{ds}"), node: nodes[0], nodes: nodes.clone(), why })
+            .details(MismatchDetails {
+                daemonset: format!("{ns}/{ds}"),
+                node: nodes[0].to_string(),
+                nodes: nodes.iter().map(|n| n.to_string()).collect(),
+                why,
+            })
         })
         .collect()
 }

@@ -5,7 +5,8 @@
 //! Also: nominations that never bound, NodePool readiness and limits, NodeClaims stuck
 //! launching, registering or initialising, NotReady nodes, and DaemonSet pods with no room.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -316,7 +317,7 @@ pub struct EventEvidence {
     #[serde(serialize_with = "rfc3339_opt")]
     pub last_seen: Option<DateTime<Utc>>,
     pub format: MessageFormat,
-    pub segments: Vec<Segment>,
+    pub segments: Arc<Vec<Segment>>,
 }
 
 fn rfc3339_opt<S: serde::Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
@@ -338,7 +339,7 @@ pub struct PodDiagnosis {
     pub pending: Duration,
     pub pending_for: String,
     pub requests: BTreeMap<String, String>,
-    pub nodepools: Vec<PoolVerdict>,
+    pub nodepools: Arc<Vec<PoolVerdict>>,
     pub event: Option<EventEvidence>,
     /// The kube-scheduler's own last word, when it left one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -653,30 +654,78 @@ fn cross_check(verdicts: &mut [PoolVerdict], fs: &events::FailedScheduling) {
 }
 
 /// Diagnose one pending pod against every pool.
+/// Verdicts already computed in this pass. Replicas of one controller (ReplicaSet, Job,
+/// StatefulSet) share their scheduling constraints, so their verdicts are computed once;
+/// likewise each distinct event message is parsed once.
+#[derive(Default)]
+pub struct DiagnosisCache {
+    verdicts: HashMap<
+        (String, String),
+        (
+            Arc<Vec<PoolVerdict>>,
+            Option<(MessageFormat, Arc<Vec<Segment>>)>,
+        ),
+    >,
+}
+
+/// Diagnose one pending pod against every pool.
 pub fn diagnose(c: &Cluster, pools: &PoolSet, pod: &Pod, now: DateTime<Utc>) -> PodDiagnosis {
+    diagnose_cached(c, pools, pod, now, &mut DiagnosisCache::default())
+}
+
+/// [`diagnose`], sharing work with earlier pods of the same controller.
+pub fn diagnose_cached(
+    c: &Cluster,
+    pools: &PoolSet,
+    pod: &Pod,
+    now: DateTime<Utc>,
+    cache: &mut DiagnosisCache,
+) -> PodDiagnosis {
     let since = condition(&pod.status.conditions, "PodScheduled")
         .and_then(|c| c.last_transition_time)
         .or(pod.metadata.creation_timestamp);
     let pending = since.map(|s| now - s).unwrap_or_else(Duration::zero);
     let requests = pod_requests(&pod.spec);
-    let terms = pod_terms(&pod.spec, pools.provider);
-    let mut nodepools: Vec<PoolVerdict> = pools
-        .ordered
+    let event = latest(c, pod, "FailedScheduling");
+    let compute = || {
+        let terms = pod_terms(&pod.spec, pools.provider);
+        let mut verdicts: Vec<PoolVerdict> = pools
+            .ordered
+            .iter()
+            .map(|p| evaluate(p, &pod.spec, &requests, &terms))
+            .collect();
+        let parsed = event.map(|e| {
+            let fs = events::parse_failed_scheduling(&e.message);
+            cross_check(&mut verdicts, &fs);
+            (fs.format, Arc::new(fs.segments))
+        });
+        (Arc::new(verdicts), parsed)
+    };
+    let owner = pod
+        .metadata
+        .owner_references
         .iter()
-        .map(|p| evaluate(p, &pod.spec, &requests, &terms))
-        .collect();
-    let event = latest(c, pod, "FailedScheduling").map(|e| {
-        let fs = events::parse_failed_scheduling(&e.message);
-        cross_check(&mut nodepools, &fs);
-        EventEvidence {
+        .find(|o| o.controller == Some(true) && !o.uid.is_empty());
+    let (nodepools, parsed) = match owner {
+        Some(o) => {
+            let key = (
+                o.uid.clone(),
+                event.map(|e| e.message.clone()).unwrap_or_default(),
+            );
+            cache.verdicts.entry(key).or_insert_with(compute).clone()
+        }
+        None => compute(),
+    };
+    let event = event
+        .zip(parsed)
+        .map(|(e, (format, segments))| EventEvidence {
             reason: e.reason.clone(),
             source: e.source.clone(),
             message: e.message.clone(),
             last_seen: e.seen(),
-            format: fs.format,
-            segments: fs.segments,
-        }
-    });
+            format,
+            segments,
+        });
     let m = &pod.metadata;
     let scheduler = c
         .events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid)
@@ -725,7 +774,7 @@ fn unschedulable(ctx: &Context) -> Vec<Finding> {
             };
             Finding::new(Code::PodUnschedulable, sev, d.pod.clone(), d.summary())
                 .since(d.since)
-                .details(d)
+                .shared_details(d.clone())
         })
         .collect()
 }
@@ -913,7 +962,7 @@ fn pool_readiness(ctx: &Context) -> Vec<Finding> {
                     )
                     .pool(Some(&pool.metadata.name))
                     .since(since)
-                    .details(&nr),
+                    .details(nr),
                 );
             }
         }

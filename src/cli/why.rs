@@ -91,7 +91,7 @@ fn why_pod(
         .iter()
         .find(|d| d.pod.namespace.as_deref() == Some(ns) && d.pod.name == name)
     {
-        Some(d) => Some(d),
+        Some(d) => Some(d.as_ref()),
         None if pod.spec.node_name.is_none()
             && pod.status.phase.as_deref().unwrap_or("Pending") == "Pending" =>
         {
@@ -164,7 +164,7 @@ fn why_pod(
             "VERDICT".into(),
             "WHY".into(),
         ]];
-        for v in &d.nodepools {
+        for v in d.nodepools.iter() {
             let weight = c
                 .nodepools
                 .get(&v.name)
@@ -256,7 +256,7 @@ fn pod_advice(d: &PodDiagnosis) -> Vec<String> {
         ));
         return out;
     }
-    for v in &d.nodepools {
+    for v in d.nodepools.iter() {
         let Some(r) = v.reasons.first() else { continue };
         let tip = match r.category {
             Category::Taints => format!("add a toleration for {}", r.message.trim_start_matches("did not tolerate taint ")),
@@ -300,7 +300,8 @@ fn why_node(
         }
         anyhow::bail!("node {name} not found");
     };
-    let state = disruption::node_disruption(c, node, ctx.now);
+    let state =
+        disruption::node_disruption(c, node, ctx.now, &disruption::Nominations::new(c, ctx.now));
     let claim = state.nodeclaim.clone().unwrap_or_default();
     let mine: Vec<&Finding> = findings
         .iter()

@@ -60,7 +60,30 @@ pub struct Cluster {
     /// When a `kelp snapshot` dump was captured.
     pub captured_at: Option<DateTime<Utc>>,
     pods_by_node: HashMap<String, BTreeSet<ObjKey>>,
+    /// Unbound pods by their `status.nominatedNodeName`.
+    nominated: HashMap<String, BTreeSet<ObjKey>>,
+    /// NodeClaim names by `status.nodeName` and by `status.providerID`.
+    claims_by_node: HashMap<String, String>,
+    claims_by_provider: HashMap<String, String>,
+    /// Node and NodeClaim names by their `karpenter.sh/nodepool` label.
+    nodes_by_pool: HashMap<String, BTreeSet<String>>,
+    claims_by_pool: HashMap<String, BTreeSet<String>>,
     events_by_object: HashMap<(String, Option<String>, String), BTreeSet<String>>,
+}
+
+/// Remove `item` from the set under `key`, dropping the set when it empties.
+fn remove_from<K, T, Q>(index: &mut HashMap<K, BTreeSet<T>>, key: &K, item: &Q)
+where
+    K: std::hash::Hash + Eq,
+    T: Ord + std::borrow::Borrow<Q>,
+    Q: Ord + ?Sized,
+{
+    if let Some(set) = index.get_mut(key) {
+        set.remove(item);
+        if set.is_empty() {
+            index.remove(key);
+        }
+    }
 }
 
 fn obj_key(meta: &super::meta::Meta) -> ObjKey {
@@ -78,10 +101,41 @@ impl Cluster {
         self.nodepools.remove(name);
     }
     pub fn apply_nodeclaim(&mut self, o: NodeClaim) {
-        self.nodeclaims.insert(o.metadata.name.clone(), o);
+        let name = o.metadata.name.clone();
+        self.unindex_nodeclaim(&name);
+        if let Some(n) = &o.status.node_name {
+            self.claims_by_node.insert(n.clone(), name.clone());
+        }
+        if let Some(p) = &o.status.provider_id {
+            self.claims_by_provider.insert(p.clone(), name.clone());
+        }
+        if let Some(pool) = Self::pool_of(&o.metadata.labels) {
+            self.claims_by_pool
+                .entry(pool.to_string())
+                .or_default()
+                .insert(name.clone());
+        }
+        self.nodeclaims.insert(name, o);
     }
     pub fn delete_nodeclaim(&mut self, name: &str) {
+        self.unindex_nodeclaim(name);
         self.nodeclaims.remove(name);
+    }
+    fn unindex_nodeclaim(&mut self, name: &str) {
+        let Some(old) = self.nodeclaims.get(name) else {
+            return;
+        };
+        let (node, pid) = (old.status.node_name.clone(), old.status.provider_id.clone());
+        let pool = Self::pool_of(&old.metadata.labels).map(str::to_string);
+        if let Some(n) = node {
+            self.claims_by_node.remove(&n);
+        }
+        if let Some(p) = pid {
+            self.claims_by_provider.remove(&p);
+        }
+        if let Some(pool) = pool {
+            remove_from(&mut self.claims_by_pool, &pool, name);
+        }
     }
     pub fn apply_nodeclass(&mut self, o: NodeClass) {
         self.nodeclasses
@@ -92,10 +146,29 @@ impl Cluster {
             .remove(&(kind.to_string(), name.to_string()));
     }
     pub fn apply_node(&mut self, o: Node) {
-        self.nodes.insert(o.metadata.name.clone(), o);
+        let name = o.metadata.name.clone();
+        self.unindex_node(&name);
+        if let Some(pool) = Self::pool_of(&o.metadata.labels) {
+            self.nodes_by_pool
+                .entry(pool.to_string())
+                .or_default()
+                .insert(name.clone());
+        }
+        self.nodes.insert(name, o);
     }
     pub fn delete_node(&mut self, name: &str) {
+        self.unindex_node(name);
         self.nodes.remove(name);
+    }
+    fn unindex_node(&mut self, name: &str) {
+        if let Some(pool) = self
+            .nodes
+            .get(name)
+            .and_then(|n| Self::pool_of(&n.metadata.labels))
+            .map(str::to_string)
+        {
+            remove_from(&mut self.nodes_by_pool, &pool, name);
+        }
     }
     pub fn apply_pod(&mut self, o: Pod) {
         let key = obj_key(&o.metadata);
@@ -114,13 +187,15 @@ impl Cluster {
         self.pods.remove(&key);
     }
     fn unindex_pod(&mut self, key: &ObjKey) {
-        if let Some(node) = self.pods.get(key).and_then(|p| p.spec.node_name.clone()) {
-            if let Some(set) = self.pods_by_node.get_mut(&node) {
-                set.remove(key);
-                if set.is_empty() {
-                    self.pods_by_node.remove(&node);
-                }
-            }
+        let Some(p) = self.pods.get(key) else { return };
+        let (bound, nominated) = (
+            p.spec.node_name.clone(),
+            p.status.nominated_node_name.clone(),
+        );
+        if let Some(node) = bound {
+            remove_from(&mut self.pods_by_node, &node, key);
+        } else if let Some(node) = nominated {
+            remove_from(&mut self.nominated, &node, key);
         }
     }
     pub fn apply_daemonset(&mut self, o: DaemonSet) {
@@ -153,13 +228,11 @@ impl Cluster {
     pub fn delete_event(&mut self, id: &str) {
         if let Some(old) = self.events.remove(id) {
             let r = old.regarding;
-            let k = (r.kind, r.namespace, r.name);
-            if let Some(set) = self.events_by_object.get_mut(&k) {
-                set.remove(id);
-                if set.is_empty() {
-                    self.events_by_object.remove(&k);
-                }
-            }
+            remove_from(
+                &mut self.events_by_object,
+                &(r.kind, r.namespace, r.name),
+                id,
+            );
         }
     }
     pub fn apply_crd(&mut self, o: Crd) {
@@ -173,6 +246,7 @@ impl Cluster {
     pub fn reset_pods(&mut self) {
         self.pods.clear();
         self.pods_by_node.clear();
+        self.nominated.clear();
     }
     /// Forget every event.
     pub fn reset_events(&mut self) {
@@ -219,16 +293,13 @@ impl Cluster {
 
     /// The NodeClaim behind a node: by status.nodeName, else by providerID.
     pub fn nodeclaim_for_node(&self, node: &Node) -> Option<&NodeClaim> {
-        let name = &node.metadata.name;
-        self.nodeclaims
-            .values()
-            .find(|c| c.status.node_name.as_deref() == Some(name))
+        self.claims_by_node
+            .get(&node.metadata.name)
             .or_else(|| {
-                let pid = node.spec.provider_id.as_deref()?;
-                self.nodeclaims
-                    .values()
-                    .find(|c| c.status.provider_id.as_deref() == Some(pid))
+                self.claims_by_provider
+                    .get(node.spec.provider_id.as_deref()?)
             })
+            .and_then(|name| self.nodeclaims.get(name))
     }
 
     /// The node of a NodeClaim, if it registered.
@@ -244,6 +315,15 @@ impl Cluster {
                     .values()
                     .find(|n| n.spec.provider_id.as_deref() == Some(pid))
             })
+    }
+
+    /// Unbound pods whose `status.nominatedNodeName` is this node.
+    pub fn pods_nominated_to(&self, node: &str) -> impl Iterator<Item = &Pod> {
+        self.nominated
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.pods.get(k))
     }
 
     /// The NodePool a node or claim belongs to, from the `karpenter.sh/nodepool` label.
