@@ -68,7 +68,8 @@ pub struct Cluster {
     /// Node and NodeClaim names by their `karpenter.sh/nodepool` label.
     nodes_by_pool: HashMap<String, BTreeSet<String>>,
     claims_by_pool: HashMap<String, BTreeSet<String>>,
-    events_by_object: HashMap<(String, Option<String>, String), BTreeSet<String>>,
+    /// Event ids by the name of the object they are about (kind and namespace are checked on lookup).
+    events_by_object: HashMap<String, BTreeSet<String>>,
 }
 
 /// Remove `item` from the set under `key`, dropping the set when it empties.
@@ -219,7 +220,7 @@ impl Cluster {
         self.delete_event(&e.id.clone());
         let r = &e.regarding;
         self.events_by_object
-            .entry((r.kind.clone(), r.namespace.clone(), r.name.clone()))
+            .entry(r.name.clone())
             .or_default()
             .insert(e.id.clone());
         self.events.insert(e.id.clone(), e);
@@ -227,12 +228,7 @@ impl Cluster {
     }
     pub fn delete_event(&mut self, id: &str) {
         if let Some(old) = self.events.remove(id) {
-            let r = old.regarding;
-            remove_from(
-                &mut self.events_by_object,
-                &(r.kind, r.namespace, r.name),
-                id,
-            );
+            remove_from(&mut self.events_by_object, &old.regarding.name, id);
         }
     }
     pub fn apply_crd(&mut self, o: Crd) {
@@ -274,17 +270,13 @@ impl Cluster {
         name: &str,
         uid: &str,
     ) -> Vec<&Event> {
-        let key = (
-            kind.to_string(),
-            namespace.map(str::to_string),
-            name.to_string(),
-        );
         let mut out: Vec<&Event> = self
             .events_by_object
-            .get(&key)
+            .get(name)
             .into_iter()
             .flatten()
             .filter_map(|id| self.events.get(id))
+            .filter(|e| e.regarding.kind == kind && e.regarding.namespace.as_deref() == namespace)
             .filter(|e| uid.is_empty() || e.regarding.uid.is_empty() || e.regarding.uid == uid)
             .collect();
         out.sort_by_key(|e| std::cmp::Reverse(e.seen()));
