@@ -62,7 +62,10 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
             }
         }
     }
-    for (pool, (offerings, claims)) in by_pool {
+    for (pool, (mut offerings, mut claims)) in by_pool {
+        offerings.sort();
+        claims.sort();
+        claims.dedup();
         let object = match &pool {
             Some(p) => ObjectRef::cluster("NodePool", p),
             None => ObjectRef::cluster("NodeClaim", &claims[0]),

@@ -127,7 +127,11 @@ impl Nominations {
                     NominationTarget::Node(n) => format!("node/{n}"),
                     NominationTarget::NodeClaim(n) => format!("nodeclaim/{n}"),
                 };
-                map.entry(key).or_insert_with(|| pod.clone());
+                // Deterministic whatever the event order: the smallest pod key wins.
+                let slot = map.entry(key).or_insert_with(|| pod.clone());
+                if pod < *slot {
+                    *slot = pod.clone();
+                }
             }
         }
         Nominations(map)
@@ -665,6 +669,7 @@ fn spot_interruptions(ctx: &Context) -> Vec<Finding> {
                     nodes.push(&e.regarding.name);
                 }
             }
+            nodes.sort_unstable();
             let last = evs.iter().filter_map(|e| e.seen()).max();
             let summary: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
             Finding::new(

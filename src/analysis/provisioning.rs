@@ -801,7 +801,7 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
         let key = (e.regarding.namespace.clone(), e.regarding.name.clone());
         let newer = nominations
             .get(&key)
-            .is_none_or(|old| e.seen() > old.seen());
+            .is_none_or(|old| (e.seen(), &e.id) > (old.seen(), &old.id));
         if newer {
             nominations.insert(key, e);
         }
@@ -998,6 +998,21 @@ struct LimitDetails {
 fn limits(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let mut out = Vec::new();
+    // Pools that some pending pod waits on for limits (verdicts are shared between replicas,
+    // so each distinct verdict list is looked at once).
+    let mut waiting_on: BTreeSet<&str> = BTreeSet::new();
+    let mut seen: BTreeSet<*const Vec<PoolVerdict>> = BTreeSet::new();
+    for d in &ctx.pending {
+        if seen.insert(Arc::as_ptr(&d.nodepools)) {
+            for v in d.nodepools.iter() {
+                if v.verdict == Verdict::Rejected
+                    && v.reasons.iter().any(|r| r.category == Category::Limits)
+                {
+                    waiting_on.insert(&v.name);
+                }
+            }
+        }
+    }
     for pool in c.nodepools.values() {
         let name = pool.metadata.name.as_str();
         let Ok(limits) = Resources::from_quantities(&pool.spec.limits) else {
@@ -1008,12 +1023,7 @@ fn limits(ctx: &Context) -> Vec<Finding> {
         usage
             .0
             .insert("nodes".into(), usage.get("nodes").max(nodes));
-        let waiting_on_limits = ctx.pending.iter().any(|d| {
-            d.verdict_for(name).is_some_and(|v| {
-                v.verdict == Verdict::Rejected
-                    && v.reasons.iter().any(|r| r.category == Category::Limits)
-            })
-        });
+        let waiting_on_limits = waiting_on.contains(name);
         for (res, used, limit) in usage.at_or_above(&limits, 0.9) {
             let ratio = if limit > 0.0 {
                 used / limit
@@ -1233,7 +1243,7 @@ fn nodeclaims(ctx: &Context) -> Vec<Finding> {
             && ctx.within(e.seen(), Duration::hours(1))
         {
             let slot = latest.entry(e.regarding.name.as_str()).or_insert(e);
-            if e.seen() > slot.seen() {
+            if (e.seen(), &e.id) > (slot.seen(), &slot.id) {
                 *slot = e;
             }
         }

@@ -53,7 +53,8 @@ pub struct Cluster {
     pub pods: BTreeMap<ObjKey, Pod>,
     pub daemonsets: BTreeMap<ObjKey, DaemonSet>,
     pub pdbs: BTreeMap<ObjKey, PodDisruptionBudget>,
-    pub events: BTreeMap<String, Event>,
+    /// By event id. Unordered: analysis that iterates it must not depend on the order.
+    pub events: HashMap<String, Event>,
     pub crds: BTreeMap<String, Crd>,
     pub api: ApiInfo,
     pub metrics: Option<ControllerMetrics>,
