@@ -31,9 +31,9 @@ impl<'a> Context<'a> {
         let pools = provisioning::PoolSet::new(cluster);
         let mut cache = provisioning::DiagnosisCache::default();
         let pending = provisioning::unschedulable_pods(cluster)
-            .map(|p| {
+            .map(|(p, events)| {
                 std::sync::Arc::new(provisioning::diagnose_cached(
-                    cluster, &pools, p, now, &mut cache,
+                    &pools, p, events, now, &mut cache,
                 ))
             })
             .collect();

@@ -243,37 +243,61 @@ fn is_unschedulable(pod: &Pod) -> bool {
             .is_some_and(|c| c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
 }
 
-/// The latest Karpenter event of a reason about a pod.
-fn latest<'c>(c: &'c Cluster, pod: &Pod, reason: &str) -> Option<&'c Event> {
-    let m = &pod.metadata;
-    c.events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid)
-        .into_iter()
-        .find(|e| e.from_karpenter() && e.reason == reason)
+/// The events about a pod that the analysis reads, found in one lookup.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PodEvents<'c> {
+    /// Karpenter's latest FailedScheduling.
+    pub failed: Option<&'c Event>,
+    /// Karpenter's latest Nominated.
+    pub nominated: Option<&'c Event>,
+    /// The kube-scheduler's latest FailedScheduling.
+    pub scheduler: Option<&'c Event>,
 }
 
-/// Nominated by Karpenter after its last failure to schedule: capacity is on its way.
-fn nominated_since_failure(c: &Cluster, pod: &Pod) -> Option<DateTime<Utc>> {
-    let nominated = latest(c, pod, "Nominated")?.seen()?;
-    match latest(c, pod, "FailedScheduling").and_then(Event::seen) {
-        Some(failed) if failed > nominated => None,
-        _ => Some(nominated),
+impl<'c> PodEvents<'c> {
+    pub fn of(c: &'c Cluster, pod: &Pod) -> Self {
+        let m = &pod.metadata;
+        let mut out = PodEvents::default();
+        // Newest first, so the first of each kind is the latest.
+        for e in c.events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid) {
+            let slot = match (e.from_karpenter(), e.reason.as_str()) {
+                (true, "FailedScheduling") => &mut out.failed,
+                (true, "Nominated") => &mut out.nominated,
+                (false, "FailedScheduling") => &mut out.scheduler,
+                _ => continue,
+            };
+            slot.get_or_insert(e);
+        }
+        out
+    }
+
+    /// Nominated by Karpenter after its last failure to schedule: capacity is on its way.
+    fn nominated_since_failure(&self) -> Option<DateTime<Utc>> {
+        let nominated = self.nominated?.seen()?;
+        match self.failed.and_then(Event::seen) {
+            Some(failed) if failed > nominated => None,
+            _ => Some(nominated),
+        }
     }
 }
 
-/// Pods Karpenter would try to provision for (facts section 6).
-pub fn unschedulable_pods(c: &Cluster) -> impl Iterator<Item = &Pod> {
-    c.pods.values().filter(move |p| {
-        is_unschedulable(p)
-            && p.status
-                .nominated_node_name
-                .as_deref()
-                .unwrap_or("")
-                .is_empty()
-            && !p.metadata.owned_by("DaemonSet")
-            && !p.metadata.owned_by("Node")
-            && p.metadata.deletion_timestamp.is_none()
-            && nominated_since_failure(c, p).is_none()
-    })
+/// Pods Karpenter would try to provision for (facts section 6), with their events.
+pub fn unschedulable_pods(c: &Cluster) -> impl Iterator<Item = (&Pod, PodEvents<'_>)> {
+    c.pods
+        .values()
+        .filter(|p| {
+            is_unschedulable(p)
+                && p.status
+                    .nominated_node_name
+                    .as_deref()
+                    .unwrap_or("")
+                    .is_empty()
+                && !p.metadata.owned_by("DaemonSet")
+                && !p.metadata.owned_by("Node")
+                && p.metadata.deletion_timestamp.is_none()
+        })
+        .map(move |p| (p, PodEvents::of(c, p)))
+        .filter(|(_, ev)| ev.nominated_since_failure().is_none())
 }
 
 // ------------------------------------------------------------------ per-pod diagnosis
@@ -658,35 +682,41 @@ fn cross_check(verdicts: &mut [PoolVerdict], fs: &events::FailedScheduling) {
 /// StatefulSet) share their scheduling constraints, so their verdicts are computed once;
 /// likewise each distinct event message is parsed once.
 #[derive(Default)]
-pub struct DiagnosisCache {
-    verdicts: HashMap<
-        (String, String),
-        (
-            Arc<Vec<PoolVerdict>>,
-            Option<(MessageFormat, Arc<Vec<Segment>>)>,
-        ),
-    >,
+pub struct DiagnosisCache<'c> {
+    /// By (controller uid, Karpenter's event message), both borrowed from the model.
+    verdicts: HashMap<(&'c str, &'c str), SharedVerdicts>,
 }
+
+type SharedVerdicts = (
+    Arc<Vec<PoolVerdict>>,
+    Option<(MessageFormat, Arc<Vec<Segment>>)>,
+);
 
 /// Diagnose one pending pod against every pool.
 pub fn diagnose(c: &Cluster, pools: &PoolSet, pod: &Pod, now: DateTime<Utc>) -> PodDiagnosis {
-    diagnose_cached(c, pools, pod, now, &mut DiagnosisCache::default())
+    diagnose_cached(
+        pools,
+        pod,
+        PodEvents::of(c, pod),
+        now,
+        &mut DiagnosisCache::default(),
+    )
 }
 
 /// [`diagnose`], sharing work with earlier pods of the same controller.
-pub fn diagnose_cached(
-    c: &Cluster,
+pub fn diagnose_cached<'c>(
     pools: &PoolSet,
-    pod: &Pod,
+    pod: &'c Pod,
+    events: PodEvents<'c>,
     now: DateTime<Utc>,
-    cache: &mut DiagnosisCache,
+    cache: &mut DiagnosisCache<'c>,
 ) -> PodDiagnosis {
     let since = condition(&pod.status.conditions, "PodScheduled")
         .and_then(|c| c.last_transition_time)
         .or(pod.metadata.creation_timestamp);
     let pending = since.map(|s| now - s).unwrap_or_else(Duration::zero);
     let requests = pod_requests(&pod.spec);
-    let event = latest(c, pod, "FailedScheduling");
+    let event = events.failed;
     let compute = || {
         let terms = pod_terms(&pod.spec, pools.provider);
         let mut verdicts: Vec<PoolVerdict> = pools
@@ -709,8 +739,8 @@ pub fn diagnose_cached(
     let (nodepools, parsed) = match owner {
         Some(o) => {
             let key = (
-                o.uid.clone(),
-                event.map(|e| e.message.clone()).unwrap_or_default(),
+                o.uid.as_str(),
+                event.map(|e| e.message.as_str()).unwrap_or_default(),
             );
             cache.verdicts.entry(key).or_insert_with(compute).clone()
         }
@@ -726,12 +756,7 @@ pub fn diagnose_cached(
             format,
             segments,
         });
-    let m = &pod.metadata;
-    let scheduler = c
-        .events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid)
-        .into_iter()
-        .find(|e| !e.from_karpenter() && e.reason == "FailedScheduling")
-        .map(|e| e.message.clone());
+    let scheduler = events.scheduler.map(|e| e.message.clone());
     PodDiagnosis {
         pod: ObjectRef::of("Pod", &pod.metadata),
         since,
@@ -837,7 +862,7 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
                 Some(n) => {
                     format!("bound elsewhere: it runs on {n}, not where Karpenter nominated it")
                 }
-                None if nominated_since_failure(c, p).is_none() => continue, // failed again since: pod-unschedulable speaks
+                None if PodEvents::of(c, p).nominated_since_failure().is_none() => continue, // failed again since: pod-unschedulable speaks
                 None => "still pending".to_string(),
             },
         };
