@@ -362,7 +362,7 @@ pub struct PodDiagnosis {
     #[serde(skip)]
     pub pending: Duration,
     pub pending_for: String,
-    pub requests: BTreeMap<String, String>,
+    pub requests: Arc<BTreeMap<String, String>>,
     pub nodepools: Arc<Vec<PoolVerdict>>,
     pub event: Option<EventEvidence>,
     /// The kube-scheduler's own last word, when it left one.
@@ -381,9 +381,14 @@ impl PodDiagnosis {
     }
     /// One line: what holds the pod.
     pub fn summary(&self) -> String {
-        let head = format!("Pending {}", self.pending_for);
+        format!("Pending {}: {}", self.pending_for, self.verdict_summary())
+    }
+
+    /// What holds the pod, without how long: the same for every replica that shares
+    /// its verdicts and event.
+    pub fn verdict_summary(&self) -> String {
         if self.nodepools.is_empty() {
-            return format!("{head}: there are no NodePools, so Karpenter cannot provision for it");
+            return "there are no NodePools, so Karpenter cannot provision for it".into();
         }
         let compatible: Vec<&str> = self.compatible().map(|v| v.name.as_str()).collect();
         if compatible.is_empty() {
@@ -405,7 +410,7 @@ impl PodDiagnosis {
             if self.nodepools.len() > 4 {
                 why.push(format!("{} more", self.nodepools.len() - 4));
             }
-            return format!("{head}: no NodePool can run it ({})", why.join("; "));
+            return format!("no NodePool can run it ({})", why.join("; "));
         }
         let evidence = match &self.event {
             Some(e) => format!(
@@ -421,7 +426,7 @@ impl PodDiagnosis {
         } else {
             format!("NodePools {} could take it", compatible.join(", "))
         };
-        format!("{head}: {pools}, yet no capacity was launched ({evidence})")
+        format!("{pools}, yet no capacity was launched ({evidence})")
     }
 }
 
@@ -687,7 +692,9 @@ pub struct DiagnosisCache<'c> {
     verdicts: HashMap<(&'c str, &'c str), SharedVerdicts>,
 }
 
+/// Requests as shown, verdicts, and the parsed event: what replicas share.
 type SharedVerdicts = (
+    Arc<BTreeMap<String, String>>,
     Arc<Vec<PoolVerdict>>,
     Option<(MessageFormat, Arc<Vec<Segment>>)>,
 );
@@ -715,9 +722,9 @@ pub fn diagnose_cached<'c>(
         .and_then(|c| c.last_transition_time)
         .or(pod.metadata.creation_timestamp);
     let pending = since.map(|s| now - s).unwrap_or_else(Duration::zero);
-    let requests = pod_requests(&pod.spec);
     let event = events.failed;
     let compute = || {
+        let requests = pod_requests(&pod.spec);
         let terms = pod_terms(&pod.spec, pools.provider);
         let mut verdicts: Vec<PoolVerdict> = pools
             .ordered
@@ -729,14 +736,19 @@ pub fn diagnose_cached<'c>(
             cross_check(&mut verdicts, &fs);
             (fs.format, Arc::new(fs.segments))
         });
-        (Arc::new(verdicts), parsed)
+        let shown = requests
+            .0
+            .iter()
+            .map(|(k, v)| (k.clone(), format_quantity(k, *v)))
+            .collect();
+        (Arc::new(shown), Arc::new(verdicts), parsed)
     };
     let owner = pod
         .metadata
         .owner_references
         .iter()
         .find(|o| o.controller == Some(true) && !o.uid.is_empty());
-    let (nodepools, parsed) = match owner {
+    let (requests, nodepools, parsed) = match owner {
         Some(o) => {
             let key = (
                 o.uid.as_str(),
@@ -762,11 +774,7 @@ pub fn diagnose_cached<'c>(
         since,
         pending,
         pending_for: crate::karpenter::duration::human(pending),
-        requests: requests
-            .0
-            .iter()
-            .map(|(k, v)| (k.clone(), format_quantity(k, *v)))
-            .collect(),
+        requests,
         nodepools,
         event,
         scheduler,
@@ -789,15 +797,23 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
 }
 
 fn unschedulable(ctx: &Context) -> Vec<Finding> {
+    // Replicas share verdicts (the same Arc), so their summaries are written once.
+    let mut summaries: HashMap<(*const Vec<PoolVerdict>, Option<&str>), String> = HashMap::new();
     ctx.pending
         .iter()
         .map(|d| {
+            let key = (
+                Arc::as_ptr(&d.nodepools),
+                d.event.as_ref().map(|e| e.message.as_str()),
+            );
+            let why = summaries.entry(key).or_insert_with(|| d.verdict_summary());
+            let message = format!("Pending {}: {why}", d.pending_for);
             let sev = if d.pending > Duration::minutes(GRACE) {
                 Severity::Critical
             } else {
                 Severity::Warning
             };
-            Finding::new(Code::PodUnschedulable, sev, d.pod.clone(), d.summary())
+            Finding::new(Code::PodUnschedulable, sev, d.pod.clone(), message)
                 .since(d.since)
                 .shared_details(d.clone())
         })
