@@ -353,8 +353,6 @@ pub struct Affinity {
 pub struct Container {
     #[serde(default)]
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<String>,
     #[serde(default)]
     pub resources: ContainerResources,
     /// `Always` on an init container makes it a sidecar.
@@ -362,30 +360,49 @@ pub struct Container {
     pub restart_policy: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A container's effective requests: a missing request is taken from the limit (as
+/// Kubernetes defaults it and Karpenter reads it). Limits themselves are not kept.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ContainerResources {
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub requests: ResourceList,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub limits: ResourceList,
+}
+
+impl<'de> Deserialize<'de> for ContainerResources {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Default, Deserialize)]
+        struct Raw {
+            #[serde(default, deserialize_with = "null_default")]
+            requests: ResourceList,
+            #[serde(default, deserialize_with = "null_default")]
+            limits: ResourceList,
+        }
+        let Raw {
+            mut requests,
+            limits,
+        } = Option::<Raw>::deserialize(d)?.unwrap_or_default();
+        for (k, v) in limits {
+            requests.entry(k).or_insert(v);
+        }
+        Ok(ContainerResources { requests })
+    }
 }
 
 impl ContainerResources {
-    /// Requests, with a missing request taken from the limit (as Kubernetes defaults it and Karpenter reads it).
     pub fn effective_requests(&self) -> ResourceList {
-        let mut out = self.limits.clone();
-        out.extend(self.requests.iter().map(|(k, v)| (k.clone(), v.clone())));
-        out
+        self.requests.clone()
     }
+}
+
+/// Keep only the pod conditions the analysis reads (PodScheduled).
+fn scheduling_conditions<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<Condition>, D::Error> {
+    let all: Vec<Condition> = null_default(d)?;
+    Ok(all
+        .into_iter()
+        .filter(|c| c.type_ == "PodScheduled")
+        .collect())
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -395,7 +412,7 @@ pub struct PodStatus {
     pub phase: Option<String>,
     #[serde(
         default,
-        deserialize_with = "null_default",
+        deserialize_with = "scheduling_conditions",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub conditions: Vec<Condition>,

@@ -81,14 +81,188 @@ pub fn load_paths(paths: &[PathBuf], cluster: &mut Cluster) -> Result<LoadNotes>
             continue;
         }
         for file in files_under(path)? {
-            let text = std::fs::read_to_string(&file).map_err(|source| Error::Read {
-                path: file.clone(),
-                source,
-            })?;
-            load_into(&file.display().to_string(), &text, cluster, &mut notes)?;
+            load_file(&file, cluster, &mut notes)?;
         }
     }
     Ok(notes)
+}
+
+fn read_error(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Load one file: JSON is streamed (memory holds the model and one item at a time, never
+/// the whole file); YAML is read whole.
+fn load_file(path: &Path, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
+    use std::io::BufRead;
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(read_error(path))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let json = loop {
+        let buf = reader.fill_buf().map_err(read_error(path))?;
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => {
+                let first = buf[i];
+                reader.consume(i);
+                break matches!(first, b'{' | b'[');
+            }
+            None if buf.is_empty() => break false,
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
+        }
+    };
+    if !json {
+        let text = std::fs::read_to_string(path).map_err(read_error(path))?;
+        return load_into(&name, &text, cluster, notes);
+    }
+    let before = notes.loaded + notes.skipped.values().sum::<usize>();
+    if let Err(streamed) = stream_json(&name, reader, cluster, notes) {
+        // Errors are rare: parse the whole text again for the exact line and message.
+        let text = std::fs::read_to_string(path).map_err(read_error(path))?;
+        load_json(
+            &name,
+            &text,
+            &mut Cluster::default(),
+            &mut LoadNotes::default(),
+        )?;
+        return Err(streamed);
+    }
+    if notes.loaded + notes.skipped.values().sum::<usize>() == before {
+        return Err(Error::Empty { path: name });
+    }
+    Ok(())
+}
+
+/// Stream JSON values (one or many, objects or arrays) from a reader.
+fn stream_json<R: std::io::Read>(
+    name: &str,
+    reader: R,
+    cluster: &mut Cluster,
+    notes: &mut LoadNotes,
+) -> Result<()> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let mut failure = None;
+    while de.end().is_err() {
+        let seed = Stream {
+            name,
+            cluster,
+            notes,
+            failure: &mut failure,
+        };
+        if let Err(e) = seed.deserialize(&mut de) {
+            return Err(failure.take().unwrap_or_else(|| Error::Parse {
+                path: name.to_string(),
+                message: format!("line {}, column {}: {e}", e.line(), e.column()),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// A top-level JSON value, visited without holding it whole: a List's items are
+/// ingested as they arrive.
+struct Stream<'a> {
+    name: &'a str,
+    cluster: &'a mut Cluster,
+    notes: &'a mut LoadNotes,
+    failure: &'a mut Option<Error>,
+}
+
+impl Stream<'_> {
+    fn item<E: serde::de::Error>(&mut self, raw: &RawValue) -> Result<(), E> {
+        load_json_value(self.name, raw.get(), raw, self.cluster, self.notes).map_err(|e| {
+            let msg = e.to_string();
+            *self.failure = Some(e);
+            E::custom(msg)
+        })
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Stream<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Stream<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a Kubernetes object, a List, or an array of objects")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(raw) = seq.next_element::<Box<RawValue>>()? {
+            self.item(&raw)?;
+        }
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        let mut fields: Vec<(String, Box<RawValue>)> = Vec::new();
+        let mut listed = false;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "items" {
+                listed = true;
+                map.next_value_seed(Items(&mut self))?;
+            } else {
+                fields.push((key, map.next_value()?));
+            }
+        }
+        if listed {
+            let meta = fields
+                .iter()
+                .find(|(k, _)| k == "metadata")
+                .and_then(|(_, v)| serde_json::from_str::<ListMeta>(v.get()).ok());
+            if let Some(at) = meta
+                .and_then(|m| m.annotations)
+                .and_then(|a| a.get(CAPTURED_AT).cloned())
+            {
+                self.cluster.captured_at = DateTime::parse_from_rfc3339(&at)
+                    .ok()
+                    .map(|t| t.with_timezone(&Utc));
+            }
+            return Ok(());
+        }
+        // A single object: put it back together and load it as usual.
+        let body: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("{}:{}", serde_json::Value::from(k.as_str()), v.get()))
+            .collect();
+        let text = format!("{{{}}}", body.join(","));
+        let raw: Box<RawValue> = serde_json::from_str(&text).map_err(serde::de::Error::custom)?;
+        self.item(&raw)
+    }
+}
+
+/// The `items` of a List, ingested one by one.
+struct Items<'s, 'a>(&'s mut Stream<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Items<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Items<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of Kubernetes objects")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(raw) = seq.next_element::<Box<RawValue>>()? {
+            self.0.item(&raw)?;
+        }
+        Ok(())
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
 }
 
 /// Load one document set from text; `name` labels errors.
@@ -442,6 +616,64 @@ mod tests {
         assert!(e.to_string().starts_with("bad.yaml: line"), "{e}");
         let e = load_str("empty.yaml", "# nothing\n", &mut c).unwrap_err();
         assert!(e.to_string().contains("no Kubernetes objects"), "{e}");
+    }
+
+    #[test]
+    fn streamed_files_load_like_text_and_keep_exact_error_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let pod: serde_json::Value = serde_norway::from_str(POD_YAML).unwrap();
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [pod.clone(), {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}],
+            "metadata": {"annotations": {CAPTURED_AT: "2026-11-21T10:00:00Z"}}});
+        let cases = [
+            ("list.json", serde_json::to_string_pretty(&list).unwrap()),
+            ("stream.json", format!("  \n{pod}\n{pod}")),
+            (
+                "array.json",
+                serde_json::Value::Array(vec![pod.clone()]).to_string(),
+            ),
+            ("single.json", pod.to_string()),
+        ];
+        for (file, text) in cases {
+            let path = dir.path().join(file);
+            std::fs::write(&path, &text).unwrap();
+            let (mut streamed, mut whole) = (Cluster::default(), Cluster::default());
+            load_paths(&[path], &mut streamed).unwrap();
+            load_str(file, &text, &mut whole).unwrap();
+            assert_eq!(streamed.counts(), whole.counts(), "{file}");
+            assert_eq!(streamed.captured_at, whole.captured_at, "{file}");
+            assert_eq!(streamed.pods_on("n1").count(), 1, "{file}");
+        }
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, "{\"kind\": \"List\", \"apiVersion\": \"v1\", \"items\": [\n\n{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": 3}}]}").unwrap();
+        let e = load_paths(&[bad], &mut Cluster::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bad.json: line 3"), "{e}");
+        let empty = dir.path().join("empty.json");
+        std::fs::write(
+            &empty,
+            "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": null}",
+        )
+        .unwrap();
+        assert!(load_paths(&[empty], &mut Cluster::default())
+            .unwrap_err()
+            .to_string()
+            .contains("no Kubernetes objects"));
+    }
+
+    #[test]
+    fn pods_keep_only_what_the_analysis_reads() {
+        let mut c = Cluster::default();
+        load_str("p.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: n}\nspec:\n  containers:\n  - name: a\n    image: x\n    resources: {requests: {cpu: 100m}, limits: {cpu: 200m, memory: 1Gi}}\nstatus:\n  conditions:\n  - {type: Ready, status: 'False'}\n  - {type: PodScheduled, status: 'False', reason: Unschedulable}\n", &mut c).unwrap();
+        let p = &c.pods[&("n".to_string(), "p".to_string())];
+        let r = &p.spec.containers[0].resources.requests;
+        assert_eq!(
+            (r["cpu"].0.as_str(), r["memory"].0.as_str()),
+            ("100m", "1Gi"),
+            "a missing request comes from the limit"
+        );
+        assert_eq!(p.status.conditions.len(), 1);
+        assert_eq!(p.status.conditions[0].type_, "PodScheduled");
     }
 
     #[test]
