@@ -182,7 +182,7 @@ fn why_pod(
                 let mut r: Vec<String> = v
                     .reasons
                     .iter()
-                    .map(|r| format!("{}: {}", category(r.category), r.message))
+                    .map(|r| format!("{}: {}", serde_name(r.category), r.message))
                     .collect();
                 if v.source == "event" {
                     r.push("(from Karpenter's event)".into());
@@ -238,8 +238,9 @@ fn why_pod(
     Ok(ExitCode::SUCCESS)
 }
 
-fn category(c: Category) -> String {
-    serde_json::to_value(c)
+/// The name an enum serialises to (`instance-types`, `do-not-disrupt-pod`, ...).
+fn serde_name<T: Serialize>(v: T) -> String {
+    serde_json::to_value(v)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
@@ -386,7 +387,7 @@ fn why_node(
     } else {
         out.push_str(&format!("\n{}\n", s.bold("Blockers")));
         for b in &state.blockers {
-            out.push_str(&format!("  - {}: {}\n", blocker_kind(b.kind), b.message));
+            out.push_str(&format!("  - {}: {}\n", serde_name(b.kind), b.message));
         }
         out.push_str(&format!("\n{}\n", s.bold("To unblock")));
         for a in &answer.advice {
@@ -400,13 +401,6 @@ fn why_node(
     }
     print!("{out}");
     Ok(ExitCode::SUCCESS)
-}
-
-fn blocker_kind(k: BlockerKind) -> String {
-    serde_json::to_value(k)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn unblock(b: &Blocker) -> String {
