@@ -15,7 +15,7 @@ pub enum Error {
     Empty { path: String },
     #[error("--now: {0:?} is not an RFC 3339 time (e.g. 2026-11-21T10:00:00Z)")]
     BadTime(String),
-    #[error("cannot load the kubeconfig: {0}")]
+    #[error("cannot load the kubeconfig: {0} (point kelp at a cluster with --kubeconfig/--context, or read a dump with --from)")]
     Kubeconfig(String),
     #[error("cannot reach the cluster at {server}: {message}")]
     Unreachable { server: String, message: String },
