@@ -1317,6 +1317,8 @@ fn nodes_not_ready(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     c.nodes
         .values()
+        // A node being terminated goes NotReady on its way out: not lost capacity.
+        .filter(|n| n.metadata.deletion_timestamp.is_none())
         .filter_map(|n| {
             let pool = Cluster::pool_of(&n.metadata.labels)?;
             let ready = condition(&n.status.conditions, "Ready")?;
