@@ -400,7 +400,7 @@ fn pending_pod(i: usize, shape: Shape, pools: &[PoolPlan], rng: &mut Rng) -> (Va
         mem,
         extra,
     )];
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         containers.push(container(
             "envoy",
             "public.ecr.aws/envoy:v1.31",

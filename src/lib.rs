@@ -10,7 +10,10 @@ pub mod demo;
 pub mod error;
 pub mod findings;
 pub mod karpenter;
+pub mod lint;
+pub mod metrics;
 pub mod model;
+pub mod serve;
 pub mod source;
 
 pub use error::{Error, Result};

@@ -8,255 +8,13 @@
 //! Scenarios are isolated from each other (and from the default pool) by a label their
 //! pools carry and their pods select, so they can run in parallel.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::process::Command;
+use std::time::Instant;
+
+use common::*;
 use serde_json::Value;
-
-struct Env {
-    kubeconfig: String,
-    kubectl: String,
-}
-
-fn env() -> Option<Env> {
-    let dir = std::env::var("KELP_TESTENV_DIR").unwrap_or_else(|_| "/tmp/kelp-testenv".into());
-    let text = std::fs::read_to_string(PathBuf::from(&dir).join("env")).ok();
-    let Some(text) = text else {
-        assert!(
-            std::env::var_os("KELP_E2E").is_none(),
-            "KELP_E2E is set but no testenv is up in {dir}: run testenv/up"
-        );
-        eprintln!(
-            "e2e: skipped, no testenv in {dir} (run testenv/up, or set KELP_E2E=1 to require it)"
-        );
-        return None;
-    };
-    let var = |k: &str| {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("export "))
-            .find_map(|l| {
-                l.strip_prefix(&format!("{k}="))
-                    .map(|v| v.trim_matches(['"', '\'']).to_string())
-            })
-            .unwrap_or_else(|| panic!("{k} missing from {dir}/env"))
-    };
-    Some(Env {
-        kubeconfig: var("KUBECONFIG"),
-        kubectl: var("KUBECTL"),
-    })
-}
-
-impl Env {
-    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut cmd = Command::new(&self.kubectl);
-        cmd.env("KUBECONFIG", &self.kubeconfig)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if stdin.is_some() {
-            cmd.stdin(Stdio::piped());
-        }
-        let mut child = cmd.spawn().expect("kubectl");
-        if let Some(input) = stdin {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        child.wait_with_output().unwrap()
-    }
-
-    /// Delete pods left by an earlier run against the same testenv, so each run starts clean.
-    fn fresh(&self, ns: &str, pods: &[&str]) {
-        let mut args = vec![
-            "delete",
-            "pod",
-            "-n",
-            ns,
-            "--ignore-not-found",
-            "--grace-period=0",
-            "--force",
-        ];
-        args.extend(pods);
-        let _ = self.kubectl(&args, None);
-    }
-
-    fn apply(&self, yaml: &str) {
-        let out = self.kubectl(&["apply", "-f", "-"], Some(yaml));
-        assert!(
-            out.status.success(),
-            "kubectl apply: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args, None);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).to_string()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&a)).unwrap()
-    }
-
-    fn kelp(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_kelp"))
-            .env_remove("KUBECONFIG")
-            .args(args)
-            .args(["--kubeconfig", &self.kubeconfig])
-            .output()
-            .unwrap()
-    }
-
-    fn kelp_json(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        let out = self.kelp(&a);
-        assert!(
-            matches!(out.status.code(), Some(0 | 1)),
-            "kelp {a:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "kelp {a:?} printed no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        })
-    }
-
-    fn doctor(&self) -> Value {
-        self.kelp_json(&["doctor"])
-    }
-}
-
-/// Poll until `f` yields, or fail naming `what`.
-fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-const MINUTES: Duration = Duration::from_secs(60);
-
-fn findings<'a>(report: &'a Value, code: &str) -> Vec<&'a Value> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["code"] == code)
-        .collect()
-}
-
-fn find<'a>(report: &'a Value, code: &str, name: &str) -> Option<&'a Value> {
-    findings(report, code)
-        .into_iter()
-        .find(|f| f["object"]["name"] == name)
-}
-
-/// A NodePool for one scenario: it carries the label `e2e.kelp.dev/scenario=<scenario>`,
-/// which only that scenario's pods select, and a taint of the same name, which only they
-/// tolerate (so no other pod lands on it). `extra_spec` goes under `template.spec`.
-fn pool(name: &str, scenario: &str, extra_spec: &str, limits_cpu: &str) -> String {
-    format!(
-        r#"
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: {name}
-spec:
-  template:
-    metadata:
-      labels:
-        e2e.kelp.dev/scenario: {scenario}
-    spec:
-      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
-      requirements:
-        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
-        - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
-        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
-      expireAfter: 720h
-      taints:
-        - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
-{extra_spec}
-  limits:
-    cpu: "{limits_cpu}"
-  disruption:
-    consolidationPolicy: WhenEmpty
-    consolidateAfter: 10m
-"#
-    )
-}
-
-fn pod(ns: &str, name: &str, scenario: &str, cpu: &str, extra: &str) -> String {
-    format!(
-        r#"
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  namespace: {ns}
-  labels: {{app: {name}, e2e.kelp.dev/scenario: {scenario}}}
-spec:
-  nodeSelector:
-    e2e.kelp.dev/scenario: {scenario}
-  tolerations:
-    - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
-  containers:
-    - name: app
-      image: registry.k8s.io/pause:3.10
-      resources: {{requests: {{cpu: "{cpu}", memory: 64Mi}}}}
-{extra}
-"#
-    )
-}
-
-fn namespace(e: &Env, ns: &str) {
-    e.apply(&format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
-    ));
-}
-
-fn verdict<'a>(why: &'a Value, pool: &str) -> &'a Value {
-    why["diagnosis"]["nodepools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no diagnosis: {why:#}"))
-        .iter()
-        .find(|v| v["name"] == pool)
-        .unwrap_or_else(|| panic!("no verdict for {pool}: {why:#}"))
-}
-
-/// The pool of the NodeClaim Karpenter launched for a pod, once the pod is bound.
-fn launched_pool(e: &Env, ns: &str, pod: &str) -> String {
-    let node = wait_for(&format!("{ns}/{pod} to be bound"), 3 * MINUTES, || {
-        let p = e.json(&["get", "pod", "-n", ns, pod]);
-        p["spec"]["nodeName"].as_str().map(str::to_string)
-    });
-    let n = e.json(&["get", "node", &node]);
-    n["metadata"]["labels"]["karpenter.sh/nodepool"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
 
 #[test]
 fn a_tainted_pool_rejects_and_karpenter_launches_from_the_pool_kelp_called_compatible() {
@@ -670,4 +428,67 @@ fn a_healthy_workload_is_provisioned_and_the_snapshot_reads_back_the_same() {
         k
     };
     assert_eq!(keys(&live), keys(&offline));
+}
+
+/// `kelp serve` against the real cluster: ready after its first sync, a new unschedulable
+/// pod reaches `/metrics` and is logged once as a structured JSON line.
+#[test]
+fn serve_exports_and_logs_a_new_unschedulable_pod() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-serve";
+    namespace(&e, ns);
+    e.fresh(ns, &["stuck"]);
+    let serve = Serve::start(&e);
+    assert_eq!(
+        wait_for("/livez", MINUTES, || serve.get("/livez").map(|r| r.0)),
+        200
+    );
+    wait_for("/readyz to be 200", MINUTES, || {
+        (serve.get("/readyz")?.0 == 200).then_some(())
+    });
+
+    let created = Instant::now();
+    e.apply(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: stuck, namespace: {ns}}}\nspec:\n  nodeSelector: {{e2e.kelp.dev/nowhere: x}}\n  containers: [{{name: a, image: registry.k8s.io/pause:3.10}}]\n"
+    ));
+    let body = wait_for("the pod in /metrics", MINUTES, || {
+        let (_, body) = serve.get("/metrics")?;
+        body.contains(r#"karpenter_helper_findings{code="pod-unschedulable""#)
+            .then_some(body)
+    });
+    eprintln!(
+        "serve: unschedulable pod visible in /metrics {:?} after creation",
+        created.elapsed()
+    );
+    assert!(
+        body.contains("# TYPE karpenter_helper_findings gauge"),
+        "{body}"
+    );
+    let line = wait_for("the appeared log line", MINUTES, || {
+        serve
+            .logs()
+            .lines()
+            .find(|l| l.contains("\"appeared\"") && l.contains("Pod/e2e-serve/stuck"))
+            .map(str::to_string)
+    });
+    let v: Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
+    assert_eq!(v["code"], "pod-unschedulable", "{v}");
+    assert_eq!(v["level"], "WARN", "{v}");
+    e.ok(&[
+        "delete",
+        "pod",
+        "-n",
+        ns,
+        "stuck",
+        "--grace-period=0",
+        "--force",
+    ]);
+    wait_for("the resolved log line", MINUTES, || {
+        serve
+            .logs()
+            .lines()
+            .any(|l| l.contains("\"resolved\"") && l.contains("Pod/e2e-serve/stuck"))
+            .then_some(())
+    });
 }

@@ -3,9 +3,12 @@
 
 pub mod demo;
 pub mod doctor;
+pub mod lint;
 pub mod output;
+pub mod serve;
 pub mod snapshot;
 pub mod source;
+pub mod what_if;
 pub mod why;
 
 use std::process::ExitCode;
@@ -23,6 +26,9 @@ Examples:
   kelp why node ip-10-0-1-23.ec2.internal     why isn't Karpenter replacing this node?
   kelp snapshot -o cluster.json               capture what kelp reads, to analyse offline or share
   kelp doctor --from cluster.json             analyse a dump (kubectl get -o yaml|json output works too)
+  kelp lint manifests/ -o sarif > kelp.sarif  check NodePool/EC2NodeClass manifests offline, for CI
+  kelp what-if --pod web.yaml --nodepools karpenter/
+                                              would this workload fit these NodePools? (offline)
 
 kelp only reads (get/list) and never reads Secrets.";
 
@@ -43,17 +49,29 @@ pub enum Command {
     Snapshot(snapshot::Args),
     /// Run kelp on a bundled, realistic cluster dump (no cluster needed)
     Demo(demo::Args),
+    /// Check NodePool and EC2NodeClass manifests offline (text, JSON or SARIF)
+    Lint(lint::Args),
+    /// Would this pod fit these NodePool manifests? Each pool's verdict, offline
+    WhatIf(what_if::Args),
+    /// Watch the cluster and export findings as Prometheus metrics and logs
+    Serve(serve::Args),
 }
 
 /// Parse arguments, run, and map the outcome to an exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    match &cli.command {
+        Command::Serve(a) => init_logging(a.log_format, "info"),
+        _ => init_logging(LogFormat::Text, "kelp=warn"),
+    }
     let result = match cli.command {
         Command::Doctor(a) => doctor::run(a),
         Command::Why(a) => why::run(a),
         Command::Snapshot(a) => snapshot::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Lint(a) => lint::run(a),
+        Command::WhatIf(a) => what_if::run(a),
+        Command::Serve(a) => serve::run(a),
     };
     match result {
         Ok(code) => code,
@@ -76,13 +94,27 @@ fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ").replace('\n', " ")
 }
 
-fn init_logging() {
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Logs go to stderr; `KELP_LOG` (an EnvFilter, e.g. `kelp=debug`) overrides the level.
+fn init_logging(format: LogFormat, default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("KELP_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kelp=warn"));
-    let _ = tracing_subscriber::fmt()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .try_init();
+        .with_ansi(ansi);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
 }
 
 /// A current-thread runtime for one-shot commands that talk to a cluster.

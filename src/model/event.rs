@@ -55,14 +55,14 @@ pub struct ObjectRef {
     pub uid: String,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Source {
     #[serde(default)]
     component: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Series {
     #[serde(default)]
@@ -72,11 +72,11 @@ struct Series {
 }
 
 /// core/v1 Event.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CoreEvent {
     #[serde(default)]
-    metadata: Meta,
+    pub(crate) metadata: Meta,
     #[serde(default)]
     involved_object: ObjectRef,
     #[serde(default, deserialize_with = "null_default")]
@@ -141,6 +141,17 @@ fn id(meta: &Meta) -> String {
 
 fn nonempty(s: Option<String>) -> Option<String> {
     s.filter(|s| !s.is_empty())
+}
+
+impl CoreEvent {
+    /// The normalised event, leaving this one as it is.
+    pub fn clone_event(&self) -> Event {
+        Event {
+            id: id(&self.metadata),
+            regarding: self.involved_object.clone(),
+            ..Event::default()
+        }
+    }
 }
 
 impl From<CoreEvent> for Event {

@@ -21,6 +21,13 @@ pub struct Meta {
         skip_serializing_if = "String::is_empty"
     )]
     pub uid: String,
+    /// Where a watch resumes from.
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub resource_version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,5 +4,6 @@
 pub mod dump;
 pub mod live;
 pub mod metrics;
+pub mod watch;
 
 pub use dump::{load_paths, load_str, LoadNotes};

@@ -1,0 +1,279 @@
+//! `kelp what-if --pod FILE --nodepools PATH...`: would this pod (or a workload's pod
+//! template) fit these NodePools? Offline, with the evaluation `kelp why pod` uses
+//! (readiness, limits, taints, requirements, in Karpenter's pool order). Manifests from
+//! Git carry no status, so a pool without conditions is taken as Ready and a pool
+//! without `status.resources` (and no NodeClaims in the inputs) as using nothing.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+use super::output::{self, columns, Format, Style};
+use crate::analysis::provisioning::{
+    evaluate, pod_requests, pod_terms, PoolSet, PoolVerdict, Verdict,
+};
+use crate::karpenter::events::Category;
+use crate::karpenter::resources::format_quantity;
+use crate::lint::{checks, yaml};
+use crate::model::{Cluster, Condition, Pod};
+use crate::source;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kelp what-if --pod web.yaml --nodepools karpenter/    a Deployment against a folder of pools
+  kelp what-if --pod job.yaml --nodepools pools.yaml -o json
+  kubectl get pod web-0 -o yaml | kelp what-if --pod - --nodepools karpenter/
+  kelp what-if --pod web.yaml --nodepools cluster.json  against a snapshot (pools keep status)
+
+The pod file may hold a Pod, Deployment, StatefulSet, ReplicaSet, Job, CronJob or DaemonSet
+(several documents are evaluated one by one). NodePools without status are taken as Ready
+and empty (usage 0); pools with status are judged by it.
+
+Exit status: 0 every pod fits at least one NodePool, 1 one does not, 2 kelp could not run.")]
+pub struct Args {
+    /// The pod or workload manifest (YAML or JSON), or - for stdin
+    #[arg(long, value_name = "FILE")]
+    pub pod: PathBuf,
+    /// NodePool manifests: files or folders (recursive *.yaml|*.yml|*.json). Repeatable.
+    #[arg(long, value_name = "PATH", required = true, num_args = 1..)]
+    pub nodepools: Vec<PathBuf>,
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+/// One NodePool's verdict, with its weight.
+#[derive(Debug, Serialize)]
+pub struct PoolRow {
+    pub weight: i32,
+    #[serde(flatten)]
+    pub verdict: PoolVerdict,
+}
+
+/// The answer for one pod.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodAnswer {
+    pub pod: String,
+    pub kind: String,
+    pub requests: BTreeMap<String, String>,
+    /// Every NodePool, in the order Karpenter tries them.
+    pub nodepools: Vec<PoolRow>,
+    /// The first compatible pool: where Karpenter would try to launch.
+    pub first: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    pub pods: Vec<PodAnswer>,
+    /// NodePools without status conditions, taken as Ready.
+    pub assumed_ready: Vec<String>,
+}
+
+/// Pods (or pod templates) in the file, named like `Deployment shop/web`.
+fn read_pods(path: &PathBuf) -> anyhow::Result<Vec<(String, String, Pod)>> {
+    let inputs = crate::lint::read_inputs(std::slice::from_ref(path))?;
+    let mut out = Vec::new();
+    for input in &inputs {
+        if let Some((line, why)) = &input.unreadable {
+            anyhow::bail!("{}: line {line}: {why}", input.name);
+        }
+        let docs = yaml::parse(&input.text)
+            .map_err(|e| anyhow::anyhow!("{}: line {}: {}", input.name, e.line, e.message))?;
+        for doc in &docs {
+            let Some(obj) = checks::Obj::new(0, doc) else {
+                continue;
+            };
+            let Some(template) = checks::pod_template(obj.kind, obj.node) else {
+                continue;
+            };
+            let mut pod: Pod = serde_json::from_value(template.to_json())
+                .with_context(|| format!("{}: {} {}", input.name, obj.kind, obj.name))?;
+            if pod.metadata.name.is_empty() {
+                pod.metadata.name = obj.name.clone();
+            }
+            if pod.metadata.namespace.is_none() {
+                pod.metadata.namespace =
+                    Some(obj.namespace.clone().unwrap_or_else(|| "default".into()));
+            }
+            let ns = pod.metadata.namespace.clone().unwrap_or_default();
+            out.push((obj.kind.to_string(), format!("{ns}/{}", obj.name), pod));
+        }
+    }
+    if out.is_empty() {
+        anyhow::bail!(
+            "{}: no Pod or workload with a pod template (Deployment, StatefulSet, ReplicaSet, Job, CronJob, DaemonSet)",
+            path.display()
+        );
+    }
+    Ok(out)
+}
+
+/// NodePools from manifests, with Ready assumed where they carry no conditions.
+pub fn load_pools(paths: &[PathBuf]) -> anyhow::Result<(Cluster, Vec<String>)> {
+    let mut cluster = Cluster::default();
+    source::load_paths(paths, &mut cluster)?;
+    if cluster.nodepools.is_empty() {
+        anyhow::bail!("no karpenter.sh/v1 NodePools found in --nodepools");
+    }
+    let mut assumed = Vec::new();
+    for (name, pool) in cluster.nodepools.iter_mut() {
+        if pool.status.conditions.is_empty() {
+            pool.status.conditions.push(Condition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                reason: Some("AssumedOffline".into()),
+                message: Some("kelp what-if: the manifest has no status".into()),
+                last_transition_time: None,
+            });
+            assumed.push(name.clone());
+        }
+    }
+    Ok((cluster, assumed))
+}
+
+/// Evaluate one pod against the pools, as `kelp why pod` does (without events: offline).
+pub fn answer(pools: &PoolSet, kind: &str, name: &str, pod: &Pod) -> PodAnswer {
+    let requests = pod_requests(&pod.spec);
+    let terms = pod_terms(&pod.spec, pools.provider);
+    let nodepools: Vec<PoolRow> = pools
+        .ordered
+        .iter()
+        .map(|p| PoolRow {
+            weight: p.pool.spec.weight.unwrap_or(0),
+            verdict: evaluate(p, &pod.spec, &requests, &terms),
+        })
+        .collect();
+    let first = nodepools
+        .iter()
+        .find(|r| r.verdict.verdict == Verdict::Compatible)
+        .map(|r| r.verdict.name.clone());
+    let mut notes = Vec::new();
+    if kind == "DaemonSet" {
+        notes.push("Karpenter never provisions for DaemonSet pods: this says which pools' nodes can run them".into());
+    }
+    PodAnswer {
+        pod: name.to_string(),
+        kind: kind.to_string(),
+        requests: requests
+            .0
+            .iter()
+            .map(|(k, v)| (k.clone(), format_quantity(k, *v)))
+            .collect(),
+        nodepools,
+        first,
+        notes,
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let pods = read_pods(&args.pod)?;
+    let (cluster, assumed_ready) = load_pools(&args.nodepools)?;
+    let pools = PoolSet::new(&cluster);
+    let answer = Answer {
+        pods: pods
+            .iter()
+            .map(|(kind, name, pod)| self::answer(&pools, kind, name, pod))
+            .collect(),
+        assumed_ready,
+    };
+    let fits = answer.pods.iter().all(|p| p.first.is_some());
+    match args.output {
+        Format::Table => print!("{}", table(&answer, Style::detect())),
+        f => print!("{}", output::structured(f, &answer)?),
+    }
+    Ok(if fits {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn category(c: Category) -> String {
+    serde_json::to_value(c)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn table(a: &Answer, s: Style) -> String {
+    let mut out = String::new();
+    for p in &a.pods {
+        let req: Vec<String> = p.requests.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        out.push_str(&format!(
+            "{} {} · requests {}\n\n",
+            s.bold(&p.kind),
+            s.bold(&p.pod),
+            if req.is_empty() {
+                "none".into()
+            } else {
+                req.join(", ")
+            }
+        ));
+        let mut rows = vec![vec![
+            "NODEPOOL".to_string(),
+            "WEIGHT".into(),
+            "VERDICT".into(),
+            "WHY".into(),
+        ]];
+        for r in &p.nodepools {
+            let v = &r.verdict;
+            let why = if v.reasons.is_empty() {
+                match v.verdict {
+                    Verdict::Compatible => {
+                        "passes readiness, limits, taints and requirements".into()
+                    }
+                    _ => String::new(),
+                }
+            } else {
+                v.reasons
+                    .iter()
+                    .map(|r| format!("{}: {}", category(r.category), r.message))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            let verdict = match v.verdict {
+                Verdict::Rejected => s.severity(crate::findings::Severity::Critical, "rejected"),
+                Verdict::Compatible => s.severity(crate::findings::Severity::Info, "compatible"),
+                Verdict::Unknown => s.severity(crate::findings::Severity::Warning, "unknown"),
+            };
+            rows.push(vec![v.name.clone(), r.weight.to_string(), verdict, why]);
+        }
+        out.push_str(&columns(&rows));
+        out.push('\n');
+        match &p.first {
+            Some(f) => out.push_str(&format!(
+                "Karpenter would try NodePool {} first.\n",
+                s.bold(f)
+            )),
+            None => out.push_str(&format!(
+                "{}\n",
+                s.severity(
+                    crate::findings::Severity::Critical,
+                    "No NodePool can take this pod: it would stay Pending."
+                )
+            )),
+        }
+        for n in &p.notes {
+            out.push_str(&format!("Note: {n}\n"));
+        }
+        out.push('\n');
+    }
+    if !a.assumed_ready.is_empty() {
+        out.push_str(&s.dim(&format!(
+            "Assumed Ready with nothing in use (no status in the manifests): {}\n",
+            a.assumed_ready.join(", ")
+        )));
+    }
+    out.push_str(
+        &s.dim("Instance types, topology spread and volumes are not evaluated offline.\n"),
+    );
+    out
+}

@@ -1,0 +1,315 @@
+//! Helpers shared by the end-to-end suites: the testenv's environment, kubectl, kelp
+//! runs and polling.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub struct Env {
+    pub kubeconfig: String,
+    pub kubectl: String,
+}
+
+/// The running testenv, or `None` (with a note) when there is none: its env file is
+/// missing, or its API server does not answer (a testenv that was brought down).
+pub fn env() -> Option<Env> {
+    let dir = std::env::var("KELP_TESTENV_DIR").unwrap_or_else(|_| "/tmp/kelp-testenv".into());
+    let text = std::fs::read_to_string(PathBuf::from(&dir).join("env")).unwrap_or_default();
+    let var = |k: &str| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .find_map(|l| {
+                l.strip_prefix(&format!("{k}="))
+                    .map(|v| v.trim_matches(['"', '\'']).to_string())
+            })
+    };
+    let up = var("KELP_TESTENV_APISERVER_PORT")
+        .and_then(|p| p.parse::<u16>().ok())
+        .is_some_and(|p| std::net::TcpStream::connect(("127.0.0.1", p)).is_ok());
+    if !up {
+        assert!(
+            std::env::var_os("KELP_E2E").is_none(),
+            "KELP_E2E is set but no testenv is up in {dir}: run testenv/up"
+        );
+        eprintln!("e2e: skipped, no testenv up in {dir} (run testenv/up, or set KELP_E2E=1 to require it)");
+        return None;
+    }
+    let need = |k: &str| var(k).unwrap_or_else(|| panic!("{k} missing from {dir}/env"));
+    Some(Env {
+        kubeconfig: need("KUBECONFIG"),
+        kubectl: need("KUBECTL"),
+    })
+}
+
+impl Env {
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new(&self.kubectl);
+        cmd.env("KUBECONFIG", &self.kubeconfig)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if stdin.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        let mut child = cmd.spawn().expect("kubectl");
+        if let Some(input) = stdin {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// Delete pods left by an earlier run against the same testenv, so each run starts clean.
+    pub fn fresh(&self, ns: &str, pods: &[&str]) {
+        let mut args = vec![
+            "delete",
+            "pod",
+            "-n",
+            ns,
+            "--ignore-not-found",
+            "--grace-period=0",
+            "--force",
+        ];
+        args.extend(pods);
+        let _ = self.kubectl(&args, None);
+    }
+
+    pub fn apply(&self, yaml: &str) {
+        let out = self.kubectl(&["apply", "-f", "-"], Some(yaml));
+        assert!(
+            out.status.success(),
+            "kubectl apply: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args, None);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&a)).unwrap()
+    }
+
+    pub fn kelp(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .env_remove("KUBECONFIG")
+            .args(args)
+            .args(["--kubeconfig", &self.kubeconfig])
+            .output()
+            .unwrap()
+    }
+
+    pub fn kelp_json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        let out = self.kelp(&a);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "kelp {a:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "kelp {a:?} printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
+    pub fn doctor(&self) -> Value {
+        self.kelp_json(&["doctor"])
+    }
+}
+
+/// Poll until `f` yields, or fail naming `what`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+pub const MINUTES: Duration = Duration::from_secs(60);
+
+pub fn findings<'a>(report: &'a Value, code: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == code)
+        .collect()
+}
+
+pub fn find<'a>(report: &'a Value, code: &str, name: &str) -> Option<&'a Value> {
+    findings(report, code)
+        .into_iter()
+        .find(|f| f["object"]["name"] == name)
+}
+
+/// A NodePool for one scenario: it carries the label `e2e.kelp.dev/scenario=<scenario>`,
+/// which only that scenario's pods select, and a taint of the same name, which only they
+/// tolerate (so no other pod lands on it). `extra_spec` goes under `template.spec`.
+pub fn pool(name: &str, scenario: &str, extra_spec: &str, limits_cpu: &str) -> String {
+    format!(
+        r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: {name}
+spec:
+  template:
+    metadata:
+      labels:
+        e2e.kelp.dev/scenario: {scenario}
+    spec:
+      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
+      requirements:
+        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
+        - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+      expireAfter: 720h
+      taints:
+        - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
+{extra_spec}
+  limits:
+    cpu: "{limits_cpu}"
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: 10m
+"#
+    )
+}
+
+pub fn pod(ns: &str, name: &str, scenario: &str, cpu: &str, extra: &str) -> String {
+    format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {ns}
+  labels: {{app: {name}, e2e.kelp.dev/scenario: {scenario}}}
+spec:
+  nodeSelector:
+    e2e.kelp.dev/scenario: {scenario}
+  tolerations:
+    - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
+  containers:
+    - name: app
+      image: registry.k8s.io/pause:3.10
+      resources: {{requests: {{cpu: "{cpu}", memory: 64Mi}}}}
+{extra}
+"#
+    )
+}
+
+pub fn namespace(e: &Env, ns: &str) {
+    e.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
+    ));
+}
+
+pub fn verdict<'a>(why: &'a Value, pool: &str) -> &'a Value {
+    why["diagnosis"]["nodepools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diagnosis: {why:#}"))
+        .iter()
+        .find(|v| v["name"] == pool)
+        .unwrap_or_else(|| panic!("no verdict for {pool}: {why:#}"))
+}
+
+/// The pool of the NodeClaim Karpenter launched for a pod, once the pod is bound.
+pub fn launched_pool(e: &Env, ns: &str, pod: &str) -> String {
+    let node = wait_for(&format!("{ns}/{pod} to be bound"), 3 * MINUTES, || {
+        let p = e.json(&["get", "pod", "-n", ns, pod]);
+        p["spec"]["nodeName"].as_str().map(str::to_string)
+    });
+    let n = e.json(&["get", "node", &node]);
+    n["metadata"]["labels"]["karpenter.sh/nodepool"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A `kelp serve` process on a free loopback port, killed when dropped.
+pub struct Serve {
+    child: std::process::Child,
+    pub port: u16,
+    pub log: tempfile::NamedTempFile,
+}
+
+impl Serve {
+    pub fn start(e: &Env) -> Serve {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .args([
+                "serve",
+                "--kubeconfig",
+                &e.kubeconfig,
+                "--metrics-addr",
+                &format!("127.0.0.1:{port}"),
+                "--log-format",
+                "json",
+            ])
+            .env_remove("KELP_LOG")
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        Serve { child, port, log }
+    }
+
+    /// GET a path: (status, whole response).
+    pub fn get(&self, path: &str) -> Option<(u16, String)> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        let code = out.split_whitespace().nth(1)?.parse().ok()?;
+        Some((code, out))
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,72 @@
+//! Reliability against the real control plane: the API server is killed and started again
+//! under `kelp serve`. Its watches must resume (or relist) by themselves, `/readyz` must
+//! stay truthful, and a change made after the restart must reach `/metrics`. This suite
+//! restarts the shared API server, so `scripts/e2e` runs it alone, after the others.
+
+mod common;
+
+use std::time::Instant;
+
+use common::*;
+
+#[test]
+fn serve_reconverges_after_the_api_server_restarts() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-restart";
+    namespace(&e, ns);
+    e.fresh(ns, &["before", "after"]);
+    let serve = Serve::start(&e);
+    wait_for("/readyz to be 200", MINUTES, || {
+        (serve.get("/readyz")?.0 == 200).then_some(())
+    });
+    let pending = |name: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  nodeSelector: {{e2e.kelp.dev/nowhere: x}}\n  containers: [{{name: a, image: registry.k8s.io/pause:3.10}}]\n")
+    };
+    e.apply(&pending("before"));
+    wait_for("the first pod in the logs", MINUTES, || {
+        serve
+            .logs()
+            .contains("Pod/e2e-restart/before")
+            .then_some(())
+    });
+
+    let dir = std::env::var("KELP_TESTENV_DIR").unwrap_or_else(|_| "/tmp/kelp-testenv".into());
+    let restart = std::process::Command::new("testenv/restart-apiserver")
+        .args(["--signal", "KILL", "--down-for", "3"])
+        .env("KELP_TESTENV_DIR", &dir)
+        .output()
+        .unwrap();
+    assert!(
+        restart.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restart.stderr)
+    );
+    let back = Instant::now();
+    // Liveness never depends on the API server; readiness stays true once synced.
+    assert_eq!(serve.get("/livez").map(|r| r.0), Some(200));
+
+    e.apply(&pending("after"));
+    wait_for(
+        "the pod created after the restart in /metrics",
+        MINUTES,
+        || {
+            let (_, body) = serve.get("/metrics")?;
+            body.contains(r#"karpenter_helper_findings{code="pod-unschedulable",severity="warning",nodepool=""} 2"#).then_some(())
+        },
+    );
+    eprintln!(
+        "serve: reconverged {:?} after the API server came back",
+        back.elapsed()
+    );
+    assert_eq!(serve.get("/readyz").map(|r| r.0), Some(200));
+    // Each finding appeared once: no duplicate after the relist.
+    let logs = serve.logs();
+    let appeared = |name: &str| {
+        logs.lines()
+            .filter(|l| {
+                l.contains("\"appeared\"") && l.contains(&format!("Pod/e2e-restart/{name}"))
+            })
+            .count()
+    };
+    assert_eq!((appeared("before"), appeared("after")), (1, 1), "{logs}");
+}

@@ -1,0 +1,226 @@
+//! `kelp what-if`: agrees with `kelp why pod` on the same objects, reads every kind of pod
+//! template, assumes Ready pools for manifests without status, exits 1 when nothing fits,
+//! and turns bad input into one line and exit 2.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+const DIR: &str = "tests/fixtures/lint/what-if";
+const NOW: &str = "2026-11-21T10:00:00Z";
+
+fn kelp() -> Command {
+    let mut c = Command::cargo_bin("kelp").unwrap();
+    c.env_remove("KUBECONFIG").env("NO_COLOR", "1");
+    c
+}
+
+fn json(args: &[&str]) -> (Value, i32) {
+    let out = kelp().args(args).args(["-o", "json"]).output().unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.code().unwrap())
+}
+
+/// (name, verdict, reasons) per pool, in order.
+fn verdicts(pools: &Value) -> Vec<(String, String, Value)> {
+    pools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["verdict"].as_str().unwrap().to_string(),
+                p["reasons"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn agrees_with_why_pod_on_the_same_objects() {
+    let pools = format!("{DIR}/pools.yaml");
+    let pod = format!("{DIR}/pod.yaml");
+    let (why, code) = json(&[
+        "why",
+        "pod",
+        "ml/trainer-0",
+        "--from",
+        &pools,
+        "--from",
+        &pod,
+        "--now",
+        NOW,
+    ]);
+    assert_eq!(code, 0);
+    let (what_if, code) = json(&["what-if", "--pod", &pod, "--nodepools", &pools]);
+    assert_eq!(code, 0, "general can take it");
+    let expected = verdicts(&why["diagnosis"]["nodepools"]);
+    let got = verdicts(&what_if["pods"][0]["nodepools"]);
+    assert_eq!(got, expected);
+    // Karpenter's order and each kind of verdict are exercised.
+    let names: Vec<&str> = got.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(names, ["gpu", "arm", "general", "default"]);
+    let kinds: Vec<&str> = got.iter().map(|(_, v, _)| v.as_str()).collect();
+    assert_eq!(kinds, ["rejected", "rejected", "compatible", "rejected"]);
+    assert_eq!(what_if["pods"][0]["first"], "general");
+    assert_eq!(what_if["pods"][0]["requests"], why["diagnosis"]["requests"]);
+    assert_eq!(
+        what_if["assumedReady"],
+        serde_json::json!([]),
+        "these pools carry status"
+    );
+}
+
+#[test]
+fn workload_templates_against_pools_from_git() {
+    let (v, code) = json(&[
+        "what-if",
+        "--pod",
+        &format!("{DIR}/workloads.yaml"),
+        "--nodepools",
+        &format!("{DIR}/pools-from-git.yaml"),
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        v["assumedReady"],
+        serde_json::json!(["default", "general", "gpu"])
+    );
+    let pods = v["pods"].as_array().unwrap();
+    assert_eq!(pods.len(), 2);
+    assert_eq!(
+        (pods[0]["kind"].as_str(), pods[0]["pod"].as_str()),
+        (Some("Deployment"), Some("shop/web"))
+    );
+    assert_eq!(
+        pods[0]["first"], "general",
+        "weight 0 ties go to names descending"
+    );
+    assert_eq!(pods[0]["nodepools"][0]["weight"], 10);
+    assert_eq!(pods[0]["nodepools"][0]["reasons"][0]["category"], "taints");
+    assert_eq!(
+        (pods[1]["kind"].as_str(), pods[1]["first"].as_str()),
+        (Some("CronJob"), Some("gpu"))
+    );
+    assert_eq!(
+        pods[1]["requests"]["nvidia.com/gpu"], "1",
+        "requests default to limits"
+    );
+}
+
+#[test]
+fn exits_1_when_no_pool_can_take_it() {
+    let out = kelp()
+        .args([
+            "what-if",
+            "--pod",
+            &format!("{DIR}/unfit.yaml"),
+            "--nodepools",
+            &format!("{DIR}/pools-from-git.yaml"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("StatefulSet data/db · requests cpu 16\n"),
+        "{text}"
+    );
+    assert!(text.contains("No NodePool can take this pod"), "{text}");
+    assert!(
+        text.contains("label \"example.com/storage\" does not have known values"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cpu remaining 10 is below the pod's request 16"),
+        "{text}"
+    );
+    assert!(text.contains(
+        "Assumed Ready with nothing in use (no status in the manifests): default, general, gpu"
+    ));
+}
+
+#[test]
+fn yaml_output_and_stdin() {
+    let pod = std::fs::read_to_string(format!("{DIR}/pod.yaml")).unwrap();
+    let out = kelp()
+        .args([
+            "what-if",
+            "--pod",
+            "-",
+            "--nodepools",
+            &format!("{DIR}/pools.yaml"),
+            "-o",
+            "yaml",
+        ])
+        .write_stdin(pod)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_norway::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["pods"][0]["pod"], "ml/trainer-0");
+    assert_eq!(v["pods"][0]["first"], "general");
+}
+
+fn one_line_error(args: &[&str]) -> String {
+    let out = kelp().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let pools = format!("{DIR}/pools.yaml");
+    let tmp = tempfile::tempdir().unwrap();
+    let e = one_line_error(&[
+        "what-if",
+        "--pod",
+        "no/such/pod.yaml",
+        "--nodepools",
+        &pools,
+    ]);
+    assert!(e.starts_with("error: cannot read no/such/pod.yaml"), "{e}");
+    // A file with no pod in it.
+    let e = one_line_error(&["what-if", "--pod", &pools, "--nodepools", &pools]);
+    assert!(e.contains("no Pod or workload with a pod template"), "{e}");
+    // Broken YAML.
+    let broken = tmp.path().join("broken.yaml");
+    std::fs::write(&broken, "kind: Pod\nspec: [\n").unwrap();
+    let e = one_line_error(&[
+        "what-if",
+        "--pod",
+        broken.to_str().unwrap(),
+        "--nodepools",
+        &pools,
+    ]);
+    assert!(e.contains("broken.yaml: line"), "{e}");
+    // No NodePools where they should be.
+    let pod = format!("{DIR}/pod.yaml");
+    let e = one_line_error(&["what-if", "--pod", &pod, "--nodepools", &pod]);
+    assert!(e.contains("no karpenter.sh/v1 NodePools found"), "{e}");
+    // A pod spec of the wrong shape.
+    let wrong = tmp.path().join("wrong.yaml");
+    std::fs::write(
+        &wrong,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: 5\n",
+    )
+    .unwrap();
+    let e = one_line_error(&[
+        "what-if",
+        "--pod",
+        wrong.to_str().unwrap(),
+        "--nodepools",
+        &pools,
+    ]);
+    assert!(e.contains("Pod x"), "{e}");
+    let out = kelp().args(["what-if", "--pod", &pod]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "--nodepools is required");
+}
