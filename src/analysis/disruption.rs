@@ -282,8 +282,19 @@ pub fn node_disruption(
             message: "empty and consolidatable".into(),
         });
     }
+    // Karpenter also writes DisruptionBlocked for passing states (a node still
+    // initialising, briefly nominated, already deleting): only a lasting blocker says it
+    // wants the node gone. Blockers themselves are recomputed below from the current
+    // objects, so a stale event never stands in for one.
     if let Some(m) = &blocked_event {
-        if wants.is_empty() {
+        let lasting = matches!(
+            events::parse_disruption_blocked(m).kind,
+            BlockerKind::DoNotDisruptPod
+                | BlockerKind::DoNotDisruptNode
+                | BlockerKind::Pdb
+                | BlockerKind::Budget
+        );
+        if wants.is_empty() && lasting {
             wants.push(Want {
                 reason: "DisruptionBlocked".into(),
                 message: format!("Karpenter reported: {m}"),
@@ -364,31 +375,6 @@ pub fn node_disruption(
             }
         }
     }
-    // What Karpenter itself said, when kelp found nothing of its own.
-    if blockers.is_empty() && !wants.is_empty() {
-        if let Some(m) = &blocked_event {
-            let parsed = events::parse_disruption_blocked(m);
-            let object = match parsed.kind {
-                BlockerKind::DoNotDisruptPod => parsed.name.clone().map(|n| ObjectRef {
-                    kind: "Pod".into(),
-                    namespace: parsed.namespace.clone(),
-                    name: n,
-                }),
-                BlockerKind::Pdb => parsed.name.clone().map(|n| ObjectRef {
-                    kind: "PodDisruptionBudget".into(),
-                    namespace: parsed.namespace.clone(),
-                    name: n,
-                }),
-                _ => None,
-            };
-            blockers.push(Blocker {
-                kind: parsed.kind,
-                object,
-                message: parsed.message,
-            });
-        }
-    }
-
     NodeDisruption {
         node: node.metadata.name.clone(),
         nodeclaim: claim.map(|cl| cl.metadata.name.clone()),
