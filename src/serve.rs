@@ -50,6 +50,8 @@ pub struct Shared {
     pub synced: AtomicUsize,
     pub kinds: AtomicUsize,
     pub analysed: AtomicBool,
+    /// A fixed clock for a dump (its capture time); the wall clock when watching.
+    pub clock: RwLock<Option<chrono::DateTime<Utc>>>,
 }
 
 impl Shared {
@@ -61,6 +63,7 @@ impl Shared {
             synced: AtomicUsize::new(0),
             kinds: AtomicUsize::new(usize::MAX),
             analysed: AtomicBool::new(false),
+            clock: RwLock::new(None),
         })
     }
 
@@ -71,9 +74,8 @@ impl Shared {
     }
 
     fn update(&self, f: impl FnOnce(&mut Cluster)) {
-        if let Ok(mut c) = self.cluster.write() {
-            f(&mut c);
-        }
+        // A panic elsewhere must not freeze the model: the data itself is still whole.
+        f(&mut self.cluster.write().unwrap_or_else(|e| e.into_inner()));
         self.changed.notify_one();
     }
 }
@@ -234,7 +236,11 @@ fn node_class_fix(o: &mut NodeClass, r: &Resource) {
 
 /// Start watching every kind the cluster serves; Karpenter's kinds start when its APIs
 /// appear (discovery is polled), without a restart.
-async fn watch_cluster(shared: Arc<Shared>, conn: Arc<Connection>) -> anyhow::Result<()> {
+async fn watch_cluster(
+    shared: Arc<Shared>,
+    conn: Arc<Connection>,
+    first: crate::model::ApiInfo,
+) -> anyhow::Result<()> {
     let mut started: Vec<&'static str> = Vec::new();
     let core = [
         live::NODES,
@@ -243,7 +249,12 @@ async fn watch_cluster(shared: Arc<Shared>, conn: Arc<Connection>) -> anyhow::Re
         live::PDBS,
         live::EVENTS,
     ];
-    shared.kinds.store(core.len(), Ordering::SeqCst);
+    // Count every kind discovery already shows before any watch starts, so the first
+    // analysis never runs on a model that has pods but not yet the NodePools.
+    shared
+        .kinds
+        .store(live::resources_for(&first).len(), Ordering::SeqCst);
+    shared.update(|c| c.api = first.clone());
     spawn_reflector::<Node>(&shared, &conn, live::NODES, no_fix);
     spawn_reflector::<Pod>(&shared, &conn, live::PODS, no_fix);
     spawn_reflector::<DaemonSet>(&shared, &conn, live::DAEMONSETS, no_fix);
@@ -257,7 +268,9 @@ async fn watch_cluster(shared: Arc<Shared>, conn: Arc<Connection>) -> anyhow::Re
                         continue;
                     }
                     tracing::info!(resource = r.plural, "Karpenter API found; watching");
-                    shared.kinds.fetch_add(1, Ordering::SeqCst);
+                    if !live::resources_for(&first).iter().any(|f| f.kind == r.kind) {
+                        shared.kinds.fetch_add(1, Ordering::SeqCst);
+                    }
                     match r.kind {
                         "NodePool" => spawn_reflector::<NodePool>(&shared, &conn, r, no_fix),
                         "NodeClaim" => spawn_reflector::<NodeClaim>(&shared, &conn, r, no_fix),
@@ -321,9 +334,24 @@ async fn analyse_forever(shared: Arc<Shared>) {
         if shared.synced.load(Ordering::SeqCst) < shared.kinds.load(Ordering::SeqCst) {
             continue;
         }
-        let report = match shared.cluster.read() {
-            Ok(c) => Arc::new(analysis::analyze(&c, Utc::now())),
-            Err(_) => continue,
+        let now = shared
+            .clock
+            .read()
+            .ok()
+            .and_then(|c| *c)
+            .unwrap_or_else(Utc::now);
+        // The analysis is CPU work: off the async workers, so scrapes and watches go on.
+        let s2 = shared.clone();
+        let Ok(report) = tokio::task::spawn_blocking(move || {
+            Arc::new(analysis::analyze(
+                &s2.cluster.read().unwrap_or_else(|e| e.into_inner()),
+                now,
+            ))
+        })
+        .await
+        else {
+            tracing::error!("the analysis failed; keeping the previous report");
+            continue;
         };
         let before = shared.latest.read().ok().and_then(|r| r.clone());
         log_changes(before.as_deref(), &report);
@@ -383,15 +411,18 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         Input::Dump(paths) => {
             let mut c = Cluster::default();
             crate::source::load_paths(&paths, &mut c)?;
+            if let Ok(mut clock) = shared.clock.write() {
+                *clock = c.captured_at;
+            }
             shared.update(|m| *m = c);
             shared.kinds.store(0, Ordering::SeqCst);
         }
         Input::Live(target) => {
             let conn = Arc::new(live::connect(&target).await?);
             // Fail fast, with one clear line, when the cluster cannot be read at all.
-            live::discover(&conn).await?;
+            let api = live::discover(&conn).await?;
             tracing::info!(server = %conn.server, context = %conn.context, "watching");
-            tokio::spawn(watch_cluster(shared.clone(), conn));
+            tokio::spawn(watch_cluster(shared.clone(), conn, api));
         }
     }
     tokio::spawn(analyse_forever(shared.clone()));

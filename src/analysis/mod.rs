@@ -28,9 +28,9 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub fn new(cluster: &'a Cluster, now: DateTime<Utc>) -> Self {
-        let pools = provisioning::PoolSet::new(cluster);
+        let pools = provisioning::PoolSet::new(cluster).with_instance_type_events(cluster, now);
         let mut cache = provisioning::DiagnosisCache::default();
-        let pending = provisioning::unschedulable_pods(cluster)
+        let pending = provisioning::unschedulable_pods(cluster, now)
             .map(|(p, events)| {
                 std::sync::Arc::new(provisioning::diagnose_cached(
                     &pools, p, events, now, &mut cache,

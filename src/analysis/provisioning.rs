@@ -35,6 +35,8 @@ pub struct PoolInfo<'a> {
     pub node_count: f64,
     /// Why Karpenter skips this pool entirely, if it does.
     pub not_ready: Option<NotReady>,
+    /// A recent NoCompatibleInstanceTypes event: Karpenter drops the pool before scheduling.
+    pub no_instance_types: Option<String>,
 }
 
 /// Why a NodePool takes no pods.
@@ -99,10 +101,13 @@ pub fn pool_not_ready(pool: &NodePool) -> Option<NotReady> {
     match condition(conds, "Ready") {
         Some(c) if c.is_true() => None,
         ready => {
-            // Name the sub-condition that is failing, which says more than Ready does.
-            let failing = conds
-                .iter()
-                .find(|c| c.type_ != "Ready" && !c.is_true() && !c.status.is_empty());
+            // Name the dependent that is failing, which says more than Ready does. Ready
+            // depends only on these two (NodeRegistrationHealthy is informational).
+            let failing = conds.iter().find(|c| {
+                matches!(c.type_.as_str(), "ValidationSucceeded" | "NodeClassReady")
+                    && !c.is_true()
+                    && !c.status.is_empty()
+            });
             Some(match (failing, ready) {
                 (Some(c), _) => nr(
                     &c.type_,
@@ -150,6 +155,24 @@ impl<'a> PoolSet<'a> {
             provider: cluster_provider(c),
         }
     }
+
+    /// Mark pools whose requirements Karpenter reported (in the last hour) to match no
+    /// instance type: it drops them before scheduling, and no later event names them.
+    pub fn with_instance_type_events(mut self, c: &Cluster, now: DateTime<Utc>) -> Self {
+        for p in &mut self.ordered {
+            let m = &p.pool.metadata;
+            p.no_instance_types = c
+                .events_for("NodePool", None, &m.name, &m.uid)
+                .into_iter()
+                .find(|e| {
+                    e.from_karpenter()
+                        && e.reason == "NoCompatibleInstanceTypes"
+                        && e.seen().is_some_and(|t| now - t <= Duration::hours(1))
+                })
+                .map(|e| e.message.clone());
+        }
+        self
+    }
 }
 
 /// The provider Karpenter runs with, from the node classes the pools reference.
@@ -181,6 +204,7 @@ fn pool_info<'a>(c: &'a Cluster, pool: &'a NodePool) -> PoolInfo<'a> {
         limits: Resources::from_quantities(&pool.spec.limits),
         node_count: pool_node_count(c, pool) as f64,
         not_ready: pool_not_ready(pool),
+        no_instance_types: None,
     }
 }
 
@@ -272,8 +296,13 @@ impl<'c> PodEvents<'c> {
     }
 
     /// Nominated by Karpenter after its last failure to schedule: capacity is on its way.
-    fn nominated_since_failure(&self) -> Option<DateTime<Utc>> {
-        let nominated = self.nominated?.seen()?;
+    /// Only a nomination seen within the last hour counts: an old one whose NodeClaim is
+    /// long gone must not hide a pod that still waits.
+    fn nominated_since_failure(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let nominated = self
+            .nominated?
+            .seen()
+            .filter(|t| now - *t <= Duration::hours(1))?;
         match self.failed.and_then(Event::seen) {
             Some(failed) if failed > nominated => None,
             _ => Some(nominated),
@@ -282,7 +311,10 @@ impl<'c> PodEvents<'c> {
 }
 
 /// Pods Karpenter would try to provision for (facts section 6), with their events.
-pub fn unschedulable_pods(c: &Cluster) -> impl Iterator<Item = (&Pod, PodEvents<'_>)> {
+pub fn unschedulable_pods(
+    c: &Cluster,
+    now: DateTime<Utc>,
+) -> impl Iterator<Item = (&Pod, PodEvents<'_>)> {
     c.pods
         .values()
         .filter(|p| {
@@ -297,7 +329,7 @@ pub fn unschedulable_pods(c: &Cluster) -> impl Iterator<Item = (&Pod, PodEvents<
                 && p.metadata.deletion_timestamp.is_none()
         })
         .map(move |p| (p, PodEvents::of(c, p)))
-        .filter(|(_, ev)| ev.nominated_since_failure().is_none())
+        .filter(move |(_, ev)| ev.nominated_since_failure(now).is_none())
 }
 
 // ------------------------------------------------------------------ per-pod diagnosis
@@ -437,6 +469,11 @@ fn reason(category: Category, message: impl Into<String>) -> Reason {
     }
 }
 
+/// Resources every instance type has, so that none is left once such a limit is used up.
+pub fn every_instance_has(resource: &str) -> bool {
+    matches!(resource, "cpu" | "memory" | "pods" | "ephemeral-storage")
+}
+
 /// kelp's own checks of one pool for one pod, in Karpenter's order; the first failing
 /// check gives the reasons.
 pub fn evaluate(
@@ -459,6 +496,12 @@ pub fn evaluate(
             _ => format!("NodePool is not ready: {}", nr.describe()),
         };
         return verdict(Verdict::Rejected, vec![reason(nr.category, msg)]);
+    }
+    if let Some(msg) = &pool.no_instance_types {
+        return verdict(
+            Verdict::Rejected,
+            vec![reason(Category::InstanceTypes, msg.clone())],
+        );
     }
     // 2. limits
     match &pool.limits {
@@ -484,7 +527,11 @@ pub fn evaluate(
                             format!("node limits have been exhausted ({used} of {limit} nodes)"),
                         ));
                     }
-                } else if remaining <= 0.0 {
+                } else if remaining < 0.0
+                    || (remaining == 0.0 && (every_instance_has(res) || requests.get(res) > 0.0))
+                {
+                    // Karpenter drops instance types with more of a resource than remains:
+                    // at exactly 0, types without an extended resource (a GPU) still fit.
                     out.push(reason(
                         Category::Limits,
                         format!(
@@ -878,7 +925,12 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
                 Some(n) => {
                     format!("bound elsewhere: it runs on {n}, not where Karpenter nominated it")
                 }
-                None if PodEvents::of(c, p).nominated_since_failure().is_none() => continue, // failed again since: pod-unschedulable speaks
+                None if PodEvents::of(c, p)
+                    .nominated_since_failure(ctx.now)
+                    .is_none() =>
+                {
+                    continue
+                } // failed again since: pod-unschedulable speaks
                 None => "still pending".to_string(),
             },
         };
@@ -1088,9 +1140,10 @@ fn limits(ctx: &Context) -> Vec<Finding> {
                     sev,
                     ObjectRef::of("NodePool", &pool.metadata),
                     format!(
-                        "{res} limit reached: {} of {} in use; Karpenter launches no more nodes from this pool{}",
+                        "{res} limit reached: {} of {} in use; Karpenter launches no more nodes {} from this pool{}",
                         details.usage,
                         details.limit,
+                        if res == "nodes" || every_instance_has(&res) { "at all" } else { "with it" },
                         if waiting_on_limits { " and pods wait on it" } else { "" }
                     ),
                 )

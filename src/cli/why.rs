@@ -96,7 +96,12 @@ fn why_pod(
             && pod.status.phase.as_deref().unwrap_or("Pending") == "Pending" =>
         {
             // Not (yet) marked unschedulable, or nominated: evaluate anyway, it is still useful.
-            computed = provisioning::diagnose(c, &PoolSet::new(c), pod, ctx.now);
+            computed = provisioning::diagnose(
+                c,
+                &PoolSet::new(c).with_instance_type_events(c, ctx.now),
+                pod,
+                ctx.now,
+            );
             Some(&computed)
         }
         None => None,

@@ -61,8 +61,6 @@ pub struct Cluster {
     /// When a `kelp snapshot` dump was captured.
     pub captured_at: Option<DateTime<Utc>>,
     pods_by_node: HashMap<String, BTreeSet<ObjKey>>,
-    /// Unbound pods by their `status.nominatedNodeName`.
-    nominated: HashMap<String, BTreeSet<ObjKey>>,
     /// NodeClaim names by `status.nodeName` and by `status.providerID`.
     claims_by_node: HashMap<String, String>,
     claims_by_provider: HashMap<String, String>,
@@ -129,10 +127,12 @@ impl Cluster {
         };
         let (node, pid) = (old.status.node_name.clone(), old.status.provider_id.clone());
         let pool = Self::pool_of(&old.metadata.labels).map(str::to_string);
-        if let Some(n) = node {
+        // Only if the entry is still this claim's: node names are reused (AWS ip-based
+        // hostnames) while an old claim terminates.
+        if let Some(n) = node.filter(|n| self.claims_by_node.get(n).is_some_and(|c| c == name)) {
             self.claims_by_node.remove(&n);
         }
-        if let Some(p) = pid {
+        if let Some(p) = pid.filter(|p| self.claims_by_provider.get(p).is_some_and(|c| c == name)) {
             self.claims_by_provider.remove(&p);
         }
         if let Some(pool) = pool {
@@ -189,15 +189,8 @@ impl Cluster {
         self.pods.remove(&key);
     }
     fn unindex_pod(&mut self, key: &ObjKey) {
-        let Some(p) = self.pods.get(key) else { return };
-        let (bound, nominated) = (
-            p.spec.node_name.clone(),
-            p.status.nominated_node_name.clone(),
-        );
-        if let Some(node) = bound {
+        if let Some(node) = self.pods.get(key).and_then(|p| p.spec.node_name.clone()) {
             remove_from(&mut self.pods_by_node, &node, key);
-        } else if let Some(node) = nominated {
-            remove_from(&mut self.nominated, &node, key);
         }
     }
     pub fn apply_daemonset(&mut self, o: DaemonSet) {
@@ -243,7 +236,6 @@ impl Cluster {
     pub fn reset_pods(&mut self) {
         self.pods.clear();
         self.pods_by_node.clear();
-        self.nominated.clear();
     }
     /// Forget every event.
     pub fn reset_events(&mut self) {
@@ -286,12 +278,12 @@ impl Cluster {
 
     /// The NodeClaim behind a node: by status.nodeName, else by providerID.
     pub fn nodeclaim_for_node(&self, node: &Node) -> Option<&NodeClaim> {
-        self.claims_by_node
-            .get(&node.metadata.name)
-            .or_else(|| {
-                self.claims_by_provider
-                    .get(node.spec.provider_id.as_deref()?)
-            })
+        // The provider ID is unique; a node name may have been reused.
+        node.spec
+            .provider_id
+            .as_deref()
+            .and_then(|p| self.claims_by_provider.get(p))
+            .or_else(|| self.claims_by_node.get(&node.metadata.name))
             .and_then(|name| self.nodeclaims.get(name))
     }
 
@@ -310,15 +302,6 @@ impl Cluster {
             })
     }
 
-    /// Unbound pods whose `status.nominatedNodeName` is this node.
-    pub fn pods_nominated_to(&self, node: &str) -> impl Iterator<Item = &Pod> {
-        self.nominated
-            .get(node)
-            .into_iter()
-            .flatten()
-            .filter_map(|k| self.pods.get(k))
-    }
-
     /// The NodePool a node or claim belongs to, from the `karpenter.sh/nodepool` label.
     pub fn pool_of(labels: &BTreeMap<String, String>) -> Option<&str> {
         labels
@@ -327,17 +310,21 @@ impl Cluster {
     }
 
     /// Nodes Karpenter manages in a pool.
-    pub fn nodes_in_pool<'a>(&'a self, pool: &'a str) -> impl Iterator<Item = &'a Node> + 'a {
-        self.nodes
-            .values()
-            .filter(move |n| Self::pool_of(&n.metadata.labels) == Some(pool))
+    pub fn nodes_in_pool<'a>(&'a self, pool: &str) -> impl Iterator<Item = &'a Node> + 'a {
+        self.nodes_by_pool
+            .get(pool)
+            .into_iter()
+            .flatten()
+            .filter_map(|n| self.nodes.get(n))
     }
 
     /// NodeClaims of a pool.
-    pub fn claims_in_pool<'a>(&'a self, pool: &'a str) -> impl Iterator<Item = &'a NodeClaim> + 'a {
-        self.nodeclaims
-            .values()
-            .filter(move |c| Self::pool_of(&c.metadata.labels) == Some(pool))
+    pub fn claims_in_pool<'a>(&'a self, pool: &str) -> impl Iterator<Item = &'a NodeClaim> + 'a {
+        self.claims_by_pool
+            .get(pool)
+            .into_iter()
+            .flatten()
+            .filter_map(|n| self.nodeclaims.get(n))
     }
 
     /// The node class a NodePool references, if it exists.

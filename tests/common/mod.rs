@@ -218,6 +218,11 @@ spec:
     e2e.kelp.dev/scenario: {scenario}
   tolerations:
     - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
+    # The taint-eviction controller can act on a stale view of a node whose
+    # karpenter.sh/unregistered:NoExecute taint was just removed, and delete a bare pod
+    # the scheduler had bound there (seen under load). These pods have no controller to
+    # bring them back, so they tolerate it; Karpenter's simulation ignores that taint.
+    - {{key: karpenter.sh/unregistered, operator: Exists, effect: NoExecute}}
   containers:
     - name: app
       image: registry.k8s.io/pause:3.10
