@@ -65,11 +65,29 @@ pub struct NodeDisruption {
 
 /// Pods that count on a node: not DaemonSet or mirror pods, not finished.
 pub fn workload_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
+    active_pods(c, node)
+        .filter(|p| !p.metadata.owned_by("DaemonSet") && !p.metadata.owned_by("Node"))
+}
+
+/// Pods still active on a node: not finished, not being deleted.
+fn active_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
     c.pods_on(node).filter(|p| {
-        !p.metadata.owned_by("DaemonSet")
-            && !p.metadata.owned_by("Node")
+        p.metadata.deletion_timestamp.is_none()
             && !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
     })
+}
+
+/// Whether a pod tolerates `karpenter.sh/disrupted:NoSchedule` (Karpenter does not evict it).
+fn tolerates_disruption(p: &Pod) -> bool {
+    let taint = k8s_openapi::api::core::v1::Taint {
+        key: "karpenter.sh/disrupted".into(),
+        effect: "NoSchedule".into(),
+        ..Default::default()
+    };
+    p.spec
+        .tolerations
+        .iter()
+        .any(|t| crate::karpenter::taints::tolerates(t, &taint))
 }
 
 /// Karpenter's budget arithmetic for a pool: the nodes it counts (managed, initialised,
@@ -160,59 +178,79 @@ impl Nominations {
 /// Pod-level blockers: do-not-disrupt pods and PDBs that allow no disruption.
 fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
     let mut out = Vec::new();
-    for p in workload_pods(c, node) {
-        if let Some(v) = p.metadata.annotation(labels::DO_NOT_DISRUPT) {
-            let since = p
-                .status
-                .start_time
-                .or(p.metadata.creation_timestamp)
-                .unwrap_or(now);
-            let until = match budgets::pod_do_not_disrupt(v, since, now) {
-                DoNotDisrupt::Forever => Some(String::new()),
-                DoNotDisrupt::Until(t) => Some(format!(
-                    " until {}",
-                    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                )),
-                DoNotDisrupt::Elapsed(_) | DoNotDisrupt::Invalid => None,
-            };
-            if let Some(until) = until {
-                out.push(Blocker {
-                    kind: BlockerKind::DoNotDisruptPod,
-                    object: Some(ObjectRef::of("Pod", &p.metadata)),
-                    message: format!(
-                        "pod {} has \"karpenter.sh/do-not-disrupt: {v}\"{until}",
-                        p.metadata.key()
-                    ),
-                });
-            }
+    // Karpenter lets every active pod block with do-not-disrupt, DaemonSet and mirror pods too.
+    for p in active_pods(c, node) {
+        let Some(v) = p.metadata.annotation(labels::DO_NOT_DISRUPT) else {
+            continue;
+        };
+        // The grace period counts from status.startTime; without one it is still active.
+        let until = match p
+            .status
+            .start_time
+            .map(|since| budgets::pod_do_not_disrupt(v, since, now))
+        {
+            None => Some(String::new()),
+            Some(DoNotDisrupt::Forever) => Some(String::new()),
+            Some(DoNotDisrupt::Until(t)) => Some(format!(
+                " until {}",
+                t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            )),
+            Some(DoNotDisrupt::Elapsed(_) | DoNotDisrupt::Invalid) => None,
+        };
+        if let Some(until) = until {
+            out.push(Blocker {
+                kind: BlockerKind::DoNotDisruptPod,
+                object: Some(ObjectRef::of("Pod", &p.metadata)),
+                message: format!(
+                    "pod {} has \"karpenter.sh/do-not-disrupt: {v}\"{until}",
+                    p.metadata.key()
+                ),
+            });
         }
+    }
+    // PDBs guard the pods Karpenter would evict: not mirror pods, nor pods that tolerate
+    // the disrupted taint.
+    for p in
+        active_pods(c, node).filter(|p| !p.metadata.owned_by("Node") && !tolerates_disruption(p))
+    {
         let ns = p.metadata.namespace.clone().unwrap_or_default();
-        for pdb in c
+        let covering: Vec<&PodDisruptionBudget> = c
             .pdbs
             .range((ns.clone(), String::new())..)
             .take_while(|(k, _)| k.0 == ns)
             .map(|(_, v)| v)
+            .filter(|pdb| selector::matches(pdb.spec.selector.as_ref(), &p.metadata.labels))
+            .collect();
+        if covering.len() > 1 {
+            let names: Vec<String> = covering.iter().map(|pdb| pdb.metadata.key()).collect();
+            out.push(Blocker {
+                kind: BlockerKind::Pdb,
+                object: Some(ObjectRef::of("PodDisruptionBudget", &covering[0].metadata)),
+                message: format!("pod {} is covered by several PDBs ({}): eviction does not support multiple PDBs", p.metadata.key(), names.join(", ")),
+            });
+            continue;
+        }
+        // A PDB without status counts as allowing none, as the eviction API sees it.
+        for pdb in covering
+            .into_iter()
+            .filter(|pdb| pdb.status.disruptions_allowed.unwrap_or(0) == 0)
         {
-            if pdb.status.disruptions_allowed == Some(0)
-                && selector::matches(pdb.spec.selector.as_ref(), &p.metadata.labels)
-            {
-                let already = out.iter().any(|b| {
-                    b.kind == BlockerKind::Pdb
-                        && b.object
-                            .as_ref()
-                            .is_some_and(|o| o.name == pdb.metadata.name)
+            let already = out.iter().any(|b| {
+                b.kind == BlockerKind::Pdb
+                    && b.object.as_ref().is_some_and(|o| {
+                        o.name == pdb.metadata.name && o.namespace == pdb.metadata.namespace
+                    })
+            });
+            if !already {
+                out.push(Blocker {
+                    kind: BlockerKind::Pdb,
+                    object: Some(ObjectRef::of("PodDisruptionBudget", &pdb.metadata)),
+                    message: format!(
+                        "PDB {} allows 0 disruptions (it covers pod {})",
+                        pdb.metadata.key(),
+                        p.metadata.key()
+                    ),
                 });
-                if !already {
-                    out.push(Blocker {
-                        kind: BlockerKind::Pdb,
-                        object: Some(ObjectRef::of("PodDisruptionBudget", &pdb.metadata)),
-                        message: format!(
-                            "PDB {} allows 0 disruptions (it covers pod {})",
-                            pdb.metadata.key(),
-                            p.metadata.key()
-                        ),
-                    });
-                }
             }
         }
     }
@@ -310,6 +348,10 @@ pub fn node_disruption(
     }
 
     let mut blockers = Vec::new();
+    // Expiry deletes the NodeClaim whatever the node-level state: budgets, nominations,
+    // initialisation and the node's own do-not-disrupt do not hold it; only the drain's
+    // pod-level blockers do.
+    let only_expiry = !wants.is_empty() && wants.iter().all(|w| w.reason == "Expired");
     if pool.is_none() {
         blockers.push(Blocker {
             kind: BlockerKind::NodepoolMissing,
@@ -322,21 +364,21 @@ pub fn node_disruption(
             },
         });
     }
-    if claim.is_some() && !is_true(claim_conds, "Initialized") {
+    if !only_expiry && claim.is_some() && !is_true(claim_conds, "Initialized") {
         blockers.push(Blocker {
             kind: BlockerKind::NotInitialized,
             object: None,
             message: "node isn't initialized".into(),
         });
     }
-    if node.metadata.annotation(labels::DO_NOT_DISRUPT) == Some("true") {
+    if !only_expiry && node.metadata.annotation(labels::DO_NOT_DISRUPT) == Some("true") {
         blockers.push(Blocker {
             kind: BlockerKind::DoNotDisruptNode,
             object: Some(ObjectRef::of("Node", &node.metadata)),
             message: "the node has \"karpenter.sh/do-not-disrupt: true\"".into(),
         });
     }
-    if let Some(pod) = nominations.for_node(node, claim) {
+    if let Some(pod) = nominations.for_node(node, claim).filter(|_| !only_expiry) {
         blockers.push(Blocker {
             kind: BlockerKind::Nominated,
             message: format!("node is nominated for pending pod {}", pod_key(&pod)),
@@ -700,4 +742,123 @@ fn spot_interruptions(ctx: &Context) -> Vec<Finding> {
             .details(serde_json::json!({"reasons": reasons, "objects": nodes}))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: &str = "2026-11-21T10:00:00Z";
+
+    fn node_state(extra: &str) -> NodeDisruption {
+        let base = r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec: {template: {spec: {expireAfter: 720h}}}
+status: {conditions: [{type: Ready, status: "True"}]}
+---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: default-a, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: default}}
+spec: {expireAfter: 720h}
+status:
+  nodeName: n1
+  conditions: [{type: Initialized, status: "True"}, {type: Drifted, status: "True", reason: NodePoolDrifted}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: default}, annotations: {karpenter.sh/do-not-disrupt: "true"}}
+status: {conditions: [{type: Ready, status: "True"}]}
+"#;
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &format!("{base}{extra}"), &mut c).unwrap();
+        let now = DateTime::parse_from_rfc3339(NOW)
+            .unwrap()
+            .with_timezone(&Utc);
+        node_disruption(&c, &c.nodes["n1"], now, &Nominations::new(&c, now))
+    }
+
+    fn kinds(s: &NodeDisruption) -> Vec<BlockerKind> {
+        s.blockers.iter().map(|b| b.kind).collect()
+    }
+
+    #[test]
+    fn pod_level_blockers_follow_karpenters_rules() {
+        let pods = r#"
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: agent-x, namespace: kube-system, labels: {app: agent}, annotations: {karpenter.sh/do-not-disrupt: "true"}, ownerReferences: [{kind: DaemonSet, name: agent, controller: true}]}
+spec: {nodeName: n1}
+status: {phase: Running, startTime: "2026-11-21T09:00:00Z"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: shop, labels: {app: web}}
+spec: {nodeName: n1}
+status: {phase: Running}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web-a, namespace: shop}
+spec: {selector: {matchLabels: {app: web}}}
+status: {disruptionsAllowed: 1}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web-b, namespace: shop}
+spec: {selector: {matchLabels: {app: web}}}
+status: {disruptionsAllowed: 1}
+"#;
+        let s = node_state(pods);
+        // Drifted: node-level do-not-disrupt applies, a DaemonSet pod's annotation blocks too,
+        // and a pod under two PDBs cannot be evicted even when each allows one.
+        assert_eq!(
+            kinds(&s),
+            [
+                BlockerKind::DoNotDisruptNode,
+                BlockerKind::DoNotDisruptPod,
+                BlockerKind::Pdb
+            ]
+        );
+        assert!(
+            s.blockers[2].message.contains("several PDBs"),
+            "{}",
+            s.blockers[2].message
+        );
+    }
+
+    #[test]
+    fn expiry_ignores_node_level_blockers() {
+        // Expired 2026-10-31; not drifted: only expiry wants it gone.
+        let s = node_state("").blockers;
+        assert!(
+            s.iter().any(|b| b.kind == BlockerKind::DoNotDisruptNode),
+            "drift honours the node annotation"
+        );
+        let mut c = Cluster::default();
+        crate::source::load_str(
+            "t.yaml",
+            r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+status: {conditions: [{type: Ready, status: "True"}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: default}, annotations: {karpenter.sh/do-not-disrupt: "true"}}
+status: {conditions: [{type: Ready, status: "True"}]}
+"#,
+            &mut c,
+        )
+        .unwrap();
+        let now = DateTime::parse_from_rfc3339(NOW)
+            .unwrap()
+            .with_timezone(&Utc);
+        let s = node_disruption(&c, &c.nodes["n1"], now, &Nominations::default());
+        assert!(s.expired);
+        assert!(s.blockers.is_empty(), "{:?}", s.blockers);
+    }
 }
