@@ -914,23 +914,43 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
                     .and_then(|x| x.status.node_name.clone()),
             })
             .collect();
-        let pod = c.pods.get(&(ns.clone().unwrap_or_default(), name.clone()));
+        // The nomination must be about this pod, not an earlier one of the same name.
+        let pod = c
+            .pods
+            .get(&(ns.clone().unwrap_or_default(), name.clone()))
+            .filter(|p| {
+                e.regarding.uid.is_empty()
+                    || p.metadata.uid.is_empty()
+                    || p.metadata.uid == e.regarding.uid
+            });
+        // Bound within the deadline of the nomination: it was served in time, wherever it
+        // runs now (consolidation or drift may have moved it since).
+        let bound_in_time = |p: &Pod| {
+            condition(&p.status.conditions, "PodScheduled")
+                .filter(|c| c.is_true())
+                .and_then(|c| c.last_transition_time)
+                .is_some_and(|t| t - at <= deadline)
+        };
         let outcome = match pod {
+            // Gone: only while Karpenter was still renewing the nomination lately.
+            None if ctx.now - last > deadline => continue,
             None => "gone: the pod no longer exists".to_string(),
             Some(p) if matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed")) => {
                 continue
             }
+            Some(p) if bound_in_time(p) => continue,
             Some(p) => match &p.spec.node_name {
                 Some(n) if nodes.contains(n) => continue,
                 Some(n) => {
                     format!("bound elsewhere: it runs on {n}, not where Karpenter nominated it")
                 }
+                // Failed again since: pod-unschedulable speaks.
                 None if PodEvents::of(c, p)
                     .nominated_since_failure(ctx.now)
                     .is_none() =>
                 {
                     continue
-                } // failed again since: pod-unschedulable speaks
+                }
                 None => "still pending".to_string(),
             },
         };
