@@ -797,32 +797,13 @@ fn doctor_s_verdict_per_pool_agrees_with_karpenter_s_event() {
         }
     }
     assert!(compared > 150, "only {compared} verdicts compared");
-    // KELP BUG (limits): kelp compares the pod's request with what is left of a pool's limits;
-    // Karpenter compares the pool's instance types with it: it drops every type bigger than what
-    // is left and rejects the pool on limits only when no type is left, whatever the pod asks.
-    // Two faces in this capture:
-    // - cap-big/huge (500 cpu): kelp says "all available instance types exceed limits: cpu
-    //   remaining 100 is below the pod's request 500" for pools where Karpenter, which still had
-    //   types under the limit, wrote "did not tolerate taint ..." or "incompatible requirements".
-    // - cap-limits (450m of 4 cpu left, the smallest kwok type has 1 cpu): Karpenter wrote "all
-    //   available instance types exceed limits for nodepool (NodePool=cap-limits)" for every pod,
-    //   kelp lets a 100m pod through the limits check and names the pool's taint instead.
-    let big_pod =
-        |d: &String| d.starts_with("cap-big/huge ") && d.contains(": kelp limits, Karpenter ");
-    let no_type_left =
-        |d: &String| d.contains(" cap-limits: kelp ") && d.ends_with(", Karpenter limits");
-    let (known, unexpected): (Vec<String>, Vec<String>) = disagreements
-        .into_iter()
-        .partition(|d| big_pod(d) || no_type_left(d));
+    // Limits as Karpenter applies them: a pool is rejected on limits only when no instance
+    // type is left under them (cap-limits), and a pod too big for what is left fails later,
+    // after taints and requirements (cap-big/huge), as Karpenter's own events say.
     assert!(
-        unexpected.is_empty(),
+        disagreements.is_empty(),
         "kelp's verdict disagrees with Karpenter's event:\n{}",
-        unexpected.join("\n")
-    );
-    assert!(
-        known.iter().any(big_pod) && known.iter().any(no_type_left),
-        "kelp now agrees with Karpenter on (one face of) limits: remove that KELP BUG (limits) \
-         exception; still known: {known:#?}"
+        disagreements.join("\n")
     );
 }
 
@@ -921,36 +902,38 @@ fn doctor_reports_the_drifted_claims_and_what_blocks_them() {
         "{b:#}"
     );
 
-    // KELP BUG (drift replacement): Karpenter cannot replace cap-drift/stuck's node (its
-    // DisruptionBlocked says "Not all pods would schedule, cap-drift/stuck => ... zone In
-    // [test-zone-a] not in ... In [test-zone-b]"), but kelp has no disruption-blocked finding for
-    // it and its nodeclaim-drifted message says "Karpenter will replace it".
+    // Karpenter cannot replace cap-drift/stuck's node: its pods would have nowhere to go
+    // ("Not all pods would schedule, cap-drift/stuck => ... zone In [test-zone-a] not in ...
+    // In [test-zone-b]"). kelp cannot simulate that, so it shows Karpenter's own words.
     let stuck_node = node_of("cap-drift", "stuck");
+    let f = finding("disruption-blocked", &stuck_node).expect("the stuck drift is blocked");
+    let other = &f["details"]["blockers"][0];
+    assert_eq!(other["kind"], "other", "{f:#}");
     assert!(
-        finding("disruption-blocked", &stuck_node).is_none(),
-        "kelp now reports the stuck drift: check it names the pod and remove this exception"
+        other["message"]
+            .as_str()
+            .unwrap()
+            .contains("cap-drift/stuck"),
+        "{f:#}"
     );
     let stuck = finding("nodeclaim-drifted", &claim_of("cap-drift", "stuck")).unwrap();
     assert!(
-        stuck["message"]
+        !stuck["message"]
             .as_str()
             .unwrap()
             .contains("will replace it"),
         "{stuck:#}"
     );
 
-    // KELP BUG (wants): cap-nodes-limit/first carries do-not-disrupt on a node nothing wants gone
-    // (not drifted, not expired, its pool's consolidateAfter is 1h so the claim is not
-    // Consolidatable). Karpenter writes "Pod has "karpenter.sh/do-not-disrupt" annotation
-    // (Pod=cap-nodes-limit/first)" all the same: it builds disruption candidates from every node
-    // (and publishes their blockers) before any method decides it wants one. kelp takes the event
-    // as "Karpenter wants to disrupt it" and reports disruption-blocked.
+    // cap-nodes-limit/first carries do-not-disrupt on a node nothing wants gone (not drifted,
+    // not expired, its pool's consolidateAfter is 1h so the claim is not Consolidatable).
+    // Karpenter writes DisruptionBlocked for it all the same: it builds candidates from every
+    // node, publishing their blockers, before any method decides it wants one. So the event
+    // alone is no intent, and kelp reports nothing.
     let quiet = node_of("cap-nodes-limit", "first");
-    let f = finding("disruption-blocked", &quiet)
-        .expect("kelp no longer reports the quiet node: remove this KELP BUG (wants) exception");
-    assert_eq!(
-        f["details"]["wants"][0]["reason"], "DisruptionBlocked",
-        "{f:#}"
+    assert!(
+        finding("disruption-blocked", &quiet).is_none(),
+        "a node nothing wants gone is not blocked"
     );
 }
 
@@ -962,14 +945,12 @@ fn doctor_reports_the_pools_karpenter_could_not_use() {
         nodes["severity"], "critical",
         "a pod waits on it: {nodes:#}"
     );
-    // KELP BUG (limits): cap-limits has 450m of its 4 cpu left, less than any kwok instance type
-    // (1 cpu), and every FailedScheduling Karpenter wrote after its first node says "all
-    // available instance types exceed limits for nodepool (NodePool=cap-limits)"; kelp does not
-    // call the pool exhausted (nor near its limit).
-    assert!(
-        finding("nodepool-limits-exhausted", "cap-limits").is_none(),
-        "kelp now reports cap-limits: remove this exception"
-    );
+    // cap-limits has 450m of its 4 cpu left, less than any instance type (1 cpu): every
+    // FailedScheduling Karpenter wrote after its first node says "all available instance
+    // types exceed limits for nodepool (NodePool=cap-limits)", and kelp calls it exhausted.
+    let cpu = finding("nodepool-limits-exhausted", "cap-limits")
+        .expect("cap-limits is exhausted for Karpenter");
+    assert_eq!(cpu["details"]["resource"], "cpu", "{cpu:#}");
     let none = finding("nodepool-no-instance-types", "cap-no-types").expect("cap-no-types");
     assert!(
         none["message"]

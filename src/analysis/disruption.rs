@@ -327,24 +327,19 @@ pub fn node_disruption(
             message: "empty and consolidatable".into(),
         });
     }
-    // Karpenter also writes DisruptionBlocked for passing states (a node still
-    // initialising, briefly nominated, already deleting): only a lasting blocker says it
-    // wants the node gone. Blockers themselves are recomputed below from the current
-    // objects, so a stale event never stands in for one.
-    if let Some(m) = &blocked_event {
-        let lasting = matches!(
-            events::parse_disruption_blocked(m).kind,
-            BlockerKind::DoNotDisruptPod
-                | BlockerKind::DoNotDisruptNode
-                | BlockerKind::Pdb
-                | BlockerKind::Budget
-        );
-        if wants.is_empty() && lasting {
-            wants.push(Want {
-                reason: "DisruptionBlocked".into(),
-                message: format!("Karpenter reported: {m}"),
-            });
-        }
+    // An underused node is a consolidation candidate where the policy allows it. A
+    // DisruptionBlocked event alone says nothing of intent: Karpenter checks every node for
+    // blockers before it picks candidates (seen on the real controller).
+    let policy = pool.and_then(|p| p.spec.disruption.consolidation_policy.as_deref());
+    if consolidatable
+        && !empty
+        && pool.is_some_and(|p| p.spec.replicas.is_none())
+        && policy != Some("WhenEmpty")
+    {
+        wants.push(Want {
+            reason: "Underutilized".into(),
+            message: "a consolidation candidate".into(),
+        });
     }
 
     let mut blockers = Vec::new();
@@ -424,6 +419,21 @@ pub fn node_disruption(
             }
         }
     }
+    // What kelp cannot compute itself (e.g. "Not all pods would schedule": the pods have
+    // nowhere to go), taken from Karpenter's own recent event.
+    if blockers.is_empty() && !wants.is_empty() {
+        if let Some(m) = &blocked_event {
+            let parsed = events::parse_disruption_blocked(m);
+            if parsed.kind == BlockerKind::Other && !m.to_lowercase().contains("deleting") {
+                blockers.push(Blocker {
+                    kind: BlockerKind::Other,
+                    object: None,
+                    message: parsed.message,
+                });
+            }
+        }
+    }
+
     NodeDisruption {
         node: node.metadata.name.clone(),
         nodeclaim: claim.map(|cl| cl.metadata.name.clone()),
@@ -494,7 +504,8 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
             out.push(
                 Finding::new(
                     Code::DisruptionBlocked,
-                    Severity::Warning,
+                    // Held back from consolidation only: worth knowing, not yet a problem.
+                    if s.wants.iter().all(|w| w.reason == "Underutilized") { Severity::Info } else { Severity::Warning },
                     node.clone(),
                     format!("Karpenter wants to disrupt it ({}) but cannot: {}", wants.join(", "), blockers.join("; ")),
                 )
@@ -541,7 +552,7 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
                     Severity::Info,
                     ObjectRef::of("NodeClaim", &claim.metadata),
                     format!(
-                        "Drifted ({reason}){}; Karpenter will replace it",
+                        "Drifted ({reason}){}; Karpenter replaces it as budgets and blockers allow",
                         d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.now, t))).unwrap_or_default()
                     ),
                 )

@@ -474,6 +474,20 @@ pub fn every_instance_has(resource: &str) -> bool {
     matches!(resource, "cpu" | "memory" | "pods" | "ephemeral-storage")
 }
 
+/// Whether `left` of a limited resource is less than any instance type has, so Karpenter
+/// has no type left for the pool. kelp has no provider catalogue, so it uses floors every
+/// real instance type meets (AWS and kwok alike): 1 CPU, 512Mi, 1 pod; an extended resource
+/// (a GPU) only when over the limit, since types without it still fit at exactly 0.
+pub fn no_instance_type_left(resource: &str, left: f64) -> bool {
+    match resource {
+        "nodes" | "pods" => left < 1.0,
+        "cpu" => left < 1.0,
+        "memory" => left < 512.0 * 1024.0 * 1024.0,
+        r if every_instance_has(r) => left <= 0.0,
+        _ => left < 0.0,
+    }
+}
+
 /// kelp's own checks of one pool for one pod, in Karpenter's order; the first failing
 /// check gives the reasons.
 pub fn evaluate(
@@ -512,45 +526,29 @@ pub fn evaluate(
             )
         }
         Ok(limits) => {
-            let mut out = Vec::new();
-            for (res, &limit) in &limits.0 {
-                let used = if res == "nodes" {
-                    pool.node_count.max(pool.usage.get("nodes"))
-                } else {
-                    pool.usage.get(res)
-                };
-                let remaining = limit - used;
-                if res == "nodes" {
-                    if remaining < 1.0 {
-                        out.push(reason(
-                            Category::Limits,
-                            format!("node limits have been exhausted ({used} of {limit} nodes)"),
-                        ));
-                    }
-                } else if remaining < 0.0
-                    || (remaining == 0.0 && (every_instance_has(res) || requests.get(res) > 0.0))
-                {
-                    // Karpenter drops instance types with more of a resource than remains:
-                    // at exactly 0, types without an extended resource (a GPU) still fit.
-                    out.push(reason(
-                        Category::Limits,
-                        format!(
-                            "all available instance types exceed limits: {res} {} of {} in use",
-                            format_quantity(res, used),
-                            format_quantity(res, limit)
-                        ),
-                    ));
-                } else if requests.get(res) > remaining {
-                    out.push(reason(
-                        Category::Limits,
-                        format!(
-                            "all available instance types exceed limits: {res} remaining {} is below the pod's request {}",
-                            format_quantity(res, remaining),
-                            format_quantity(res, requests.get(res))
-                        ),
-                    ));
-                }
-            }
+            // Karpenter drops every instance type bigger than what is left of a limit and
+            // rejects the pool only when none is left, whatever the pod asks for (a pod
+            // too big for what is left fails later, on instance types).
+            let out: Vec<Reason> = limits
+                .0
+                .iter()
+                .filter_map(|(res, &limit)| {
+                    let used = if res == "nodes" { pool.node_count.max(pool.usage.get("nodes")) } else { pool.usage.get(res) };
+                    no_instance_type_left(res, limit - used).then(|| {
+                        let msg = if res == "nodes" {
+                            format!("node limits have been exhausted ({used} of {limit} nodes)")
+                        } else {
+                            format!(
+                                "all available instance types exceed limits: {res} {} of {} in use, {} left is less than any instance type",
+                                format_quantity(res, used),
+                                format_quantity(res, limit),
+                                format_quantity(res, (limit - used).max(0.0))
+                            )
+                        };
+                        reason(Category::Limits, msg)
+                    })
+                })
+                .collect();
             if !out.is_empty() {
                 return verdict(Verdict::Rejected, out);
             }
@@ -595,7 +593,34 @@ pub fn evaluate(
     let mut last_failure = Vec::new();
     for term in terms {
         match requirements::compatible(term, pool_reqs) {
-            Ok(()) => return verdict(Verdict::Compatible, Vec::new()),
+            Ok(()) => {
+                // 5. instance types: every type big enough for the pod is beyond what is
+                // left of a limit, so none both fits and stays under it.
+                let over: Vec<Reason> = pool
+                    .limits
+                    .iter()
+                    .flat_map(|l| l.0.iter())
+                    .filter(|(res, _)| res.as_str() != "nodes")
+                    .filter_map(|(res, &limit)| {
+                        let left = limit - pool.usage.get(res);
+                        (requests.get(res) > left).then(|| {
+                            reason(
+                                Category::InstanceTypes,
+                                format!(
+                                    "no instance type within the pool's remaining limits fits the pod: {res} {} left, the pod requests {}",
+                                    format_quantity(res, left.max(0.0)),
+                                    format_quantity(res, requests.get(res))
+                                ),
+                            )
+                        })
+                    })
+                    .collect();
+                return if over.is_empty() {
+                    verdict(Verdict::Compatible, Vec::new())
+                } else {
+                    verdict(Verdict::Rejected, over)
+                };
+            }
             Err(incompatibilities) => last_failure = incompatibilities,
         }
     }
@@ -723,6 +748,23 @@ fn cross_check(verdicts: &mut [PoolVerdict], fs: &events::FailedScheduling) {
                         .map(|s| reason(s.category, s.message.clone()))
                         .collect();
                 }
+            }
+            // kelp only estimates instance types (it has no provider catalogue): where the
+            // event speaks of this very pool, Karpenter's own reasons are the precise ones.
+            Verdict::Rejected
+                if v.reasons
+                    .iter()
+                    .all(|r| r.category == Category::InstanceTypes) =>
+            {
+                v.event_agrees = Some(
+                    segs.iter()
+                        .any(|s| matches!(s.category, Category::InstanceTypes | Category::Limits)),
+                );
+                v.source = "event";
+                v.reasons = segs
+                    .iter()
+                    .map(|s| reason(s.category, s.message.clone()))
+                    .collect();
             }
             Verdict::Rejected => v.event_agrees = Some(segs.iter().any(|s| explained_by(v, s))),
         }
@@ -1137,19 +1179,26 @@ fn limits(ctx: &Context) -> Vec<Finding> {
             .0
             .insert("nodes".into(), usage.get("nodes").max(nodes));
         let waiting_on_limits = waiting_on.contains(name);
-        for (res, used, limit) in usage.at_or_above(&limits, 0.9) {
+        for (res, &limit) in &limits.0 {
+            let used = usage.get(res);
+            let res = res.clone();
             let ratio = if limit > 0.0 {
                 used / limit
             } else {
                 f64::INFINITY
             };
+            // Exhausted for Karpenter once no instance type fits in what is left.
+            let exhausted = ratio >= 1.0 || no_instance_type_left(&res, limit - used);
+            if !exhausted && ratio < 0.9 {
+                continue;
+            }
             let details = LimitDetails {
                 resource: res.clone(),
                 usage: format_quantity(&res, used),
                 limit: format_quantity(&res, limit),
                 ratio: (ratio * 1000.0).round() / 1000.0,
             };
-            let f = if ratio >= 1.0 {
+            let f = if exhausted {
                 let sev = if waiting_on_limits {
                     Severity::Critical
                 } else {
@@ -1160,9 +1209,10 @@ fn limits(ctx: &Context) -> Vec<Finding> {
                     sev,
                     ObjectRef::of("NodePool", &pool.metadata),
                     format!(
-                        "{res} limit reached: {} of {} in use; Karpenter launches no more nodes {} from this pool{}",
+                        "{res} limit reached: {} of {} in use{}; Karpenter launches no more nodes {} from this pool{}",
                         details.usage,
                         details.limit,
+                        if ratio < 1.0 { " (what is left is less than any instance type)" } else { "" },
                         if res == "nodes" || every_instance_has(&res) { "at all" } else { "with it" },
                         if waiting_on_limits { " and pods wait on it" } else { "" }
                     ),
