@@ -164,7 +164,11 @@ where
         };
         loop {
             match watch(conn, &r, &mut version, &mut on).await {
-                Ok(()) => backoff = Duration::from_secs(1),
+                Ok(()) => {
+                    // A watch that ends at once (a proxy closing it) must not spin.
+                    backoff = Duration::from_secs(1);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
                 Err(Stop::Gone) => {
                     tracing::info!(resource = r.plural, "watch expired (410); relisting");
                     continue 'relist;
