@@ -39,6 +39,8 @@ pub enum Input {
 pub struct Options {
     pub input: Input,
     pub metrics_addr: SocketAddr,
+    /// How long the series of objects that no longer exist are kept.
+    pub series_ttl: Duration,
 }
 
 /// Everything the tasks share.
@@ -52,10 +54,12 @@ pub struct Shared {
     pub analysed: AtomicBool,
     /// A fixed clock for a dump (its capture time); the wall clock when watching.
     pub clock: RwLock<Option<chrono::DateTime<Utc>>>,
+    /// The seed operator's metrics, folded from each analysis pass.
+    pub seed: metrics::seed::SeedMetrics,
 }
 
 impl Shared {
-    fn new() -> Arc<Self> {
+    fn new(series_ttl: Duration) -> Arc<Self> {
         Arc::new(Shared {
             cluster: RwLock::new(Cluster::default()),
             latest: Arc::default(),
@@ -64,6 +68,7 @@ impl Shared {
             kinds: AtomicUsize::new(usize::MAX),
             analysed: AtomicBool::new(false),
             clock: RwLock::new(None),
+            seed: metrics::seed::SeedMetrics::new(series_ttl),
         })
     }
 
@@ -343,10 +348,10 @@ async fn analyse_forever(shared: Arc<Shared>) {
         // The analysis is CPU work: off the async workers, so scrapes and watches go on.
         let s2 = shared.clone();
         let Ok(report) = tokio::task::spawn_blocking(move || {
-            Arc::new(analysis::analyze(
-                &s2.cluster.read().unwrap_or_else(|e| e.into_inner()),
-                now,
-            ))
+            let cluster = s2.cluster.read().unwrap_or_else(|e| e.into_inner());
+            let report = analysis::analyze(&cluster, now);
+            s2.seed.update(&report, &cluster, now);
+            Arc::new(report)
         })
         .await
         else {
@@ -396,7 +401,7 @@ async fn readyz(State(h): State<Arc<Http>>) -> impl IntoResponse {
 
 /// The metrics and health router.
 pub fn router(shared: Arc<Shared>) -> Router {
-    let registry = metrics::registry(shared.latest.clone());
+    let registry = metrics::registry_with(shared.latest.clone(), &shared.seed);
     Router::new()
         .route("/metrics", get(metrics_handler))
         .route("/livez", get(|| async { "ok\n" }))
@@ -406,7 +411,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
 
 /// Run until interrupted.
 pub async fn run(opts: Options) -> anyhow::Result<()> {
-    let shared = Shared::new();
+    let shared = Shared::new(opts.series_ttl);
     match opts.input {
         Input::Dump(paths) => {
             let mut c = Cluster::default();

@@ -192,6 +192,49 @@ fn exhausted_limits_keep_pods_waiting_and_kelp_says_so() {
 }
 
 #[test]
+fn an_exhausted_cpu_limit_keeps_pods_waiting() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-cpulimit";
+    namespace(&e, ns);
+    e.fresh(ns, &["cpu-first", "cpu-second"]);
+    // cpu 2: the first pod's node leaves less than any instance type (1 cpu) under the
+    // limit, so Karpenter has no type left for a second pod that does not fit beside the first.
+    e.apply(&pool("e2e-cpulimit", "cpulimit", "", "2"));
+    e.apply(&pod(ns, "cpu-first", "cpulimit", "1500m", ""));
+    assert_eq!(launched_pool(&e, ns, "cpu-first"), "e2e-cpulimit");
+    e.apply(&pod(ns, "cpu-second", "cpulimit", "1", ""));
+    let report = wait_for(
+        "a critical cpu nodepool-limits-exhausted for e2e-cpulimit",
+        3 * MINUTES,
+        || {
+            let r = e.doctor();
+            let f = find(&r, "nodepool-limits-exhausted", "e2e-cpulimit")?;
+            (f["severity"] == "critical" && f["details"]["resource"] == "cpu").then(|| r.clone())
+        },
+    );
+    let f = find(&report, "pod-unschedulable", "cpu-second").expect("cpu-second waits");
+    let v = f["details"]["nodepools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "e2e-cpulimit")
+        .unwrap();
+    assert_eq!(
+        (v["verdict"].as_str(), v["reasons"][0]["category"].as_str()),
+        (Some("rejected"), Some("limits")),
+        "{f:#}"
+    );
+    // Karpenter says the same, naming the pool.
+    let event = f["details"]["event"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        event.contains("exceed limits for nodepool (NodePool=e2e-cpulimit)"),
+        "{event}"
+    );
+}
+
+#[test]
 fn a_pool_with_a_missing_node_class_is_not_ready() {
     let Some(e) = env() else { return };
     let yaml =

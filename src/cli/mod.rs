@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod doctor;
+pub mod generate;
 pub mod lint;
 pub mod output;
 pub mod serve;
@@ -55,6 +56,8 @@ pub enum Command {
     WhatIf(what_if::Args),
     /// Watch the cluster and export findings as Prometheus metrics and logs
     Serve(serve::Args),
+    /// Print monitoring configuration: Prometheus alerts or a Grafana dashboard
+    Generate(generate::Args),
 }
 
 /// Parse arguments, run, and map the outcome to an exit status.
@@ -72,6 +75,7 @@ pub fn main() -> ExitCode {
         Command::Lint(a) => lint::run(a),
         Command::WhatIf(a) => what_if::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Generate(a) => generate::run(a),
     };
     match result {
         Ok(code) => code,

@@ -31,6 +31,9 @@ pub struct Args {
     /// Where to serve /metrics, /livez and /readyz
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
     pub metrics_addr: SocketAddr,
+    /// Drop the series of objects gone for this long (Go duration: 30m, 1h, 2h30m)
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_ttl)]
+    pub series_ttl: std::time::Duration,
     /// Log line format
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -52,6 +55,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     rt.block_on(serve::run(Options {
         input,
         metrics_addr: args.metrics_addr,
+        series_ttl: args.series_ttl,
     }))?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn parse_ttl(s: &str) -> Result<std::time::Duration, String> {
+    crate::karpenter::duration::parse_go_duration(s)?
+        .to_std()
+        .map_err(|_| format!("{s}: must not be negative"))
 }

@@ -12,6 +12,10 @@ use prometheus_client::registry::Registry;
 
 use crate::findings::Report;
 
+pub mod defs;
+pub mod generate;
+pub mod seed;
+
 /// The latest report, shared between the analyser and scrapes.
 pub type LatestReport = Arc<RwLock<Option<Arc<Report>>>>;
 
@@ -46,8 +50,8 @@ impl Collector for FindingsCollector {
         let report = self.latest.read().ok().and_then(|r| r.clone());
         let Some(report) = report else { return Ok(()) };
         let mut metric = encoder.encode_descriptor(
-            "karpenter_helper_findings",
-            "Current kelp findings by code, severity and NodePool (computed at scrape time).",
+            defs::FINDINGS.name,
+            defs::FINDINGS.help,
             None,
             prometheus_client::metrics::MetricType::Gauge,
         )?;
@@ -67,6 +71,13 @@ impl Collector for FindingsCollector {
 pub fn registry(latest: LatestReport) -> Registry {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(FindingsCollector::new(latest)));
+    registry
+}
+
+/// The registry kelp serves, with the seed operator's metrics.
+pub fn registry_with(latest: LatestReport, seed: &seed::SeedMetrics) -> Registry {
+    let mut registry = registry(latest);
+    seed.register(&mut registry);
     registry
 }
 

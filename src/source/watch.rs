@@ -156,7 +156,11 @@ where
                 version
             }
             Err(e) => {
-                tracing::warn!(resource = r.plural, error = ?e, "list failed; retrying");
+                let error = match &e {
+                    Stop::Gone => "resource version expired".to_string(),
+                    Stop::Failed(s) => s.clone(),
+                };
+                tracing::warn!(resource = r.plural, %error, "list failed; retrying");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(30));
                 continue;

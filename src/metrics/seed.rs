@@ -1,0 +1,542 @@
+//! The seed operator's metrics, derived from each analysis pass.
+//!
+//! [`SeedMetrics::update`] takes the report, the model it came from and the time, and
+//! updates the families. Each occurrence is counted once, keyed by the UIDs of the objects
+//! it is about (names when a dump has no UIDs), so a relist never counts twice. Series whose
+//! objects no longer exist are removed after the series TTL, so cardinality stays bounded.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use chrono::{DateTime, Duration, Utc};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use serde_json::Value;
+
+use super::defs::{self, MetricDef};
+use crate::findings::{Code, Report};
+use crate::karpenter::duration;
+use crate::karpenter::events::{self, NominationTarget};
+use crate::model::{Cluster, Meta};
+
+/// The default `--series-ttl`.
+pub const DEFAULT_SERIES_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct MismatchLabels {
+    pub daemonset: String,
+    pub namespace: String,
+    pub node: String,
+    pub nodepool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct TtlLabels {
+    pub node: String,
+    pub nodepool: String,
+    pub ttl_reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct NominationFailureLabels {
+    pub pod: String,
+    pub namespace: String,
+    pub node: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct CreatedForPodLabels {
+    pub node: String,
+    pub pod: String,
+    pub namespace: String,
+    pub nodepool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct NotReapedLabels {
+    pub node: String,
+    pub nodepool: String,
+    pub nominated_pod: String,
+    pub nominated_namespace: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct DelayLabels {
+    pub node: String,
+    pub nodepool: String,
+    pub delay_reason: String,
+}
+
+/// One series a counted occurrence landed in.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Series {
+    Mismatch(MismatchLabels),
+    Ttl(TtlLabels),
+    NominationFailure(NominationFailureLabels),
+    CreatedForPod(CreatedForPodLabels),
+    Delay(DelayLabels),
+}
+
+/// Something seen in one pass, to count once.
+#[derive(Clone, Debug)]
+pub struct Occurrence {
+    /// Unique per occurrence: made of object UIDs.
+    pub key: String,
+    pub series: Series,
+    /// The objects it is about: while any is gone, its series ages towards removal.
+    pub uids: Vec<String>,
+    /// For the histogram: the observed value.
+    pub value: f64,
+}
+
+#[derive(Debug)]
+struct Counted {
+    series: Series,
+    uids: Vec<String>,
+    alive_at: DateTime<Utc>,
+}
+
+/// What persists between passes.
+#[derive(Debug, Default)]
+pub struct SeedState {
+    counted: HashMap<String, Counted>,
+    /// Empty nodes not reaped, by node UID: their labels and since when.
+    reaping: BTreeMap<String, (DelayLabels, DateTime<Utc>)>,
+    stuck: BTreeSet<NotReapedLabels>,
+}
+
+impl SeedState {
+    /// How many occurrences are remembered (bounded by the series TTL).
+    pub fn remembered(&self) -> usize {
+        self.counted.len()
+    }
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn delay_histogram() -> Histogram {
+    Histogram::new(defs::REAPING_DELAY_BUCKETS.iter().copied())
+}
+
+/// The seed's families and the state that keeps them counted once.
+#[derive(Debug)]
+pub struct SeedMetrics {
+    pub mismatch: Family<MismatchLabels, Counter>,
+    pub ttl_deaths: Family<TtlLabels, Counter>,
+    pub nomination_failures: Family<NominationFailureLabels, Counter>,
+    pub created_for_pods: Family<CreatedForPodLabels, Counter>,
+    pub not_reaped: Family<NotReapedLabels, Gauge>,
+    pub reaping_delay: HistogramFamily<DelayLabels>,
+    pub series_ttl: Duration,
+    state: Mutex<SeedState>,
+}
+
+impl Default for SeedMetrics {
+    fn default() -> Self {
+        SeedMetrics::new(DEFAULT_SERIES_TTL)
+    }
+}
+
+fn reg<M: prometheus_client::registry::Metric>(r: &mut Registry, d: &MetricDef, m: M) {
+    // prometheus-client ends the help with a period itself.
+    r.register(d.registered_name(), d.help.trim_end_matches('.'), m);
+}
+
+impl SeedMetrics {
+    pub fn new(series_ttl: std::time::Duration) -> Self {
+        SeedMetrics {
+            mismatch: Family::default(),
+            ttl_deaths: Family::default(),
+            nomination_failures: Family::default(),
+            created_for_pods: Family::default(),
+            not_reaped: Family::default(),
+            reaping_delay: Family::new_with_constructor(delay_histogram),
+            series_ttl: Duration::from_std(series_ttl).unwrap_or(Duration::hours(1)),
+            state: Mutex::new(SeedState::default()),
+        }
+    }
+
+    /// Register every family (they share their data with `self`).
+    pub fn register(&self, r: &mut Registry) {
+        reg(r, &defs::DAEMONSET_NODEPOOL_MISMATCH, self.mismatch.clone());
+        reg(r, &defs::NODE_TTL_DEATHS, self.ttl_deaths.clone());
+        reg(
+            r,
+            &defs::NOMINATED_POD_FAILURES,
+            self.nomination_failures.clone(),
+        );
+        reg(
+            r,
+            &defs::NODES_CREATED_FOR_NOMINATED_PODS,
+            self.created_for_pods.clone(),
+        );
+        reg(
+            r,
+            &defs::NODES_NOT_REAPED_DUE_TO_NOMINATION,
+            self.not_reaped.clone(),
+        );
+        reg(r, &defs::NODE_REAPING_DELAY, self.reaping_delay.clone());
+    }
+
+    /// How many occurrences are remembered.
+    pub fn remembered(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remembered()
+    }
+
+    /// Fold one analysis pass into the metrics.
+    pub fn update(&self, report: &Report, c: &Cluster, now: DateTime<Utc>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let alive = alive_uids(c);
+        let mut found = occurrences(report, c, now);
+        found.extend(reaping_delays(&mut state, report, c, now));
+        // Count what is new.
+        for o in found {
+            if let Some(seen) = state.counted.get_mut(&o.key) {
+                seen.alive_at = now;
+                continue;
+            }
+            match &o.series {
+                Series::Mismatch(l) => {
+                    self.mismatch.get_or_create(l).inc();
+                }
+                Series::Ttl(l) => {
+                    self.ttl_deaths.get_or_create(l).inc();
+                }
+                Series::NominationFailure(l) => {
+                    self.nomination_failures.get_or_create(l).inc();
+                }
+                Series::CreatedForPod(l) => {
+                    self.created_for_pods.get_or_create(l).inc();
+                }
+                Series::Delay(l) => self.reaping_delay.get_or_create(l).observe(o.value),
+            }
+            state.counted.insert(
+                o.key,
+                Counted {
+                    series: o.series,
+                    uids: o.uids,
+                    alive_at: now,
+                },
+            );
+        }
+        // Age out occurrences whose objects are gone.
+        let ttl = self.series_ttl;
+        let mut expired = Vec::new();
+        for (key, c) in state.counted.iter_mut() {
+            if c.uids.iter().all(|u| alive.contains(u)) {
+                c.alive_at = now;
+            } else if now - c.alive_at > ttl {
+                expired.push(key.clone());
+            }
+        }
+        let gone: Vec<Series> = expired
+            .iter()
+            .filter_map(|k| state.counted.remove(k))
+            .map(|c| c.series)
+            .collect();
+        for s in gone {
+            if state.counted.values().any(|c| c.series == s) {
+                continue;
+            }
+            match &s {
+                Series::Mismatch(l) => self.mismatch.remove(l),
+                Series::Ttl(l) => self.ttl_deaths.remove(l),
+                Series::NominationFailure(l) => self.nomination_failures.remove(l),
+                Series::CreatedForPod(l) => self.created_for_pods.remove(l),
+                Series::Delay(l) => self.reaping_delay.remove(l),
+            };
+        }
+        // The gauge is the picture of now.
+        let stuck = not_reaped(report);
+        for old in state.stuck.difference(&stuck) {
+            self.not_reaped.remove(old);
+        }
+        for l in &stuck {
+            self.not_reaped.get_or_create(l).set(1);
+        }
+        state.stuck = stuck;
+    }
+}
+
+/// A stable id for an object: its UID, or kind/namespace/name when a dump has none.
+pub fn uid(kind: &str, m: &Meta) -> String {
+    if m.uid.is_empty() {
+        format!(
+            "{kind}/{}/{}",
+            m.namespace.as_deref().unwrap_or_default(),
+            m.name
+        )
+    } else {
+        m.uid.clone()
+    }
+}
+
+fn alive_uids(c: &Cluster) -> BTreeSet<String> {
+    let mut s = BTreeSet::new();
+    s.extend(c.nodes.values().map(|o| uid("Node", &o.metadata)));
+    s.extend(c.pods.values().map(|o| uid("Pod", &o.metadata)));
+    s.extend(c.daemonsets.values().map(|o| uid("DaemonSet", &o.metadata)));
+    s.extend(c.nodeclaims.values().map(|o| uid("NodeClaim", &o.metadata)));
+    s
+}
+
+fn node_uid(c: &Cluster, name: &str) -> String {
+    c.nodes
+        .get(name)
+        .map(|n| uid("Node", &n.metadata))
+        .unwrap_or_else(|| format!("Node//{name}"))
+}
+
+fn pod_uid(c: &Cluster, ns: &str, name: &str) -> String {
+    c.pods
+        .get(&(ns.to_string(), name.to_string()))
+        .map(|p| uid("Pod", &p.metadata))
+        .unwrap_or_else(|| format!("Pod/{ns}/{name}"))
+}
+
+fn strs(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every counter occurrence visible in one pass (the histogram's come from
+/// [`reaping_delays`]).
+pub fn occurrences(report: &Report, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    let mut out = Vec::new();
+    for f in &report.findings {
+        let pool = f.nodepool.clone().unwrap_or_default();
+        match f.code {
+            Code::DaemonsetNodepoolMismatch => {
+                let ns = f.object.namespace.clone().unwrap_or_default();
+                let ds_uid = c
+                    .daemonsets
+                    .get(&(ns.clone(), f.object.name.clone()))
+                    .map(|d| uid("DaemonSet", &d.metadata))
+                    .unwrap_or_else(|| format!("DaemonSet/{ns}/{}", f.object.name));
+                for node in strs(&f.details.to_json()["nodes"]) {
+                    let n_uid = node_uid(c, &node);
+                    out.push(Occurrence {
+                        key: format!("mismatch/{ds_uid}/{n_uid}"),
+                        series: Series::Mismatch(MismatchLabels {
+                            daemonset: f.object.name.clone(),
+                            namespace: ns.clone(),
+                            node,
+                            nodepool: pool.clone(),
+                        }),
+                        uids: vec![ds_uid.clone(), n_uid],
+                        value: 1.0,
+                    });
+                }
+            }
+            Code::PodNominatedNotBound => {
+                let ns = f.object.namespace.clone().unwrap_or_default();
+                let p_uid = pod_uid(c, &ns, &f.object.name);
+                let d = f.details.to_json();
+                let reason = d["outcome"].as_str().unwrap_or("not bound").to_string();
+                for target in strs(&d["nominatedTo"]) {
+                    // node/NAME, or nodeclaim/NAME: the node it became, when it did.
+                    let node = match target.split_once('/') {
+                        Some(("nodeclaim", nc)) => c
+                            .nodeclaims
+                            .get(nc)
+                            .and_then(|x| x.status.node_name.clone())
+                            .unwrap_or_else(|| nc.to_string()),
+                        Some((_, n)) => n.to_string(),
+                        None => target.clone(),
+                    };
+                    out.push(Occurrence {
+                        key: format!("nomination-failure/{p_uid}/{target}"),
+                        series: Series::NominationFailure(NominationFailureLabels {
+                            pod: f.object.name.clone(),
+                            namespace: ns.clone(),
+                            node,
+                            reason: reason.clone(),
+                        }),
+                        uids: vec![p_uid.clone()],
+                        value: 1.0,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out.extend(ttl_deaths(c, now));
+    out.extend(created_for_nominated(c));
+    out
+}
+
+/// NodeClaims past their expireAfter (Karpenter v1's default is 720h).
+fn ttl_deaths(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    let mut out = Vec::new();
+    for claim in c.nodeclaims.values() {
+        let Some(created) = claim.metadata.creation_timestamp else {
+            continue;
+        };
+        let ea = claim.spec.expire_after.as_deref().unwrap_or("720h");
+        let Ok(duration::NillableDuration::After(after)) = duration::parse_nillable(ea) else {
+            continue;
+        };
+        if now < created + after {
+            continue;
+        }
+        let id = uid("NodeClaim", &claim.metadata);
+        out.push(Occurrence {
+            key: format!("ttl/{id}"),
+            series: Series::Ttl(TtlLabels {
+                node: claim
+                    .status
+                    .node_name
+                    .clone()
+                    .unwrap_or_else(|| claim.metadata.name.clone()),
+                nodepool: Cluster::pool_of(&claim.metadata.labels)
+                    .unwrap_or_default()
+                    .to_string(),
+                ttl_reason: "expireAfter".into(),
+            }),
+            uids: vec![id],
+            value: 1.0,
+        });
+    }
+    out
+}
+
+/// Pods Karpenter nominated to a NodeClaim it launched (its `Nominated` events).
+fn created_for_nominated(c: &Cluster) -> Vec<Occurrence> {
+    let mut out = Vec::new();
+    for e in c
+        .events
+        .values()
+        .filter(|e| e.from_karpenter() && e.reason == "Nominated" && e.regarding.kind == "Pod")
+    {
+        let ns = e.regarding.namespace.clone().unwrap_or_default();
+        let p_uid = if e.regarding.uid.is_empty() {
+            pod_uid(c, &ns, &e.regarding.name)
+        } else {
+            e.regarding.uid.clone()
+        };
+        for t in events::parse_nominated(&e.message) {
+            let NominationTarget::NodeClaim(nc) = t else {
+                continue;
+            };
+            let Some(claim) = c.nodeclaims.get(&nc) else {
+                continue;
+            };
+            let id = uid("NodeClaim", &claim.metadata);
+            out.push(Occurrence {
+                key: format!("created-for/{id}/{p_uid}"),
+                series: Series::CreatedForPod(CreatedForPodLabels {
+                    node: claim.status.node_name.clone().unwrap_or(nc),
+                    pod: e.regarding.name.clone(),
+                    namespace: ns.clone(),
+                    nodepool: Cluster::pool_of(&claim.metadata.labels)
+                        .unwrap_or_default()
+                        .to_string(),
+                }),
+                uids: vec![id],
+                value: 1.0,
+            });
+        }
+    }
+    out
+}
+
+/// The first blocker of an empty-node-not-reaped finding: (kind, object).
+fn blockers(f: &crate::findings::Finding) -> Vec<(String, Value)> {
+    f.details.to_json()["blockers"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|b| {
+                    (
+                        b["kind"].as_str().unwrap_or("other").to_string(),
+                        b["object"].clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Empty nodes kept because a pod is nominated to them, now.
+fn not_reaped(report: &Report) -> BTreeSet<NotReapedLabels> {
+    let mut out = BTreeSet::new();
+    for f in report
+        .findings
+        .iter()
+        .filter(|f| f.code == Code::EmptyNodeNotReaped)
+    {
+        for (kind, object) in blockers(f) {
+            if kind != "nominated" {
+                continue;
+            }
+            out.insert(NotReapedLabels {
+                node: f.object.name.clone(),
+                nodepool: f.nodepool.clone().unwrap_or_default(),
+                nominated_pod: object["name"].as_str().unwrap_or_default().to_string(),
+                nominated_namespace: object["namespace"].as_str().unwrap_or_default().to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// Track empty-node-not-reaped from when it appears; observe its delay once when it resolves.
+fn reaping_delays(
+    state: &mut SeedState,
+    report: &Report,
+    c: &Cluster,
+    now: DateTime<Utc>,
+) -> Vec<Occurrence> {
+    let mut current = BTreeMap::new();
+    for f in report
+        .findings
+        .iter()
+        .filter(|f| f.code == Code::EmptyNodeNotReaped)
+    {
+        let reason = blockers(f)
+            .into_iter()
+            .next()
+            .map(|(k, _)| k)
+            .unwrap_or_else(|| "none".into());
+        let labels = DelayLabels {
+            node: f.object.name.clone(),
+            nodepool: f.nodepool.clone().unwrap_or_default(),
+            delay_reason: reason,
+        };
+        current.insert(
+            node_uid(c, &f.object.name),
+            (labels, f.since.unwrap_or(now)),
+        );
+    }
+    let mut out = Vec::new();
+    for (id, (labels, since)) in std::mem::take(&mut state.reaping) {
+        if !current.contains_key(&id) {
+            out.push(Occurrence {
+                key: format!("reaping-delay/{id}"),
+                series: Series::Delay(labels),
+                uids: vec![id],
+                value: (now - since).num_milliseconds().max(0) as f64 / 1000.0,
+            });
+        }
+    }
+    for (id, (labels, since)) in current {
+        // A node counted already (reaped, then back under the same UID) is not re-opened.
+        if !state.counted.contains_key(&format!("reaping-delay/{id}")) {
+            state.reaping.insert(id, (labels, since));
+        }
+    }
+    out
+}

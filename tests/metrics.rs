@@ -1,0 +1,506 @@
+//! The seed operator's metrics, derived from fixture dumps (no cluster), and the generated
+//! alert rules and dashboard.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Duration, Utc};
+
+use kelp::analysis::analyze;
+use kelp::findings::Report;
+use kelp::metrics::seed::SeedMetrics;
+use kelp::metrics::{defs, generate};
+use kelp::model::Cluster;
+
+const NOW: &str = "2026-11-21T10:00:00Z";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/findings")
+        .join(name)
+}
+
+/// The fixture's `fires.yaml` model and the time its expect.yaml evaluates it at.
+fn load(name: &str) -> (Cluster, DateTime<Utc>) {
+    let dir = fixture(name);
+    let mut c = Cluster::default();
+    kelp::source::load_paths(&[dir.join("fires.yaml")], &mut c).unwrap();
+    let expect: serde_json::Value =
+        serde_norway::from_str(&std::fs::read_to_string(dir.join("expect.yaml")).unwrap()).unwrap();
+    let now = expect["now"].as_str().unwrap_or(NOW);
+    (c, DateTime::parse_from_rfc3339(now).unwrap().into())
+}
+
+fn scrape(seed: &SeedMetrics) -> String {
+    let mut r = prometheus_client::registry::Registry::default();
+    seed.register(&mut r);
+    kelp::metrics::encode(&r).unwrap()
+}
+
+fn pass(seed: &SeedMetrics, name: &str) -> (Cluster, Report, DateTime<Utc>) {
+    let (c, now) = load(name);
+    let report = analyze(&c, now);
+    seed.update(&report, &c, now);
+    (c, report, now)
+}
+
+/// Lines of `metric` whose labels contain every `label="value"` given.
+fn lines<'t>(text: &'t str, metric: &str, labels: &[&str]) -> Vec<&'t str> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{metric}{{")))
+        .filter(|l| labels.iter().all(|x| l.contains(x)))
+        .collect()
+}
+
+#[test]
+fn every_seed_metric_is_exposed_with_its_name_type_and_help() {
+    let seed = SeedMetrics::default();
+    for f in [
+        "daemonset-nodepool-mismatch",
+        "node-expired-not-replaced",
+        "pod-nominated-not-bound",
+        "empty-node-not-reaped",
+    ] {
+        pass(&seed, f);
+    }
+    // The empty node is reaped: its delay is observed.
+    let (mut c, now) = load("empty-node-not-reaped");
+    c.delete_node("ip-10-0-34-249.us-west-2.compute.internal");
+    seed.update(&analyze(&c, now), &c, now + Duration::minutes(10));
+    let text = scrape(&seed);
+    // An empty family is not exposed; no fixture has an empty node held by a nomination.
+    for d in defs::SEED
+        .iter()
+        .filter(|d| **d != defs::NODES_NOT_REAPED_DUE_TO_NOMINATION)
+    {
+        let family = d.name.strip_suffix("_total").unwrap_or(d.name);
+        assert!(
+            text.contains(&format!("# TYPE {family} {}", d.kind.as_str())),
+            "{} not typed {} in\n{text}",
+            d.name,
+            d.kind.as_str()
+        );
+    }
+}
+
+#[test]
+fn daemonset_mismatch_is_counted_once_across_passes_and_relists() {
+    let seed = SeedMetrics::default();
+    let (_, report, now) = pass(&seed, "daemonset-nodepool-mismatch");
+    let text = scrape(&seed);
+    let got = lines(
+        &text,
+        defs::DAEMONSET_NODEPOOL_MISMATCH.name,
+        &["nodepool=\"gpu\""],
+    );
+    assert!(!got.is_empty(), "{text}");
+    assert!(got.iter().all(|l| l.ends_with(" 1")), "{got:?}");
+    for l in &got {
+        for label in defs::DAEMONSET_NODEPOOL_MISMATCH.labels {
+            assert!(l.contains(&format!("{label}=\"")), "{label} missing: {l}");
+        }
+    }
+    // The same pass again, and a relist (a fresh model from the same dump), later.
+    let (c, _) = load("daemonset-nodepool-mismatch");
+    seed.update(&report, &c, now + Duration::minutes(1));
+    pass(&seed, "daemonset-nodepool-mismatch");
+    let again = scrape(&seed);
+    assert_eq!(
+        got,
+        lines(
+            &again,
+            defs::DAEMONSET_NODEPOOL_MISMATCH.name,
+            &["nodepool=\"gpu\""]
+        )
+    );
+}
+
+#[test]
+fn series_of_gone_objects_are_dropped_after_the_ttl() {
+    let seed = SeedMetrics::new(std::time::Duration::from_secs(3600));
+    let (_, _, now) = pass(&seed, "daemonset-nodepool-mismatch");
+    let name = defs::DAEMONSET_NODEPOOL_MISMATCH.name;
+    assert!(!lines(&scrape(&seed), name, &[]).is_empty());
+    let remembered = seed.remembered();
+    assert!(remembered > 0);
+    // Everything is deleted: the series stay for the TTL, then go.
+    let empty = Cluster::default();
+    let nothing = analyze(&empty, now);
+    seed.update(&nothing, &empty, now + Duration::minutes(5));
+    seed.update(&nothing, &empty, now + Duration::minutes(50));
+    assert!(!lines(&scrape(&seed), name, &[]).is_empty());
+    seed.update(&nothing, &empty, now + Duration::minutes(66));
+    assert!(
+        lines(&scrape(&seed), name, &[]).is_empty(),
+        "{}",
+        scrape(&seed)
+    );
+    assert_eq!(seed.remembered(), 0);
+}
+
+#[test]
+fn series_of_live_objects_outlive_the_ttl() {
+    let seed = SeedMetrics::new(std::time::Duration::from_secs(60));
+    let (c, _, now) = pass(&seed, "daemonset-nodepool-mismatch");
+    // The finding resolved but the DaemonSet and nodes still exist: the count stays.
+    let nothing = analyze(&Cluster::default(), now);
+    seed.update(&nothing, &c, now + Duration::hours(3));
+    let name = defs::DAEMONSET_NODEPOOL_MISMATCH.name;
+    assert!(!lines(&scrape(&seed), name, &[]).is_empty());
+}
+
+#[test]
+fn expired_nodes_are_ttl_deaths() {
+    let seed = SeedMetrics::default();
+    pass(&seed, "node-expired-not-replaced");
+    let text = scrape(&seed);
+    let got = lines(
+        &text,
+        defs::NODE_TTL_DEATHS.name,
+        &["nodepool=\"default\"", "ttl_reason=\"expireAfter\""],
+    );
+    assert!(!got.is_empty(), "{text}");
+    pass(&seed, "node-expired-not-replaced");
+    assert_eq!(
+        got,
+        lines(
+            &scrape(&seed),
+            defs::NODE_TTL_DEATHS.name,
+            &["nodepool=\"default\""]
+        )
+    );
+}
+
+#[test]
+fn nominated_pods_that_do_not_bind_are_failures() {
+    for (fixture, pod) in [
+        ("pod-nominated-not-bound", "api-nr4rbx6lmx-9hwxm"),
+        (
+            "pod-nominated-not-bound-renominated",
+            "indexer-fh42nttl7b-hcfbf",
+        ),
+    ] {
+        let seed = SeedMetrics::default();
+        pass(&seed, fixture);
+        let text = scrape(&seed);
+        let got = lines(
+            &text,
+            defs::NOMINATED_POD_FAILURES.name,
+            &[&format!("pod=\"{pod}\"")],
+        );
+        assert!(!got.is_empty(), "{fixture}: {text}");
+        assert!(got
+            .iter()
+            .all(|l| l.contains("reason=\"") && l.ends_with(" 1")));
+    }
+}
+
+#[test]
+fn nodes_created_for_nominated_pods_are_counted_from_karpenter_events() {
+    // Any fixture where Karpenter nominated a pod to a NodeClaim it launched.
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(fixture("")).unwrap() {
+        let e = e.unwrap();
+        if !e.path().join("fires.yaml").exists() {
+            continue;
+        }
+        let name = e.file_name().to_string_lossy().to_string();
+        let seed = SeedMetrics::default();
+        pass(&seed, &name);
+        let text = scrape(&seed);
+        let got = lines(&text, defs::NODES_CREATED_FOR_NOMINATED_PODS.name, &[]);
+        for l in &got {
+            assert!(l.ends_with(" 1"), "{name}: {l}");
+            for label in defs::NODES_CREATED_FOR_NOMINATED_PODS.labels {
+                assert!(l.contains(&format!("{label}=\"")), "{label} missing: {l}");
+            }
+        }
+        if !got.is_empty() {
+            found.push(name);
+        }
+    }
+    assert!(
+        !found.is_empty(),
+        "no fixture nominates a pod to a NodeClaim"
+    );
+}
+
+#[test]
+fn empty_nodes_not_reaped_feed_the_gauge_and_then_the_delay_histogram() {
+    let seed = SeedMetrics::default();
+    let (_, report, now) = pass(&seed, "empty-node-not-reaped");
+    let node = "ip-10-0-34-249.us-west-2.compute.internal";
+    assert!(report
+        .findings
+        .iter()
+        .any(|f| f.code.as_str() == "empty-node-not-reaped" && f.object.name == node));
+    let delay = defs::NODE_REAPING_DELAY.name;
+    let count = format!("{delay}_count");
+    assert!(lines(&scrape(&seed), &count, &[]).is_empty());
+    // The gauge is exactly the nominated blockers now.
+    let nominated: usize = report
+        .findings
+        .iter()
+        .filter(|f| f.code.as_str() == "empty-node-not-reaped")
+        .map(|f| {
+            f.details.to_json()["blockers"]
+                .as_array()
+                .map(|b| b.iter().filter(|b| b["kind"] == "nominated").count())
+                .unwrap_or(0)
+        })
+        .sum();
+    let stuck = defs::NODES_NOT_REAPED_DUE_TO_NOMINATION.name;
+    assert_eq!(lines(&scrape(&seed), stuck, &[]).len(), nominated);
+    // The node is reaped 10 minutes later: its delay is observed once.
+    let (mut reaped, _) = load("empty-node-not-reaped");
+    reaped.delete_node(node);
+    let later = now + Duration::minutes(10);
+    seed.update(&analyze(&reaped, later), &reaped, later);
+    seed.update(
+        &analyze(&reaped, later),
+        &reaped,
+        later + Duration::minutes(1),
+    );
+    let text = scrape(&seed);
+    let got = lines(
+        &text,
+        &count,
+        &[&format!("node=\"{node}\""), "nodepool=\"default\""],
+    );
+    assert_eq!(got.len(), 1, "{text}");
+    assert!(got[0].ends_with(" 1"), "{}", got[0]);
+    assert!(lines(&text, stuck, &[&format!("node=\"{node}\"")]).is_empty());
+}
+
+#[test]
+fn the_nominated_blocker_gauge_follows_the_report() {
+    // Every fixture: the gauge has one series per nominated blocker of an empty node.
+    for e in std::fs::read_dir(fixture("")).unwrap() {
+        let e = e.unwrap();
+        if !e.path().join("fires.yaml").exists() {
+            continue;
+        }
+        let name = e.file_name().to_string_lossy().to_string();
+        let seed = SeedMetrics::default();
+        let (_, report, _) = pass(&seed, &name);
+        let want: usize = report
+            .findings
+            .iter()
+            .filter(|f| f.code.as_str() == "empty-node-not-reaped")
+            .map(|f| {
+                f.details.to_json()["blockers"]
+                    .as_array()
+                    .map(|b| b.iter().filter(|b| b["kind"] == "nominated").count())
+                    .unwrap_or(0)
+            })
+            .sum();
+        let text = scrape(&seed);
+        let got = lines(&text, defs::NODES_NOT_REAPED_DUE_TO_NOMINATION.name, &[]);
+        assert_eq!(got.len(), want, "{name}: {text}");
+    }
+}
+
+// ------------------------------------------------------------------ generated config
+
+fn known_metric(name: &str) -> bool {
+    defs::ALL.iter().any(|d| {
+        name == d.name
+            || (d.kind == defs::MetricKind::Histogram
+                && ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .any(|s| name == format!("{}{s}", d.name)))
+    })
+}
+
+fn metric_names(expr: &str) -> Vec<String> {
+    regex::Regex::new(r"karpenter_helper_[a-z_]+")
+        .unwrap()
+        .find_iter(expr)
+        .map(|m| m.as_str().to_string())
+        .collect()
+}
+
+#[test]
+fn alerts_are_a_prometheus_rule_over_known_metrics() {
+    let rule = generate::prometheus_rule();
+    assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(rule["kind"], "PrometheusRule");
+    let yaml: serde_json::Value = serde_norway::from_str(&generate::alerts_yaml()).unwrap();
+    assert_eq!(yaml, rule);
+    let rules = rule["spec"]["groups"][0]["rules"].as_array().unwrap();
+    let names: Vec<&str> = rules.iter().map(|r| r["alert"].as_str().unwrap()).collect();
+    for want in [
+        "KarpenterHelperDaemonSetNodePoolMismatch",
+        "KarpenterHelperNodeTTLDeathRateHigh",
+        "KarpenterHelperNominationFailureSpike",
+        "KarpenterHelperNodesStuckOnNominations",
+        "KarpenterHelperNodeReapingDelayHigh",
+        "KarpenterHelperPodUnschedulable",
+        "KarpenterHelperNodePoolLimitsExhausted",
+        "KarpenterHelperNodeClaimStuck",
+        "KarpenterHelperNoNodePoolReady",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    for r in rules {
+        let expr = r["expr"].as_str().unwrap();
+        let used = metric_names(expr);
+        assert!(!used.is_empty(), "{expr}");
+        assert!(used.iter().all(|m| known_metric(m)), "{expr}");
+    }
+    let unsched = rules
+        .iter()
+        .find(|r| r["alert"] == "KarpenterHelperPodUnschedulable")
+        .unwrap();
+    assert_eq!(unsched["for"], "10m");
+    assert_eq!(unsched["labels"]["severity"], "critical");
+    // Every seed metric has an alert.
+    for d in defs::SEED.iter().filter(|d| {
+        *d != &defs::NODES_CREATED_FOR_NOMINATED_PODS // informational: no alert
+    }) {
+        assert!(
+            rules
+                .iter()
+                .any(|r| r["expr"].as_str().unwrap().contains(d.name)),
+            "no alert on {}",
+            d.name
+        );
+    }
+}
+
+#[test]
+fn promtool_accepts_the_rules() {
+    let Ok(out) = std::process::Command::new("promtool")
+        .arg("--version")
+        .output()
+    else {
+        let msg = "promtool not found: install Debian's `prometheus` package (apt-get install -y prometheus)";
+        if std::env::var_os("CI").is_some() {
+            panic!("{msg}");
+        }
+        eprintln!("skipping: {msg}");
+        return;
+    };
+    assert!(out.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rules.yaml");
+    // promtool checks a rule file: the PrometheusRule's spec.
+    let spec = &generate::prometheus_rule()["spec"];
+    std::fs::write(&file, serde_norway::to_string(spec).unwrap()).unwrap();
+    let out = std::process::Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check rules failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_dashboard_shows_findings_per_nodepool_and_every_seed_metric() {
+    let d = generate::grafana();
+    let json: serde_json::Value = serde_json::from_str(&generate::grafana_json()).unwrap();
+    assert_eq!(json, d);
+    let panels = d["panels"].as_array().unwrap();
+    let exprs: Vec<&str> = panels
+        .iter()
+        .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+        .map(|t| t["expr"].as_str().unwrap())
+        .collect();
+    for e in &exprs {
+        assert!(metric_names(e).iter().all(|m| known_metric(m)), "{e}");
+    }
+    assert!(exprs
+        .iter()
+        .any(|e| e.contains("sum by (severity) (karpenter_helper_findings")));
+    assert!(panels
+        .iter()
+        .any(|p| p["type"] == "row" && p["repeat"] == "nodepool"));
+    for m in defs::SEED {
+        assert!(
+            exprs.iter().any(|e| e.contains(m.name)),
+            "{} has no panel",
+            m.name
+        );
+    }
+    let ids: std::collections::BTreeSet<u64> =
+        panels.iter().map(|p| p["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids.len(), panels.len(), "panel ids are unique");
+}
+
+#[test]
+fn docs_list_every_metric_as_the_code_defines_it() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/metrics.md"))
+            .unwrap();
+    assert!(
+        doc.contains(&defs::markdown_table()),
+        "docs/metrics.md's table differs from the code; paste:\n{}",
+        defs::markdown_table()
+    );
+}
+
+#[test]
+fn kelp_generate_prints_both() {
+    let out = assert_cmd::Command::cargo_bin("kelp")
+        .unwrap()
+        .args(["generate", "alerts"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("apiVersion: monitoring.coreos.com/v1")
+    );
+    let out = assert_cmd::Command::cargo_bin("kelp")
+        .unwrap()
+        .args(["generate", "grafana"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["uid"], "kelp-karpenter");
+}
+
+#[test]
+fn a_nominated_blocker_sets_the_gauge_until_it_resolves() {
+    use kelp::findings::{Code, Finding, ObjectRef, Severity};
+    let (c, now) = load("empty-node-not-reaped");
+    let mut report = analyze(&c, now);
+    report.findings.push(
+        Finding::new(
+            Code::EmptyNodeNotReaped,
+            Severity::Warning,
+            ObjectRef::cluster("Node", "n1"),
+            "m",
+        )
+        .pool(Some("default"))
+        .since(Some(now - Duration::minutes(30)))
+        .details(serde_json::json!({"blockers": [{"kind": "nominated",
+            "object": {"kind": "Pod", "namespace": "web", "name": "api-0"}, "message": "m"}]})),
+    );
+    let seed = SeedMetrics::default();
+    seed.update(&report, &c, now);
+    let stuck = defs::NODES_NOT_REAPED_DUE_TO_NOMINATION.name;
+    let text = scrape(&seed);
+    let got = lines(&text, stuck, &["node=\"n1\""]);
+    assert_eq!(
+        got,
+        vec![format!("{stuck}{{node=\"n1\",nodepool=\"default\",nominated_pod=\"api-0\",nominated_namespace=\"web\"}} 1")],
+        "{text}"
+    );
+    // Resolved: the gauge series goes, the delay is observed with the blocker's kind.
+    report.findings.pop();
+    seed.update(&report, &c, now + Duration::minutes(5));
+    let text = scrape(&seed);
+    assert!(lines(&text, stuck, &["node=\"n1\""]).is_empty(), "{text}");
+    let sum = lines(
+        &text,
+        &format!("{}_sum", defs::NODE_REAPING_DELAY.name),
+        &["node=\"n1\"", "delay_reason=\"nominated\""],
+    );
+    assert_eq!(sum.len(), 1, "{text}");
+    assert!(sum[0].ends_with(" 2100.0"), "{}", sum[0]);
+}
