@@ -208,19 +208,23 @@ pub fn resources_for(api: &ApiInfo) -> Vec<Resource> {
     out
 }
 
+/// One page of a list response.
 #[derive(Deserialize)]
 #[serde(bound = "T: DeserializeOwned")]
-struct Page<T> {
+pub(crate) struct Page<T> {
     #[serde(default)]
-    metadata: PageMeta,
+    pub metadata: PageMeta,
     #[serde(default)]
-    items: Vec<T>,
+    pub items: Vec<T>,
 }
 
 #[derive(Deserialize, Default)]
-struct PageMeta {
+pub(crate) struct PageMeta {
     #[serde(default, rename = "continue")]
-    continue_: Option<String>,
+    pub continue_: Option<String>,
+    /// Where a watch starts after the last page.
+    #[serde(default, rename = "resourceVersion")]
+    pub resource_version: Option<String>,
 }
 
 /// List every object of a resource, page by page, into `T`.

@@ -10,9 +10,8 @@ use futures::TryStreamExt;
 use kube::api::{ListParams, WatchParams};
 use kube::core::WatchEvent;
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 
-use super::live::{Connection, Resource};
+use super::live::{Connection, Page, Resource};
 use crate::model::event::CoreEvent;
 use crate::model::*;
 
@@ -43,23 +42,6 @@ objects!(
     PodDisruptionBudget,
     CoreEvent
 );
-
-#[derive(Deserialize)]
-#[serde(bound = "T: DeserializeOwned")]
-struct Page<T> {
-    #[serde(default)]
-    metadata: PageMeta,
-    #[serde(default)]
-    items: Vec<T>,
-}
-
-#[derive(Deserialize, Default)]
-struct PageMeta {
-    #[serde(default, rename = "continue")]
-    continue_: Option<String>,
-    #[serde(default, rename = "resourceVersion")]
-    resource_version: Option<String>,
-}
 
 /// Why a watch stopped.
 #[derive(Debug)]
