@@ -204,12 +204,16 @@ fn an_exhausted_cpu_limit_keeps_pods_waiting() {
     assert_eq!(launched_pool(&e, ns, "cpu-first"), "e2e-cpulimit");
     e.apply(&pod(ns, "cpu-second", "cpulimit", "1", ""));
     let report = wait_for(
-        "a critical cpu nodepool-limits-exhausted for e2e-cpulimit",
+        "a critical cpu nodepool-limits-exhausted for e2e-cpulimit, and Karpenter's event",
         3 * MINUTES,
         || {
             let r = e.doctor();
             let f = find(&r, "nodepool-limits-exhausted", "e2e-cpulimit")?;
-            (f["severity"] == "critical" && f["details"]["resource"] == "cpu").then(|| r.clone())
+            let waiting = find(&r, "pod-unschedulable", "cpu-second")?;
+            (f["severity"] == "critical"
+                && f["details"]["resource"] == "cpu"
+                && waiting["details"]["event"].is_object())
+            .then(|| r.clone())
         },
     );
     let f = find(&report, "pod-unschedulable", "cpu-second").expect("cpu-second waits");
