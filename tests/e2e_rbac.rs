@@ -1,3 +1,4 @@
+//! Run with `--test-threads 1` (as scripts/e2e does): both tests apply the same Namespace.
 //! kelp runs with exactly the RBAC its chart grants: the ServiceAccount, ClusterRole and
 //! ClusterRoleBinding from `deploy/kelp.yaml` (the chart's plain rendering) are applied to
 //! the testenv, and kelp runs through a kubeconfig that impersonates that ServiceAccount.
