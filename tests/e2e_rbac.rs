@@ -1,8 +1,8 @@
-//! Run with `--test-threads 1` (as scripts/e2e does): both tests apply the same Namespace.
 //! kelp runs with exactly the RBAC its chart grants: the ServiceAccount, ClusterRole and
 //! ClusterRoleBinding from `deploy/kelp.yaml` (the chart's plain rendering) are applied to
 //! the testenv, and kelp runs through a kubeconfig that impersonates that ServiceAccount.
 //! Normal operation must meet no 403; a missing permission must be one clear line.
+//! Run with `--test-threads 1` (as scripts/e2e does): both tests apply the same Namespace.
 //!
 //! Skipped without a running testenv (`testenv/up`), required with `KELP_E2E=1`.
 
