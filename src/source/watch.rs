@@ -10,6 +10,7 @@ use futures::TryStreamExt;
 use kube::api::{ListParams, WatchParams};
 use kube::core::WatchEvent;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 
 use super::live::{Connection, Page, Resource};
 use crate::model::event::CoreEvent;
@@ -66,13 +67,32 @@ async fn list<T: DeserializeOwned>(
         let req = kube::core::Request::new(r.path())
             .list(&lp)
             .map_err(|e| Stop::Failed(e.to_string()))?;
-        let page: Page<T> = conn.client.request(req).await.map_err(|e| classify(&e))?;
-        items.extend(page.items);
+        let page: Page<Box<RawValue>> = conn.client.request(req).await.map_err(|e| classify(&e))?;
+        items.extend(page.items.iter().filter_map(|raw| decode(r, raw)));
         match page.metadata.continue_ {
             Some(t) if !t.is_empty() => token = Some(t),
             _ => return Ok((items, page.metadata.resource_version.unwrap_or_default())),
         }
     }
+}
+
+/// One object into its projection; one kelp cannot read is skipped with a warning rather
+/// than stalling its whole kind.
+fn decode<T: DeserializeOwned>(r: &Resource, raw: &RawValue) -> Option<T> {
+    serde_json::from_str(raw.get())
+        .map_err(|e| tracing::warn!(resource = r.plural, error = %e, "skipping an object kelp cannot read"))
+        .ok()
+}
+
+/// The resourceVersion of an object kelp could not read, so the watch moves past it.
+fn version_of(raw: &RawValue) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Versioned {
+        metadata: Meta,
+    }
+    serde_json::from_str::<Versioned>(raw.get())
+        .ok()
+        .map(|v| v.metadata.resource_version)
 }
 
 fn classify(e: &kube::Error) -> Stop {
@@ -99,20 +119,26 @@ where
         .map_err(|e| Stop::Failed(e.to_string()))?;
     let stream = conn
         .client
-        .request_events::<T>(req)
+        .request_events::<Box<RawValue>>(req)
         .await
         .map_err(|e| classify(&e))?;
     futures::pin_mut!(stream);
     while let Some(event) = stream.try_next().await.map_err(|e| classify(&e))? {
         match event {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                *version = o.meta().resource_version.clone();
-                on(Change::Apply(o));
-            }
-            WatchEvent::Deleted(o) => {
-                *version = o.meta().resource_version.clone();
-                on(Change::Delete(o));
-            }
+            WatchEvent::Added(raw) | WatchEvent::Modified(raw) => match decode::<T>(r, &raw) {
+                Some(o) => {
+                    *version = o.meta().resource_version.clone();
+                    on(Change::Apply(o));
+                }
+                None => *version = version_of(&raw).unwrap_or_else(|| version.clone()),
+            },
+            WatchEvent::Deleted(raw) => match decode::<T>(r, &raw) {
+                Some(o) => {
+                    *version = o.meta().resource_version.clone();
+                    on(Change::Delete(o));
+                }
+                None => *version = version_of(&raw).unwrap_or_else(|| version.clone()),
+            },
             WatchEvent::Bookmark(b) => *version = b.metadata.resource_version,
             WatchEvent::Error(s) if s.code == 410 => return Err(Stop::Gone),
             WatchEvent::Error(s) => return Err(Stop::Failed(s.message.clone())),
@@ -166,5 +192,25 @@ where
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreadable_object_is_skipped_but_its_version_still_counts() {
+        let good: Box<RawValue> =
+            serde_json::from_str(r#"{"metadata": {"name": "n1", "resourceVersion": "7"}}"#)
+                .unwrap();
+        let bad: Box<RawValue> = serde_json::from_str(r#"{"metadata": {"name": "n2", "resourceVersion": "8"}, "spec": {"taints": "not a list"}}"#).unwrap();
+        let r = super::super::live::NODES;
+        assert_eq!(
+            decode::<Node>(&r, &good).map(|n| n.metadata.name),
+            Some("n1".to_string())
+        );
+        assert!(decode::<Node>(&r, &bad).is_none());
+        assert_eq!(version_of(&bad).as_deref(), Some("8"));
     }
 }
