@@ -52,6 +52,8 @@ pub struct Shared {
     pub synced: AtomicUsize,
     pub kinds: AtomicUsize,
     pub analysed: AtomicBool,
+    /// When the last analysis pass finished (monotonic), to tell a stalled one.
+    pub last_pass: std::sync::Mutex<Option<std::time::Instant>>,
     /// A fixed clock for a dump (its capture time); the wall clock when watching.
     pub clock: RwLock<Option<chrono::DateTime<Utc>>>,
     /// The seed operator's metrics, folded from each analysis pass.
@@ -67,15 +69,24 @@ impl Shared {
             synced: AtomicUsize::new(0),
             kinds: AtomicUsize::new(usize::MAX),
             analysed: AtomicBool::new(false),
+            last_pass: std::sync::Mutex::new(None),
             clock: RwLock::new(None),
             seed: metrics::seed::SeedMetrics::new(series_ttl),
         })
     }
 
     /// Ready once every watched kind has listed and the first analysis ran.
+    /// Ready once every watched kind has listed and the first analysis ran, and for as
+    /// long as passes keep coming (a stalled analysis would serve a frozen report).
     pub fn ready(&self) -> bool {
+        let fresh = self
+            .last_pass
+            .lock()
+            .map(|t| t.is_some_and(|t| t.elapsed() < TICK * 4))
+            .unwrap_or(false);
         self.synced.load(Ordering::SeqCst) >= self.kinds.load(Ordering::SeqCst)
             && self.analysed.load(Ordering::SeqCst)
+            && fresh
     }
 
     fn update(&self, f: impl FnOnce(&mut Cluster)) {
@@ -364,6 +375,9 @@ async fn analyse_forever(shared: Arc<Shared>) {
             *l = Some(report);
         }
         shared.analysed.store(true, Ordering::SeqCst);
+        if let Ok(mut t) = shared.last_pass.lock() {
+            *t = Some(std::time::Instant::now());
+        }
     }
 }
 
