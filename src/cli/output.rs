@@ -147,3 +147,65 @@ pub fn columns(rows: &[Vec<String>]) -> String {
     }
     out
 }
+
+/// The name an enum serialises to (`instance-types`, `do-not-disrupt-pod`, ...).
+pub fn serde_name<T: Serialize>(v: T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// `cpu 4, memory 16Gi`, or `none`.
+pub fn requests_line(requests: &std::collections::BTreeMap<String, String>) -> String {
+    if requests.is_empty() {
+        return "none".into();
+    }
+    requests
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The per-NodePool verdict table `why pod` and `what-if` share: (verdict, weight) rows
+/// in Karpenter's order.
+pub fn verdict_table<'a>(
+    rows: impl IntoIterator<Item = (&'a crate::analysis::provisioning::PoolVerdict, i32)>,
+    style: Style,
+) -> String {
+    use crate::analysis::provisioning::Verdict;
+    let mut table = vec![vec![
+        "NODEPOOL".to_string(),
+        "WEIGHT".into(),
+        "VERDICT".into(),
+        "WHY".into(),
+    ]];
+    for (v, weight) in rows {
+        let why = if v.reasons.is_empty() {
+            match v.verdict {
+                Verdict::Compatible => {
+                    "passes readiness, limits, taints and requirements".to_string()
+                }
+                _ => String::new(),
+            }
+        } else {
+            let mut r: Vec<String> = v
+                .reasons
+                .iter()
+                .map(|r| format!("{}: {}", serde_name(r.category), r.message))
+                .collect();
+            if v.source == "event" {
+                r.push("(from Karpenter's event)".into());
+            }
+            r.join("; ")
+        };
+        let verdict = match v.verdict {
+            Verdict::Rejected => style.severity(Severity::Critical, "rejected"),
+            Verdict::Compatible => style.severity(Severity::Info, "compatible"),
+            Verdict::Unknown => style.severity(Severity::Warning, "unknown"),
+        };
+        table.push(vec![v.name.clone(), weight.to_string(), verdict, why]);
+    }
+    columns(&table)
+}

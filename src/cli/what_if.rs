@@ -11,11 +11,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::output::{self, columns, Format, Style};
+use super::output::{self, Format, Style};
 use crate::analysis::provisioning::{
     evaluate, pod_requests, pod_terms, PoolSet, PoolVerdict, Verdict,
 };
-use crate::karpenter::events::Category;
 use crate::karpenter::resources::format_quantity;
 use crate::lint::{checks, yaml};
 use crate::model::{Cluster, Condition, Pod};
@@ -196,57 +195,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn category(c: Category) -> String {
-    serde_json::to_value(c)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 fn table(a: &Answer, s: Style) -> String {
     let mut out = String::new();
     for p in &a.pods {
-        let req: Vec<String> = p.requests.iter().map(|(k, v)| format!("{k} {v}")).collect();
         out.push_str(&format!(
             "{} {} · requests {}\n\n",
             s.bold(&p.kind),
             s.bold(&p.pod),
-            if req.is_empty() {
-                "none".into()
-            } else {
-                req.join(", ")
-            }
+            output::requests_line(&p.requests)
         ));
-        let mut rows = vec![vec![
-            "NODEPOOL".to_string(),
-            "WEIGHT".into(),
-            "VERDICT".into(),
-            "WHY".into(),
-        ]];
-        for r in &p.nodepools {
-            let v = &r.verdict;
-            let why = if v.reasons.is_empty() {
-                match v.verdict {
-                    Verdict::Compatible => {
-                        "passes readiness, limits, taints and requirements".into()
-                    }
-                    _ => String::new(),
-                }
-            } else {
-                v.reasons
-                    .iter()
-                    .map(|r| format!("{}: {}", category(r.category), r.message))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            };
-            let verdict = match v.verdict {
-                Verdict::Rejected => s.severity(crate::findings::Severity::Critical, "rejected"),
-                Verdict::Compatible => s.severity(crate::findings::Severity::Info, "compatible"),
-                Verdict::Unknown => s.severity(crate::findings::Severity::Warning, "unknown"),
-            };
-            rows.push(vec![v.name.clone(), r.weight.to_string(), verdict, why]);
-        }
-        out.push_str(&columns(&rows));
+        out.push_str(&output::verdict_table(
+            p.nodepools.iter().map(|r| (&r.verdict, r.weight)),
+            s,
+        ));
         out.push('\n');
         match &p.first {
             Some(f) => out.push_str(&format!(

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::output::{self, columns, Format, Style};
 use super::source::SourceArgs;
 use crate::analysis::disruption::{self, Blocker, NodeDisruption};
-use crate::analysis::provisioning::{self, PodDiagnosis, PoolSet, Verdict};
+use crate::analysis::provisioning::{self, PodDiagnosis, PoolSet};
 use crate::analysis::{self, Context};
 use crate::findings::Finding;
 use crate::karpenter::events::{BlockerKind, Category, MessageFormat};
@@ -153,58 +153,24 @@ fn why_pod(
         answer.state
     );
     if let Some(d) = answer.diagnosis {
-        let req: Vec<String> = d.requests.iter().map(|(k, v)| format!("{k} {v}")).collect();
         out.push_str(&format!(
             "Pending for {} · requests {}\n\n",
             d.pending_for,
-            if req.is_empty() {
-                "none".into()
-            } else {
-                req.join(", ")
-            }
+            output::requests_line(&d.requests)
         ));
-        let mut rows = vec![vec![
-            "NODEPOOL".to_string(),
-            "WEIGHT".into(),
-            "VERDICT".into(),
-            "WHY".into(),
-        ]];
-        for v in d.nodepools.iter() {
-            let weight = c
-                .nodepools
-                .get(&v.name)
-                .and_then(|p| p.spec.weight)
-                .unwrap_or(0)
-                .to_string();
-            let why = if v.reasons.is_empty() {
-                match v.verdict {
-                    Verdict::Compatible => {
-                        "passes readiness, limits, taints and requirements".to_string()
-                    }
-                    _ => String::new(),
-                }
-            } else {
-                let mut r: Vec<String> = v
-                    .reasons
-                    .iter()
-                    .map(|r| format!("{}: {}", serde_name(r.category), r.message))
-                    .collect();
-                if v.source == "event" {
-                    r.push("(from Karpenter's event)".into());
-                }
-                r.join("; ")
-            };
-            let verdict = match v.verdict {
-                Verdict::Rejected => s.severity(crate::findings::Severity::Critical, "rejected"),
-                Verdict::Compatible => s.severity(crate::findings::Severity::Info, "compatible"),
-                Verdict::Unknown => s.severity(crate::findings::Severity::Warning, "unknown"),
-            };
-            rows.push(vec![v.name.clone(), weight, verdict, why]);
-        }
         if d.nodepools.is_empty() {
             out.push_str("There are no NodePools.\n");
         } else {
-            out.push_str(&columns(&rows));
+            let weight = |name: &str| {
+                c.nodepools
+                    .get(name)
+                    .and_then(|p| p.spec.weight)
+                    .unwrap_or(0)
+            };
+            out.push_str(&output::verdict_table(
+                d.nodepools.iter().map(|v| (v, weight(&v.name))),
+                s,
+            ));
         }
         out.push('\n');
         match &d.event {
@@ -241,14 +207,6 @@ fn why_pod(
     }
     print!("{out}");
     Ok(ExitCode::SUCCESS)
-}
-
-/// The name an enum serialises to (`instance-types`, `do-not-disrupt-pod`, ...).
-fn serde_name<T: Serialize>(v: T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// One suggestion per pool: what would let that pool take the pod.
@@ -392,7 +350,11 @@ fn why_node(
     } else {
         out.push_str(&format!("\n{}\n", s.bold("Blockers")));
         for b in &state.blockers {
-            out.push_str(&format!("  - {}: {}\n", serde_name(b.kind), b.message));
+            out.push_str(&format!(
+                "  - {}: {}\n",
+                output::serde_name(b.kind),
+                b.message
+            ));
         }
         out.push_str(&format!("\n{}\n", s.bold("To unblock")));
         for a in &answer.advice {
