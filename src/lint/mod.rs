@@ -14,7 +14,7 @@ pub mod sarif;
 pub mod yaml;
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -89,7 +89,8 @@ pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Error> {
             out.push(Input::from_bytes(STDIN, bytes));
             continue;
         }
-        let files = files_under(path)?;
+        let files = crate::source::dump::manifest_files(path)
+            .map_err(|(path, source)| Error::Read { path, source })?;
         if files.is_empty() {
             return Err(Error::NoFiles { path: path.clone() });
         }
@@ -101,36 +102,6 @@ pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Error> {
             out.push(Input::from_bytes(file.display().to_string(), bytes));
         }
     }
-    Ok(out)
-}
-
-fn files_under(path: &Path) -> Result<Vec<PathBuf>, Error> {
-    fn read(p: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-        move |source| Error::Read {
-            path: p.to_path_buf(),
-            source,
-        }
-    }
-    let meta = std::fs::metadata(path).map_err(read(path))?;
-    if !meta.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let mut out = Vec::new();
-    let mut stack = vec![path.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).map_err(read(&dir))? {
-            let p = entry.map_err(read(&dir))?.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml" | "json")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
     Ok(out)
 }
 

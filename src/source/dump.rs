@@ -80,7 +80,7 @@ pub fn load_paths(paths: &[PathBuf], cluster: &mut Cluster) -> Result<LoadNotes>
             load_into("<stdin>", &text, cluster, &mut notes)?;
             continue;
         }
-        for file in files_under(path)? {
+        for file in manifest_files(path).map_err(|(path, source)| Error::Read { path, source })? {
             load_file(&file, cluster, &mut notes)?;
         }
     }
@@ -272,28 +272,24 @@ pub fn load_str(name: &str, text: &str, cluster: &mut Cluster) -> Result<LoadNot
     Ok(notes)
 }
 
-fn files_under(path: &Path) -> Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path).map_err(|source| Error::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    if !meta.is_dir() {
+/// Tag an I/O error with the path it came from.
+fn at(p: &Path) -> impl FnOnce(std::io::Error) -> (PathBuf, std::io::Error) + '_ {
+    move |e| (p.to_path_buf(), e)
+}
+
+/// `path` itself, or the `*.yaml`, `*.yml` and `*.json` files below it (recursively,
+/// sorted). An error carries the path that could not be read, for the caller's own error.
+pub(crate) fn manifest_files(
+    path: &Path,
+) -> std::result::Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
+    if !std::fs::metadata(path).map_err(at(path))?.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut out = Vec::new();
     let mut stack = vec![path.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|source| Error::Read {
-            path: dir.clone(),
-            source,
-        })?;
-        for entry in entries {
-            let p = entry
-                .map_err(|source| Error::Read {
-                    path: dir.clone(),
-                    source,
-                })?
-                .path();
+        for entry in std::fs::read_dir(&dir).map_err(at(&dir))? {
+            let p = entry.map_err(at(&dir))?.path();
             if p.is_dir() {
                 stack.push(p);
             } else if matches!(
