@@ -15,5 +15,6 @@ pub mod metrics;
 pub mod model;
 pub mod serve;
 pub mod source;
+pub mod web;
 
 pub use error::{Error, Result};

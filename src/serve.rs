@@ -30,21 +30,44 @@ pub const DEBOUNCE: Duration = Duration::from_millis(250);
 /// Time-based findings (pending for more than 5 minutes, budgets...) change with the clock.
 pub const TICK: Duration = Duration::from_secs(15);
 
-/// Where `serve` reads the cluster from.
+/// Where `serve` reads a cluster from.
 pub enum Input {
     Live(live::Target),
+    /// Files re-read when they change (a dump that is rewritten shows up live).
     Dump(Vec<PathBuf>),
+    /// The bundled demo cluster.
+    Demo,
 }
 
 pub struct Options {
-    pub input: Input,
-    pub metrics_addr: SocketAddr,
+    /// One or more clusters; the first one's findings are served at `/metrics`.
+    pub inputs: Vec<Input>,
+    /// Where `/metrics`, `/livez` and `/readyz` are served (none: not at all).
+    pub metrics_addr: Option<SocketAddr>,
+    /// Where the dashboard is served (none: not at all).
+    pub dashboard_addr: Option<SocketAddr>,
+    /// Required by the dashboard when set.
+    pub auth_token: Option<String>,
     /// How long the series of objects that no longer exist are kept.
     pub series_ttl: Duration,
 }
 
-/// Everything the tasks share.
+/// Everything the tasks of one cluster share.
 pub struct Shared {
+    /// The kubeconfig context (or the dump's name): `{cluster}` in the dashboard's URLs.
+    pub name: String,
+    /// What the dashboard shows, built by each analysis pass.
+    pub page: RwLock<Option<Arc<crate::web::Page>>>,
+    /// Bumped after each pass; the dashboard's live updates follow it.
+    pub version: tokio::sync::watch::Sender<u64>,
+    /// The connection, for reads the dashboard makes on demand (a pane's full yaml).
+    pub conn: std::sync::OnceLock<Arc<Connection>>,
+    /// Why prices are missing, when the controller scrape failed.
+    pub price_problem: RwLock<Option<crate::web::view::PriceProblem>>,
+    /// A Karpenter kind kelp may not list (RBAC), with the API server's words.
+    pub forbidden: RwLock<Option<String>>,
+    /// Log findings as they appear and resolve (not for the demo).
+    pub log_findings: AtomicBool,
     pub cluster: RwLock<Cluster>,
     pub latest: LatestReport,
     pub changed: Notify,
@@ -61,8 +84,15 @@ pub struct Shared {
 }
 
 impl Shared {
-    fn new(series_ttl: Duration) -> Arc<Self> {
+    pub fn new(name: &str, series_ttl: Duration) -> Arc<Self> {
         Arc::new(Shared {
+            name: name.to_string(),
+            page: RwLock::new(None),
+            version: tokio::sync::watch::channel(0).0,
+            conn: std::sync::OnceLock::new(),
+            price_problem: RwLock::new(None),
+            forbidden: RwLock::new(None),
+            log_findings: AtomicBool::new(true),
             cluster: RwLock::new(Cluster::default()),
             latest: Arc::default(),
             changed: Notify::new(),
@@ -89,7 +119,45 @@ impl Shared {
             && fresh
     }
 
-    fn update(&self, f: impl FnOnce(&mut Cluster)) {
+    /// One analysis pass (CPU work, blocking): the report, the seed metrics and the
+    /// dashboard's page. Returns the report for the caller to log and publish.
+    pub fn pass(&self, now: chrono::DateTime<Utc>) -> Arc<Report> {
+        let cluster = self.cluster.read().unwrap_or_else(|e| e.into_inner());
+        let (report, pending) = analysis::analyze_with_pending(&cluster, now);
+        self.seed.update(&report, &cluster, now);
+        let report = Arc::new(report);
+        let page = crate::web::build_page(
+            &cluster,
+            crate::web::view::Inputs {
+                cluster_name: &self.name,
+                report: &report,
+                pending: &pending,
+                now,
+                price_problem: self.price_problem.read().ok().and_then(|p| p.clone()),
+                forbidden: self.forbidden.read().ok().and_then(|f| f.clone()),
+            },
+            report.clone(),
+        );
+        if let Ok(mut p) = self.page.write() {
+            *p = Some(Arc::new(page));
+        }
+        report
+    }
+
+    /// A cluster state for a model that is already loaded (tests, one-off views): one
+    /// pass is run at once, so the page and report are there.
+    pub fn loaded(name: &str, c: Cluster, now: chrono::DateTime<Utc>) -> Arc<Self> {
+        let shared = Shared::new(name, metrics::seed::DEFAULT_SERIES_TTL);
+        shared.update(|m| *m = c);
+        shared.kinds.store(0, Ordering::SeqCst);
+        let report = shared.pass(now);
+        if let Ok(mut l) = shared.latest.write() {
+            *l = Some(report);
+        }
+        shared
+    }
+
+    pub fn update(&self, f: impl FnOnce(&mut Cluster)) {
         // A panic elsewhere must not freeze the model: the data itself is still whole.
         f(&mut self.cluster.write().unwrap_or_else(|e| e.into_inner()));
         self.changed.notify_one();
@@ -223,6 +291,7 @@ fn spawn_reflector<T>(
     tokio::spawn(async move {
         let s2 = shared.clone();
         let mut first = true;
+        let karpenter = r.group.starts_with("karpenter.");
         reflect::<T, _>(
             &conn,
             r,
@@ -233,10 +302,29 @@ fn spawn_reflector<T>(
                 }
                 shared.update(|c| feed(c, &r, change));
             },
-            move || {
-                if std::mem::take(&mut first) {
-                    s2.synced.fetch_add(1, Ordering::SeqCst);
+            move |outcome| match outcome {
+                Ok(()) => {
+                    if std::mem::take(&mut first) {
+                        s2.synced.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if karpenter {
+                        if let Ok(mut f) = s2.forbidden.write() {
+                            if f.as_deref().is_some_and(|f| f.contains(r.plural)) {
+                                *f = None;
+                            }
+                        }
+                    }
                 }
+                Err(e) if karpenter && e.to_lowercase().contains("forbidden") => {
+                    if let Ok(mut f) = s2.forbidden.write() {
+                        *f = Some(format!(
+                            "list and watch {}.{} are forbidden ({e})",
+                            r.plural, r.group
+                        ));
+                    }
+                    s2.changed.notify_one();
+                }
+                Err(_) => {}
             },
         )
         .await
@@ -358,23 +446,19 @@ async fn analyse_forever(shared: Arc<Shared>) {
             .unwrap_or_else(Utc::now);
         // The analysis is CPU work: off the async workers, so scrapes and watches go on.
         let s2 = shared.clone();
-        let Ok(report) = tokio::task::spawn_blocking(move || {
-            let cluster = s2.cluster.read().unwrap_or_else(|e| e.into_inner());
-            let report = analysis::analyze(&cluster, now);
-            s2.seed.update(&report, &cluster, now);
-            Arc::new(report)
-        })
-        .await
-        else {
+        let Ok(report) = tokio::task::spawn_blocking(move || s2.pass(now)).await else {
             tracing::error!("the analysis failed; keeping the previous report");
             continue;
         };
         let before = shared.latest.read().ok().and_then(|r| r.clone());
-        log_changes(before.as_deref(), &report);
+        if shared.log_findings.load(Ordering::Relaxed) {
+            log_changes(before.as_deref(), &report);
+        }
         if let Ok(mut l) = shared.latest.write() {
             *l = Some(report);
         }
         shared.analysed.store(true, Ordering::SeqCst);
+        shared.version.send_modify(|v| *v += 1);
         if let Ok(mut t) = shared.last_pass.lock() {
             *t = Some(std::time::Instant::now());
         }
@@ -423,35 +507,152 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(Arc::new(Http { shared, registry }))
 }
 
-/// Run until interrupted.
-pub async fn run(opts: Options) -> anyhow::Result<()> {
-    let shared = Shared::new(opts.series_ttl);
-    match opts.input {
-        Input::Dump(paths) => {
-            let mut c = Cluster::default();
-            crate::source::load_paths(&paths, &mut c)?;
-            if let Ok(mut clock) = shared.clock.write() {
-                *clock = c.captured_at;
+/// A dump's name in URLs: the first file's stem.
+fn dump_name(paths: &[PathBuf]) -> String {
+    paths
+        .first()
+        .and_then(|p| p.file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty() && s != "-")
+        .unwrap_or_else(|| "dump".into())
+}
+
+fn load_dump(paths: &[PathBuf]) -> anyhow::Result<Cluster> {
+    let mut c = Cluster::default();
+    crate::source::load_paths(paths, &mut c)?;
+    Ok(c)
+}
+
+fn set_model(shared: &Shared, c: Cluster) {
+    if let Ok(mut clock) = shared.clock.write() {
+        *clock = c.captured_at;
+    }
+    shared.update(|m| *m = c);
+}
+
+fn mtimes(paths: &[PathBuf]) -> Vec<Option<std::time::SystemTime>> {
+    paths
+        .iter()
+        .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .collect()
+}
+
+/// Re-read a dump when one of its files changes, so `serve --from` follows a file that
+/// is rewritten. A file that does not parse keeps the previous model (and says why).
+async fn follow_dump(shared: Arc<Shared>, paths: Vec<PathBuf>) {
+    if paths.iter().any(|p| p.as_os_str() == "-") {
+        return;
+    }
+    let mut seen = mtimes(&paths);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = mtimes(&paths);
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        let p2 = paths.clone();
+        match tokio::task::spawn_blocking(move || load_dump(&p2)).await {
+            Ok(Ok(c)) => {
+                tracing::info!(paths = ?paths, "dump changed; reloaded");
+                set_model(&shared, c);
             }
-            shared.update(|m| *m = c);
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "dump changed but cannot be read; keeping the previous one")
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Start one cluster's sources and analysis; returns its shared state.
+async fn start(input: Input, series_ttl: Duration) -> anyhow::Result<Arc<Shared>> {
+    let shared = match input {
+        Input::Dump(paths) => {
+            let shared = Shared::new(&dump_name(&paths), series_ttl);
+            set_model(&shared, load_dump(&paths)?);
             shared.kinds.store(0, Ordering::SeqCst);
+            tokio::spawn(follow_dump(shared.clone(), paths));
+            shared
+        }
+        Input::Demo => {
+            let shared = Shared::new("demo", series_ttl);
+            shared.log_findings.store(false, Ordering::Relaxed);
+            let mut c = crate::demo::cluster()?;
+            c.captured_at = Some(crate::demo::now());
+            set_model(&shared, c);
+            shared.kinds.store(0, Ordering::SeqCst);
+            shared
         }
         Input::Live(target) => {
             let conn = Arc::new(live::connect(&target).await?);
             // Fail fast, with one clear line, when the cluster cannot be read at all.
             let api = live::discover(&conn).await?;
             tracing::info!(server = %conn.server, context = %conn.context, "watching");
+            let shared = Shared::new(&conn.context, series_ttl);
+            let _ = shared.conn.set(conn.clone());
             tokio::spawn(watch_cluster(shared.clone(), conn, api));
+            shared
         }
-    }
+    };
     tokio::spawn(analyse_forever(shared.clone()));
-    let listener = tokio::net::TcpListener::bind(opts.metrics_addr)
+    Ok(shared)
+}
+
+async fn listen(addr: SocketAddr, what: &str) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.metrics_addr))?;
-    tracing::info!(addr = %opts.metrics_addr, "serving /metrics, /livez, /readyz");
-    axum::serve(listener, router(shared))
-        .with_graceful_shutdown(shutdown())
-        .await?;
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for {what}: {e}"))
+}
+
+/// Run until interrupted.
+pub async fn run(opts: Options) -> anyhow::Result<()> {
+    let mut clusters: Vec<Arc<Shared>> = Vec::new();
+    for input in opts.inputs {
+        let shared = start(input, opts.series_ttl).await?;
+        if clusters.iter().any(|c| c.name == shared.name) {
+            anyhow::bail!("cluster {:?} is given twice", shared.name);
+        }
+        clusters.push(shared);
+    }
+    let Some(first) = clusters.first().cloned() else {
+        anyhow::bail!("nothing to serve");
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    if let Some(addr) = opts.metrics_addr {
+        let listener = listen(addr, "/metrics").await?;
+        tracing::info!(%addr, cluster = %first.name, "serving /metrics, /livez, /readyz");
+        tasks.spawn(async move {
+            axum::serve(listener, router(first))
+                .with_graceful_shutdown(shutdown())
+                .await
+        });
+    }
+    if let Some(addr) = opts.dashboard_addr {
+        if !addr.ip().is_loopback() && opts.auth_token.is_none() {
+            tracing::warn!(%addr, "the dashboard is bound beyond loopback without --auth-token: anyone who can reach it can read it");
+        }
+        let listener = listen(addr, "the dashboard").await?;
+        let url = format!(
+            "http://{}/clusters/{}/karpenter",
+            listener.local_addr().unwrap_or(addr),
+            clusters[0].name
+        );
+        tracing::info!(%url, "serving the dashboard");
+        let site = Arc::new(crate::web::Site {
+            clusters,
+            auth_token: opts.auth_token,
+        });
+        tasks.spawn(async move {
+            axum::serve(listener, crate::web::router(site))
+                .with_graceful_shutdown(shutdown())
+                .await
+        });
+        println!("kelp: dashboard at {url}");
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
     Ok(())
 }
 

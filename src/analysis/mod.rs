@@ -53,6 +53,15 @@ impl<'a> Context<'a> {
 /// Run every check and return the report, findings ordered by severity (worst first),
 /// then code, then object.
 pub fn analyze(cluster: &Cluster, now: DateTime<Utc>) -> Report {
+    analyze_with_pending(cluster, now).0
+}
+
+/// [`analyze`], also returning the pending pods' diagnoses it computed (for views that
+/// show them without diagnosing again).
+pub fn analyze_with_pending(
+    cluster: &Cluster,
+    now: DateTime<Utc>,
+) -> (Report, Vec<std::sync::Arc<provisioning::PodDiagnosis>>) {
     let ctx = Context::new(cluster, now);
     let mut findings = install::findings(&ctx);
     if cluster.karpenter_seen() {
@@ -68,11 +77,12 @@ pub fn analyze(cluster: &Cluster, now: DateTime<Utc>) -> Report {
             .then_with(|| a.object.cmp(&b.object))
             .then_with(|| a.nodepool.cmp(&b.nodepool))
     });
-    Report {
+    let report = Report {
         generated_at: now,
         karpenter: install::info(cluster),
         findings,
-    }
+    };
+    (report, ctx.pending)
 }
 
 /// Helper for "how long ago" in messages: `14m`, `2h5m`.

@@ -1,22 +1,31 @@
-//! `kelp demo`: the doctor report of a bundled, realistic cluster dump.
+//! `kelp demo`: the dashboard (or the doctor report) of a bundled, realistic cluster dump.
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use super::output::Format;
-use crate::{analysis, demo};
+use crate::{analysis, demo, serve};
 
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "The demo cluster runs Karpenter v1.14 on AWS, evaluated at 2026-11-21T10:00:00Z.
-Try `kelp why pod ml/trainer-0 --from <(kelp demo --dump)` to dig into one object."
+
+Examples:
+  kelp demo                      the dashboard at http://127.0.0.1:8081/clusters/demo/karpenter
+  kelp demo -o table             the doctor report instead, in the terminal
+  kelp demo --dump > demo.yaml   the bundled dump itself, to try the other commands on:
+  kelp why pod ml/trainer-0 --from demo.yaml"
 )]
 pub struct Args {
-    /// Output format
-    #[arg(short, long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
-    /// Print the bundled dump itself (YAML) instead of the report
+    /// Print the doctor report in this format instead of serving the dashboard
+    #[arg(short, long, value_enum)]
+    pub output: Option<Format>,
+    /// Print the bundled dump itself (YAML) instead
     #[arg(long)]
     pub dump: bool,
+    /// Where to serve the dashboard
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
+    pub addr: SocketAddr,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -24,8 +33,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print!("{}", demo::CLUSTER);
         return Ok(ExitCode::SUCCESS);
     }
-    let cluster = demo::cluster()?;
-    let report = analysis::analyze(&cluster, demo::now());
-    super::doctor::print(&report, "bundled demo", args.output)?;
+    if let Some(format) = args.output {
+        let cluster = demo::cluster()?;
+        let report = analysis::analyze(&cluster, demo::now());
+        super::doctor::print(&report, "bundled demo", format)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(serve::run(serve::Options {
+        inputs: vec![serve::Input::Demo],
+        metrics_addr: None,
+        dashboard_addr: Some(args.addr),
+        auth_token: None,
+        series_ttl: crate::metrics::seed::DEFAULT_SERIES_TTL,
+    }))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -32,6 +32,10 @@ pub struct Style {
 }
 
 impl Style {
+    /// No colour (for the web pane and files).
+    pub fn plain() -> Self {
+        Style { color: false }
+    }
     pub fn detect() -> Self {
         Style {
             color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),

@@ -12,12 +12,16 @@ use crate::source::live::Target;
 #[command(after_help = "\
 Examples:
   kelp serve                                    in a pod: the in-cluster config, metrics on :8080
-  kelp serve --context prod --metrics-addr 127.0.0.1:9090
-  kelp serve --from snapshot.json               serve the findings of a dump
+  kelp serve --context prod                     the dashboard at http://127.0.0.1:8081/clusters/prod/karpenter
+  kelp serve --context prod --context staging   one process, two clusters, a switcher in the page
+  kelp serve --from snapshot.json               a dump (re-read when the file changes)
   curl -s localhost:8080/metrics | grep karpenter_helper_findings
 
-Endpoints: /metrics (OpenMetrics), /livez, /readyz (ready after the first full sync).
-Each finding that appears or resolves is logged once (warn for critical and warning, info otherwise).")]
+Endpoints: /metrics (OpenMetrics), /livez, /readyz (ready after the first full sync) on
+--metrics-addr, for the first cluster. The dashboard, its JSON API (/api/v1/...) and its
+OpenAPI document (/api/openapi.yaml) on --dashboard-addr. Each finding that appears or
+resolves is logged once (warn for critical and warning, info otherwise); each dashboard
+read writes one audit line (target audit, event karpenter_read).")]
 pub struct Args {
     /// Serve a dump instead of watching a cluster (files, folders, or - for stdin)
     #[arg(long, value_name = "PATH", conflicts_with_all = ["kubeconfig", "context"])]
@@ -25,12 +29,26 @@ pub struct Args {
     /// Kubeconfig file (default: the in-cluster config, then $KUBECONFIG and ~/.kube/config)
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use
+    /// Kubeconfig context to watch; repeat to watch several clusters (default: the current one)
     #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    pub context: Vec<String>,
     /// Where to serve /metrics, /livez and /readyz
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
     pub metrics_addr: SocketAddr,
+    /// Where to serve the dashboard (keep it on loopback, or set --auth-token)
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
+    pub dashboard_addr: SocketAddr,
+    /// Do not serve the dashboard
+    #[arg(long)]
+    pub no_dashboard: bool,
+    /// Require this token for the dashboard (Authorization: Bearer, or ?token= once)
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "KELP_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    pub auth_token: Option<String>,
     /// Drop the series of objects gone for this long (Go duration: 30m, 1h, 2h30m)
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_ttl)]
     pub series_ttl: std::time::Duration,
@@ -40,21 +58,34 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let input = if args.from.is_empty() {
-        Input::Live(Target {
+    let inputs = if !args.from.is_empty() {
+        vec![Input::Dump(args.from)]
+    } else if args.context.is_empty() {
+        vec![Input::Live(Target {
             kubeconfig: args.kubeconfig,
-            context: args.context,
-        })
+            context: None,
+        })]
     } else {
-        Input::Dump(args.from)
+        args.context
+            .into_iter()
+            .map(|c| {
+                Input::Live(Target {
+                    kubeconfig: args.kubeconfig.clone(),
+                    context: Some(c),
+                })
+            })
+            .collect()
     };
+    let auth_token = args.auth_token.filter(|t| !t.is_empty());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     rt.block_on(serve::run(Options {
-        input,
-        metrics_addr: args.metrics_addr,
+        inputs,
+        metrics_addr: Some(args.metrics_addr),
+        dashboard_addr: (!args.no_dashboard).then_some(args.dashboard_addr),
+        auth_token,
         series_ttl: args.series_ttl,
     }))?;
     Ok(ExitCode::SUCCESS)

@@ -63,15 +63,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// What `kelp why pod` answers (and the dashboard's pod pane and API).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct PodAnswer<'a> {
-    pod: String,
-    state: String,
+pub struct PodAnswer {
+    pub pod: String,
+    pub state: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    diagnosis: Option<&'a PodDiagnosis>,
-    advice: Vec<String>,
-    findings: Vec<&'a Finding>,
+    pub diagnosis: Option<std::sync::Arc<PodDiagnosis>>,
+    pub advice: Vec<String>,
+    pub findings: Vec<Finding>,
 }
 
 fn why_pod(
@@ -81,28 +82,42 @@ fn why_pod(
     name: &str,
     format: Format,
 ) -> anyhow::Result<ExitCode> {
+    let answer = pod_answer(ctx, findings, ns, name)?;
+    if format != Format::Table {
+        print!("{}", output::structured(format, &answer)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", pod_text(ctx, &answer, Style::detect()));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Explain one pod; an error when it does not exist.
+pub fn pod_answer(
+    ctx: &Context,
+    findings: &[Finding],
+    ns: &str,
+    name: &str,
+) -> anyhow::Result<PodAnswer> {
     let c = ctx.cluster;
     let Some(pod) = c.pods.get(&(ns.to_string(), name.to_string())) else {
         anyhow::bail!("pod {ns}/{name} not found");
     };
-    let computed;
     let diagnosis = match ctx
         .pending
         .iter()
         .find(|d| d.pod.namespace.as_deref() == Some(ns) && d.pod.name == name)
     {
-        Some(d) => Some(d.as_ref()),
+        Some(d) => Some(d.clone()),
         None if pod.spec.node_name.is_none()
             && pod.status.phase.as_deref().unwrap_or("Pending") == "Pending" =>
         {
             // Not (yet) marked unschedulable, or nominated: evaluate anyway, it is still useful.
-            computed = provisioning::diagnose(
+            Some(std::sync::Arc::new(provisioning::diagnose(
                 c,
                 &PoolSet::new(c).with_instance_type_events(c, ctx.now),
                 pod,
                 ctx.now,
-            );
-            Some(&computed)
+            )))
         }
         None => None,
     };
@@ -125,34 +140,35 @@ fn why_pod(
             phase.unwrap_or("Pending")
         ),
     };
-    let advice = diagnosis.map(pod_advice).unwrap_or_default();
-    let mine: Vec<&Finding> = findings
+    let advice = diagnosis.as_deref().map(pod_advice).unwrap_or_default();
+    let mine: Vec<Finding> = findings
         .iter()
         .filter(|f| {
             f.object.kind == "Pod"
                 && f.object.name == name
                 && f.object.namespace.as_deref() == Some(ns)
         })
+        .cloned()
         .collect();
-    let answer = PodAnswer {
+    Ok(PodAnswer {
         pod: format!("{ns}/{name}"),
         state,
         diagnosis,
         advice,
         findings: mine,
-    };
-    if format != Format::Table {
-        print!("{}", output::structured(format, &answer)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let s = Style::detect();
+    })
+}
+
+/// `kelp why pod` as text.
+pub fn pod_text(ctx: &Context, answer: &PodAnswer, s: Style) -> String {
+    let c = ctx.cluster;
     let mut out = format!(
         "{} {}: {}\n",
         s.bold("Pod"),
         s.bold(&answer.pod),
         answer.state
     );
-    if let Some(d) = answer.diagnosis {
+    if let Some(d) = answer.diagnosis.as_deref() {
         out.push_str(&format!(
             "Pending for {} · requests {}\n\n",
             d.pending_for,
@@ -205,8 +221,7 @@ fn why_pod(
             out.push_str(&format!("  - {a}\n"));
         }
     }
-    print!("{out}");
-    Ok(ExitCode::SUCCESS)
+    out
 }
 
 /// One suggestion per pool: what would let that pool take the pod.
@@ -238,13 +253,14 @@ fn pod_advice(d: &PodDiagnosis) -> Vec<String> {
     out
 }
 
+/// What `kelp why node` answers (and the dashboard's node pane).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct NodeAnswer<'a> {
+pub struct NodeAnswer {
     #[serde(flatten)]
-    state: &'a NodeDisruption,
-    advice: Vec<String>,
-    findings: Vec<&'a Finding>,
+    pub state: NodeDisruption,
+    pub advice: Vec<String>,
+    pub findings: Vec<Finding>,
 }
 
 fn why_node(
@@ -253,6 +269,17 @@ fn why_node(
     name: &str,
     format: Format,
 ) -> anyhow::Result<ExitCode> {
+    let answer = node_answer(ctx, findings, name)?;
+    if format != Format::Table {
+        print!("{}", output::structured(format, &answer)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", node_text(ctx, &answer, Style::detect()));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Explain one node (or NodeClaim, by its node); an error when there is none.
+pub fn node_answer(ctx: &Context, findings: &[Finding], name: &str) -> anyhow::Result<NodeAnswer> {
     let c = ctx.cluster;
     let node = c
         .nodes
@@ -267,28 +294,29 @@ fn why_node(
     let state =
         disruption::node_disruption(c, node, ctx.now, &disruption::Nominations::new(c, ctx.now));
     let claim = state.nodeclaim.clone().unwrap_or_default();
-    let mine: Vec<&Finding> = findings
+    let mine: Vec<Finding> = findings
         .iter()
         .filter(|f| {
             (f.object.kind == "Node" && f.object.name == state.node)
                 || (f.object.kind == "NodeClaim" && f.object.name == claim)
         })
+        .cloned()
         .collect();
-    let answer = NodeAnswer {
+    Ok(NodeAnswer {
         advice: state.blockers.iter().map(unblock).collect(),
-        state: &state,
+        state,
         findings: mine,
-    };
-    if format != Format::Table {
-        print!("{}", output::structured(format, &answer)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let s = Style::detect();
+    })
+}
+
+/// `kelp why node` as text.
+pub fn node_text(ctx: &Context, answer: &NodeAnswer, s: Style) -> String {
+    let c = ctx.cluster;
+    let state = &answer.state;
     let mut out = format!("{} {}\n", s.bold("Node"), s.bold(&state.node));
     let Some(pool) = &state.nodepool else {
         out.push_str("Not managed by Karpenter (no karpenter.sh/nodepool label).\n");
-        print!("{out}");
-        return Ok(ExitCode::SUCCESS);
+        return out;
     };
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let rows = vec![
@@ -366,8 +394,7 @@ fn why_node(
             "\nKarpenter's last DisruptionBlocked event: {e}\n"
         ));
     }
-    print!("{out}");
-    Ok(ExitCode::SUCCESS)
+    out
 }
 
 fn unblock(b: &Blocker) -> String {

@@ -148,9 +148,14 @@ where
 }
 
 /// Keep `on` fed with one kind's changes, forever: list, watch, relist on expiry, back
-/// off on failure. `synced` is called after every successful (re)list.
-pub async fn reflect<T, F>(conn: &Connection, r: Resource, mut on: F, mut synced: impl FnMut())
-where
+/// off on failure. `listed` is told the outcome of every (re)list: `Ok` after a
+/// successful one, the error text after a failed one.
+pub async fn reflect<T, F>(
+    conn: &Connection,
+    r: Resource,
+    mut on: F,
+    mut listed: impl FnMut(Result<(), &str>),
+) where
     T: DeserializeOwned + Clone + Object,
     F: FnMut(Change<T>),
 {
@@ -159,7 +164,7 @@ where
         let mut version = match list::<T>(conn, &r).await {
             Ok((items, version)) => {
                 on(Change::Reset(items));
-                synced();
+                listed(Ok(()));
                 backoff = Duration::from_secs(1);
                 version
             }
@@ -169,6 +174,7 @@ where
                     Stop::Failed(s) => s.clone(),
                 };
                 tracing::warn!(resource = r.plural, %error, "list failed; retrying");
+                listed(Err(&error));
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(30));
                 continue;

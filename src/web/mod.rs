@@ -1,0 +1,612 @@
+//! The dashboard: a server-rendered page (askama) per cluster at
+//! `/clusters/{cluster}/karpenter`, a detail pane, live updates over Server-Sent Events,
+//! and the JSON API behind it. Read-only: there are no write endpoints.
+//!
+//! Each analysis pass builds the view model once ([`build_page`]), renders the panels and
+//! the overview JSON, and bumps a version that the SSE stream pushes; requests then only
+//! copy cached bytes, except the detail pane, which reads the model for one object.
+
+pub mod pane;
+pub mod view;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Deserialize;
+
+use crate::analysis::provisioning::PodDiagnosis;
+use crate::analysis::Context;
+use crate::findings::Report;
+use crate::model::Cluster;
+use crate::serve::Shared;
+use pane::{Selection, TABS};
+use view::{ClaimRow, Overview};
+
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+pub const OPENAPI: &str = include_str!("../../docs/openapi.yaml");
+const JS: &str = include_str!("../../static/kelp.js");
+const CSS: &str = include_str!("../../static/kelp.css");
+
+/// What one analysis pass leaves for the dashboard.
+pub struct Page {
+    pub overview: Overview,
+    pub panels_html: String,
+    pub json: Bytes,
+    pub report: Arc<Report>,
+    pub pending: Vec<Arc<PodDiagnosis>>,
+    pub now: DateTime<Utc>,
+}
+
+#[derive(Template)]
+#[template(path = "panels.html")]
+struct PanelsTemplate<'a> {
+    o: &'a Overview,
+    limit: usize,
+    lanes_height: usize,
+}
+
+#[derive(Template)]
+#[template(path = "claim_rows.html")]
+struct ClaimRowsTemplate<'a> {
+    rows: &'a [ClaimRow],
+    limit: usize,
+}
+
+#[derive(Template)]
+#[template(path = "page.html")]
+struct PageTemplate<'a> {
+    cluster: &'a str,
+    base: String,
+    clusters: Vec<(&'a str, bool)>,
+    generated: String,
+    panels: &'a str,
+    pane: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "pane.html")]
+struct PaneTemplate<'a> {
+    p: &'a pane::Pane,
+    tabs: &'a [&'static str],
+}
+
+/// Build the view of one pass: the model, its report and diagnoses.
+pub fn build_page(c: &Cluster, inputs: view::Inputs, report: Arc<Report>) -> Page {
+    let now = inputs.now;
+    let pending = inputs.pending.to_vec();
+    let overview = view::overview(c, inputs);
+    let panels_html = render_panels(&overview);
+    let json = Bytes::from(serde_json::to_vec(&overview).unwrap_or_default());
+    Page {
+        overview,
+        panels_html,
+        json,
+        report,
+        pending,
+        now,
+    }
+}
+
+pub fn render_panels(o: &Overview) -> String {
+    PanelsTemplate {
+        o,
+        limit: view::CLAIMS_PER_GROUP,
+        lanes_height: view::LANES.len() * 24 + 16,
+    }
+    .render()
+    .unwrap_or_else(|e| format!("<p class=\"error\">rendering failed: {e}</p>"))
+}
+
+/// The dashboard's state: every watched cluster, in flag order.
+pub struct Site {
+    pub clusters: Vec<Arc<Shared>>,
+    pub auth_token: Option<String>,
+}
+
+impl Site {
+    fn cluster(&self, name: &str) -> Option<&Arc<Shared>> {
+        self.clusters.iter().find(|c| c.name == name)
+    }
+}
+
+type St = State<Arc<Site>>;
+
+/// The dashboard router (all of it behind the token, when one is set).
+pub fn router(site: Arc<Site>) -> Router {
+    Router::new()
+        .route("/", get(root))
+        .route("/clusters/{cluster}/karpenter", get(page))
+        .route("/clusters/{cluster}/karpenter/panels", get(panels))
+        .route("/clusters/{cluster}/karpenter/pane", get(pane_fragment))
+        .route(
+            "/clusters/{cluster}/karpenter/nodeclaims/{pool}",
+            get(claim_rows),
+        )
+        .route("/clusters/{cluster}/karpenter/events", get(events))
+        .route("/api/v1/clusters", get(api_clusters))
+        .route("/api/v1/clusters/{cluster}/karpenter", get(api_overview))
+        .route("/api/v1/clusters/{cluster}/nodeclaims", get(api_nodeclaims))
+        .route("/api/v1/clusters/{cluster}/findings", get(api_findings))
+        .route(
+            "/api/v1/clusters/{cluster}/pods/{namespace}/{name}/why",
+            get(api_why_pod),
+        )
+        .route(
+            "/api/v1/clusters/{cluster}/nodes/{name}/why",
+            get(api_why_node),
+        )
+        .route("/api/openapi.yaml", get(openapi))
+        .route("/static/kelp.js", get(js))
+        .route("/static/kelp.css", get(css))
+        .layer(middleware::from_fn_with_state(site.clone(), auth))
+        .layer(middleware::map_response(security_headers))
+        .with_state(site)
+}
+
+async fn security_headers(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    r
+}
+
+const COOKIE: &str = "kelp_token";
+
+fn eq_const(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// With a token set: `Authorization: Bearer T`, the `kelp_token` cookie, or `?token=T`
+/// once (which sets the cookie and redirects to the same page without it).
+async fn auth(State(site): St, req: Request, next: Next) -> Response {
+    let Some(token) = site.auth_token.as_deref() else {
+        return next.run(req).await;
+    };
+    let headers = req.headers();
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let cookie = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| {
+            kv.trim()
+                .strip_prefix(&format!("{COOKIE}="))
+                .map(str::to_string)
+        })
+        .next();
+    if bearer.is_some_and(|b| eq_const(b.as_bytes(), token.as_bytes()))
+        || cookie.is_some_and(|c| eq_const(c.as_bytes(), token.as_bytes()))
+    {
+        return next.run(req).await;
+    }
+    let query = req.uri().query().unwrap_or("");
+    let given = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("token="))
+        .map(percent_decode);
+    if given.is_some_and(|t| eq_const(t.as_bytes(), token.as_bytes())) {
+        let rest: Vec<&str> = query
+            .split('&')
+            .filter(|kv| !kv.starts_with("token=") && !kv.is_empty())
+            .collect();
+        let to = if rest.is_empty() {
+            req.uri().path().to_string()
+        } else {
+            format!("{}?{}", req.uri().path(), rest.join("&"))
+        };
+        let mut r = Redirect::to(&to).into_response();
+        if let Ok(v) = HeaderValue::from_str(&format!(
+            "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+        )) {
+            r.headers_mut().insert(header::SET_COOKIE, v);
+        }
+        return r;
+    }
+    audit(req.uri().path(), "", "unauthorized");
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "kelp: this dashboard needs its token: open it with ?token=... or send Authorization: Bearer ...\n",
+    )
+        .into_response()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => match u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                Ok(v) => {
+                    out.push(v);
+                    i += 3;
+                    continue;
+                }
+                Err(_) => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One structured line per read of the dashboard or its API.
+fn audit(path: &str, cluster: &str, op: &str) {
+    tracing::info!(target: "audit", event = "karpenter_read", op, cluster, path);
+}
+
+fn not_found(what: &str) -> Response {
+    (StatusCode::NOT_FOUND, format!("kelp: {what} not found\n")).into_response()
+}
+
+fn html(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
+}
+
+fn json_bytes(body: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Response {
+    match serde_json::to_vec(v) {
+        Ok(b) => json_bytes(Bytes::from(b)),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+/// The latest page of a cluster, or the response to send instead.
+#[allow(clippy::result_large_err)]
+fn latest(site: &Site, cluster: &str, path: &str) -> Result<(Arc<Shared>, Arc<Page>), Response> {
+    let Some(shared) = site.cluster(cluster) else {
+        audit(path, cluster, "not_found");
+        return Err(not_found(&format!("cluster {cluster:?}")));
+    };
+    let page = shared.page.read().ok().and_then(|p| p.clone());
+    match page {
+        Some(p) => Ok((shared.clone(), p)),
+        None => {
+            audit(path, cluster, "not_ready");
+            Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "1")],
+                "kelp: still reading the cluster; try again in a moment\n",
+            )
+                .into_response())
+        }
+    }
+}
+
+async fn root(State(site): St) -> Response {
+    match site.clusters.first() {
+        Some(c) => {
+            Redirect::to(&format!("/clusters/{}/karpenter", urlencode(&c.name))).into_response()
+        }
+        None => not_found("cluster"),
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[derive(Debug, Deserialize, Default)]
+struct PaneQuery {
+    sel: Option<String>,
+    tab: Option<String>,
+}
+
+async fn page(
+    State(site): St,
+    Path(cluster): Path<String>,
+    Query(q): Query<PaneQuery>,
+) -> Response {
+    let path = format!("/clusters/{cluster}/karpenter");
+    let (shared, page) = match latest(&site, &cluster, &path) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let pane = match q.sel.as_deref().and_then(Selection::parse) {
+        Some(sel) => {
+            render_pane(&shared, &page, &sel, q.tab.as_deref().unwrap_or("describe")).await
+        }
+        None => None,
+    };
+    let body = PageTemplate {
+        cluster: &shared.name,
+        base: format!("/clusters/{}/karpenter", urlencode(&shared.name)),
+        clusters: site
+            .clusters
+            .iter()
+            .map(|c| (c.name.as_str(), c.name == shared.name))
+            .collect(),
+        generated: page.now.to_rfc3339_opts(SecondsFormat::Secs, true),
+        panels: &page.panels_html,
+        pane,
+    }
+    .render();
+    audit(&path, &cluster, "ok");
+    match body {
+        Ok(b) => html(b),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn panels(State(site): St, Path(cluster): Path<String>) -> Response {
+    match latest(&site, &cluster, "panels") {
+        Ok((_, page)) => {
+            let mut r = html(page.panels_html.clone());
+            if let Ok(v) =
+                HeaderValue::from_str(&page.now.to_rfc3339_opts(SecondsFormat::Secs, true))
+            {
+                r.headers_mut().insert("x-kelp-generated", v);
+            }
+            r
+        }
+        Err(r) => r,
+    }
+}
+
+async fn claim_rows(State(site): St, Path((cluster, pool)): Path<(String, String)>) -> Response {
+    let (_, page) = match latest(&site, &cluster, "nodeclaims") {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let pool = if pool == "-" { String::new() } else { pool };
+    let Some(g) = page.overview.nodeclaims.iter().find(|g| g.nodepool == pool) else {
+        return not_found(&format!("NodeClaims of NodePool {pool:?}"));
+    };
+    match (ClaimRowsTemplate {
+        rows: &g.rows,
+        limit: view::CLAIMS_PER_GROUP,
+    })
+    .render()
+    {
+        Ok(b) => html(b),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// The full object from the API server for the yaml tab (live clusters only).
+async fn live_yaml(shared: &Shared, sel: &Selection) -> Option<String> {
+    let conn = shared.conn.get()?;
+    let req = http::Request::get(sel.kind.path(sel.namespace.as_deref(), &sel.name))
+        .body(Vec::new())
+        .ok()?;
+    let fut = conn.client.request::<serde_json::Value>(req);
+    let mut v = tokio::time::timeout(Duration::from_secs(5), fut)
+        .await
+        .ok()?
+        .ok()?;
+    pane::strip_for_yaml(&mut v);
+    serde_norway::to_string(&v).ok()
+}
+
+async fn render_pane(shared: &Shared, page: &Page, sel: &Selection, tab: &str) -> Option<String> {
+    let live = live_yaml(shared, sel).await;
+    let cluster = shared.cluster.read().unwrap_or_else(|e| e.into_inner());
+    let ctx = Context {
+        cluster: &cluster,
+        now: page.now,
+        pending: page.pending.clone(),
+    };
+    let p = pane::pane(&cluster, &ctx, &page.report, sel, tab, live)?;
+    PaneTemplate { p: &p, tabs: &TABS }.render().ok()
+}
+
+async fn pane_fragment(
+    State(site): St,
+    Path(cluster): Path<String>,
+    Query(q): Query<PaneQuery>,
+) -> Response {
+    let (shared, page) = match latest(&site, &cluster, "pane") {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let Some(sel) = q.sel.as_deref().and_then(Selection::parse) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "kelp: sel must be NodePool/NAME, NodeClaim/NAME, Node/NAME or Pod/NAMESPACE/NAME\n",
+        )
+            .into_response();
+    };
+    match render_pane(&shared, &page, &sel, q.tab.as_deref().unwrap_or("describe")).await {
+        Some(b) => html(b),
+        None => not_found(&sel.key()),
+    }
+}
+
+/// Server-Sent Events: one `update` event per analysis pass, carrying its time.
+async fn events(State(site): St, Path(cluster): Path<String>) -> Response {
+    let Some(shared) = site.cluster(&cluster).cloned() else {
+        return not_found(&format!("cluster {cluster:?}"));
+    };
+    let rx = shared.version.subscribe();
+    let stream =
+        futures::stream::unfold((rx, shared, true), |(mut rx, shared, first)| async move {
+            if !first && rx.changed().await.is_err() {
+                return None;
+            }
+            rx.borrow_and_update();
+            let generated = shared
+                .page
+                .read()
+                .ok()
+                .and_then(|p| {
+                    p.as_ref()
+                        .map(|p| p.now.to_rfc3339_opts(SecondsFormat::Secs, true))
+                })
+                .unwrap_or_default();
+            let ev = SseEvent::default().event("update").data(generated);
+            Some((Ok::<_, Infallible>(ev), (rx, shared, false)))
+        });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+async fn api_clusters(State(site): St) -> Response {
+    audit("/api/v1/clusters", "", "ok");
+    let names: Vec<serde_json::Value> = site
+        .clusters
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "name": c.name,
+                "ready": c.ready(),
+                "href": format!("/clusters/{}/karpenter", urlencode(&c.name)),
+            })
+        })
+        .collect();
+    json(&serde_json::json!({ "clusters": names }))
+}
+
+async fn api_overview(State(site): St, Path(cluster): Path<String>) -> Response {
+    let path = format!("/api/v1/clusters/{cluster}/karpenter");
+    match latest(&site, &cluster, &path) {
+        Ok((_, page)) => {
+            audit(&path, &cluster, "ok");
+            json_bytes(page.json.clone())
+        }
+        Err(r) => r,
+    }
+}
+
+async fn api_nodeclaims(State(site): St, Path(cluster): Path<String>) -> Response {
+    let path = format!("/api/v1/clusters/{cluster}/nodeclaims");
+    match latest(&site, &cluster, &path) {
+        Ok((_, page)) => {
+            audit(&path, &cluster, "ok");
+            let groups: Vec<serde_json::Value> = page
+                .overview
+                .nodeclaims
+                .iter()
+                .map(|g| serde_json::json!({"nodepool": g.nodepool, "total": g.total, "drifted": g.drifted, "rows": g.rows}))
+                .collect();
+            json(&serde_json::json!({ "groups": groups }))
+        }
+        Err(r) => r,
+    }
+}
+
+async fn api_findings(State(site): St, Path(cluster): Path<String>) -> Response {
+    let path = format!("/api/v1/clusters/{cluster}/findings");
+    match latest(&site, &cluster, &path) {
+        Ok((_, page)) => {
+            audit(&path, &cluster, "ok");
+            json(page.report.as_ref())
+        }
+        Err(r) => r,
+    }
+}
+
+async fn api_why_pod(
+    State(site): St,
+    Path((cluster, ns, name)): Path<(String, String, String)>,
+) -> Response {
+    let path = format!("/api/v1/clusters/{cluster}/pods/{ns}/{name}/why");
+    let (shared, page) = match latest(&site, &cluster, &path) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let c = shared.cluster.read().unwrap_or_else(|e| e.into_inner());
+    let ctx = Context {
+        cluster: &c,
+        now: page.now,
+        pending: page.pending.clone(),
+    };
+    match crate::cli::why::pod_answer(&ctx, &page.report.findings, &ns, &name) {
+        Ok(a) => {
+            audit(&path, &cluster, "ok");
+            json(&a)
+        }
+        Err(e) => {
+            audit(&path, &cluster, "not_found");
+            not_found(&e.to_string().replace(" not found", ""))
+        }
+    }
+}
+
+async fn api_why_node(State(site): St, Path((cluster, name)): Path<(String, String)>) -> Response {
+    let path = format!("/api/v1/clusters/{cluster}/nodes/{name}/why");
+    let (shared, page) = match latest(&site, &cluster, &path) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let c = shared.cluster.read().unwrap_or_else(|e| e.into_inner());
+    let ctx = Context {
+        cluster: &c,
+        now: page.now,
+        pending: page.pending.clone(),
+    };
+    match crate::cli::why::node_answer(&ctx, &page.report.findings, &name) {
+        Ok(a) => {
+            audit(&path, &cluster, "ok");
+            json(&a)
+        }
+        Err(e) => {
+            audit(&path, &cluster, "not_found");
+            (StatusCode::NOT_FOUND, format!("kelp: {e}\n")).into_response()
+        }
+    }
+}
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/yaml")], OPENAPI).into_response()
+}
+
+fn asset(ct: &'static str, body: &'static str, headers: &HeaderMap) -> Response {
+    let _ = headers;
+    (
+        [
+            (header::CONTENT_TYPE, ct),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn js(headers: HeaderMap) -> Response {
+    asset("text/javascript; charset=utf-8", JS, &headers)
+}
+
+async fn css(headers: HeaderMap) -> Response {
+    asset("text/css; charset=utf-8", CSS, &headers)
+}

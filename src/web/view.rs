@@ -1,0 +1,1015 @@
+//! The dashboard's view model: a pure function of (model, report, pending diagnoses,
+//! price status, now). The HTML page and the JSON API both render it, so they cannot
+//! disagree, and it is built once per analysis pass, not per request.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::analysis::disruption::{self, Nominations};
+use crate::analysis::provisioning::{self, PodDiagnosis, Verdict};
+use crate::analysis::{ago, capacity};
+use crate::findings::{Code, Report, Severity};
+use crate::karpenter::budgets::{self, DisruptionReason};
+use crate::karpenter::labels;
+use crate::karpenter::resources::{format_quantity, Resources};
+use crate::model::{condition, is_true, Cluster, Node, NodeClaim, NodePool};
+
+/// At most this many pending pods are listed, oldest first.
+pub const PENDING_CAP: usize = 50;
+/// Rows of one NodeClaim group rendered in the page; the JSON API has them all.
+pub const CLAIMS_PER_GROUP: usize = 100;
+/// How far back the timeline reaches.
+pub const TIMELINE_HOURS: i64 = 3;
+
+/// Why the cost columns are hidden, when they are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "cause", rename_all = "kebab-case")]
+pub enum PriceProblem {
+    /// The API server refused `services/proxy` (403): grant it with this YAML.
+    Forbidden { message: String, rbac: String },
+    /// The scrape did not answer in time.
+    Timeout { message: String },
+    /// The Karpenter service (or its namespace) does not exist.
+    NotFound { message: String },
+    /// Anything else (no endpoints, a parse error...).
+    Other { message: String },
+    /// Reading from a dump with no controller metrics in it.
+    NotScraped { message: String },
+}
+
+impl PriceProblem {
+    pub fn message(&self) -> &str {
+        match self {
+            PriceProblem::Forbidden { message, .. }
+            | PriceProblem::Timeout { message }
+            | PriceProblem::NotFound { message }
+            | PriceProblem::Other { message }
+            | PriceProblem::NotScraped { message } => message,
+        }
+    }
+    pub fn cause(&self) -> &'static str {
+        match self {
+            PriceProblem::Forbidden { .. } => "forbidden",
+            PriceProblem::Timeout { .. } => "timeout",
+            PriceProblem::NotFound { .. } => "not-found",
+            PriceProblem::Other { .. } => "other",
+            PriceProblem::NotScraped { .. } => "not-scraped",
+        }
+    }
+    pub fn rbac(&self) -> Option<&str> {
+        match self {
+            PriceProblem::Forbidden { rbac, .. } => Some(rbac),
+            _ => None,
+        }
+    }
+}
+
+/// Whether the page can show Karpenter at all, and if not, why and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Install {
+    /// ok, not-installed, v1beta1-only, forbidden
+    pub state: &'static str,
+    pub title: String,
+    pub fix: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Overview {
+    pub cluster: String,
+    pub generated_at: DateTime<Utc>,
+    pub install: Install,
+    pub counts: Counts,
+    /// Where prices come from; None hides the cost columns.
+    pub price_source: Option<String>,
+    pub price_problem: Option<PriceProblem>,
+    pub nodepools: Vec<PoolRow>,
+    pub nodeclaims: Vec<ClaimGroup>,
+    pub pending: Pending,
+    pub rollout: Vec<Rollout>,
+    pub capacity: Capacity,
+    pub timeline: Timeline,
+    pub findings: Vec<FindingRow>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    pub nodepools: usize,
+    pub nodeclaims: usize,
+    pub nodes: usize,
+    pub pods: usize,
+    pub pending: usize,
+    pub drifted: usize,
+    pub critical: usize,
+    pub warning: usize,
+    pub info: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolRow {
+    pub name: String,
+    pub weight: i32,
+    pub consolidation_policy: String,
+    pub consolidate_after: String,
+    pub expire_after: String,
+    pub budgets: Vec<BudgetRow>,
+    /// Disruptions allowed now, by reason (`drifted: 1`).
+    pub allowed: Vec<(String, String)>,
+    pub limits: Vec<LimitBar>,
+    pub nodes: usize,
+    pub ready: String,
+    pub ready_ok: bool,
+    pub ready_reason: String,
+    pub cost_per_hour: Option<f64>,
+    pub cost: String,
+    pub spot_savings_pct: Option<f64>,
+    pub savings: String,
+    pub drifted: usize,
+    pub claims: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetRow {
+    pub nodes: String,
+    pub schedule: String,
+    pub duration: String,
+    pub reasons: String,
+    pub active: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitBar {
+    pub resource: String,
+    pub used: String,
+    pub limit: String,
+    /// used / limit, 0..=1 (capped for the bar; `pct` says the truth).
+    pub ratio: f64,
+    pub pct: String,
+    pub level: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimGroup {
+    pub nodepool: String,
+    pub open: bool,
+    pub total: usize,
+    pub drifted: usize,
+    pub blocked: usize,
+    /// Every row (the overview API leaves them out: they are at `/nodeclaims`).
+    #[serde(skip_serializing)]
+    pub rows: Vec<ClaimRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimRow {
+    pub name: String,
+    pub node: String,
+    pub instance_type: String,
+    pub capacity_type: String,
+    pub zone: String,
+    pub age: String,
+    pub conditions: Vec<Badge>,
+    pub drifted: bool,
+    pub drift_reason: String,
+    pub image_id: String,
+    pub blocked_by: Vec<String>,
+    pub blocked_detail: String,
+    pub deleting: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Badge {
+    pub name: &'static str,
+    /// true, false, unknown (condition absent)
+    pub state: &'static str,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pending {
+    pub total: usize,
+    pub rows: Vec<PendingRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingRow {
+    pub namespace: String,
+    pub name: String,
+    pub pending_for: String,
+    pub requests: String,
+    pub summary: String,
+    pub verdicts: Vec<VerdictRow>,
+    pub event: Option<EventRow>,
+    pub scheduler: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerdictRow {
+    pub nodepool: String,
+    pub verdict: &'static str,
+    pub reasons: Vec<String>,
+    /// agrees, disagrees, or empty when the event does not say.
+    pub event: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventRow {
+    pub reason: String,
+    pub message: String,
+    pub format: &'static str,
+    pub ago: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rollout {
+    pub nodepool: String,
+    pub drifted: usize,
+    pub total: usize,
+    pub ratio: f64,
+    pub pct: String,
+    pub nodeclass: String,
+    /// `status.amis` of the EC2NodeClass (empty for other providers).
+    pub amis: Vec<String>,
+    /// Claims whose imageID is one of `amis`.
+    pub on_current_ami: usize,
+    /// Claims with an imageID that is not in `amis`.
+    pub on_old_ami: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capacity {
+    /// Offerings the controller reports unavailable.
+    pub unavailable: Vec<OfferingRow>,
+    /// InsufficientCapacityError events, grouped.
+    pub errors: Vec<IceRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OfferingRow {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IceRow {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+    pub nodepool: String,
+    pub count: i64,
+    pub last: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeline {
+    pub hours: i64,
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    pub marks: Vec<Mark>,
+    /// Hour ticks: (x in 0..1000, label).
+    pub ticks: Vec<(u32, String)>,
+    /// Lane names, top to bottom.
+    pub lanes: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mark {
+    pub at: DateTime<Utc>,
+    /// launch, disruption, termination, eviction, interruption
+    pub lane: &'static str,
+    pub lane_index: usize,
+    /// 0..1000 across the window.
+    pub x: u32,
+    pub title: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FindingRow {
+    pub severity: Severity,
+    pub code: &'static str,
+    pub object: String,
+    /// `Kind/ns/name` selection key for the detail pane.
+    pub select: String,
+    pub nodepool: String,
+    pub message: String,
+}
+
+/// Everything one pass hands to the view, besides the model.
+pub struct Inputs<'a> {
+    pub cluster_name: &'a str,
+    pub report: &'a Report,
+    pub pending: &'a [Arc<PodDiagnosis>],
+    pub now: DateTime<Utc>,
+    /// The last scrape problem, when prices come from nowhere.
+    pub price_problem: Option<PriceProblem>,
+    /// A permission the watcher lacks (e.g. `list nodepools.karpenter.sh`), with the API's message.
+    pub forbidden: Option<String>,
+}
+
+pub fn overview(c: &Cluster, i: Inputs) -> Overview {
+    let now = i.now;
+    let nominations = Nominations::new(c, now);
+    let install = install(c, i.report, i.forbidden.as_deref());
+    let prices = Prices::of(c);
+    let mut drifted_by_pool: BTreeMap<String, usize> = BTreeMap::new();
+    let nodeclaims = claim_groups(c, now, &nominations, &mut drifted_by_pool);
+    let nodepools = c
+        .nodepools
+        .values()
+        .map(|p| pool_row(c, p, now, &prices, &drifted_by_pool))
+        .collect();
+    let pending = pending(i.pending, now, c);
+    let price_source = prices.source.map(str::to_string);
+    let price_problem = if price_source.is_some() {
+        None
+    } else {
+        Some(i.price_problem.unwrap_or_else(|| PriceProblem::NotScraped {
+            message:
+                "no prices: no controller metrics were read, and nodes carry no price label".into(),
+        }))
+    };
+    let sev = |s: Severity| i.report.findings.iter().filter(|f| f.severity == s).count();
+    let counts = Counts {
+        nodepools: c.nodepools.len(),
+        nodeclaims: c.nodeclaims.len(),
+        nodes: c.nodes.len(),
+        pods: c.pods.len(),
+        pending: i.pending.len(),
+        drifted: drifted_by_pool.values().sum(),
+        critical: sev(Severity::Critical),
+        warning: sev(Severity::Warning),
+        info: sev(Severity::Info),
+    };
+    Overview {
+        cluster: i.cluster_name.to_string(),
+        generated_at: now,
+        install,
+        counts,
+        price_source,
+        price_problem,
+        nodepools,
+        rollout: rollout(c, &nodeclaims),
+        nodeclaims,
+        pending,
+        capacity: capacity_panel(c, now),
+        timeline: timeline(c, now),
+        findings: i
+            .report
+            .findings
+            .iter()
+            .map(|f| FindingRow {
+                severity: f.severity,
+                code: f.code.as_str(),
+                object: f.object.to_string(),
+                select: select_key(
+                    &f.object.kind,
+                    f.object.namespace.as_deref(),
+                    &f.object.name,
+                ),
+                nodepool: f.nodepool.clone().unwrap_or_default(),
+                message: f.message.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The detail pane's selection key: `Kind/name` or `Kind/namespace/name`.
+pub fn select_key(kind: &str, namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) => format!("{kind}/{ns}/{name}"),
+        None => format!("{kind}/{name}"),
+    }
+}
+
+fn install(c: &Cluster, report: &Report, forbidden: Option<&str>) -> Install {
+    if let Some(f) = forbidden {
+        return Install {
+            state: "forbidden",
+            title: format!("kelp may not read Karpenter's objects: {f}"),
+            fix: "Grant kelp's ServiceAccount get, list and watch on nodepools, nodeclaims (karpenter.sh) and ec2nodeclasses (karpenter.k8s.aws): the ClusterRole in charts/kelp has exactly these.".into(),
+        };
+    }
+    let has = |code: Code| report.findings.iter().find(|f| f.code == code);
+    if let Some(f) = has(Code::KarpenterApiOutdated) {
+        return Install {
+            state: "v1beta1-only",
+            title: f.message.clone(),
+            fix: "Upgrade Karpenter to v1 and migrate your v1beta1 NodePools, NodeClaims and EC2NodeClasses to karpenter.sh/v1 (see Karpenter's v1 migration guide).".into(),
+        };
+    }
+    if has(Code::KarpenterNotInstalled).is_some() && !c.karpenter_seen() {
+        return Install {
+            state: "not-installed",
+            title: "Karpenter is not installed in this cluster: the karpenter.sh/v1 API is not served.".into(),
+            fix: "Install Karpenter (its Helm chart installs the CRDs), or point kelp at the right cluster with --context.".into(),
+        };
+    }
+    Install {
+        state: "ok",
+        title: String::new(),
+        fix: String::new(),
+    }
+}
+
+/// Prices by (instance type, zone, capacity type), and where they come from.
+struct Prices {
+    source: Option<&'static str>,
+    on_demand: BTreeMap<(String, String), f64>,
+}
+
+impl Prices {
+    fn of(c: &Cluster) -> Prices {
+        let mut on_demand = BTreeMap::new();
+        let mut source = None;
+        if let Some(m) = &c.metrics {
+            for o in &m.offerings {
+                if let Some(p) = o.price {
+                    source = Some("controller offering price estimates");
+                    if o.capacity_type == "on-demand" {
+                        on_demand.insert((o.instance_type.clone(), o.zone.clone()), p);
+                    }
+                }
+            }
+            if source.is_none() && !m.nodepool_cost.is_empty() {
+                source = Some("karpenter_nodepools_cost_total");
+            }
+        }
+        if source.is_none()
+            && c.nodes
+                .values()
+                .any(|n| n.metadata.labels.contains_key(labels::KWOK_PRICE))
+        {
+            source = Some("kwok instance-price node labels");
+        }
+        Prices { source, on_demand }
+    }
+}
+
+fn money(v: f64) -> String {
+    format!("${v:.2}/h")
+}
+
+fn pool_row(
+    c: &Cluster,
+    p: &NodePool,
+    now: DateTime<Utc>,
+    prices: &Prices,
+    drifted: &BTreeMap<String, usize>,
+) -> PoolRow {
+    let name = p.metadata.name.clone();
+    let d = &p.spec.disruption;
+    let default_budgets = [budgets::Budget::default()];
+    let budget_list: &[budgets::Budget] = d.budgets.as_deref().unwrap_or(&default_budgets);
+    let budgets = budget_list
+        .iter()
+        .map(|b| BudgetRow {
+            nodes: b.nodes.clone(),
+            schedule: b.schedule.clone().unwrap_or_default(),
+            duration: b.duration.clone().unwrap_or_default(),
+            reasons: b
+                .reasons
+                .as_ref()
+                .map(|r| r.join(", "))
+                .unwrap_or_else(|| "all".into()),
+            active: budgets::is_active(b, now).unwrap_or(false),
+        })
+        .collect();
+    let allowed = DisruptionReason::ALL
+        .iter()
+        .map(|&r| {
+            let a = disruption::pool_allowed(c, p, r, now);
+            let v = match (&a.error, a.limit) {
+                (Some(e), _) => format!("error: {e}"),
+                (None, None) => "unbounded".into(),
+                (None, Some(_)) => a.allowed.to_string(),
+            };
+            (r.as_str().to_string(), v)
+        })
+        .collect();
+    let usage = provisioning::pool_usage(c, p);
+    let limits = Resources::from_quantities(&p.spec.limits)
+        .map(|l| {
+            l.0.iter()
+                .map(|(k, &limit)| {
+                    let used = usage.get(k);
+                    let ratio = if limit > 0.0 {
+                        used / limit
+                    } else if used > 0.0 {
+                        f64::INFINITY
+                    } else {
+                        1.0
+                    };
+                    LimitBar {
+                        resource: k.clone(),
+                        used: format_quantity(k, used),
+                        limit: format_quantity(k, limit),
+                        ratio: ratio.clamp(0.0, 1.0),
+                        pct: if ratio.is_finite() {
+                            format!("{:.0}%", ratio * 100.0)
+                        } else {
+                            "over".into()
+                        },
+                        level: if ratio >= 1.0 {
+                            "full"
+                        } else if ratio >= 0.9 {
+                            "near"
+                        } else {
+                            "ok"
+                        },
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let (ready, ready_ok, ready_reason) = match condition(&p.status.conditions, "Ready") {
+        Some(cnd) => (
+            cnd.status.clone(),
+            cnd.is_true(),
+            [cnd.reason.clone(), cnd.message.clone()]
+                .into_iter()
+                .flatten()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(": "),
+        ),
+        None => ("Unknown".into(), false, "no Ready condition yet".into()),
+    };
+    // $/hr: the sum of node prices; spot savings against on-demand of the same offering.
+    let mut cost = 0.0;
+    let mut priced = false;
+    let (mut spot, mut spot_od) = (0.0, 0.0);
+    for n in c.nodes_in_pool(&name) {
+        if let Some(price) = capacity::node_price(c, n) {
+            cost += price;
+            priced = true;
+            let l = &n.metadata.labels;
+            if l.get(labels::CAPACITY_TYPE).map(String::as_str) == Some("spot") {
+                if let (Some(t), Some(z)) = (l.get(labels::INSTANCE_TYPE), l.get(labels::ZONE)) {
+                    if let Some(od) = prices.on_demand.get(&(t.clone(), z.clone())) {
+                        spot += price;
+                        spot_od += od;
+                    }
+                }
+            }
+        }
+    }
+    let pool_cost = c
+        .metrics
+        .as_ref()
+        .and_then(|m| m.nodepool_cost.get(&name).copied());
+    let cost_per_hour = if priced { Some(cost) } else { pool_cost };
+    let spot_savings_pct = (spot_od > 0.0).then(|| (1.0 - spot / spot_od) * 100.0);
+    PoolRow {
+        weight: p.spec.weight.unwrap_or(0),
+        consolidation_policy: d
+            .consolidation_policy
+            .clone()
+            .unwrap_or_else(|| "WhenEmptyOrUnderutilized".into()),
+        consolidate_after: d.consolidate_after.clone().unwrap_or_else(|| "0s".into()),
+        expire_after: p
+            .spec
+            .template
+            .spec
+            .expire_after
+            .clone()
+            .unwrap_or_else(|| disruption::DEFAULT_EXPIRE_AFTER.into()),
+        budgets,
+        allowed,
+        limits,
+        nodes: provisioning::pool_node_count(c, p),
+        ready,
+        ready_ok,
+        ready_reason,
+        cost: cost_per_hour.map(money).unwrap_or_else(|| "-".into()),
+        cost_per_hour,
+        savings: spot_savings_pct
+            .map(|s| format!("{s:.0}%"))
+            .unwrap_or_else(|| "-".into()),
+        spot_savings_pct,
+        drifted: drifted.get(&name).copied().unwrap_or(0),
+        claims: c.claims_in_pool(&name).count(),
+        name,
+    }
+}
+
+fn badge(claim: &NodeClaim, name: &'static str) -> Badge {
+    match condition(&claim.status.conditions, name) {
+        Some(c) => Badge {
+            name,
+            state: match c.status.as_str() {
+                "True" => "true",
+                "False" => "false",
+                _ => "unknown",
+            },
+            reason: [c.reason.clone(), c.message.clone()]
+                .into_iter()
+                .flatten()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(": "),
+        },
+        None => Badge {
+            name,
+            state: "unknown",
+            reason: String::new(),
+        },
+    }
+}
+
+fn claim_groups(
+    c: &Cluster,
+    now: DateTime<Utc>,
+    nominations: &Nominations,
+    drifted_by_pool: &mut BTreeMap<String, usize>,
+) -> Vec<ClaimGroup> {
+    let mut groups: BTreeMap<String, Vec<ClaimRow>> = BTreeMap::new();
+    for claim in c.nodeclaims.values() {
+        let pool = claim
+            .metadata
+            .labels
+            .get(labels::NODEPOOL)
+            .cloned()
+            .unwrap_or_default();
+        let node: Option<&Node> = c.node_for_claim(claim);
+        let l = |k: &str| {
+            claim
+                .metadata
+                .labels
+                .get(k)
+                .or_else(|| node.and_then(|n| n.metadata.labels.get(k)))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let drifted = is_true(&claim.status.conditions, "Drifted");
+        let (blocked_by, blocked_detail) = match node {
+            Some(n) => {
+                let d = disruption::node_disruption(c, n, now, nominations);
+                let mut kinds: Vec<String> = d
+                    .blockers
+                    .iter()
+                    .map(|b| crate::cli::output::serde_name(b.kind))
+                    .collect();
+                kinds.dedup();
+                let detail = d
+                    .blockers
+                    .iter()
+                    .map(|b| b.message.clone())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                (kinds, detail)
+            }
+            None => (Vec::new(), String::new()),
+        };
+        let drift_reason = condition(&claim.status.conditions, "Drifted")
+            .filter(|c| c.is_true())
+            .and_then(|c| c.reason.clone())
+            .unwrap_or_default();
+        groups.entry(pool).or_default().push(ClaimRow {
+            name: claim.metadata.name.clone(),
+            node: claim.status.node_name.clone().unwrap_or_default(),
+            instance_type: l(labels::INSTANCE_TYPE),
+            capacity_type: l(labels::CAPACITY_TYPE),
+            zone: l(labels::ZONE),
+            age: claim
+                .metadata
+                .creation_timestamp
+                .map(|t| ago(now, t))
+                .unwrap_or_default(),
+            conditions: [
+                "Launched",
+                "Registered",
+                "Initialized",
+                "Drifted",
+                "Consolidatable",
+            ]
+            .into_iter()
+            .map(|n| badge(claim, n))
+            .collect(),
+            drifted,
+            drift_reason,
+            image_id: claim.status.image_id.clone().unwrap_or_default(),
+            blocked_by,
+            blocked_detail,
+            deleting: claim.metadata.deletion_timestamp.is_some(),
+        });
+    }
+    groups
+        .into_iter()
+        .map(|(nodepool, mut rows)| {
+            // Drifted and blocked first, then by name.
+            rows.sort_by(|a, b| {
+                b.drifted
+                    .cmp(&a.drifted)
+                    .then(
+                        b.blocked_by
+                            .is_empty()
+                            .cmp(&a.blocked_by.is_empty())
+                            .reverse(),
+                    )
+                    .then_with(|| a.name.cmp(&b.name))
+            });
+            let drifted = rows.iter().filter(|r| r.drifted).count();
+            drifted_by_pool.insert(nodepool.clone(), drifted);
+            ClaimGroup {
+                open: drifted > 0,
+                total: rows.len(),
+                drifted,
+                blocked: rows.iter().filter(|r| !r.blocked_by.is_empty()).count(),
+                nodepool,
+                rows,
+            }
+        })
+        .collect()
+}
+
+fn verdict_name(v: &Verdict) -> &'static str {
+    match crate::cli::output::serde_name(v).as_str() {
+        "compatible" => "compatible",
+        "incompatible" => "incompatible",
+        "skipped" => "skipped",
+        _ => "unknown",
+    }
+}
+
+fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>, c: &Cluster) -> Pending {
+    let mut sorted: Vec<&Arc<PodDiagnosis>> = diagnoses.iter().collect();
+    // Oldest first; pods with no known start last, then by name for a stable page.
+    sorted.sort_by(|a, b| {
+        a.since
+            .is_none()
+            .cmp(&b.since.is_none())
+            .then(a.since.cmp(&b.since))
+            .then_with(|| a.pod.cmp(&b.pod))
+    });
+    let _ = c;
+    let rows = sorted
+        .into_iter()
+        .take(PENDING_CAP)
+        .map(|d| PendingRow {
+            namespace: d.pod.namespace.clone().unwrap_or_default(),
+            name: d.pod.name.clone(),
+            pending_for: d.pending_for.clone(),
+            requests: crate::cli::output::requests_line(&d.requests),
+            summary: d.verdict_summary(),
+            verdicts: d
+                .nodepools
+                .iter()
+                .map(|v| VerdictRow {
+                    nodepool: v.name.clone(),
+                    verdict: verdict_name(&v.verdict),
+                    reasons: v.reasons.iter().map(|r| r.message.clone()).collect(),
+                    event: match v.event_agrees {
+                        Some(true) => "agrees",
+                        Some(false) => "disagrees",
+                        None => "",
+                    },
+                })
+                .collect(),
+            event: d.event.as_ref().map(|e| EventRow {
+                reason: e.reason.clone(),
+                message: e.message.clone(),
+                format: match crate::cli::output::serde_name(e.format).as_str() {
+                    "wrapped" => "v1.0-v1.4",
+                    "flat" => "v1.5+",
+                    _ => "unrecognised",
+                },
+                ago: e
+                    .last_seen
+                    .map(|t| format!("{} ago", ago(now, t)))
+                    .unwrap_or_default(),
+            }),
+            scheduler: d.scheduler.clone().unwrap_or_default(),
+        })
+        .collect();
+    Pending {
+        total: diagnoses.len(),
+        rows,
+    }
+}
+
+fn rollout(c: &Cluster, groups: &[ClaimGroup]) -> Vec<Rollout> {
+    groups
+        .iter()
+        .filter(|g| !g.nodepool.is_empty())
+        .map(|g| {
+            let class = c.nodepools.get(&g.nodepool).and_then(|p| c.nodeclass_of(p));
+            let amis: Vec<String> = class
+                .map(|k| k.status.amis.iter().map(|a| a.id.clone()).collect())
+                .unwrap_or_default();
+            let with_image: Vec<&ClaimRow> =
+                g.rows.iter().filter(|r| !r.image_id.is_empty()).collect();
+            let on_current_ami = with_image
+                .iter()
+                .filter(|r| amis.contains(&r.image_id))
+                .count();
+            let ratio = if g.total == 0 {
+                0.0
+            } else {
+                g.drifted as f64 / g.total as f64
+            };
+            Rollout {
+                nodepool: g.nodepool.clone(),
+                drifted: g.drifted,
+                total: g.total,
+                ratio,
+                pct: format!("{:.0}%", ratio * 100.0),
+                nodeclass: class
+                    .map(|k| format!("{}/{}", k.kind, k.metadata.name))
+                    .unwrap_or_default(),
+                on_old_ami: if amis.is_empty() {
+                    0
+                } else {
+                    with_image.len() - on_current_ami
+                },
+                on_current_ami,
+                amis,
+            }
+        })
+        .collect()
+}
+
+fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
+    let unavailable = c
+        .metrics
+        .iter()
+        .flat_map(|m| &m.offerings)
+        .filter(|o| o.available == Some(false))
+        .map(|o| OfferingRow {
+            instance_type: o.instance_type.clone(),
+            zone: o.zone.clone(),
+            capacity_type: o.capacity_type.clone(),
+        })
+        .collect();
+    let mut errors: BTreeMap<(String, String, String, String), IceRow> = BTreeMap::new();
+    for e in c.events.values() {
+        if e.reason != "InsufficientCapacityError" {
+            continue;
+        }
+        let claim = c.nodeclaims.get(&e.regarding.name);
+        let label = |k: &str| {
+            claim
+                .and_then(|cl| cl.metadata.labels.get(k).cloned())
+                .unwrap_or_default()
+        };
+        // A launch that failed leaves a claim with its requirements, not its labels:
+        // take the single value of a requirement when there is one.
+        let req = |k: &str| {
+            claim
+                .and_then(|cl| {
+                    cl.spec
+                        .requirements
+                        .iter()
+                        .find(|r| r.key == k && r.values.len() == 1)
+                        .map(|r| r.values[0].clone())
+                })
+                .unwrap_or_default()
+        };
+        let pick = |k: &str| {
+            let v = label(k);
+            if v.is_empty() {
+                req(k)
+            } else {
+                v
+            }
+        };
+        let key = (
+            pick(labels::INSTANCE_TYPE),
+            pick(labels::ZONE),
+            pick(labels::CAPACITY_TYPE),
+            pick(labels::NODEPOOL),
+        );
+        let row = errors.entry(key.clone()).or_insert_with(|| IceRow {
+            instance_type: key.0.clone(),
+            zone: key.1.clone(),
+            capacity_type: key.2.clone(),
+            nodepool: key.3.clone(),
+            count: 0,
+            last: String::new(),
+            message: e.message.clone(),
+        });
+        row.count += i64::from(e.count.max(1));
+        if let Some(t) = e.seen() {
+            row.last = format!("{} ago", ago(now, t));
+        }
+    }
+    Capacity {
+        unavailable,
+        errors: errors.into_values().collect(),
+    }
+}
+
+/// The lane an event goes to, if it belongs on the timeline.
+fn lane_of(reason: &str, kind: &str) -> Option<&'static str> {
+    Some(match reason {
+        "Launched" | "DisruptionLaunching" if kind == "NodeClaim" => "launch",
+        "DisruptionTerminating" => "disruption",
+        "Evicted" | "Disrupted" => "eviction",
+        "SpotInterrupted"
+        | "SpotRebalanceRecommendation"
+        | "InstanceStopping"
+        | "InstanceTerminating"
+        | "InstanceUnhealthy"
+        | "TerminatingOnInterruption"
+        | "CapacityReservationInstanceInterrupted" => "interruption",
+        "Finalized" | "TerminationGracePeriodExpiring" => "termination",
+        _ => return None,
+    })
+}
+
+pub const LANES: [&str; 5] = [
+    "launch",
+    "disruption",
+    "termination",
+    "eviction",
+    "interruption",
+];
+
+fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
+    let start = now - chrono::Duration::hours(TIMELINE_HOURS);
+    let span = (now - start).num_milliseconds().max(1) as f64;
+    let x = |t: DateTime<Utc>| (((t - start).num_milliseconds() as f64 / span) * 1000.0) as u32;
+    let mut marks = Vec::new();
+    let mut push = |at: DateTime<Utc>, lane: &'static str, title: String| {
+        if at >= start && at <= now {
+            marks.push(Mark {
+                at,
+                lane,
+                lane_index: LANES.iter().position(|l| *l == lane).unwrap_or(0),
+                x: x(at),
+                title,
+            });
+        }
+    };
+    // NodeClaim lifecycles: creation is a launch, a deletion timestamp a termination.
+    for claim in c.nodeclaims.values() {
+        if let Some(t) = claim.metadata.creation_timestamp {
+            push(
+                t,
+                "launch",
+                format!("NodeClaim {} created", claim.metadata.name),
+            );
+        }
+        if let Some(t) = claim.metadata.deletion_timestamp {
+            push(
+                t,
+                "termination",
+                format!("NodeClaim {} terminating", claim.metadata.name),
+            );
+        }
+    }
+    for e in c.events.values() {
+        let Some(lane) = lane_of(&e.reason, &e.regarding.kind) else {
+            continue;
+        };
+        // Creation is already on the launch lane from the claim itself.
+        if e.reason == "Launched" && c.nodeclaims.contains_key(&e.regarding.name) {
+            continue;
+        }
+        if let Some(t) = e.seen() {
+            let obj = select_key(
+                &e.regarding.kind,
+                e.regarding.namespace.as_deref(),
+                &e.regarding.name,
+            );
+            push(t, lane, format!("{}: {obj}: {}", e.reason, e.message));
+        }
+    }
+    marks.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.title.cmp(&b.title)));
+    let ticks = (0..=TIMELINE_HOURS)
+        .map(|h| {
+            let t = start + chrono::Duration::hours(h);
+            (x(t), t.format("%H:%M").to_string())
+        })
+        .collect();
+    Timeline {
+        hours: TIMELINE_HOURS,
+        start,
+        end: now,
+        marks,
+        ticks,
+        lanes: LANES.to_vec(),
+    }
+}

@@ -1,0 +1,658 @@
+//! The dashboard's handlers, in process: the router is built on a loaded model and each
+//! page is checked with CSS selectors.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use chrono::{DateTime, Utc};
+use http_body_util::BodyExt;
+use kelp::model::Cluster;
+use kelp::serve::Shared;
+use kelp::web::view::PriceProblem;
+use kelp::web::{self, Site};
+use scraper::{Html, Selector};
+use tower::ServiceExt;
+
+fn now() -> DateTime<Utc> {
+    kelp::demo::now()
+}
+
+fn demo() -> Cluster {
+    kelp::demo::cluster().unwrap()
+}
+
+fn load(yaml: &str) -> Cluster {
+    let mut c = Cluster::default();
+    kelp::source::load_str("test.yaml", yaml, &mut c).unwrap();
+    c
+}
+
+fn site_of(clusters: Vec<Arc<Shared>>, token: Option<&str>) -> axum::Router {
+    web::router(Arc::new(Site {
+        clusters,
+        auth_token: token.map(str::to_string),
+    }))
+}
+
+fn site(c: Cluster) -> axum::Router {
+    site_of(vec![Shared::loaded("test", c, now())], None)
+}
+
+struct Got {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: String,
+}
+
+impl Got {
+    fn html(&self) -> Html {
+        Html::parse_document(&self.body)
+    }
+}
+
+async fn get(app: &axum::Router, uri: &str) -> Got {
+    get_with(app, Request::get(uri).body(Body::empty()).unwrap()).await
+}
+
+async fn get_with(app: &axum::Router, req: Request<Body>) -> Got {
+    let r = app.clone().oneshot(req).await.unwrap();
+    let status = r.status();
+    let headers = r.headers().clone();
+    let body = r.into_body().collect().await.unwrap().to_bytes();
+    Got {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+fn sel(s: &str) -> Selector {
+    Selector::parse(s).unwrap()
+}
+
+fn count(h: &Html, s: &str) -> usize {
+    h.select(&sel(s)).count()
+}
+
+fn text(h: &Html, s: &str) -> String {
+    h.select(&sel(s))
+        .map(|e| e.text().collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const PAGE: &str = "/clusters/test/karpenter";
+
+#[tokio::test]
+async fn root_redirects_to_the_first_cluster() {
+    let app = site(demo());
+    let r = get(&app, "/").await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(r.headers["location"], PAGE);
+}
+
+#[tokio::test]
+async fn the_demo_page_has_every_panel() {
+    let app = site(demo());
+    let r = get(&app, PAGE).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let csp = r.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    let h = r.html();
+    // No inline script at all: the only script is the served file.
+    assert_eq!(count(&h, "script"), 1);
+    assert_eq!(count(&h, "script[src='/static/kelp.js']"), 1);
+    assert_eq!(count(&h, "[onclick], [onerror], [onload]"), 0);
+    for id in [
+        "#nodepools",
+        "#nodeclaims",
+        "#pending",
+        "#rollout",
+        "#capacity",
+        "#timeline",
+        "#findings",
+    ] {
+        assert_eq!(count(&h, id), 1, "{id}");
+    }
+    // NodePools: one row per pool, with limits bars, budgets and cost columns.
+    assert_eq!(count(&h, "#nodepools tr.pool"), 6);
+    let batch = text(&h, "#nodepools tr.pool[data-select='NodePool/batch']");
+    assert!(batch.contains("cpu") && batch.contains("100%"), "{batch}");
+    assert_eq!(
+        count(
+            &h,
+            "#nodepools tr.pool[data-select='NodePool/batch'] .limit.full meter"
+        ),
+        1
+    );
+    assert_eq!(count(&h, "#nodepools th.cost"), 2);
+    assert!(text(&h, "#nodepools tr.pool").contains("$"));
+    assert_eq!(count(&h, "#cost-hint"), 0);
+    // arm64's first budget (0 for Drifted, 06:00 for 8h) is active at 10:00.
+    assert_eq!(
+        count(
+            &h,
+            "tr.pool[data-select='NodePool/arm64'] .budget.active .badge.active"
+        ),
+        2
+    );
+    // NodeClaims: grouped by pool; pools with drift open, with the drifted badge.
+    let groups = count(&h, "#nodeclaims tbody.group");
+    assert!(groups >= 4, "{groups}");
+    assert!(count(&h, "#nodeclaims tbody.group.open") >= 1);
+    assert_eq!(
+        count(&h, "#nodeclaims tbody.group:not(.open) tr.claim"),
+        0,
+        "closed groups load their rows on demand"
+    );
+    assert!(
+        count(
+            &h,
+            "#nodeclaims tbody.group.open tr.group-head .badge.drifted"
+        ) >= 1
+    );
+    assert!(count(&h, "#nodeclaims tr.claim .badge.drifted") >= 1);
+    assert!(count(&h, "#nodeclaims tr.claim .badge.cond-true").ge(&1));
+    let blocked = text(&h, "#nodeclaims tr.claim .badge.blocked");
+    assert!(blocked.contains("blocked by"), "{blocked}");
+    assert!(
+        blocked.contains("budget") || blocked.contains("pdb"),
+        "{blocked}"
+    );
+    // Pending pods: per-pool verdicts and the raw event, in the expandable row.
+    let trainer = "#pending tbody.pod[data-key='ml/trainer-0']";
+    assert_eq!(count(&h, trainer), 1);
+    assert_eq!(count(&h, &format!("{trainer} tr.verdicts[hidden]")), 1);
+    assert_eq!(count(&h, &format!("{trainer} tr.verdict")), 6);
+    let why = text(&h, &format!("{trainer} tr.verdicts"));
+    assert!(why.contains("did not tolerate taint"), "{why}");
+    assert!(why.contains("Failed to schedule pod"), "{why}");
+    // Rollout, capacity, timeline, findings.
+    assert!(count(&h, "#rollout tr.rollout") >= 1);
+    assert!(text(&h, "#rollout").contains("ami-"));
+    assert!(text(&h, "#capacity").contains("g6.12xlarge"));
+    assert!(count(&h, "#timeline svg circle.mark") >= 1);
+    assert!(count(&h, "#findings tr.finding.critical") >= 1);
+    assert!(count(&h, "#findings tr.finding[data-select^='Pod/']") >= 1);
+}
+
+#[tokio::test]
+async fn a_collapsed_group_loads_its_rows() {
+    let app = site(demo());
+    let h = get(&app, PAGE).await.html();
+    let pool = h
+        .select(&sel("#nodeclaims tbody.group:not(.open)"))
+        .next()
+        .and_then(|g| g.value().attr("data-pool"))
+        .expect("a collapsed group")
+        .to_string();
+    let r = get(&app, &format!("{PAGE}/nodeclaims/{pool}")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let rows = Html::parse_fragment(&format!("<table><tbody>{}</tbody></table>", r.body));
+    assert!(count(&rows, "tr.claim") >= 1, "{}", r.body);
+    assert_eq!(
+        get(&app, &format!("{PAGE}/nodeclaims/nope")).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+fn pending_pod(i: usize) -> String {
+    format!(
+        r#"
+- apiVersion: v1
+  kind: Pod
+  metadata: {{name: p-{i:03}, namespace: load, uid: u{i}, creationTimestamp: "2026-11-21T09:{m:02}:00Z"}}
+  spec:
+    containers: [{{name: a, image: x, resources: {{requests: {{cpu: "1"}}}}}}]
+  status:
+    phase: Pending
+    conditions:
+    - {{type: PodScheduled, status: "False", reason: Unschedulable, lastTransitionTime: "2026-11-21T09:{m:02}:00Z"}}
+"#,
+        m = i % 60
+    )
+}
+
+const POOL: &str = r#"
+- apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata: {name: general, uid: np1}
+  spec:
+    template:
+      spec:
+        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+        requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
+        taints: [{key: team, value: x, effect: NoSchedule}]
+    limits: {cpu: "100"}
+  status:
+    conditions: [{type: Ready, status: "True"}]
+"#;
+
+#[tokio::test]
+async fn pending_pods_are_capped_at_50_oldest_first() {
+    let mut yaml = format!("apiVersion: v1\nkind: List\nitems:{POOL}");
+    for i in 0..60 {
+        yaml.push_str(&pending_pod(i));
+    }
+    let app = site(load(&yaml));
+    let h = get(&app, PAGE).await.html();
+    assert_eq!(count(&h, "#pending tbody.pod"), 50);
+    assert!(
+        text(&h, "#pending .cap-note").contains("showing first 50 of 60"),
+        "{}",
+        text(&h, "#pending")
+    );
+    let first = h
+        .select(&sel("#pending tbody.pod"))
+        .next()
+        .unwrap()
+        .value()
+        .attr("data-key")
+        .unwrap()
+        .to_string();
+    assert_eq!(first, "load/p-000");
+    // No event yet: the page says so instead of inventing one.
+    assert!(text(&h, "#pending tbody.pod .no-event").contains("no scheduling event found yet"));
+    // And the computed verdict names the taint.
+    assert!(text(&h, "#pending tbody.pod").contains("did not tolerate taint"));
+}
+
+#[tokio::test]
+async fn empty_states_say_so() {
+    let yaml = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: apiextensions.k8s.io/v1
+  kind: CustomResourceDefinition
+  metadata: {name: nodepools.karpenter.sh}
+  spec:
+    group: karpenter.sh
+    names: {kind: NodePool, plural: nodepools}
+    versions: [{name: v1, served: true, storage: true}]
+"#;
+    let app = site(load(yaml));
+    let h = get(&app, PAGE).await.html();
+    assert_eq!(count(&h, "#install"), 0, "{}", text(&h, "#install"));
+    assert!(text(&h, "#nodepools .empty").contains("No NodePools"));
+    assert!(text(&h, "#nodeclaims .empty").contains("No NodeClaims"));
+    assert!(text(&h, "#pending .empty").contains("No pending pods"));
+    assert!(text(&h, "#capacity .empty").contains("No unavailable offerings"));
+    assert!(text(&h, "#timeline .empty").contains("Nothing happened"));
+}
+
+#[tokio::test]
+async fn karpenter_missing_is_explained_with_a_fix() {
+    // Not installed: an authoritative discovery with no Karpenter group.
+    let mut c = Cluster::default();
+    c.api.authoritative = true;
+    let h = get(&site(c), PAGE).await.html();
+    assert_eq!(count(&h, "#install[data-state='not-installed']"), 1);
+    assert!(text(&h, "#install").contains("Install Karpenter"));
+    assert_eq!(count(&h, "#nodepools"), 0);
+
+    // Only v1beta1: say to migrate.
+    let mut c = Cluster::default();
+    c.api.authoritative = true;
+    c.api.served.insert("karpenter.sh/v1beta1".into());
+    let h = get(&site(c), PAGE).await.html();
+    assert_eq!(count(&h, "#install[data-state='v1beta1-only']"), 1);
+    assert!(text(&h, "#install").contains("migrate"));
+
+    // RBAC: name the permission.
+    let shared = Shared::loaded("test", Cluster::default(), now());
+    *shared.forbidden.write().unwrap() = Some(
+        "list and watch nodepools.karpenter.sh are forbidden (nodepools.karpenter.sh is forbidden: User \"system:serviceaccount:kelp:kelp\" cannot list resource \"nodepools\")".into(),
+    );
+    shared.pass(now());
+    let h = get(&site_of(vec![shared], None), PAGE).await.html();
+    assert_eq!(count(&h, "#install[data-state='forbidden']"), 1);
+    let t = text(&h, "#install");
+    assert!(t.contains("list and watch nodepools.karpenter.sh"), "{t}");
+    assert!(t.contains("get, list and watch on nodepools"), "{t}");
+}
+
+#[tokio::test]
+async fn without_prices_the_cost_columns_hide_and_a_hint_names_the_cause() {
+    let cases = [
+        (
+            PriceProblem::Forbidden {
+                message: "services \"karpenter:8080\" is forbidden: cannot get resource \"services/proxy\"".into(),
+                rbac: "kind: Role\nrules:\n- resources: [services/proxy]\n".into(),
+            },
+            "forbidden",
+        ),
+        (
+            PriceProblem::Timeout {
+                message: "the Karpenter metrics scrape timed out after 15s".into(),
+            },
+            "timeout",
+        ),
+        (
+            PriceProblem::NotFound {
+                message: "service karpenter/karpenter not found".into(),
+            },
+            "not-found",
+        ),
+    ];
+    for (problem, cause) in cases {
+        let mut c = demo();
+        c.metrics = None;
+        let shared = Shared::loaded("test", c, now());
+        *shared.price_problem.write().unwrap() = Some(problem.clone());
+        shared.pass(now());
+        let h = get(&site_of(vec![shared], None), PAGE).await.html();
+        assert_eq!(count(&h, "#nodepools th.cost"), 0, "{cause}");
+        assert_eq!(
+            count(&h, &format!("#cost-hint[data-cause='{cause}']")),
+            1,
+            "{cause}"
+        );
+        assert!(
+            text(&h, "#cost-hint").contains(problem.message()),
+            "{cause}"
+        );
+        assert_eq!(
+            count(&h, "#cost-hint pre.rbac"),
+            usize::from(cause == "forbidden")
+        );
+    }
+    // A dump with no metrics at all says that instead.
+    let mut c = demo();
+    c.metrics = None;
+    let h = get(&site(c), PAGE).await.html();
+    assert_eq!(count(&h, "#cost-hint[data-cause='not-scraped']"), 1);
+}
+
+#[tokio::test]
+async fn the_pane_has_describe_yaml_and_events() {
+    let app = site(demo());
+    let h = get(&app, PAGE).await.html();
+    let claim = h
+        .select(&sel("#nodeclaims tr.claim.is-drifted"))
+        .next()
+        .and_then(|r| r.value().attr("data-select"))
+        .unwrap()
+        .to_string();
+    // The selection in the URL renders the pane server-side, on the asked tab.
+    let h = get(&app, &format!("{PAGE}?sel={claim}&tab=yaml"))
+        .await
+        .html();
+    assert_eq!(count(&h, "#pane.closed"), 0);
+    assert_eq!(count(&h, "#pane .tabs button"), 3);
+    assert_eq!(count(&h, "#pane .tabs button.active[data-tab='yaml']"), 1);
+    assert_eq!(count(&h, "#pane .tab-body[data-tab='yaml'][hidden]"), 0);
+    assert_eq!(count(&h, "#pane .tab-body[data-tab='describe'][hidden]"), 1);
+    let yaml = text(&h, "#pane .tab-body[data-tab='yaml'] pre");
+    assert!(yaml.contains("Drifted"), "{yaml}");
+    assert!(!yaml.contains("managedFields"));
+    assert!(text(&h, "#pane .tab-body[data-tab='describe']").contains("Conditions:"));
+
+    // The fragment the script loads; a pod's describe is `kelp why pod`.
+    let r = get(&app, &format!("{PAGE}/pane?sel=Pod/ml/trainer-0")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let h = Html::parse_fragment(&r.body);
+    let describe = text(&h, ".tab-body[data-tab='describe']");
+    assert!(
+        describe.contains("NODEPOOL") && describe.contains("gpu"),
+        "{describe}"
+    );
+    assert!(text(&h, ".tab-body[data-tab='events'] table").contains("FailedScheduling"));
+    // A node and a pool open too; unknown objects and bad selections do not.
+    let node = get(
+        &app,
+        &format!("{PAGE}/pane?sel=Node/ip-10-0-17-95.us-west-2.compute.internal"),
+    )
+    .await;
+    assert!(node.body.contains("do-not-disrupt"), "{}", node.body);
+    let pool = get(&app, &format!("{PAGE}/pane?sel=NodePool/batch")).await;
+    assert!(pool.body.contains("nodepool-limits-exhausted"));
+    assert_eq!(
+        get(&app, &format!("{PAGE}/pane?sel=Pod/ml/nope"))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        get(&app, &format!("{PAGE}/pane?sel=Secret/x")).await.status,
+        StatusCode::BAD_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn hostile_text_is_escaped() {
+    let payload = r#"<script>window.__xss=1</script><img src=x onerror="window.__xss=1">"#;
+    let yaml = format!(
+        r#"apiVersion: v1
+kind: List
+items:{POOL}
+- apiVersion: v1
+  kind: Pod
+  metadata: {{name: victim, namespace: web, uid: v1, creationTimestamp: "2026-11-21T09:00:00Z", labels: {{app: x}}}}
+  spec:
+    nodeSelector: {{"team": '{payload}'}}
+    containers: [{{name: a, image: x}}]
+  status:
+    phase: Pending
+    conditions: [{{type: PodScheduled, status: "False", reason: Unschedulable}}]
+- apiVersion: v1
+  kind: Event
+  metadata: {{name: victim.1, namespace: web}}
+  involvedObject: {{kind: Pod, namespace: web, name: victim, uid: v1}}
+  reason: FailedScheduling
+  type: Warning
+  source: {{component: karpenter}}
+  message: 'Failed to schedule pod, {payload}'
+  lastTimestamp: "2026-11-21T09:59:00Z"
+  count: 1
+"#
+    );
+    let app = site(load(&yaml));
+    let r = get(&app, PAGE).await;
+    assert!(!r.body.contains("<script>window"), "unescaped payload");
+    assert!(!r.body.contains("<img src=x"), "unescaped payload");
+    assert!(r
+        .body
+        .contains("&#60;script&#62;window.__xss=1&#60;/script&#62;"));
+    let h = r.html();
+    assert!(text(&h, "#pending").contains(payload));
+    let pane = get(&app, &format!("{PAGE}/pane?sel=Pod/web/victim&tab=events")).await;
+    assert!(!pane.body.contains("<script>window"));
+    assert!(Html::parse_fragment(&pane.body)
+        .root_element()
+        .text()
+        .collect::<String>()
+        .contains(payload));
+}
+
+#[tokio::test]
+async fn the_json_api_matches_the_page() {
+    let app = site(demo());
+    let r = get(&app, "/api/v1/clusters/test/karpenter").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.headers["content-type"], "application/json");
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["cluster"], "test");
+    assert_eq!(v["nodepools"].as_array().unwrap().len(), 6);
+    assert_eq!(v["pending"]["total"], 4);
+    assert!(
+        v["nodeclaims"][0].get("rows").is_none(),
+        "rows live in /nodeclaims"
+    );
+    let claims: serde_json::Value =
+        serde_json::from_str(&get(&app, "/api/v1/clusters/test/nodeclaims").await.body).unwrap();
+    let rows: usize = claims["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["rows"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(rows as u64, v["counts"]["nodeclaims"].as_u64().unwrap());
+    let why: serde_json::Value = serde_json::from_str(
+        &get(&app, "/api/v1/clusters/test/pods/ml/trainer-0/why")
+            .await
+            .body,
+    )
+    .unwrap();
+    assert_eq!(why["pod"], "ml/trainer-0");
+    assert_eq!(why["diagnosis"]["nodepools"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        get(&app, "/api/v1/clusters/test/pods/ml/nope/why")
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        get(&app, "/api/v1/clusters/nope/karpenter").await.status,
+        StatusCode::NOT_FOUND
+    );
+    let findings: serde_json::Value =
+        serde_json::from_str(&get(&app, "/api/v1/clusters/test/findings").await.body).unwrap();
+    assert!(!findings["findings"].as_array().unwrap().is_empty());
+    let node: serde_json::Value = serde_json::from_str(
+        &get(
+            &app,
+            "/api/v1/clusters/test/nodes/ip-10-0-17-95.us-west-2.compute.internal/why",
+        )
+        .await
+        .body,
+    )
+    .unwrap();
+    assert!(!node["blockers"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_openapi_document_is_served_and_covers_every_api_route() {
+    let app = site(demo());
+    let r = get(&app, "/api/openapi.yaml").await;
+    assert_eq!(r.status, StatusCode::OK);
+    let kept = std::fs::read_to_string("docs/openapi.yaml").unwrap();
+    assert_eq!(r.body, kept);
+    let doc: serde_json::Value = serde_norway::from_str(&kept).unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    for path in [
+        "/api/v1/clusters",
+        "/api/v1/clusters/{cluster}/karpenter",
+        "/api/v1/clusters/{cluster}/nodeclaims",
+        "/api/v1/clusters/{cluster}/findings",
+        "/api/v1/clusters/{cluster}/pods/{namespace}/{name}/why",
+        "/api/v1/clusters/{cluster}/nodes/{name}/why",
+    ] {
+        assert!(doc["paths"].get(path).is_some(), "{path} undocumented");
+        let concrete = path
+            .replace("{cluster}", "test")
+            .replace("{namespace}/{name}", "ml/trainer-0")
+            .replace("{name}", "ip-10-0-17-95.us-west-2.compute.internal");
+        assert_eq!(
+            get(&app, &concrete).await.status,
+            StatusCode::OK,
+            "{concrete}"
+        );
+    }
+    // The overview's required fields are what the API really sends.
+    let v: serde_json::Value =
+        serde_json::from_str(&get(&app, "/api/v1/clusters/test/karpenter").await.body).unwrap();
+    for f in doc["components"]["schemas"]["Overview"]["required"]
+        .as_array()
+        .unwrap()
+    {
+        assert!(v.get(f.as_str().unwrap()).is_some(), "{f} missing");
+    }
+}
+
+#[tokio::test]
+async fn several_clusters_have_a_switcher() {
+    let app = site_of(
+        vec![
+            Shared::loaded("prod", demo(), now()),
+            Shared::loaded("staging", Cluster::default(), now()),
+        ],
+        None,
+    );
+    let h = get(&app, "/clusters/staging/karpenter").await.html();
+    assert_eq!(count(&h, "nav.clusters a"), 2);
+    assert_eq!(
+        count(
+            &h,
+            "nav.clusters a.current[href='/clusters/staging/karpenter']"
+        ),
+        1
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&get(&app, "/api/v1/clusters").await.body).unwrap();
+    assert_eq!(v["clusters"][1]["name"], "staging");
+    assert_eq!(
+        get(&app, "/clusters/dev/karpenter").await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn a_token_guards_everything() {
+    let app = site_of(vec![Shared::loaded("test", demo(), now())], Some("s3cret"));
+    assert_eq!(get(&app, PAGE).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        get(&app, "/api/v1/clusters/test/karpenter").await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    let bearer = Request::get(PAGE)
+        .header("authorization", "Bearer s3cret")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(get_with(&app, bearer).await.status, StatusCode::OK);
+    let wrong = Request::get(PAGE)
+        .header("authorization", "Bearer s3cre")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(get_with(&app, wrong).await.status, StatusCode::UNAUTHORIZED);
+    // ?token= once: a cookie, and the token leaves the URL.
+    let r = get(&app, &format!("{PAGE}?token=s3cret&sel=NodePool/batch")).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(r.headers["location"], format!("{PAGE}?sel=NodePool/batch"));
+    let cookie = r.headers["set-cookie"].to_str().unwrap();
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    let with_cookie = Request::get(PAGE)
+        .header("cookie", "kelp_token=s3cret")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(get_with(&app, with_cookie).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn live_updates_are_server_sent_events() {
+    let shared = Shared::loaded("test", demo(), now());
+    let app = site_of(vec![shared.clone()], None);
+    let r = app
+        .clone()
+        .oneshot(
+            Request::get(format!("{PAGE}/events"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let mut body = r.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    let first = String::from_utf8_lossy(&first);
+    assert!(first.contains("event: update"), "{first}");
+    assert!(first.contains("2026-11-21T10:00:00Z"), "{first}");
+    // A pass publishes the next one.
+    shared.version.send_modify(|v| *v += 1);
+    let next = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame())
+        .await
+        .expect("an event after the pass")
+        .unwrap()
+        .unwrap()
+        .into_data()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&next).contains("event: update"));
+    // The fragment the script swaps in carries its analysis time.
+    let r = get(&app, &format!("{PAGE}/panels")).await;
+    assert_eq!(r.headers["x-kelp-generated"], "2026-11-21T10:00:00Z");
+    assert!(r.body.contains("id=\"nodepools\""));
+}

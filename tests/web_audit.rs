@@ -1,0 +1,77 @@
+//! The dashboard's audit log: one structured line per read (alone in its process, so
+//! the log capture sees every callsite).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use kelp::serve::Shared;
+use kelp::web::{self, Site};
+use tower::ServiceExt;
+
+const PAGE: &str = "/clusters/test/karpenter";
+
+async fn get_with(app: &axum::Router, req: Request<Body>) {
+    let r = app.clone().oneshot(req).await.unwrap();
+    r.into_body().collect().await.unwrap();
+}
+
+async fn get(app: &axum::Router, uri: &str) {
+    get_with(app, Request::get(uri).body(Body::empty()).unwrap()).await
+}
+
+fn site_of(clusters: Vec<Arc<Shared>>, token: Option<&str>) -> axum::Router {
+    web::router(Arc::new(Site {
+        clusters,
+        auth_token: token.map(str::to_string),
+    }))
+}
+
+fn now() -> chrono::DateTime<chrono::Utc> {
+    kelp::demo::now()
+}
+
+fn demo() -> kelp::model::Cluster {
+    kelp::demo::cluster().unwrap()
+}
+
+#[tokio::test]
+async fn every_read_is_audited() {
+    use std::io::Write;
+    #[derive(Clone, Default)]
+    struct Buf(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Buf::default();
+    let b2 = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_writer(move || b2.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let app = site_of(vec![Shared::loaded("test", demo(), now())], Some("t"));
+    let ok = Request::get(PAGE)
+        .header("authorization", "Bearer t")
+        .body(Body::empty())
+        .unwrap();
+    get_with(&app, ok).await;
+    get(&app, PAGE).await;
+    let logs = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<serde_json::Value> = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v["target"] == "audit")
+        .collect();
+    assert_eq!(lines.len(), 2, "{logs}");
+    assert_eq!(lines[0]["fields"]["event"], "karpenter_read");
+    assert_eq!(lines[0]["fields"]["op"], "ok");
+    assert_eq!(lines[1]["fields"]["op"], "unauthorized");
+}
