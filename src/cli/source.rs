@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 
 use crate::model::Cluster;
+use crate::source::controller::{self, ScrapeTarget};
 use crate::source::{self, live};
 
 #[derive(Debug, Clone, Args)]
@@ -27,6 +28,40 @@ pub struct SourceArgs {
     /// A Karpenter controller /metrics text exposition (prices, offering availability)
     #[arg(long, value_name = "PATH", global = true)]
     pub metrics_file: Option<PathBuf>,
+    /// Also read Karpenter's /metrics (prices, offering availability) from this Service through the API server's service proxy (needs get on services/proxy); a failure is logged and the run goes on. Unused with --metrics-file.
+    #[arg(
+        long,
+        value_name = "NS/SVC:PORT",
+        conflicts_with = "from",
+        global = true
+    )]
+    pub karpenter_service: Option<ScrapeTarget>,
+}
+
+/// The metrics of a `--karpenter-service` scrape; a failure is one warning (with its hint),
+/// never the run's failure.
+fn scraped_metrics(
+    target: &ScrapeTarget,
+    result: Result<crate::model::ControllerMetrics, controller::ScrapeError>,
+) -> Option<crate::model::ControllerMetrics> {
+    match result {
+        Ok(m) => {
+            tracing::debug!(
+                service = %target,
+                offerings = m.offerings.len(),
+                nodepools = m.nodepool_cost.len(),
+                "read Karpenter's metrics"
+            );
+            Some(m)
+        }
+        Err(e) => {
+            tracing::warn!(
+                "--karpenter-service {target}: {e}; going on without Karpenter's metrics ({})",
+                e.hint(target)
+            );
+            None
+        }
+    }
 }
 
 /// A loaded model and the clock to judge it by.
@@ -51,9 +86,28 @@ impl SourceArgs {
                 kubeconfig: self.kubeconfig.clone(),
                 context: self.context.clone(),
             };
+            let scrape_target = self
+                .karpenter_service
+                .as_ref()
+                .filter(|_| self.metrics_file.is_none());
             super::block_on(async {
                 let conn = live::connect(&target).await?;
-                let c = live::load(&conn).await?;
+                // The scrape runs beside the lists, so it adds no time unless it is the
+                // slower of the two; a failed list returns at once.
+                let scrape = async {
+                    match scrape_target {
+                        Some(t) => {
+                            Some(controller::scrape(&conn, t, controller::DEFAULT_TIMEOUT).await)
+                        }
+                        None => None,
+                    }
+                };
+                let (mut c, scraped) =
+                    futures::future::try_join(live::load(&conn), async { Ok(scrape.await) })
+                        .await?;
+                if let (Some(t), Some(result)) = (scrape_target, scraped) {
+                    c.metrics = scraped_metrics(t, result);
+                }
                 Ok::<_, crate::Error>((c, format!("context {}", conn.context)))
             })??
         } else {

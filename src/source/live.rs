@@ -25,6 +25,10 @@ pub struct Target {
 /// A connected client and where it points.
 pub struct Connection {
     pub client: Client,
+    /// The same cluster and credentials without kube-rs's default retry of 429/503/504:
+    /// through the service proxy a 503 is an answer ("no endpoints available", "no service
+    /// port"), which the retry would repeat for minutes (see `source::controller`).
+    pub client_no_retry: Client,
     pub server: String,
     /// The kubeconfig context name, or `in-cluster`.
     pub context: String,
@@ -77,9 +81,14 @@ pub async fn connect(target: &Target) -> Result<Connection> {
     config.connect_timeout = Some(std::time::Duration::from_secs(10));
     config.read_timeout = Some(std::time::Duration::from_secs(60));
     let server = config.cluster_url.to_string();
+    let mut no_retry = config.clone();
+    no_retry.default_retry = false;
+    let client_no_retry =
+        Client::try_from(no_retry).map_err(|e| Error::Kubeconfig(e.to_string()))?;
     let client = Client::try_from(config).map_err(|e| Error::Kubeconfig(e.to_string()))?;
     Ok(Connection {
         client,
+        client_no_retry,
         server,
         context,
     })

@@ -1,6 +1,8 @@
 //! Where objects come from: dumps (files, folders, stdin), one-shot lists from a live
-//! cluster, and a Karpenter controller's metrics. Each fills the same [`Cluster`](crate::model::Cluster).
+//! cluster, and a Karpenter controller's metrics (from a file, or scraped through the API
+//! server's service proxy). Each fills the same [`Cluster`](crate::model::Cluster).
 
+pub mod controller;
 pub mod dump;
 pub mod live;
 pub mod metrics;
