@@ -48,6 +48,9 @@ pub struct Options {
     pub dashboard_addr: Option<SocketAddr>,
     /// Required by the dashboard when set.
     pub auth_token: Option<String>,
+    /// The Karpenter controller's Service, scraped through the API server for prices
+    /// (live clusters only; None: never).
+    pub karpenter_service: Option<crate::source::controller::ScrapeTarget>,
     /// How long the series of objects that no longer exist are kept.
     pub series_ttl: Duration,
 }
@@ -565,8 +568,63 @@ async fn follow_dump(shared: Arc<Shared>, paths: Vec<PathBuf>) {
     }
 }
 
+/// How often Karpenter's metrics are scraped for prices and offering availability.
+pub const PRICE_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The dashboard's words for a scrape failure.
+pub fn price_problem(
+    e: &crate::source::controller::ScrapeError,
+    target: &crate::source::controller::ScrapeTarget,
+) -> crate::web::view::PriceProblem {
+    use crate::source::controller::ScrapeError as E;
+    use crate::web::view::PriceProblem as P;
+    let message = format!("{e} ({})", e.hint(target));
+    match e {
+        E::Forbidden { .. } => P::Forbidden {
+            rbac: e
+                .rbac_yaml(target)
+                .unwrap_or_else(|| crate::source::controller::rbac_yaml(target, "kelp", "kelp")),
+            message,
+        },
+        E::Timeout { .. } => P::Timeout { message },
+        E::NotFound { .. } | E::PortNotFound { .. } => P::NotFound { message },
+        _ => P::Other { message },
+    }
+}
+
+/// Scrape Karpenter's metrics now and then; the model gets the last good ones, the
+/// dashboard the cause of a failure.
+async fn scrape_prices(
+    shared: Arc<Shared>,
+    conn: Arc<Connection>,
+    target: crate::source::controller::ScrapeTarget,
+) {
+    let mut cache = crate::source::controller::PriceCache::new(target.clone(), PRICE_INTERVAL);
+    loop {
+        if cache.refresh(&conn, std::time::Instant::now()).await {
+            let problem = cache.last_error().map(|e| price_problem(e, &target));
+            match &problem {
+                Some(p) => {
+                    tracing::info!(service = %target, problem = p.message(), "no prices from Karpenter's metrics")
+                }
+                None => tracing::debug!(service = %target, "Karpenter's metrics scraped"),
+            }
+            if let Ok(mut p) = shared.price_problem.write() {
+                *p = problem;
+            }
+            let metrics = cache.metrics().cloned();
+            shared.update(|c| c.metrics = metrics);
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+}
+
 /// Start one cluster's sources and analysis; returns its shared state.
-async fn start(input: Input, series_ttl: Duration) -> anyhow::Result<Arc<Shared>> {
+async fn start(
+    input: Input,
+    series_ttl: Duration,
+    karpenter_service: Option<&crate::source::controller::ScrapeTarget>,
+) -> anyhow::Result<Arc<Shared>> {
     let shared = match input {
         Input::Dump(paths) => {
             let shared = Shared::new(&dump_name(&paths), series_ttl);
@@ -591,6 +649,9 @@ async fn start(input: Input, series_ttl: Duration) -> anyhow::Result<Arc<Shared>
             tracing::info!(server = %conn.server, context = %conn.context, "watching");
             let shared = Shared::new(&conn.context, series_ttl);
             let _ = shared.conn.set(conn.clone());
+            if let Some(t) = karpenter_service {
+                tokio::spawn(scrape_prices(shared.clone(), conn.clone(), t.clone()));
+            }
             tokio::spawn(watch_cluster(shared.clone(), conn, api));
             shared
         }
@@ -609,7 +670,7 @@ async fn listen(addr: SocketAddr, what: &str) -> anyhow::Result<tokio::net::TcpL
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let mut clusters: Vec<Arc<Shared>> = Vec::new();
     for input in opts.inputs {
-        let shared = start(input, opts.series_ttl).await?;
+        let shared = start(input, opts.series_ttl, opts.karpenter_service.as_ref()).await?;
         if clusters.iter().any(|c| c.name == shared.name) {
             anyhow::bail!("cluster {:?} is given twice", shared.name);
         }

@@ -168,6 +168,13 @@ async fn the_demo_page_has_every_panel() {
     assert_eq!(count(&h, trainer), 1);
     assert_eq!(count(&h, &format!("{trainer} tr.verdicts[hidden]")), 1);
     assert_eq!(count(&h, &format!("{trainer} tr.verdict")), 6);
+    assert_eq!(
+        count(
+            &h,
+            &format!("{trainer} tr.verdict.rejected .badge.v-rejected")
+        ),
+        6
+    );
     let why = text(&h, &format!("{trainer} tr.verdicts"));
     assert!(why.contains("did not tolerate taint"), "{why}");
     assert!(why.contains("Failed to schedule pod"), "{why}");

@@ -48,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         metrics_addr: None,
         dashboard_addr: Some(args.addr),
         auth_token: None,
+        karpenter_service: None,
         series_ttl: crate::metrics::seed::DEFAULT_SERIES_TTL,
     }))?;
     Ok(ExitCode::SUCCESS)

@@ -38,6 +38,12 @@ pub struct Args {
     /// Where to serve the dashboard (keep it on loopback, or set --auth-token)
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
     pub dashboard_addr: SocketAddr,
+    /// Karpenter's Service, scraped through the API server for prices (needs get on services/proxy)
+    #[arg(long, value_name = "NS/SVC:PORT", default_value = crate::source::controller::DEFAULT_TARGET)]
+    pub karpenter_service: crate::source::controller::ScrapeTarget,
+    /// Do not scrape Karpenter's metrics (prices then come from node labels, if any)
+    #[arg(long)]
+    pub no_cost_scrape: bool,
     /// Do not serve the dashboard
     #[arg(long)]
     pub no_dashboard: bool,
@@ -86,6 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         metrics_addr: Some(args.metrics_addr),
         dashboard_addr: (!args.no_dashboard).then_some(args.dashboard_addr),
         auth_token,
+        karpenter_service: (!args.no_cost_scrape).then_some(args.karpenter_service),
         series_ttl: args.series_ttl,
     }))?;
     Ok(ExitCode::SUCCESS)

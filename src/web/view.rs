@@ -746,11 +746,10 @@ fn claim_groups(
 }
 
 fn verdict_name(v: &Verdict) -> &'static str {
-    match crate::cli::output::serde_name(v).as_str() {
-        "compatible" => "compatible",
-        "incompatible" => "incompatible",
-        "skipped" => "skipped",
-        _ => "unknown",
+    match v {
+        Verdict::Compatible => "compatible",
+        Verdict::Rejected => "rejected",
+        Verdict::Unknown => "unknown",
     }
 }
 

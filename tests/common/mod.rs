@@ -264,15 +264,18 @@ pub fn launched_pool(e: &Env, ns: &str, pod: &str) -> String {
 pub struct Serve {
     child: std::process::Child,
     pub port: u16,
+    /// The dashboard's port.
+    pub dashboard: u16,
     pub log: tempfile::NamedTempFile,
 }
 
 impl Serve {
     pub fn start(e: &Env) -> Serve {
-        let port = {
+        let free = || {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
+        let (port, dashboard) = (free(), free());
         let log = tempfile::NamedTempFile::new().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_kelp"))
             .args([
@@ -283,19 +286,44 @@ impl Serve {
                 &format!("127.0.0.1:{port}"),
                 "--log-format",
                 "json",
+                "--dashboard-addr",
+                &format!("127.0.0.1:{dashboard}"),
+                // As the chart runs it by default (the cost scrape is opt-in there).
+                "--no-cost-scrape",
             ])
             .env_remove("KELP_LOG")
             .stdout(Stdio::null())
             .stderr(log.reopen().unwrap())
             .spawn()
             .unwrap();
-        Serve { child, port, log }
+        Serve {
+            child,
+            port,
+            dashboard,
+            log,
+        }
     }
 
     /// GET a path: (status, whole response).
     pub fn get(&self, path: &str) -> Option<(u16, String)> {
+        get_from(self.port, path)
+    }
+
+    /// GET a path of the dashboard: (status, whole response).
+    pub fn dash(&self, path: &str) -> Option<(u16, String)> {
+        get_from(self.dashboard, path)
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+}
+
+/// GET a path on a loopback port: (status, whole response).
+pub fn get_from(port: u16, path: &str) -> Option<(u16, String)> {
+    {
         use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
         write!(
             s,
             "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
@@ -305,10 +333,6 @@ impl Serve {
         s.read_to_string(&mut out).ok()?;
         let code = out.split_whitespace().nth(1)?.parse().ok()?;
         Some((code, out))
-    }
-
-    pub fn logs(&self) -> String {
-        std::fs::read_to_string(self.log.path()).unwrap_or_default()
     }
 }
 
