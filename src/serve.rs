@@ -433,14 +433,24 @@ pub fn log_changes(before: Option<&Report>, after: &Report) {
 }
 
 async fn analyse_forever(shared: Arc<Shared>) {
+    let mut first = true;
     loop {
-        tokio::select! {
-            _ = shared.changed.notified() => tokio::time::sleep(DEBOUNCE).await,
-            _ = tokio::time::sleep(TICK) => {}
-        }
+        let changed = tokio::select! {
+            _ = shared.changed.notified() => { tokio::time::sleep(DEBOUNCE).await; true }
+            _ = tokio::time::sleep(TICK) => false,
+        };
         if shared.synced.load(Ordering::SeqCst) < shared.kinds.load(Ordering::SeqCst) {
             continue;
         }
+        // A dump's clock stands still: with no change, another pass would find the same.
+        let fixed_clock = shared.clock.read().ok().is_some_and(|c| c.is_some());
+        if fixed_clock && !changed && !first {
+            if let Ok(mut t) = shared.last_pass.lock() {
+                *t = Some(std::time::Instant::now());
+            }
+            continue;
+        }
+        first = false;
         let now = shared
             .clock
             .read()

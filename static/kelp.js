@@ -40,8 +40,14 @@
     });
     paneBody.querySelectorAll(".tab-body").forEach(function (t) { t.hidden = t.dataset.tab !== name; });
   }
+  // Answers can arrive out of order (two quick clicks, a live refresh): only the latest
+  // request for the current selection may fill the pane.
+  let paneSeq = 0;
   async function loadPane(sel, keepTab) {
+    const seq = ++paneSeq;
     const r = await fetch(base + "/pane?sel=" + encodeURIComponent(sel) + "&tab=" + encodeURIComponent(tab), { credentials: "same-origin" });
+    const html = r.ok ? await r.text() : "";
+    if (seq !== paneSeq || sel !== selected) return;
     if (!r.ok) {
       paneBody.textContent = "";
       const p = document.createElement("p");
@@ -50,7 +56,7 @@
       paneBody.appendChild(p);
       return;
     }
-    paneBody.innerHTML = await r.text();
+    paneBody.innerHTML = html;
     showTab(keepTab || tab);
   }
   function openPane(sel) {
@@ -104,6 +110,7 @@
       const detail = t.querySelector("tr.verdicts");
       const btn = t.querySelector(".expander");
       if (detail) detail.hidden = !on;
+      if (on && detail && detail.dataset.lazy === "1") loadDetail(t, detail);
       if (btn) btn.setAttribute("aria-expanded", on ? "true" : "false");
       t.classList.toggle("expanded", on);
     });
@@ -111,6 +118,19 @@
       if (toggled.has(g.dataset.pool)) setGroup(g, toggled.get(g.dataset.pool));
     });
     markSelected();
+  }
+  async function loadDetail(t, detail) {
+    detail.dataset.lazy = "loading";
+    const [ns, name] = t.dataset.key.split("/");
+    const r = await fetch(base + "/pending/" + encodeURIComponent(ns) + "/" + encodeURIComponent(name), { credentials: "same-origin" });
+    const cell = detail.lastElementChild;
+    if (r.ok) {
+      cell.innerHTML = await r.text();
+      detail.dataset.lazy = "0";
+    } else {
+      cell.textContent = "could not load the verdicts (" + r.status + ")";
+      detail.dataset.lazy = "1";
+    }
   }
   async function setGroup(g, open) {
     g.classList.toggle("open", open);
@@ -134,6 +154,14 @@
       const key = t.dataset.key;
       if (expanded.has(key)) expanded.delete(key); else expanded.add(key);
       applyState();
+      return;
+    }
+    const all = e.target.closest(".load-all");
+    if (all) {
+      const g = all.closest("tbody.group");
+      g.dataset.lazy = "1";
+      toggled.set(g.dataset.pool, true);
+      setGroup(g, true);
       return;
     }
     const head = e.target.closest("tr.group-head");

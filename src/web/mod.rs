@@ -46,14 +46,21 @@ pub struct Page {
     pub report: Arc<Report>,
     pub pending: Vec<Arc<PodDiagnosis>>,
     pub now: DateTime<Utc>,
+    /// The whole page without a selection, rendered by the first request that wants it.
+    pub html: std::sync::OnceLock<Bytes>,
 }
 
 #[derive(Template)]
 #[template(path = "panels.html")]
 struct PanelsTemplate<'a> {
     o: &'a Overview,
-    limit: usize,
     lanes_height: usize,
+}
+
+#[derive(Template)]
+#[template(path = "pending_detail.html")]
+struct PendingDetailTemplate<'a> {
+    p: &'a view::PendingRow,
 }
 
 #[derive(Template)]
@@ -95,13 +102,13 @@ pub fn build_page(c: &Cluster, inputs: view::Inputs, report: Arc<Report>) -> Pag
         report,
         pending,
         now,
+        html: std::sync::OnceLock::new(),
     }
 }
 
 pub fn render_panels(o: &Overview) -> String {
     PanelsTemplate {
         o,
-        limit: view::CLAIMS_PER_GROUP,
         lanes_height: view::LANES.len() * 24 + 16,
     }
     .render()
@@ -134,6 +141,10 @@ pub fn router(site: Arc<Site>) -> Router {
             get(claim_rows),
         )
         .route("/clusters/{cluster}/karpenter/events", get(events))
+        .route(
+            "/clusters/{cluster}/karpenter/pending/{namespace}/{name}",
+            get(pending_detail),
+        )
         .route("/api/v1/clusters", get(api_clusters))
         .route("/api/v1/clusters/{cluster}/karpenter", get(api_overview))
         .route("/api/v1/clusters/{cluster}/nodeclaims", get(api_nodeclaims))
@@ -272,6 +283,10 @@ fn html(body: String) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
 }
 
+fn html_bytes(body: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
+}
+
 fn json_bytes(body: Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
@@ -348,6 +363,13 @@ async fn page(
         }
         None => None,
     };
+    let plain = pane.is_none();
+    if plain {
+        if let Some(b) = page.html.get() {
+            audit(&path, &cluster, "ok");
+            return html_bytes(b.clone());
+        }
+    }
     let body = PageTemplate {
         cluster: &shared.name,
         base: format!("/clusters/{}/karpenter", urlencode(&shared.name)),
@@ -363,6 +385,7 @@ async fn page(
     .render();
     audit(&path, &cluster, "ok");
     match body {
+        Ok(b) if plain => html_bytes(page.html.get_or_init(|| Bytes::from(b)).clone()),
         Ok(b) => html(b),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
@@ -398,6 +421,30 @@ async fn claim_rows(State(site): St, Path((cluster, pool)): Path<(String, String
     })
     .render()
     {
+        Ok(b) => html(b),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// One pending pod's verdicts, for a row expanded on a page that does not carry them.
+async fn pending_detail(
+    State(site): St,
+    Path((cluster, ns, name)): Path<(String, String, String)>,
+) -> Response {
+    let (_, page) = match latest(&site, &cluster, "pending") {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let Some(p) = page
+        .overview
+        .pending
+        .rows
+        .iter()
+        .find(|r| r.namespace == ns && r.name == name)
+    else {
+        return not_found(&format!("pending pod {ns}/{name}"));
+    };
+    match (PendingDetailTemplate { p }).render() {
         Ok(b) => html(b),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }

@@ -19,8 +19,17 @@ use crate::model::{condition, is_true, Cluster, Node, NodeClaim, NodePool};
 
 /// At most this many pending pods are listed, oldest first.
 pub const PENDING_CAP: usize = 50;
-/// Rows of one NodeClaim group rendered in the page; the JSON API has them all.
-pub const CLAIMS_PER_GROUP: usize = 100;
+/// Rows of one NodeClaim group a fragment (an expanded group) renders; the JSON API has them all.
+pub const CLAIMS_PER_GROUP: usize = 1000;
+/// Rows of an open (drifted) group rendered in the page itself, and in all groups together:
+/// the rest load when asked, so the page stays small on a big cluster.
+pub const INLINE_ROWS_PER_GROUP: usize = 10;
+pub const INLINE_ROWS_TOTAL: usize = 60;
+/// Findings listed on the page and in the overview API (worst first); `/findings` has all.
+pub const FINDINGS_CAP: usize = 50;
+/// Pending pods' verdicts are rendered in the page when there are at most this many
+/// (pods x NodePools); past it, a row's verdicts load when it is expanded.
+pub const INLINE_VERDICTS: usize = 400;
 /// How far back the timeline reaches.
 pub const TIMELINE_HOURS: i64 = 3;
 
@@ -93,12 +102,14 @@ pub struct Overview {
     pub rollout: Vec<Rollout>,
     pub capacity: Capacity,
     pub timeline: Timeline,
+    /// The worst [`FINDINGS_CAP`] findings; `counts.findings` says how many there are.
     pub findings: Vec<FindingRow>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
+    pub findings: usize,
     pub nodepools: usize,
     pub nodeclaims: usize,
     pub nodes: usize,
@@ -164,6 +175,8 @@ pub struct ClaimGroup {
     pub total: usize,
     pub drifted: usize,
     pub blocked: usize,
+    /// How many of `rows` the page renders inline (the rest load on demand).
+    pub inline: usize,
     /// Every row (the overview API leaves them out: they are at `/nodeclaims`).
     #[serde(skip_serializing)]
     pub rows: Vec<ClaimRow>,
@@ -199,6 +212,9 @@ pub struct Badge {
 #[serde(rename_all = "camelCase")]
 pub struct Pending {
     pub total: usize,
+    /// Whether the page carries the verdicts of each row (small clusters) or loads them
+    /// when a row is expanded.
+    pub inline: bool,
     pub rows: Vec<PendingRow>,
 }
 
@@ -210,8 +226,12 @@ pub struct PendingRow {
     pub pending_for: String,
     pub requests: String,
     pub summary: String,
+    /// In the page (expanded row) and `.../pods/{ns}/{name}/why`, not the overview API.
+    #[serde(skip_serializing)]
     pub verdicts: Vec<VerdictRow>,
+    #[serde(skip_serializing)]
     pub event: Option<EventRow>,
+    #[serde(skip_serializing)]
     pub scheduler: String,
 }
 
@@ -353,6 +373,7 @@ pub fn overview(c: &Cluster, i: Inputs) -> Overview {
     };
     let sev = |s: Severity| i.report.findings.iter().filter(|f| f.severity == s).count();
     let counts = Counts {
+        findings: i.report.findings.len(),
         nodepools: c.nodepools.len(),
         nodeclaims: c.nodeclaims.len(),
         nodes: c.nodes.len(),
@@ -380,6 +401,7 @@ pub fn overview(c: &Cluster, i: Inputs) -> Overview {
             .report
             .findings
             .iter()
+            .take(FINDINGS_CAP)
             .map(|f| FindingRow {
                 severity: f.severity,
                 code: f.code.as_str(),
@@ -716,6 +738,7 @@ fn claim_groups(
             deleting: claim.metadata.deletion_timestamp.is_some(),
         });
     }
+    let mut inline_left = INLINE_ROWS_TOTAL;
     groups
         .into_iter()
         .map(|(nodepool, mut rows)| {
@@ -733,7 +756,14 @@ fn claim_groups(
             });
             let drifted = rows.iter().filter(|r| r.drifted).count();
             drifted_by_pool.insert(nodepool.clone(), drifted);
+            let inline = if drifted > 0 {
+                rows.len().min(INLINE_ROWS_PER_GROUP).min(inline_left)
+            } else {
+                0
+            };
+            inline_left -= inline;
             ClaimGroup {
+                inline,
                 open: drifted > 0,
                 total: rows.len(),
                 drifted,
@@ -764,7 +794,7 @@ fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>, c: &Cluster) -> 
             .then_with(|| a.pod.cmp(&b.pod))
     });
     let _ = c;
-    let rows = sorted
+    let rows: Vec<PendingRow> = sorted
         .into_iter()
         .take(PENDING_CAP)
         .map(|d| PendingRow {
@@ -803,8 +833,13 @@ fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>, c: &Cluster) -> 
             scheduler: d.scheduler.clone().unwrap_or_default(),
         })
         .collect();
+    let verdicts: usize = rows
+        .iter()
+        .map(|r: &PendingRow| r.verdicts.len().max(1))
+        .sum();
     Pending {
         total: diagnoses.len(),
+        inline: verdicts <= INLINE_VERDICTS,
         rows,
     }
 }
