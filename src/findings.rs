@@ -149,7 +149,23 @@ fn rfc3339_opt<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, 
 /// turned into JSON when the report is written (a pending pod's per-pool breakdown is
 /// large, and most passes, e.g. a metrics scrape, never print it).
 #[derive(Clone)]
-pub struct Details(std::sync::Arc<dyn erased_serde::Serialize + Send + Sync>);
+pub struct Details(std::sync::Arc<dyn DetailValue>);
+
+/// A details value: serialisable, and readable as its own type (the metrics read a pending
+/// pod's diagnosis without turning it into JSON).
+trait DetailValue: Send + Sync {
+    fn erased(&self) -> &dyn erased_serde::Serialize;
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: Serialize + Send + Sync + 'static> DetailValue for T {
+    fn erased(&self) -> &dyn erased_serde::Serialize {
+        self
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
 
 impl Details {
     pub fn new<T: Serialize + Send + Sync + 'static>(value: T) -> Self {
@@ -162,11 +178,15 @@ impl Details {
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
+    /// The details as the type they were attached as, if they are a `T`.
+    pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref::<T>()
+    }
 }
 
 impl Serialize for Details {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        erased_serde::serialize(&*self.0, s)
+        erased_serde::serialize(self.0.erased(), s)
     }
 }
 

@@ -185,17 +185,42 @@ pub fn cluster_provider(c: &Cluster) -> Provider {
         .unwrap_or_default()
 }
 
-fn pool_info<'a>(c: &'a Cluster, pool: &'a NodePool) -> PoolInfo<'a> {
-    let name = pool.metadata.name.as_str();
+/// A pool template's requirements as Karpenter builds them (requirements, template labels,
+/// the pool's own label and its node class label).
+fn pool_requirements(pool: &NodePool) -> Result<Requirements, String> {
     let t = &pool.spec.template;
     let class_label = t.spec.node_class_ref.as_ref().and_then(|r| r.label());
-    let requirements = Requirements::for_nodepool(
-        name,
+    Requirements::for_nodepool(
+        &pool.metadata.name,
         &t.spec.requirements,
         &t.metadata.labels,
         class_label.as_ref().map(|(k, v)| (k.as_str(), *v)),
     )
-    .map_err(|e| e.to_string());
+    .map_err(|e| e.to_string())
+}
+
+/// Whether a pool's taints and requirements (checks 3 and 4 alone) admit a pod: for a pool
+/// that rejected the pod before those checks (not ready, limits), whether the pod is one
+/// the pool is meant for.
+pub fn pool_admits(pool: &NodePool, pod: &PodSpec, provider: Provider) -> bool {
+    taints::untolerated(&pod.tolerations, &pool.spec.template.spec.taints).is_empty()
+        && pool_requirements_admit(pool, pod, provider)
+}
+
+/// Whether a pool's requirements alone (check 4) admit a pod: for a pool that rejected it
+/// for its taints, whether a toleration is all the pod lacks.
+pub fn pool_requirements_admit(pool: &NodePool, pod: &PodSpec, provider: Provider) -> bool {
+    match (pool_requirements(pool), pod_terms(pod, provider)) {
+        (Ok(reqs), Ok(terms)) => terms
+            .iter()
+            .any(|t| requirements::compatible(t, &reqs).is_ok()),
+        _ => false,
+    }
+}
+
+fn pool_info<'a>(c: &'a Cluster, pool: &'a NodePool) -> PoolInfo<'a> {
+    let name = pool.metadata.name.as_str();
+    let requirements = pool_requirements(pool);
     PoolInfo {
         pool,
         name,
@@ -1289,7 +1314,8 @@ pub fn claim_pool(c: &Cluster, name: &str) -> Option<String> {
     c.nodepools.contains_key(prefix).then(|| prefix.to_string())
 }
 
-const LAUNCH_ERRORS: &[&str] = &[
+/// Event reasons Karpenter writes on a NodeClaim whose launch failed.
+pub const LAUNCH_ERRORS: &[&str] = &[
     "InsufficientCapacityError",
     "NodeClassNotReady",
     "LaunchFailed",

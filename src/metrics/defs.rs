@@ -107,6 +107,100 @@ pub const NODE_REAPING_DELAY: MetricDef = MetricDef {
 pub const REAPING_DELAY_BUCKETS: &[f64] =
     &[60.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0];
 
+pub const POD_PROVISIONING_LATENCY: MetricDef = MetricDef {
+    name: "karpenter_helper_pod_provisioning_latency_seconds",
+    kind: MetricKind::Histogram,
+    help: "Seconds from a pod's creation to its binding (PodScheduled=True), for pods that waited on new capacity from Karpenter, by the NodePool of the node it bound to (once per pod UID).",
+    labels: &["nodepool"],
+};
+
+pub const NODE_PROVISIONING: MetricDef = MetricDef {
+    name: "karpenter_helper_node_provisioning_seconds",
+    kind: MetricKind::Histogram,
+    help: "Seconds from a NodeClaim's creation to Initialized=True (once per NodeClaim UID).",
+    labels: &["nodepool", "capacity_type"],
+};
+
+pub const LAUNCH_FAILURES: MetricDef = MetricDef {
+    name: "karpenter_helper_launch_failures_total",
+    kind: MetricKind::Counter,
+    help: "NodeClaims whose launch failed (Launched not True with a failure reason such as LaunchFailed, or a launch-error event such as InsufficientCapacityError), by that reason (once per NodeClaim UID).",
+    labels: &["nodepool", "reason"],
+};
+
+pub const NODE_CHURN: MetricDef = MetricDef {
+    name: "karpenter_helper_node_churn_total",
+    kind: MetricKind::Counter,
+    help: "NodeClaim lifecycle events: launched, registered, initialized, disrupted (reason: drifted, underutilized, empty, expired, interrupted) and deleted (once per NodeClaim UID and event).",
+    labels: &["nodepool", "event", "reason"],
+};
+
+pub const EVICTIONS: MetricDef = MetricDef {
+    name: "karpenter_helper_evictions_total",
+    kind: MetricKind::Counter,
+    help: "Pods Karpenter evicted while draining a node (its Evicted events), or deleted when the node's terminationGracePeriod ran out, by reason (once per pod UID).",
+    labels: &["nodepool", "reason"],
+};
+
+pub const UNSCHEDULABLE_PODS: MetricDef = MetricDef {
+    name: "karpenter_helper_unschedulable_pods",
+    kind: MetricKind::Gauge,
+    help: "Unschedulable pods now, by what holds them: the first NodePool meant for the pod (its taints and requirements admit it) and why that pool rejects it (limits, instance-types, nodepool-not-ready, ...; compatible when it could take it), else taints of a pool whose requirements admit it; nodepool is empty when no pool is meant for the pod (requirements, validation).",
+    labels: &["category", "nodepool"],
+};
+
+pub const DRIFTED_NODES: MetricDef = MetricDef {
+    name: "karpenter_helper_drifted_nodes",
+    kind: MetricKind::Gauge,
+    help: "NodeClaims that are Drifted now, by NodePool.",
+    labels: &["nodepool"],
+};
+
+pub const DISRUPTION_BLOCKED_NODES: MetricDef = MetricDef {
+    name: "karpenter_helper_disruption_blocked_nodes",
+    kind: MetricKind::Gauge,
+    help: "Nodes Karpenter wants to disrupt but cannot, now, by NodePool and blocker kind (a node with several kinds of blocker counts once under each).",
+    labels: &["nodepool", "blocker"],
+};
+
+pub const NODEPOOL_USAGE_RATIO: MetricDef = MetricDef {
+    name: "karpenter_helper_nodepool_usage_ratio",
+    kind: MetricKind::Gauge,
+    help: "A NodePool's usage over its limit, per resource that has a limit (1 means exhausted; a zero limit reads 1).",
+    labels: &["nodepool", "resource"],
+};
+
+pub const NODEPOOL_COST: MetricDef = MetricDef {
+    name: "karpenter_helper_nodepool_cost_per_hour",
+    kind: MetricKind::Gauge,
+    help: "Hourly price of a NodePool's nodes by capacity type, summed over the nodes whose price is known (the controller's offering prices, or the kwok price label).",
+    labels: &["nodepool", "capacity_type"],
+};
+
+pub const NODEPOOL_NODES: MetricDef = MetricDef {
+    name: "karpenter_helper_nodepool_nodes",
+    kind: MetricKind::Gauge,
+    help: "Nodes a NodePool has now (its Node objects; its status.nodes only when kelp sees none of its nodes or NodeClaims).",
+    labels: &["nodepool"],
+};
+
+/// Buckets of the pod provisioning latency histogram, in seconds; one is the SLO threshold.
+pub const POD_LATENCY_BUCKETS: &[f64] = &[
+    5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 240.0, 300.0, 420.0, 600.0, 900.0,
+    1800.0, 3600.0,
+];
+
+/// Buckets of the node provisioning histogram, in seconds.
+pub const NODE_PROVISIONING_BUCKETS: &[f64] = &[
+    1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 300.0, 600.0, 900.0,
+    1800.0,
+];
+
+/// The provisioning-latency SLO: this share of the pods that waited on new capacity are
+/// bound within [`PROVISIONING_SLO_SECONDS`].
+pub const PROVISIONING_SLO_TARGET: f64 = 0.99;
+pub const PROVISIONING_SLO_SECONDS: f64 = 300.0;
+
 /// The seed operator's metrics.
 pub const SEED: &[MetricDef] = &[
     DAEMONSET_NODEPOOL_MISMATCH,
@@ -115,6 +209,21 @@ pub const SEED: &[MetricDef] = &[
     NODES_CREATED_FOR_NOMINATED_PODS,
     NODES_NOT_REAPED_DUE_TO_NOMINATION,
     NODE_REAPING_DELAY,
+];
+
+/// The SLIs and the picture of now, beside the seed's metrics.
+pub const SLI: &[MetricDef] = &[
+    POD_PROVISIONING_LATENCY,
+    NODE_PROVISIONING,
+    LAUNCH_FAILURES,
+    NODE_CHURN,
+    EVICTIONS,
+    UNSCHEDULABLE_PODS,
+    DRIFTED_NODES,
+    DISRUPTION_BLOCKED_NODES,
+    NODEPOOL_USAGE_RATIO,
+    NODEPOOL_COST,
+    NODEPOOL_NODES,
 ];
 
 /// Every metric kelp serves.
@@ -126,6 +235,17 @@ pub const ALL: &[MetricDef] = &[
     NODES_CREATED_FOR_NOMINATED_PODS,
     NODES_NOT_REAPED_DUE_TO_NOMINATION,
     NODE_REAPING_DELAY,
+    POD_PROVISIONING_LATENCY,
+    NODE_PROVISIONING,
+    LAUNCH_FAILURES,
+    NODE_CHURN,
+    EVICTIONS,
+    UNSCHEDULABLE_PODS,
+    DRIFTED_NODES,
+    DISRUPTION_BLOCKED_NODES,
+    NODEPOOL_USAGE_RATIO,
+    NODEPOOL_COST,
+    NODEPOOL_NODES,
 ];
 
 /// docs/metrics.md's table, generated.
@@ -141,4 +261,38 @@ pub fn markdown_table() -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_every_metric_is_listed_once() {
+        let mut names: Vec<&str> = ALL.iter().map(|d| d.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+        assert_eq!(ALL.len(), 1 + SEED.len() + SLI.len());
+        for d in SEED.iter().chain(SLI) {
+            assert!(ALL.contains(d), "{} missing from ALL", d.name);
+        }
+        for d in ALL {
+            assert!(d.name.starts_with("karpenter_helper_"), "{}", d.name);
+            assert_eq!(d.kind == MetricKind::Counter, d.name.ends_with("_total"));
+        }
+    }
+
+    #[test]
+    fn the_slo_threshold_is_a_bucket_boundary() {
+        assert!(POD_LATENCY_BUCKETS.contains(&PROVISIONING_SLO_SECONDS));
+        for b in [
+            POD_LATENCY_BUCKETS,
+            NODE_PROVISIONING_BUCKETS,
+            REAPING_DELAY_BUCKETS,
+        ] {
+            assert!(b.windows(2).all(|w| w[0] < w[1]), "{b:?} not increasing");
+        }
+        const { assert!(PROVISIONING_SLO_TARGET > 0.0 && PROVISIONING_SLO_TARGET < 1.0) };
+    }
 }

@@ -44,6 +44,7 @@ pub fn alerts() -> Vec<Alert> {
     let stuck = defs::NODES_NOT_REAPED_DUE_TO_NOMINATION;
     let delay = defs::NODE_REAPING_DELAY;
     let f = defs::FINDINGS;
+    let lf = defs::LAUNCH_FAILURES;
     vec![
         Alert {
             name: "KarpenterHelperDaemonSetNodePoolMismatch",
@@ -145,6 +146,20 @@ pub fn alerts() -> Vec<Alert> {
             summary: "NodeClaims do not launch, register or initialize",
             description: "{{ $value }} NodeClaim(s) of NodePool {{ $labels.nodepool }}: {{ $labels.code }}. Run `kelp doctor`.".into(),
         },
+        node_pool_empty(),
+        Alert {
+            name: "KarpenterHelperLaunchFailureSpike",
+            expr: format!(
+                "sum {} (increase({}[15m])) > 3",
+                lf.by(&["nodepool", "reason"]),
+                lf.name
+            ),
+            for_: "0m",
+            severity: "warning",
+            summary: "NodeClaims keep failing to launch",
+            description: "{{ $value }} NodeClaims of NodePool {{ $labels.nodepool }} failed to launch with {{ $labels.reason }} in 15m. Run `kelp doctor` (nodeclaim-launch-failed, insufficient-capacity).".into(),
+        },
+        provisioning_slo_burn(),
         Alert {
             name: "KarpenterHelperNoNodePoolReady",
             expr: format!("sum ({}) > 0", findings(Code::NoNodepoolReady, "")),
@@ -154,6 +169,90 @@ pub fn alerts() -> Vec<Alert> {
             description: "Karpenter cannot provision at all: no NodePool is Ready.".into(),
         },
     ]
+}
+
+/// Finding codes that say a pool cannot deliver capacity (pool-level problems).
+const POOL_PROBLEMS: &[Code] = &[
+    Code::NodepoolNotReady,
+    Code::NodepoolNoInstanceTypes,
+    Code::NodeclaimLaunchFailed,
+    Code::NodeclaimNotRegistered,
+    Code::NodeclaimNotInitialized,
+    Code::InsufficientCapacity,
+];
+
+/// A NodePool at zero nodes is normal (nothing needs it) until pods wait on it or it has a
+/// pool-level problem: then it cannot deliver the capacity it is meant to.
+fn node_pool_empty() -> Alert {
+    let nodes = defs::NODEPOOL_NODES;
+    let unsched = defs::UNSCHEDULABLE_PODS;
+    let f = defs::FINDINGS;
+    let np = nodes.label("nodepool");
+    Alert {
+        name: "KarpenterHelperNodePoolEmpty",
+        expr: format!(
+            "(max {by} ({nodes}) == 0) and on ({np}) (sum {ub} ({unsched}{{{unp}!=\"\",{cat}!=\"taints\"}}) > 0 or sum {fb} ({findings}) > 0)",
+            by = nodes.by(&["nodepool"]),
+            nodes = nodes.name,
+            ub = unsched.by(&["nodepool"]),
+            unsched = unsched.name,
+            unp = unsched.label("nodepool"),
+            cat = unsched.label("category"),
+            fb = f.by(&["nodepool"]),
+            findings = findings_any(POOL_PROBLEMS),
+        ),
+        for_: "15m",
+        severity: "warning",
+        summary: "A NodePool has no nodes while it is needed",
+        description: "NodePool {{ $labels.nodepool }} has had zero nodes for 15m while unschedulable pods are meant for it (its taints and requirements admit them) or it has a pool-level problem (not ready, no instance types, launches failing, nodes not registering). A pool at zero is normal when nothing needs it; here something does and the pool is not delivering. Run `kelp doctor` and `kelp why pod NS/NAME`.".into(),
+    }
+}
+
+/// A number for a PromQL expression, without float noise (0.14400000000000002 -> 0.144).
+fn num(x: f64) -> String {
+    let s = format!("{x:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The share of pods that waited on new capacity and were bound later than the SLO
+/// threshold, over `window`, from the latency histogram's buckets.
+pub fn slow_pod_ratio(window: &str) -> String {
+    let d = defs::POD_PROVISIONING_LATENCY;
+    let le = num(defs::PROVISIONING_SLO_SECONDS);
+    format!(
+        "(1 - sum(rate({name}_bucket{{le=~\"{le}(\\\\.0)?\"}}[{window}])) / sum(rate({name}_count[{window}])))",
+        name = d.name
+    )
+}
+
+/// The multi-window, multi-burn-rate alert on the provisioning-latency SLO (the SRE
+/// workbook's: 14.4x over 1h and 5m, 6x over 6h and 30m).
+fn provisioning_slo_burn() -> Alert {
+    let budget = 1.0 - defs::PROVISIONING_SLO_TARGET;
+    let burn = |rate: f64, long: &str, short: &str| {
+        let t = num(rate * budget);
+        format!(
+            "({} > {t} and {} > {t})",
+            slow_pod_ratio(long),
+            slow_pod_ratio(short)
+        )
+    };
+    Alert {
+        name: "KarpenterHelperPodProvisioningSLOBurn",
+        expr: format!(
+            "{} or {}",
+            burn(14.4, "1h", "5m"),
+            burn(6.0, "6h", "30m")
+        ),
+        for_: "2m",
+        severity: "critical",
+        summary: "Pods that wait on new capacity are bound too slowly (provisioning-latency SLO)",
+        description: format!(
+            "The error budget of the SLO \"{}% of the pods that wait on new capacity from Karpenter are bound within {}\" burns too fast: more than 14.4x over 1h and 5m, or 6x over 6h and 30m (at 14.4x a 30-day budget lasts about 2 days). {{{{ $value | humanizePercentage }}}} of those pods were slow. See the SLI row of the kelp dashboard (pod provisioning latency by NodePool, node provisioning time, launch failures) and run `kelp doctor`.",
+            num(defs::PROVISIONING_SLO_TARGET * 100.0),
+            crate::karpenter::duration::human(chrono::Duration::seconds(defs::PROVISIONING_SLO_SECONDS as i64))
+        ),
+    }
 }
 
 /// The PrometheusRule (monitoring.coreos.com/v1) as a value.
@@ -267,7 +366,91 @@ fn seed_query(d: &MetricDef, pool_filter: &str) -> Vec<(String, String)> {
     }
 }
 
-/// The Grafana dashboard: an overview, per-NodePool rows and the seed metrics.
+/// A histogram's quantiles, by `labels`.
+fn quantiles(d: &MetricDef, labels: &[&'static str], qs: &[f64]) -> Vec<(String, String)> {
+    let by = d.by(labels).replace(')', ", le)");
+    let legend: Vec<String> = labels.iter().map(|l| format!("{{{{{l}}}}}")).collect();
+    qs.iter()
+        .map(|q| {
+            (
+                format!(
+                    "histogram_quantile({q}, sum {by} (rate({}_bucket[$__rate_interval])))",
+                    d.name
+                ),
+                format!("p{} {}", (q * 100.0) as u32, legend.join(" ")),
+            )
+        })
+        .collect()
+}
+
+/// A counter's increase or a gauge's sum, by `labels`.
+fn summed(d: &MetricDef, labels: &[&'static str]) -> Vec<(String, String)> {
+    let legend: Vec<String> = labels.iter().map(|l| format!("{{{{{l}}}}}")).collect();
+    let inner = match d.kind {
+        MetricKind::Counter => format!("increase({}[$__rate_interval])", d.name),
+        _ => d.name.to_string(),
+    };
+    vec![(format!("sum {} ({inner})", d.by(labels)), legend.join(" "))]
+}
+
+/// The SLI row: provisioning latency and its SLO, node provisioning, launch failures,
+/// churn, evictions, and the picture of now across pools.
+fn sli_row(p: &mut Panels) {
+    let lat = defs::POD_PROVISIONING_LATENCY;
+    p.row("SLIs", None);
+    p.panel(
+        "timeseries",
+        "Pod provisioning latency (pods that waited on new capacity)",
+        lat.help,
+        12,
+        0,
+        &quantiles(&lat, &["nodepool"], &[0.5, 0.9, 0.99]),
+    );
+    let slo = format!(
+        "{}% bound within {}",
+        num(defs::PROVISIONING_SLO_TARGET * 100.0),
+        crate::karpenter::duration::human(chrono::Duration::seconds(
+            defs::PROVISIONING_SLO_SECONDS as i64
+        ))
+    );
+    p.panel(
+        "timeseries",
+        &format!("Provisioning SLO ({slo}): share of pods bound in time"),
+        "1 - the share of slow pods, over 1h and 6h windows; the burn-rate alert compares the slow share with the error budget.",
+        12,
+        12,
+        &["1h", "6h"]
+            .iter()
+            .map(|w| (format!("1 - {}", slow_pod_ratio(w)), format!("{w} window")))
+            .collect::<Vec<_>>(),
+    );
+    let rows: &[(MetricDef, &[&'static str])] = &[
+        (defs::NODE_PROVISIONING, &["nodepool", "capacity_type"]),
+        (defs::LAUNCH_FAILURES, &["nodepool", "reason"]),
+        (defs::NODE_CHURN, &["event", "reason"]),
+        (defs::EVICTIONS, &["nodepool", "reason"]),
+        (defs::UNSCHEDULABLE_PODS, &["category", "nodepool"]),
+        (defs::DRIFTED_NODES, &["nodepool"]),
+        (defs::DISRUPTION_BLOCKED_NODES, &["nodepool", "blocker"]),
+        (defs::NODEPOOL_USAGE_RATIO, &["nodepool", "resource"]),
+        (defs::NODEPOOL_COST, &["nodepool", "capacity_type"]),
+        (defs::NODEPOOL_NODES, &["nodepool"]),
+    ];
+    let mut x = 0;
+    for (d, labels) in rows {
+        let targets = match d.kind {
+            MetricKind::Histogram => quantiles(d, labels, &[0.5, 0.9]),
+            _ => summed(d, labels),
+        };
+        p.panel("timeseries", d.name, d.help, 12, x, &targets);
+        x = (x + 12) % 24;
+    }
+    if x != 0 {
+        p.y += 8;
+    }
+}
+
+/// The Grafana dashboard: an overview, per-NodePool rows, the SLIs and the seed metrics.
 pub fn grafana() -> Value {
     let f = defs::FINDINGS;
     let (code, sev, np) = (f.label("code"), f.label("severity"), f.label("nodepool"));
@@ -317,6 +500,14 @@ pub fn grafana() -> Value {
         p.panel("timeseries", d.name, d.help, 12, x, &seed_query(d, &filter));
         x = (x + 12) % 24;
     }
+    for d in defs::SLI.iter().filter(|d| d.labels.contains(&"nodepool")) {
+        p.panel("timeseries", d.name, d.help, 12, x, &seed_query(d, &filter));
+        x = (x + 12) % 24;
+    }
+    if x != 0 {
+        p.y += 8;
+    }
+    sli_row(&mut p);
     p.row("Seed metrics (all NodePools)", None);
     let mut x = 0;
     for d in defs::SEED {
@@ -334,7 +525,7 @@ pub fn grafana() -> Value {
             {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
             {"name": "nodepool", "type": "query", "label": "NodePool",
              "datasource": {"type": "prometheus", "uid": "${datasource}"},
-             "query": format!("label_values({}, {np})", f.name),
+             "query": format!("label_values({}, {})", defs::NODEPOOL_NODES.name, defs::NODEPOOL_NODES.label("nodepool")),
              "multi": true, "includeAll": true, "refresh": 2},
         ]},
         "panels": p.out,

@@ -15,6 +15,7 @@ use crate::findings::Report;
 pub mod defs;
 pub mod generate;
 pub mod seed;
+pub mod sli;
 
 /// The latest report, shared between the analyser and scrapes.
 pub type LatestReport = Arc<RwLock<Option<Arc<Report>>>>;

@@ -133,6 +133,8 @@ pub struct SeedMetrics {
     pub not_reaped: Family<NotReapedLabels, Gauge>,
     pub reaping_delay: HistogramFamily<DelayLabels>,
     pub series_ttl: Duration,
+    /// The SLIs and the picture of now, fed by the same passes.
+    pub sli: super::sli::Sli,
     state: Mutex<SeedState>,
 }
 
@@ -142,7 +144,7 @@ impl Default for SeedMetrics {
     }
 }
 
-fn reg<M: prometheus_client::registry::Metric>(r: &mut Registry, d: &MetricDef, m: M) {
+pub(super) fn reg<M: prometheus_client::registry::Metric>(r: &mut Registry, d: &MetricDef, m: M) {
     // prometheus-client ends the help with a period itself.
     r.register(d.registered_name(), d.help.trim_end_matches('.'), m);
 }
@@ -157,6 +159,7 @@ impl SeedMetrics {
             not_reaped: Family::default(),
             reaping_delay: Family::new_with_constructor(delay_histogram),
             series_ttl: Duration::from_std(series_ttl).unwrap_or(Duration::hours(1)),
+            sli: super::sli::Sli::new(series_ttl),
             state: Mutex::new(SeedState::default()),
         }
     }
@@ -181,6 +184,7 @@ impl SeedMetrics {
             self.not_reaped.clone(),
         );
         reg(r, &defs::NODE_REAPING_DELAY, self.reaping_delay.clone());
+        self.sli.register(r);
     }
 
     /// How many occurrences are remembered.
@@ -263,6 +267,8 @@ impl SeedMetrics {
             self.not_reaped.get_or_create(l).set(1);
         }
         state.stuck = stuck;
+        drop(state);
+        self.sli.update(report, c, now);
     }
 }
 
