@@ -663,3 +663,34 @@ async fn live_updates_are_server_sent_events() {
     assert_eq!(r.headers["x-kelp-generated"], "2026-11-21T10:00:00Z");
     assert!(r.body.contains("id=\"nodepools\""));
 }
+
+#[tokio::test]
+async fn a_big_cluster_loads_verdicts_when_a_row_is_expanded() {
+    // 10 pools x 50 pending pods: too many verdicts to carry in the page.
+    let mut yaml = String::from("apiVersion: v1\nkind: List\nitems:");
+    for p in 0..10 {
+        yaml.push_str(
+            &POOL
+                .replace("name: general", &format!("name: pool-{p}"))
+                .replace("uid: np1", &format!("uid: np{p}")),
+        );
+    }
+    for i in 0..50 {
+        yaml.push_str(&pending_pod(i));
+    }
+    let app = site(load(&yaml));
+    let r = get(&app, PAGE).await;
+    let h = r.html();
+    assert_eq!(count(&h, "#pending tbody.pod"), 50);
+    assert_eq!(count(&h, "#pending tr.verdicts[data-lazy='1']"), 50);
+    assert_eq!(count(&h, "#pending tr.verdict"), 0);
+    let d = get(&app, &format!("{PAGE}/pending/load/p-007")).await;
+    assert_eq!(d.status, StatusCode::OK);
+    let frag = Html::parse_fragment(&d.body);
+    assert_eq!(count(&frag, "tr.verdict.rejected"), 10, "{}", d.body);
+    assert!(text(&frag, ".no-event").contains("no scheduling event found yet"));
+    assert_eq!(
+        get(&app, &format!("{PAGE}/pending/load/nope")).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
