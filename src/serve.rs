@@ -439,7 +439,11 @@ async fn analyse_forever(shared: Arc<Shared>) {
             _ = shared.changed.notified() => { tokio::time::sleep(DEBOUNCE).await; true }
             _ = tokio::time::sleep(TICK) => false,
         };
-        if shared.synced.load(Ordering::SeqCst) < shared.kinds.load(Ordering::SeqCst) {
+        // Wait for every kind's first list, except one kelp may not read at all: then the
+        // dashboard says which permission is missing (and /readyz stays unready).
+        let forbidden = shared.forbidden.read().ok().is_some_and(|f| f.is_some());
+        if shared.synced.load(Ordering::SeqCst) < shared.kinds.load(Ordering::SeqCst) && !forbidden
+        {
             continue;
         }
         // A dump's clock stands still: with no change, another pass would find the same.
