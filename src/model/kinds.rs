@@ -170,9 +170,14 @@ pub struct NodeClaim {
 pub struct NodeClaimStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Karpenter and Kubernetes spell it `providerID`.
+    #[serde(
+        rename = "providerID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub provider_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "imageID", default, skip_serializing_if = "Option::is_none")]
     pub image_id: Option<String>,
     #[serde(
         default,
@@ -255,7 +260,12 @@ pub struct Node {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Karpenter and Kubernetes spell it `providerID`.
+    #[serde(
+        rename = "providerID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub provider_id: Option<String>,
     #[serde(
         default,
