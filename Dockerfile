@@ -10,6 +10,9 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src src
 COPY demo demo
+COPY templates templates
+COPY static static
+COPY docs/openapi.yaml docs/openapi.yaml
 COPY benches benches
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \

@@ -711,19 +711,29 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         let url = format!(
             "http://{}/clusters/{}/karpenter",
             listener.local_addr().unwrap_or(addr),
-            clusters[0].name
+            crate::web::urlencode(&clusters[0].name)
         );
-        tracing::info!(%url, "serving the dashboard");
         let site = Arc::new(crate::web::Site {
             clusters,
             auth_token: opts.auth_token,
         });
+        // Say where it is once it has something to show (the first pass has run).
+        let first = site.clusters[0].clone();
         tasks.spawn(async move {
             axum::serve(listener, crate::web::router(site))
                 .with_graceful_shutdown(shutdown())
                 .await
         });
-        println!("kelp: dashboard at {url}");
+        tokio::spawn(async move {
+            for _ in 0..1200 {
+                if first.page.read().ok().is_some_and(|p| p.is_some()) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            tracing::info!(%url, "serving the dashboard");
+            println!("kelp: dashboard at {url}");
+        });
     }
     while let Some(r) = tasks.join_next().await {
         r??;

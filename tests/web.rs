@@ -182,6 +182,20 @@ async fn the_demo_page_has_every_panel() {
     assert!(count(&h, "#rollout tr.rollout") >= 1);
     assert!(text(&h, "#rollout").contains("ami-"));
     assert!(text(&h, "#capacity").contains("g6.12xlarge"));
+    // The failed launch's claim is gone: the type, zone and pool come from the event.
+    let ice = text(&h, "#capacity table.ice tbody tr");
+    assert!(
+        ice.contains("g6.12xlarge") && ice.contains("us-west-2c") && ice.contains("gpu"),
+        "{ice}"
+    );
+    // Findings about kinds the pane cannot show are not clickable.
+    assert_eq!(
+        count(&h, "#findings tr.finding[data-select^='DaemonSet/']"),
+        0
+    );
+    assert!(text(&h, "#findings").contains("DaemonSet/logging/log-shipper"));
+    // A shortcut icon, so browsers do not ask for /favicon.ico.
+    assert_eq!(count(&h, "link[rel='icon']"), 1);
     assert!(count(&h, "#timeline svg circle.mark") >= 1);
     assert!(count(&h, "#findings tr.finding.critical") >= 1);
     assert!(count(&h, "#findings tr.finding[data-select^='Pod/']") >= 1);

@@ -329,7 +329,8 @@ async fn root(State(site): St) -> Response {
     }
 }
 
-fn urlencode(s: &str) -> String {
+/// Percent-encode a path segment (a context name may hold `/` and `:`).
+pub fn urlencode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {

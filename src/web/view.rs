@@ -406,11 +406,18 @@ pub fn overview(c: &Cluster, i: Inputs) -> Overview {
                 severity: f.severity,
                 code: f.code.as_str(),
                 object: f.object.to_string(),
-                select: select_key(
-                    &f.object.kind,
-                    f.object.namespace.as_deref(),
-                    &f.object.name,
-                ),
+                // Only the kinds the detail pane shows are selectable.
+                select: if ["NodePool", "NodeClaim", "Node", "Pod"]
+                    .contains(&f.object.kind.as_str())
+                {
+                    select_key(
+                        &f.object.kind,
+                        f.object.namespace.as_deref(),
+                        &f.object.name,
+                    )
+                } else {
+                    String::new()
+                },
                 nodepool: f.nodepool.clone().unwrap_or_default(),
                 message: f.message.clone(),
             })
@@ -490,6 +497,23 @@ impl Prices {
     }
 }
 
+/// A quantity for people: memory in Gi (or Ti) with at most one decimal, the rest as
+/// Kubernetes writes it.
+pub fn display_quantity(resource: &str, v: f64) -> String {
+    let bytes = resource == "memory" || resource.ends_with("storage");
+    const GI: f64 = (1u64 << 30) as f64;
+    if !bytes || !v.is_finite() || v < GI {
+        return format_quantity(resource, v);
+    }
+    let (n, unit) = if v >= 10.0 * 1024.0 * GI {
+        (v / (1024.0 * GI), "Ti")
+    } else {
+        (v / GI, "Gi")
+    };
+    let s = format!("{n:.1}");
+    format!("{}{unit}", s.strip_suffix(".0").unwrap_or(&s))
+}
+
 fn money(v: f64) -> String {
     format!("${v:.2}/h")
 }
@@ -546,8 +570,8 @@ fn pool_row(
                     };
                     LimitBar {
                         resource: k.clone(),
-                        used: format_quantity(k, used),
-                        limit: format_quantity(k, limit),
+                        used: display_quantity(k, used),
+                        limit: display_quantity(k, limit),
                         ratio: ratio.clamp(0.0, 1.0),
                         pct: if ratio.is_finite() {
                             format!("{:.0}%", ratio * 100.0)
@@ -929,11 +953,33 @@ fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
                 v
             }
         };
+        // The claim is usually gone (Karpenter deletes it after the error): the message
+        // names the type and zone (AWS fleet errors), the claim's name its pool.
+        let (msg_type, msg_zone) = ice_offering(&e.message);
+        let or = |v: String, alt: Option<String>| {
+            if v.is_empty() {
+                alt.unwrap_or_default()
+            } else {
+                v
+            }
+        };
+        let pool_by_name = || {
+            c.nodepools
+                .keys()
+                .filter(|p| {
+                    e.regarding
+                        .name
+                        .strip_prefix(p.as_str())
+                        .is_some_and(|rest| rest.starts_with('-'))
+                })
+                .max_by_key(|p| p.len())
+                .cloned()
+        };
         let key = (
-            pick(labels::INSTANCE_TYPE),
-            pick(labels::ZONE),
+            or(pick(labels::INSTANCE_TYPE), msg_type),
+            or(pick(labels::ZONE), msg_zone),
             pick(labels::CAPACITY_TYPE),
-            pick(labels::NODEPOOL),
+            or(pick(labels::NODEPOOL), pool_by_name()),
         );
         let row = errors.entry(key.clone()).or_insert_with(|| IceRow {
             instance_type: key.0.clone(),
@@ -953,6 +999,23 @@ fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
         unavailable,
         errors: errors.into_values().collect(),
     }
+}
+
+/// The instance type and zone an insufficient-capacity message names, when it does
+/// (AWS: "...sufficient g6.12xlarge capacity in the Availability Zone you requested (us-west-2c)").
+pub fn ice_offering(message: &str) -> (Option<String>, Option<String>) {
+    // Each word that follows `marker`, in order.
+    let words_after = |marker: &'static str| {
+        message.match_indices(marker).filter_map(move |(i, _)| {
+            message[i + marker.len()..]
+                .split(|c: char| c.is_whitespace() || c == ')' || c == '(')
+                .find(|w| !w.is_empty())
+                .map(str::to_string)
+        })
+    };
+    let instance_type = words_after("sufficient ").find(|w| w.contains('.'));
+    let zone = words_after("Availability Zone you requested (").next();
+    (instance_type, zone)
 }
 
 /// The lane an event goes to, if it belongs on the timeline.
@@ -1045,5 +1108,34 @@ fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
         marks,
         ticks,
         lanes: LANES.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_read_like_a_person_would_write_them() {
+        let gi = (1u64 << 30) as f64;
+        assert_eq!(
+            display_quantity("memory", 143972.0 * 1024.0 * 1024.0),
+            "140.6Gi"
+        );
+        assert_eq!(display_quantity("memory", 1024.0 * gi), "1024Gi");
+        assert_eq!(display_quantity("memory", 20.0 * 1024.0 * gi), "20Ti");
+        assert_eq!(display_quantity("memory", 512.0 * 1024.0 * 1024.0), "512Mi");
+        assert_eq!(display_quantity("cpu", 1.5), "1500m");
+        assert_eq!(display_quantity("ephemeral-storage", 100.0 * gi), "100Gi");
+    }
+
+    #[test]
+    fn an_insufficient_capacity_message_names_its_offering() {
+        let m = "NodeClaim gpu-q8w2x event: creating instance, insufficient capacity, with fleet error(s), InsufficientInstanceCapacity: We currently do not have sufficient g6.12xlarge capacity in the Availability Zone you requested (us-west-2c). Our system";
+        assert_eq!(
+            ice_offering(m),
+            (Some("g6.12xlarge".into()), Some("us-west-2c".into()))
+        );
+        assert_eq!(ice_offering("insufficient capacity, all requested instance types were unavailable during launch"), (None, None));
     }
 }
