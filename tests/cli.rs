@@ -358,3 +358,57 @@ fn help_teaches_by_example() {
         .success()
         .stdout(predicate::str::contains("Exit status: 0"));
 }
+
+/// Run `kelp` with these args until its stderr has a line containing `needle` (or 30 s).
+fn stderr_until(args: &[&str], needle: &str) -> String {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .args(args)
+        .env_remove("KELP_AUTH_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while let Ok(line) =
+        rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+    {
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains(needle) {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    seen
+}
+
+#[test]
+fn a_dashboard_beyond_loopback_without_a_token_is_warned_about() {
+    let dump = tempfile::NamedTempFile::with_suffix(".yaml").unwrap();
+    std::fs::write(dump.path(), kelp::demo::CLUSTER).unwrap();
+    let path = dump.path().to_str().unwrap();
+    let base = ["serve", "--from", path, "--metrics-addr", "127.0.0.1:0"];
+    let open = [&base[..], &["--dashboard-addr", "0.0.0.0:0"]].concat();
+    let err = stderr_until(&open, "without --auth-token");
+    assert!(
+        err.contains("WARN") && err.contains("without --auth-token"),
+        "{err}"
+    );
+    // On loopback, or with a token, no warning.
+    let closed = [&base[..], &["--dashboard-addr", "127.0.0.1:0"]].concat();
+    let err = stderr_until(&closed, "serving the dashboard");
+    assert!(err.contains("serving the dashboard"), "{err}");
+    assert!(!err.contains("without --auth-token"), "{err}");
+}

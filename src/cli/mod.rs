@@ -48,13 +48,13 @@ pub enum Command {
     Why(why::Args),
     /// Write a dump of everything kelp reads, for `--from` later
     Snapshot(snapshot::Args),
-    /// Run kelp on a bundled, realistic cluster dump (no cluster needed)
+    /// The dashboard (or the report) of a bundled, realistic cluster: no cluster needed
     Demo(demo::Args),
     /// Check NodePool and EC2NodeClass manifests offline (text, JSON or SARIF)
     Lint(lint::Args),
     /// Would this pod fit these NodePool manifests? Each pool's verdict, offline
     WhatIf(what_if::Args),
-    /// Watch the cluster and export findings as Prometheus metrics and logs
+    /// Watch clusters: findings as Prometheus metrics and logs, and the live dashboard
     Serve(serve::Args),
     /// Print monitoring configuration: Prometheus alerts or a Grafana dashboard
     Generate(generate::Args),

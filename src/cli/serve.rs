@@ -12,7 +12,7 @@ use crate::source::live::Target;
 #[command(after_help = "\
 Examples:
   kelp serve                                    in a pod: the in-cluster config, metrics on :8080
-  kelp serve --context prod                     the dashboard at http://127.0.0.1:8081/clusters/prod/karpenter
+  kelp serve --context prod                     then open http://127.0.0.1:8081
   kelp serve --context prod --context staging   one process, two clusters, a switcher in the page
   kelp serve --from snapshot.json               a dump (re-read when the file changes)
   curl -s localhost:8080/metrics | grep karpenter_helper_findings
