@@ -469,11 +469,7 @@ async fn live_yaml(shared: &Shared, sel: &Selection) -> Option<String> {
 async fn render_pane(shared: &Shared, page: &Page, sel: &Selection, tab: &str) -> Option<String> {
     let live = live_yaml(shared, sel).await;
     let cluster = shared.cluster.read().unwrap_or_else(|e| e.into_inner());
-    let ctx = Context {
-        cluster: &cluster,
-        now: page.now,
-        pending: page.pending.clone(),
-    };
+    let ctx = context(&cluster, page);
     let p = pane::pane(&cluster, &ctx, &page.report, sel, tab, live)?;
     PaneTemplate { p: &p, tabs: &TABS }.render().ok()
 }
@@ -584,55 +580,54 @@ async fn api_findings(State(site): St, Path(cluster): Path<String>) -> Response 
     }
 }
 
+/// The analysis context of a page's pass, over the model as it is now.
+fn context<'a>(c: &'a Cluster, page: &Page) -> Context<'a> {
+    Context {
+        cluster: c,
+        now: page.now,
+        pending: page.pending.clone(),
+    }
+}
+
+/// A JSON answer computed from the last pass: 404 (with kelp's words) when `f` fails.
+fn answer<T: serde::Serialize>(
+    site: &Site,
+    cluster: &str,
+    path: &str,
+    f: impl FnOnce(&Context, &Report) -> anyhow::Result<T>,
+) -> Response {
+    let (shared, page) = match latest(site, cluster, path) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let c = shared.cluster.read().unwrap_or_else(|e| e.into_inner());
+    match f(&context(&c, &page), &page.report) {
+        Ok(a) => {
+            audit(path, cluster, "ok");
+            json(&a)
+        }
+        Err(e) => {
+            audit(path, cluster, "not_found");
+            (StatusCode::NOT_FOUND, format!("kelp: {e}\n")).into_response()
+        }
+    }
+}
+
 async fn api_why_pod(
     State(site): St,
     Path((cluster, ns, name)): Path<(String, String, String)>,
 ) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/pods/{ns}/{name}/why");
-    let (shared, page) = match latest(&site, &cluster, &path) {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
-    let c = shared.cluster.read().unwrap_or_else(|e| e.into_inner());
-    let ctx = Context {
-        cluster: &c,
-        now: page.now,
-        pending: page.pending.clone(),
-    };
-    match crate::cli::why::pod_answer(&ctx, &page.report.findings, &ns, &name) {
-        Ok(a) => {
-            audit(&path, &cluster, "ok");
-            json(&a)
-        }
-        Err(e) => {
-            audit(&path, &cluster, "not_found");
-            not_found(&e.to_string().replace(" not found", ""))
-        }
-    }
+    answer(&site, &cluster, &path, |ctx, report| {
+        crate::cli::why::pod_answer(ctx, &report.findings, &ns, &name)
+    })
 }
 
 async fn api_why_node(State(site): St, Path((cluster, name)): Path<(String, String)>) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/nodes/{name}/why");
-    let (shared, page) = match latest(&site, &cluster, &path) {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
-    let c = shared.cluster.read().unwrap_or_else(|e| e.into_inner());
-    let ctx = Context {
-        cluster: &c,
-        now: page.now,
-        pending: page.pending.clone(),
-    };
-    match crate::cli::why::node_answer(&ctx, &page.report.findings, &name) {
-        Ok(a) => {
-            audit(&path, &cluster, "ok");
-            json(&a)
-        }
-        Err(e) => {
-            audit(&path, &cluster, "not_found");
-            (StatusCode::NOT_FOUND, format!("kelp: {e}\n")).into_response()
-        }
-    }
+    answer(&site, &cluster, &path, |ctx, report| {
+        crate::cli::why::node_answer(ctx, &report.findings, &name)
+    })
 }
 
 async fn openapi() -> Response {
