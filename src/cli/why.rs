@@ -168,7 +168,7 @@ fn why_pod(
                     .unwrap_or(0)
             };
             out.push_str(&output::verdict_table(
-                d.nodepools.iter().map(|v| (v, weight(&v.name))),
+                d.nodepools.iter().map(|v| (&**v, weight(&v.name))),
                 s,
             ));
         }
