@@ -230,7 +230,7 @@ class Gen:
             spec["weight"] = p["weight"]
         meta = {
             "annotations": {
-                "karpenter.sh/nodepool-hash": str(self.r.getrandbits(63)),
+                "karpenter.sh/nodepool-hash": spec_hash("nodepool", p["name"]),
                 "karpenter.sh/nodepool-hash-version": "v3",
             },
             "creationTimestamp": ts(created),
@@ -271,7 +271,7 @@ class Gen:
             "apiVersion": "karpenter.k8s.aws/v1",
             "kind": "EC2NodeClass",
             "metadata": {
-                "annotations": {"karpenter.k8s.aws/ec2nodeclass-hash": str(self.r.getrandbits(63)),
+                "annotations": {"karpenter.k8s.aws/ec2nodeclass-hash": spec_hash("ec2nodeclass", name),
                                 "karpenter.k8s.aws/ec2nodeclass-hash-version": "v4"},
                 "creationTimestamp": ts(ago(days=300)),
                 "finalizers": ["karpenter.k8s.aws/termination"],
@@ -424,9 +424,9 @@ class Gen:
         annotations = {
             "alpha.kubernetes.io/provided-node-ip": n["ip"],
             "csi.volume.kubernetes.io/nodeid": json.dumps({"ebs.csi.aws.com": n["instance"], "efs.csi.aws.com": n["instance"]}, separators=(",", ":")),
-            "karpenter.k8s.aws/ec2nodeclass-hash": str(self.r.getrandbits(63)),
+            "karpenter.k8s.aws/ec2nodeclass-hash": spec_hash("ec2nodeclass", n["pool"]["nodeclass"]),
             "karpenter.k8s.aws/ec2nodeclass-hash-version": "v4",
-            "karpenter.sh/nodepool-hash": str(self.r.getrandbits(63)),
+            "karpenter.sh/nodepool-hash": spec_hash("nodepool", n["pool"]["name"]),
             "karpenter.sh/nodepool-hash-version": "v3",
             "node.alpha.kubernetes.io/ttl": "0",
             "volumes.kubernetes.io/controller-managed-attach-detach": "true",
@@ -511,10 +511,10 @@ class Gen:
             "kind": "NodeClaim",
             "metadata": {
                 "annotations": {"compatibility.karpenter.k8s.aws/cluster-name-tagged": "true",
-                                "karpenter.k8s.aws/ec2nodeclass-hash": str(self.r.getrandbits(63)),
+                                "karpenter.k8s.aws/ec2nodeclass-hash": spec_hash("ec2nodeclass", p["nodeclass"]),
                                 "karpenter.k8s.aws/ec2nodeclass-hash-version": "v4",
                                 "karpenter.k8s.aws/tagged": "true",
-                                "karpenter.sh/nodepool-hash": str(self.r.getrandbits(63)),
+                                "karpenter.sh/nodepool-hash": spec_hash("nodepool", p["name"]),
                                 "karpenter.sh/nodepool-hash-version": "v3"},
                 "creationTimestamp": ts(created),
                 "finalizers": ["karpenter.sh/termination"],
@@ -913,6 +913,12 @@ class Gen:
                     f"karpenter.sh/nodepool In [default], kubernetes.io/arch In [amd64], kubernetes.io/os In [linux], "
                     f"topology.kubernetes.io/zone In [us-west-2a us-west-2b us-west-2c us-west-2d], resources={res}")
         return "Failed to schedule pod, " + "; ".join(segs)
+
+
+def spec_hash(kind, name):
+    """The hash Karpenter stamps on a NodePool or node class and on every NodeClaim and
+    Node made from it (one value per pool or class, as long as its spec is unchanged)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{kind}.{name}").int >> 65)
 
 
 def ds_uid(name):

@@ -118,7 +118,7 @@ impl ObjectRef {
     pub fn of(kind: &str, meta: &crate::model::Meta) -> Self {
         ObjectRef {
             kind: kind.into(),
-            namespace: meta.namespace.clone(),
+            namespace: meta.namespace.as_deref().map(str::to_string),
             name: meta.name.clone(),
         }
     }

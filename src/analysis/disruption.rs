@@ -213,7 +213,12 @@ fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
     for p in
         active_pods(c, node).filter(|p| !p.metadata.owned_by("Node") && !tolerates_disruption(p))
     {
-        let ns = p.metadata.namespace.clone().unwrap_or_default();
+        let ns = p
+            .metadata
+            .namespace
+            .as_deref()
+            .unwrap_or_default()
+            .to_string();
         let covering: Vec<&PodDisruptionBudget> = c
             .pdbs
             .range((ns.clone(), String::new())..)
@@ -238,7 +243,8 @@ fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
             let already = out.iter().any(|b| {
                 b.kind == BlockerKind::Pdb
                     && b.object.as_ref().is_some_and(|o| {
-                        o.name == pdb.metadata.name && o.namespace == pdb.metadata.namespace
+                        o.name == pdb.metadata.name
+                            && o.namespace.as_deref() == pdb.metadata.namespace.as_deref()
                     })
             });
             if !already {

@@ -86,7 +86,12 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
         let Some(info) = by_name.get(pool) else {
             continue;
         };
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let ns = pod
+            .metadata
+            .namespace
+            .as_deref()
+            .unwrap_or_default()
+            .to_string();
         // Karpenter computes overhead from the DaemonSet's template; fall back to the pod.
         let spec = c
             .daemonsets

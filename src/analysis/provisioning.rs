@@ -359,7 +359,7 @@ pub fn unschedulable_pods(
 
 // ------------------------------------------------------------------ per-pod diagnosis
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Rejected,
@@ -367,14 +367,14 @@ pub enum Verdict {
     Unknown,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Reason {
     pub category: Category,
     pub message: String,
 }
 
 /// One NodePool's verdict for a pod.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolVerdict {
     pub name: String,
@@ -394,7 +394,8 @@ pub struct PoolVerdict {
 pub struct EventEvidence {
     pub reason: String,
     pub source: String,
-    pub message: String,
+    /// Shared by the pods the same message is about.
+    pub message: Arc<str>,
     #[serde(serialize_with = "rfc3339_opt")]
     pub last_seen: Option<DateTime<Utc>>,
     pub format: MessageFormat,
@@ -420,21 +421,24 @@ pub struct PodDiagnosis {
     pub pending: Duration,
     pub pending_for: String,
     pub requests: Arc<BTreeMap<String, String>>,
-    pub nodepools: Arc<Vec<PoolVerdict>>,
+    /// Each pool's verdict; equal verdicts (a pool that is not ready, or at its limits,
+    /// rejects every pod alike) are one shared copy.
+    pub nodepools: Arc<Vec<Arc<PoolVerdict>>>,
     pub event: Option<EventEvidence>,
     /// The kube-scheduler's own last word, when it left one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub scheduler: Option<String>,
+    pub scheduler: Option<Arc<str>>,
 }
 
 impl PodDiagnosis {
     pub fn compatible(&self) -> impl Iterator<Item = &PoolVerdict> {
         self.nodepools
             .iter()
+            .map(|v| &**v)
             .filter(|v| v.verdict == Verdict::Compatible)
     }
     pub fn verdict_for(&self, pool: &str) -> Option<&PoolVerdict> {
-        self.nodepools.iter().find(|v| v.name == pool)
+        self.nodepools.iter().map(|v| &**v).find(|v| v.name == pool)
     }
     /// One line: what holds the pod.
     pub fn summary(&self) -> String {
@@ -714,10 +718,10 @@ fn explained_by(v: &PoolVerdict, seg: &Segment) -> bool {
 /// Cross-check kelp's verdicts with the parsed event: attribute segments to pools
 /// (named, or by elimination when exactly one pool passes kelp's checks), let the event
 /// reject a pool for what kelp cannot compute, and record agreement.
-fn cross_check(verdicts: &mut [PoolVerdict], fs: &events::FailedScheduling) {
+fn cross_check(verdicts: &mut [PoolVerdict], segments: &[Segment]) {
     let mut by_pool: BTreeMap<String, Vec<&Segment>> = BTreeMap::new();
     let mut unnamed = Vec::new();
-    for seg in &fs.segments {
+    for seg in segments {
         let named = seg
             .nodepool
             .as_deref()
@@ -797,21 +801,28 @@ fn cross_check(verdicts: &mut [PoolVerdict], fs: &events::FailedScheduling) {
 }
 
 /// Diagnose one pending pod against every pool.
-/// Verdicts already computed in this pass. Replicas of one controller (ReplicaSet, Job,
-/// StatefulSet) share their scheduling constraints, so their verdicts are computed once;
-/// likewise each distinct event message is parsed once.
+/// Verdicts already computed in this pass. The verdicts are a function of the pod's
+/// scheduling spec, its affinity and Karpenter's event message alone, and the model shares
+/// one spec and one affinity among all pods that ask the same (the replicas of a
+/// controller, and alike workloads): so they are computed, parsed and held once per
+/// distinct (spec, affinity, message).
 #[derive(Default)]
 pub struct DiagnosisCache<'c> {
-    /// By (controller uid, Karpenter's event message), both borrowed from the model.
-    verdicts: HashMap<(&'c str, &'c str), SharedVerdicts>,
+    /// By the addresses of the shared spec, affinity and parsed event message.
+    verdicts: HashMap<(usize, usize, usize), SharedVerdicts>,
+    /// The kube-scheduler's messages, one copy each (replicas get the same one).
+    messages: HashMap<&'c str, Arc<str>>,
+    /// One copy of each distinct pool verdict.
+    pool_verdicts: std::collections::HashSet<Arc<PoolVerdict>>,
+    /// Karpenter's messages, parsed.
+    parses: HashMap<&'c str, ParsedEvent>,
 }
 
-/// Requests as shown, verdicts, and the parsed event: what replicas share.
-type SharedVerdicts = (
-    Arc<BTreeMap<String, String>>,
-    Arc<Vec<PoolVerdict>>,
-    Option<(MessageFormat, Arc<Vec<Segment>>)>,
-);
+/// A FailedScheduling message parsed: its format, segments and text.
+type ParsedEvent = (MessageFormat, Arc<Vec<Segment>>, Arc<str>);
+
+/// Requests as shown, and verdicts: what replicas share.
+type SharedVerdicts = (Arc<BTreeMap<String, String>>, Arc<Vec<Arc<PoolVerdict>>>);
 
 /// Diagnose one pending pod against every pool.
 pub fn diagnose(c: &Cluster, pools: &PoolSet, pod: &Pod, now: DateTime<Utc>) -> PodDiagnosis {
@@ -837,6 +848,27 @@ pub fn diagnose_cached<'c>(
         .or(pod.metadata.creation_timestamp);
     let pending = since.map(|s| now - s).unwrap_or_else(Duration::zero);
     let event = events.failed;
+    let DiagnosisCache {
+        verdicts: cached,
+        messages,
+        pool_verdicts,
+        parses,
+    } = cache;
+    // Each distinct message is parsed once, whichever pods it is about; its one shared
+    // copy then stands for it (by address) in the verdicts' key.
+    let parsed = event.map(|e| {
+        parses
+            .entry(e.message.as_str())
+            .or_insert_with(|| {
+                let fs = events::parse_failed_scheduling(&e.message);
+                (
+                    fs.format,
+                    Arc::new(fs.segments),
+                    Arc::from(e.message.as_str()),
+                )
+            })
+            .clone()
+    });
     let compute = || {
         let requests = pod_requests(&pod.spec);
         let terms = pod_terms(&pod.spec, pools.provider);
@@ -845,44 +877,59 @@ pub fn diagnose_cached<'c>(
             .iter()
             .map(|p| evaluate(p, &pod.spec, &requests, &terms))
             .collect();
-        let parsed = event.map(|e| {
-            let fs = events::parse_failed_scheduling(&e.message);
-            cross_check(&mut verdicts, &fs);
-            (fs.format, Arc::new(fs.segments))
-        });
+        if let Some((_, segments, _)) = &parsed {
+            cross_check(&mut verdicts, segments);
+        }
+        let verdicts = verdicts
+            .into_iter()
+            .map(|v| match pool_verdicts.get(&v) {
+                Some(known) => known.clone(),
+                None => {
+                    let v = Arc::new(v);
+                    pool_verdicts.insert(v.clone());
+                    v
+                }
+            })
+            .collect();
         let shown = requests
             .0
             .iter()
             .map(|(k, v)| (k.clone(), format_quantity(k, *v)))
             .collect();
-        (Arc::new(shown), Arc::new(verdicts), parsed)
+        (Arc::new(shown), Arc::new(verdicts))
     };
-    let owner = pod
-        .metadata
-        .owner_references
-        .iter()
-        .find(|o| o.controller == Some(true) && !o.uid.is_empty());
-    let (requests, nodepools, parsed) = match owner {
-        Some(o) => {
-            let key = (
-                o.uid.as_str(),
-                event.map(|e| e.message.as_str()).unwrap_or_default(),
-            );
-            cache.verdicts.entry(key).or_insert_with(compute).clone()
-        }
-        None => compute(),
-    };
+    // Addresses only name the spec and affinity while the model is borrowed, as it is for 'c.
+    let spec: &SchedulingSpec = &pod.spec.scheduling;
+    let affinity = pod
+        .spec
+        .affinity
+        .as_deref()
+        .map(|a| a as *const Affinity as usize);
+    let message = parsed
+        .as_ref()
+        .map(|(_, _, m)| Arc::as_ptr(m) as *const u8 as usize);
+    let key = (
+        spec as *const SchedulingSpec as usize,
+        affinity.unwrap_or_default(),
+        message.unwrap_or_default(),
+    );
+    let (requests, nodepools) = cached.entry(key).or_insert_with(compute).clone();
     let event = event
         .zip(parsed)
-        .map(|(e, (format, segments))| EventEvidence {
+        .map(|(e, (format, segments, message))| EventEvidence {
             reason: e.reason.clone(),
             source: e.source.clone(),
-            message: e.message.clone(),
+            message,
             last_seen: e.seen(),
             format,
             segments,
         });
-    let scheduler = events.scheduler.map(|e| e.message.clone());
+    let scheduler = events.scheduler.map(|e| {
+        messages
+            .entry(e.message.as_str())
+            .or_insert_with(|| Arc::from(e.message.as_str()))
+            .clone()
+    });
     PodDiagnosis {
         pod: ObjectRef::of("Pod", &pod.metadata),
         since,
@@ -912,13 +959,14 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
 
 fn unschedulable(ctx: &Context) -> Vec<Finding> {
     // Replicas share verdicts (the same Arc), so their summaries are written once.
-    let mut summaries: HashMap<(*const Vec<PoolVerdict>, Option<&str>), String> = HashMap::new();
+    let mut summaries: HashMap<(*const Vec<Arc<PoolVerdict>>, Option<*const str>), String> =
+        HashMap::new();
     ctx.pending
         .iter()
         .map(|d| {
             let key = (
                 Arc::as_ptr(&d.nodepools),
-                d.event.as_ref().map(|e| e.message.as_str()),
+                d.event.as_ref().map(|e| Arc::as_ptr(&e.message)),
             );
             let why = summaries.entry(key).or_insert_with(|| d.verdict_summary());
             let message = format!("Pending {}: {why}", d.pending_for);
@@ -1007,7 +1055,7 @@ fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
             }
             Some(p) if bound_in_time(p) => continue,
             Some(p) => match &p.spec.node_name {
-                Some(n) if nodes.contains(n) => continue,
+                Some(n) if nodes.contains(n.as_str()) => continue,
                 Some(n) => {
                     format!("bound elsewhere: it runs on {n}, not where Karpenter nominated it")
                 }
@@ -1181,7 +1229,7 @@ fn limits(ctx: &Context) -> Vec<Finding> {
     // Pools that some pending pod waits on for limits (verdicts are shared between replicas,
     // so each distinct verdict list is looked at once).
     let mut waiting_on: BTreeSet<&str> = BTreeSet::new();
-    let mut seen: BTreeSet<*const Vec<PoolVerdict>> = BTreeSet::new();
+    let mut seen: BTreeSet<*const Vec<Arc<PoolVerdict>>> = BTreeSet::new();
     for d in &ctx.pending {
         if seen.insert(Arc::as_ptr(&d.nodepools)) {
             for v in d.nodepools.iter() {
@@ -1563,7 +1611,7 @@ mod tests {
         // Limits were raised after Karpenter wrote its event: kelp's own check wins.
         let mut v = vec![verdict("ok", Verdict::Compatible, vec![])];
         let fs = events::parse_failed_scheduling("Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=ok)");
-        cross_check(&mut v, &fs);
+        cross_check(&mut v, &fs.segments);
         assert_eq!(
             (v[0].verdict, v[0].event_agrees),
             (Verdict::Compatible, Some(false))
@@ -1584,7 +1632,7 @@ mod tests {
         let fs = events::parse_failed_scheduling(
             "Failed to schedule pod, did not tolerate taint (taint=nvidia.com/gpu=true:NoSchedule); no instance type has enough resources, requirements=kubernetes.io/arch In [amd64], resources={\"cpu\":\"300\"}",
         );
-        cross_check(&mut v, &fs);
+        cross_check(&mut v, &fs.segments);
         assert_eq!(v[0].event_agrees, Some(true));
         assert_eq!((v[1].verdict, v[1].source), (Verdict::Rejected, "event"));
         assert_eq!(v[1].reasons[0].category, Category::InstanceTypes);
@@ -1599,7 +1647,7 @@ mod tests {
         let fs = events::parse_failed_scheduling(
             "Failed to schedule pod, no instance type has enough resources",
         );
-        cross_check(&mut v, &fs);
+        cross_check(&mut v, &fs.segments);
         assert!(v.iter().all(|p| p.verdict == Verdict::Compatible));
     }
 }

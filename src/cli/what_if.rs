@@ -99,8 +99,7 @@ fn read_pods(path: &PathBuf) -> anyhow::Result<Vec<(String, String, Pod)>> {
                 pod.metadata.name = obj.name.clone();
             }
             if pod.metadata.namespace.is_none() {
-                pod.metadata.namespace =
-                    Some(obj.namespace.clone().unwrap_or_else(|| "default".into()));
+                pod.metadata.namespace = Some(obj.namespace.as_deref().unwrap_or("default").into());
             }
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             out.push((obj.kind.to_string(), format!("{ns}/{}", obj.name), pod));

@@ -184,7 +184,7 @@ pub fn pod_text(ctx: &Context, answer: &PodAnswer, s: Style) -> String {
                     .unwrap_or(0)
             };
             out.push_str(&output::verdict_table(
-                d.nodepools.iter().map(|v| (v, weight(&v.name))),
+                d.nodepools.iter().map(|v| (&**v, weight(&v.name))),
                 s,
             ));
         }

@@ -8,6 +8,8 @@ use chrono::{DateTime, Utc};
 
 use super::event::Event;
 use super::kinds::*;
+use super::meta::{Meta, OwnerRef};
+use super::shared::{Interner, Shared, Strings};
 
 /// `namespace/name` for namespaced objects.
 pub type ObjKey = (String, String);
@@ -60,7 +62,11 @@ pub struct Cluster {
     pub metrics: Option<ControllerMetrics>,
     /// When a `kelp snapshot` dump was captured.
     pub captured_at: Option<DateTime<Utc>>,
-    pods_by_node: HashMap<String, BTreeSet<ObjKey>>,
+    /// Pods by the node they are bound to, sorted by (namespace, name). A `Pod` is a
+    /// shared handle: this holds the same pods as `pods`, not copies.
+    pods_by_node: HashMap<Shared<str>, Vec<Pod>>,
+    /// The parts objects hold alike, shared (see [`super::shared`]).
+    shared: Pools,
     /// NodeClaim names by `status.nodeName` and by `status.providerID`.
     claims_by_node: HashMap<String, String>,
     claims_by_provider: HashMap<String, String>,
@@ -69,6 +75,82 @@ pub struct Cluster {
     claims_by_pool: HashMap<String, BTreeSet<String>>,
     /// Event ids by the name of the object they are about (kind and namespace are checked on lookup).
     events_by_object: HashMap<String, BTreeSet<String>>,
+}
+
+/// The interning tables behind [`Cluster`]'s `apply_*` methods.
+#[derive(Debug, Default)]
+struct Pools {
+    strings: Strings,
+    maps: Interner<std::collections::BTreeMap<String, String>>,
+    owners: Interner<Vec<OwnerRef>>,
+    scheduling: Interner<SchedulingSpec>,
+    affinities: Interner<Affinity>,
+    tolerations: Interner<Vec<k8s_openapi::api::core::v1::Toleration>>,
+    containers: Interner<Vec<Container>>,
+    taints: Interner<Vec<k8s_openapi::api::core::v1::Taint>>,
+    resources: Interner<ResourceList>,
+    requirements: Interner<Vec<crate::karpenter::requirements::Requirement>>,
+}
+
+impl Pools {
+    fn meta(&mut self, m: &mut Meta) {
+        if let Some(ns) = &mut m.namespace {
+            self.strings.intern(ns);
+        }
+        self.maps.intern(&mut m.labels);
+        self.maps.intern(&mut m.annotations);
+        self.owners.intern(&mut m.owner_references);
+        // Only a watch reads it, from the event itself (see `Meta::resource_version`).
+        m.resource_version = String::new();
+    }
+    fn conditions(&mut self, conditions: &mut [super::meta::Condition]) {
+        for c in conditions.iter_mut() {
+            self.strings.intern(&mut c.type_);
+            self.strings.intern(&mut c.status);
+        }
+    }
+    fn pod(&mut self, p: &mut Pod) {
+        self.meta(&mut p.metadata);
+        // The parts first: a new spec is then kept holding the shared parts.
+        if let Some(a) = &mut p.spec.affinity {
+            self.affinities.intern(a);
+        }
+        if let Some(s) = Shared::get_mut(&mut p.spec.scheduling) {
+            self.maps.intern(&mut s.node_selector);
+            self.tolerations.intern(&mut s.tolerations);
+            self.containers.intern(&mut s.containers);
+            self.containers.intern(&mut s.init_containers);
+        }
+        self.scheduling.intern(&mut p.spec.scheduling);
+        if let Some(n) = &mut p.spec.node_name {
+            self.strings.intern(n);
+        }
+        if let Some(phase) = &mut p.status.phase {
+            self.strings.intern(phase);
+        }
+        if let Some(n) = &mut p.status.nominated_node_name {
+            self.strings.intern(n);
+        }
+        self.conditions(&mut p.status.conditions);
+    }
+    fn node(&mut self, n: &mut Node) {
+        self.meta(&mut n.metadata);
+        self.taints.intern(&mut n.spec.taints);
+        self.resources.intern(&mut n.status.capacity);
+        self.resources.intern(&mut n.status.allocatable);
+        self.conditions(&mut n.status.conditions);
+        n.status.conditions.shrink_to_fit();
+    }
+    fn nodeclaim(&mut self, c: &mut NodeClaim) {
+        self.meta(&mut c.metadata);
+        self.requirements.intern(&mut c.spec.requirements);
+        self.taints.intern(&mut c.spec.taints);
+        self.taints.intern(&mut c.spec.startup_taints);
+        self.resources.intern(&mut c.status.capacity);
+        self.resources.intern(&mut c.status.allocatable);
+        self.conditions(&mut c.status.conditions);
+        c.status.conditions.shrink_to_fit();
+    }
 }
 
 /// Remove `item` from the set under `key`, dropping the set when it empties.
@@ -86,21 +168,63 @@ where
     }
 }
 
+/// Where a pod sorts against a (namespace, name) key.
+fn pod_order(p: &Pod, key: &ObjKey) -> std::cmp::Ordering {
+    let ns = p.metadata.namespace.as_deref().unwrap_or_default();
+    (ns, p.metadata.name.as_str()).cmp(&(key.0.as_str(), key.1.as_str()))
+}
+
 fn obj_key(meta: &super::meta::Meta) -> ObjKey {
     (
-        meta.namespace.clone().unwrap_or_default(),
+        meta.namespace.as_deref().unwrap_or_default().to_string(),
         meta.name.clone(),
     )
 }
 
 impl Cluster {
+    /// Pack the model after a bulk load (a dump, a full list): the maps of objects are
+    /// rebuilt from their sorted entries, which fills their B-tree nodes (entries arrive in
+    /// no order and leave them about two-thirds full), and unused shared values are dropped.
+    pub fn compact(&mut self) {
+        fn repack<K: Ord, V>(m: &mut BTreeMap<K, V>) {
+            if m.len() > 11 {
+                *m = std::mem::take(m).into_iter().collect();
+            }
+        }
+        repack(&mut self.pods);
+        repack(&mut self.nodes);
+        repack(&mut self.nodeclaims);
+        repack(&mut self.daemonsets);
+        repack(&mut self.pdbs);
+        self.events.shrink_to_fit();
+        self.pods_by_node.values_mut().for_each(Vec::shrink_to_fit);
+        self.purge_shared();
+    }
+
+    /// Drop the shared values (label sets, pod specs, ...) no object holds any more. They
+    /// are also dropped as the tables grow; this is for when a whole kind was reset.
+    pub fn purge_shared(&mut self) {
+        let p = &mut self.shared;
+        p.maps.purge();
+        p.owners.purge();
+        p.scheduling.purge();
+        p.affinities.purge();
+        p.tolerations.purge();
+        p.containers.purge();
+        p.taints.purge();
+        p.resources.purge();
+        p.requirements.purge();
+        p.strings.purge();
+    }
+
     pub fn apply_nodepool(&mut self, o: NodePool) {
         self.nodepools.insert(o.metadata.name.clone(), o);
     }
     pub fn delete_nodepool(&mut self, name: &str) {
         self.nodepools.remove(name);
     }
-    pub fn apply_nodeclaim(&mut self, o: NodeClaim) {
+    pub fn apply_nodeclaim(&mut self, mut o: NodeClaim) {
+        self.shared.nodeclaim(&mut o);
         let name = o.metadata.name.clone();
         self.unindex_nodeclaim(&name);
         if let Some(n) = &o.status.node_name {
@@ -147,7 +271,8 @@ impl Cluster {
         self.nodeclasses
             .remove(&(kind.to_string(), name.to_string()));
     }
-    pub fn apply_node(&mut self, o: Node) {
+    pub fn apply_node(&mut self, mut o: Node) {
+        self.shared.node(&mut o);
         let name = o.metadata.name.clone();
         self.unindex_node(&name);
         if let Some(pool) = Self::pool_of(&o.metadata.labels) {
@@ -172,14 +297,15 @@ impl Cluster {
             remove_from(&mut self.nodes_by_pool, &pool, name);
         }
     }
-    pub fn apply_pod(&mut self, o: Pod) {
+    pub fn apply_pod(&mut self, mut o: Pod) {
+        self.shared.pod(&mut o);
         let key = obj_key(&o.metadata);
         self.unindex_pod(&key);
         if let Some(node) = &o.spec.node_name {
-            self.pods_by_node
-                .entry(node.clone())
-                .or_default()
-                .insert(key.clone());
+            let on = self.pods_by_node.entry(node.clone()).or_default();
+            if let Err(at) = on.binary_search_by(|p| pod_order(p, &key)) {
+                on.insert(at, o.clone());
+            }
         }
         self.pods.insert(key, o);
     }
@@ -189,8 +315,16 @@ impl Cluster {
         self.pods.remove(&key);
     }
     fn unindex_pod(&mut self, key: &ObjKey) {
-        if let Some(node) = self.pods.get(key).and_then(|p| p.spec.node_name.clone()) {
-            remove_from(&mut self.pods_by_node, &node, key);
+        let Some(node) = self.pods.get(key).and_then(|p| p.spec.node_name.clone()) else {
+            return;
+        };
+        if let Some(on) = self.pods_by_node.get_mut(&node) {
+            if let Ok(at) = on.binary_search_by(|p| pod_order(p, key)) {
+                on.remove(at);
+            }
+            if on.is_empty() {
+                self.pods_by_node.remove(&node);
+            }
         }
     }
     pub fn apply_daemonset(&mut self, o: DaemonSet) {
@@ -245,13 +379,9 @@ impl Cluster {
 
     // ------------------------------------------------------------ joins
 
-    /// Pods bound to a node.
-    pub fn pods_on(&self, node: &str) -> impl Iterator<Item = &Pod> {
-        self.pods_by_node
-            .get(node)
-            .into_iter()
-            .flatten()
-            .filter_map(|k| self.pods.get(k))
+    /// Pods bound to a node, in (namespace, name) order.
+    pub fn pods_on<'a>(&'a self, node: &str) -> impl Iterator<Item = &'a Pod> + 'a {
+        self.pods_by_node.get(node).into_iter().flatten()
     }
 
     /// Events about an object, newest first. A non-empty `uid` must match when the event

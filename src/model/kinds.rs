@@ -1,6 +1,8 @@
 //! Trimmed projections of every kind kelp reads. Each mirrors the Kubernetes JSON shape
 //! (so the same types parse a dump, a live list and a watch event), but keeps only the
-//! fields the analysis uses; serde skips the rest without allocating it.
+//! fields the analysis uses; serde skips the rest without allocating it. What many objects
+//! hold alike (label sets, a workload's pod spec, a pool's requirements, an instance
+//! type's capacity) is [`Shared`]: `Cluster::apply_*` makes equal values one allocation.
 
 use std::collections::BTreeMap;
 
@@ -12,10 +14,19 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Serialize};
 
 use super::meta::{null_default, Condition, Meta};
+use super::shared::{
+    address_fingerprint, no_entries, no_items, serde_fingerprint, Compact, DefaultHasher,
+    Fingerprint, Shared,
+};
 use crate::karpenter::budgets::Budget;
 use crate::karpenter::requirements::Requirement;
 
 pub type ResourceList = BTreeMap<String, Quantity>;
+
+/// Lists the objects of one pool, instance type or workload mostly hold alike.
+pub type SharedRequirements = Shared<Vec<Requirement>>;
+pub type SharedTaints = Shared<Vec<Taint>>;
+pub type SharedResources = Shared<ResourceList>;
 
 // ---------------------------------------------------------------- karpenter.sh/v1
 
@@ -89,21 +100,21 @@ pub struct NodeClaimSpec {
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
+        skip_serializing_if = "no_items"
     )]
-    pub requirements: Vec<Requirement>,
+    pub requirements: SharedRequirements,
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
+        skip_serializing_if = "no_items"
     )]
-    pub taints: Vec<Taint>,
+    pub taints: SharedTaints,
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
+        skip_serializing_if = "no_items"
     )]
-    pub startup_taints: Vec<Taint>,
+    pub startup_taints: SharedTaints,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_class_ref: Option<NodeClassRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,15 +193,15 @@ pub struct NodeClaimStatus {
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
+        skip_serializing_if = "no_entries"
     )]
-    pub capacity: ResourceList,
+    pub capacity: SharedResources,
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
+        skip_serializing_if = "no_entries"
     )]
-    pub allocatable: ResourceList,
+    pub allocatable: SharedResources,
     #[serde(
         default,
         deserialize_with = "null_default",
@@ -270,9 +281,9 @@ pub struct NodeSpec {
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
+        skip_serializing_if = "no_items"
     )]
-    pub taints: Vec<Taint>,
+    pub taints: SharedTaints,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unschedulable: Option<bool>,
 }
@@ -283,15 +294,15 @@ pub struct NodeStatus {
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
+        skip_serializing_if = "no_entries"
     )]
-    pub capacity: ResourceList,
+    pub capacity: SharedResources,
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
+        skip_serializing_if = "no_entries"
     )]
-    pub allocatable: ResourceList,
+    pub allocatable: SharedResources,
     #[serde(
         default,
         deserialize_with = "null_default",
@@ -300,9 +311,31 @@ pub struct NodeStatus {
     pub conditions: Vec<Condition>,
 }
 
+/// A pod. Its fields live in one shared allocation, read and written through `Deref` as
+/// `pod.metadata`, `pod.spec`, `pod.status`: the map of 100,000s of pods then holds a
+/// pointer per pod rather than mostly empty B-tree slots of whole pods, and the index of
+/// pods by node holds the same pod, not a copy of its key. Cloning a `Pod` shares it;
+/// changing a shared one (`DerefMut`) changes a copy of its own.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Pod(Shared<PodFields>);
+
+impl std::ops::Deref for Pod {
+    type Target = PodFields;
+    fn deref(&self) -> &PodFields {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Pod {
+    fn deref_mut(&mut self) -> &mut PodFields {
+        self.0.make_mut()
+    }
+}
+
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Pod {
+pub struct PodFields {
     #[serde(default)]
     pub metadata: Meta,
     #[serde(default)]
@@ -311,37 +344,55 @@ pub struct Pod {
     pub status: PodStatus,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A pod's spec: where it is bound, and what it asks of the scheduler. The second part is
+/// the same for every replica of a workload, so the replicas share one copy of it; fields
+/// read as before (`spec.tolerations`, `spec.containers`, ...) through `Deref`.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_name: Option<String>,
+    /// A shared string: some thirty pods share each node's name.
+    pub node_name: Option<Shared<str>>,
+    /// Beside the shared part, not in it: a DaemonSet pod's affinity names its node, and
+    /// is the same for all the DaemonSets' pods on that node.
+    pub affinity: Option<Shared<Affinity>>,
+    pub scheduling: Shared<SchedulingSpec>,
+}
+
+impl std::ops::Deref for PodSpec {
+    type Target = SchedulingSpec;
+    fn deref(&self) -> &SchedulingSpec {
+        &self.scheduling
+    }
+}
+
+/// What a pod asks of the scheduler, besides its affinity: the same for every replica of
+/// a workload. Each part is shared on its own too (alike workloads ask alike).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulingSpec {
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
+        skip_serializing_if = "no_entries"
     )]
-    pub node_selector: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub affinity: Option<Affinity>,
+    pub node_selector: super::meta::StringMap,
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
+        skip_serializing_if = "no_items"
     )]
-    pub tolerations: Vec<Toleration>,
+    pub tolerations: Shared<Vec<Toleration>>,
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
+        skip_serializing_if = "no_items"
     )]
-    pub containers: Vec<Container>,
+    pub containers: Shared<Vec<Container>>,
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
+        skip_serializing_if = "no_items"
     )]
-    pub init_containers: Vec<Container>,
+    pub init_containers: Shared<Vec<Container>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead: Option<ResourceList>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -350,15 +401,122 @@ pub struct PodSpec {
     pub scheduler_name: Option<String>,
 }
 
+impl Compact for SchedulingSpec {
+    fn compact(&mut self) {}
+}
+
+/// Its parts are interned first (see `Cluster::apply_pod`), so their addresses stand for them.
+impl Fingerprint for SchedulingSpec {
+    fn fingerprint(&self, h: &mut DefaultHasher) {
+        use std::hash::Hash;
+        address_fingerprint(&self.node_selector, h);
+        address_fingerprint(&self.tolerations, h);
+        address_fingerprint(&self.containers, h);
+        address_fingerprint(&self.init_containers, h);
+        self.priority_class_name.hash(h);
+        self.scheduler_name.hash(h);
+    }
+}
+
+/// k8s-openapi's types have no `Hash`: their JSON form stands for them.
+macro_rules! serde_fingerprint {
+    ($($t:ty),*) => {$(
+        impl Fingerprint for $t {
+            fn fingerprint(&self, h: &mut DefaultHasher) {
+                serde_fingerprint(self, h)
+            }
+        }
+    )*};
+}
+serde_fingerprint!(
+    Affinity,
+    Vec<Toleration>,
+    Vec<Container>,
+    Vec<Taint>,
+    Vec<Requirement>,
+    ResourceList
+);
+
+impl Compact for Affinity {
+    fn compact(&mut self) {}
+}
+
+impl Compact for Toleration {
+    fn compact(&mut self) {}
+}
+
+impl<'de> Deserialize<'de> for PodSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// The JSON shape: `nodeName` beside the scheduling fields.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Raw {
+            #[serde(default)]
+            node_name: Option<Shared<str>>,
+            #[serde(default, deserialize_with = "null_default")]
+            node_selector: super::meta::StringMap,
+            #[serde(default)]
+            affinity: Option<Shared<Affinity>>,
+            #[serde(default, deserialize_with = "null_default")]
+            tolerations: Shared<Vec<Toleration>>,
+            #[serde(default, deserialize_with = "null_default")]
+            containers: Shared<Vec<Container>>,
+            #[serde(default, deserialize_with = "null_default")]
+            init_containers: Shared<Vec<Container>>,
+            #[serde(default)]
+            overhead: Option<ResourceList>,
+            #[serde(default)]
+            priority_class_name: Option<String>,
+            #[serde(default)]
+            scheduler_name: Option<String>,
+        }
+        let r = Raw::deserialize(d)?;
+        Ok(PodSpec {
+            node_name: r.node_name,
+            affinity: r.affinity,
+            scheduling: Shared::new(SchedulingSpec {
+                node_selector: r.node_selector,
+                tolerations: r.tolerations,
+                containers: r.containers,
+                init_containers: r.init_containers,
+                overhead: r.overhead,
+                priority_class_name: r.priority_class_name,
+                scheduler_name: r.scheduler_name,
+            }),
+        })
+    }
+}
+
+impl Serialize for PodSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Flat<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            node_name: &'a Option<Shared<str>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            affinity: &'a Option<Shared<Affinity>>,
+            #[serde(flatten)]
+            scheduling: &'a SchedulingSpec,
+        }
+        Flat {
+            node_name: &self.node_name,
+            affinity: &self.affinity,
+            scheduling: &self.scheduling,
+        }
+        .serialize(s)
+    }
+}
+
 /// Only node affinity matters to Karpenter's per-NodePool requirement check.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Affinity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_affinity: Option<NodeAffinity>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Container {
     #[serde(default)]
@@ -372,7 +530,7 @@ pub struct Container {
 
 /// A container's effective requests: a missing request is taken from the limit (as
 /// Kubernetes defaults it and Karpenter reads it). Limits themselves are not kept.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ContainerResources {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub requests: ResourceList,
@@ -398,6 +556,20 @@ impl<'de> Deserialize<'de> for ContainerResources {
     }
 }
 
+impl Compact for Container {
+    fn compact(&mut self) {}
+}
+
+impl Compact for Requirement {
+    fn compact(&mut self) {
+        self.values.shrink_to_fit();
+    }
+}
+
+impl Compact for Taint {
+    fn compact(&mut self) {}
+}
+
 impl ContainerResources {
     pub fn effective_requests(&self) -> ResourceList {
         self.requests.clone()
@@ -407,27 +579,81 @@ impl ContainerResources {
 /// Keep only the pod conditions the analysis reads (PodScheduled).
 fn scheduling_conditions<'de, D: serde::Deserializer<'de>>(
     d: D,
-) -> Result<Vec<Condition>, D::Error> {
+) -> Result<PodConditions, D::Error> {
     let all: Vec<Condition> = null_default(d)?;
     Ok(all
         .into_iter()
         .filter(|c| c.type_ == "PodScheduled")
-        .collect())
+        .collect::<Vec<_>>()
+        .into())
+}
+
+/// A pod's conditions as kelp keeps them: PodScheduled only, so almost always one, held
+/// in place rather than in a list of its own. Reads (and serialises) as a slice.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum PodConditions {
+    #[default]
+    None,
+    One(Condition),
+    Many(Box<[Condition]>),
+}
+
+impl std::ops::Deref for PodConditions {
+    type Target = [Condition];
+    fn deref(&self) -> &[Condition] {
+        match self {
+            PodConditions::None => &[],
+            PodConditions::One(c) => std::slice::from_ref(c),
+            PodConditions::Many(cs) => cs,
+        }
+    }
+}
+
+impl std::ops::DerefMut for PodConditions {
+    fn deref_mut(&mut self) -> &mut [Condition] {
+        match self {
+            PodConditions::None => &mut [],
+            PodConditions::One(c) => std::slice::from_mut(c),
+            PodConditions::Many(cs) => cs,
+        }
+    }
+}
+
+impl From<Vec<Condition>> for PodConditions {
+    fn from(mut v: Vec<Condition>) -> Self {
+        match v.len() {
+            0 => PodConditions::None,
+            1 => v.pop().map(PodConditions::One).unwrap_or_default(),
+            _ => PodConditions::Many(v.into_boxed_slice()),
+        }
+    }
+}
+
+impl Serialize for PodConditions {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+fn no_conditions(c: &PodConditions) -> bool {
+    c.is_empty()
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodStatus {
+    /// A shared string (`Running`, `Pending`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
+    pub phase: Option<Shared<str>>,
     #[serde(
         default,
         deserialize_with = "scheduling_conditions",
-        skip_serializing_if = "Vec::is_empty"
+        skip_serializing_if = "no_conditions"
     )]
-    pub conditions: Vec<Condition>,
+    pub conditions: PodConditions,
+    /// A shared string, like `spec.nodeName`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nominated_node_name: Option<String>,
+    pub nominated_node_name: Option<Shared<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<DateTime<Utc>>,
 }

@@ -7,21 +7,28 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::shared::{no_entries, no_items, Shared};
+
+/// Labels or annotations; the replicas of one workload share one copy.
+pub type StringMap = Shared<BTreeMap<String, String>>;
+
 /// Trimmed `metadata` of any object.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Meta {
     #[serde(default, deserialize_with = "null_default")]
     pub name: String,
+    /// A shared string: thousands of objects name each namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
+    pub namespace: Option<Shared<str>>,
     #[serde(
         default,
         deserialize_with = "null_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub uid: String,
-    /// Where a watch resumes from.
+    /// Where a watch resumes from. Read as a watch event arrives; the model's copy of a
+    /// Pod, Node or NodeClaim leaves it empty (nothing reads it there).
     #[serde(
         default,
         deserialize_with = "null_default",
@@ -35,25 +42,25 @@ pub struct Meta {
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
+        skip_serializing_if = "no_entries"
     )]
-    pub labels: BTreeMap<String, String>,
+    pub labels: StringMap,
     #[serde(
         default,
         deserialize_with = "karpenter_annotations",
-        skip_serializing_if = "BTreeMap::is_empty"
+        skip_serializing_if = "no_entries"
     )]
-    pub annotations: BTreeMap<String, String>,
+    pub annotations: StringMap,
     #[serde(
         default,
         deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
+        skip_serializing_if = "no_items"
     )]
-    pub owner_references: Vec<OwnerRef>,
+    pub owner_references: Shared<Vec<OwnerRef>>,
 }
 
 /// An owner reference, reduced to what joins need.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OwnerRef {
     #[serde(default)]
@@ -88,15 +95,14 @@ impl Meta {
 /// Annotation prefixes kelp keeps; all others are dropped at parse time.
 const KEPT_ANNOTATION_PREFIXES: &[&str] = &["karpenter.sh/", "karpenter.k8s.aws/", "kelp.dev/"];
 
-fn karpenter_annotations<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<BTreeMap<String, String>, D::Error> {
+fn karpenter_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<StringMap, D::Error> {
     let all: Option<BTreeMap<String, String>> = Option::deserialize(d)?;
-    Ok(all
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(k, _)| KEPT_ANNOTATION_PREFIXES.iter().any(|p| k.starts_with(p)))
-        .collect())
+    Ok(Shared::new(
+        all.unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| KEPT_ANNOTATION_PREFIXES.iter().any(|p| k.starts_with(p)))
+            .collect(),
+    ))
 }
 
 /// Treat an explicit `null` like an absent field.
@@ -112,16 +118,31 @@ where
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
+    /// Type and status are a few words that every object repeats: shared strings.
     #[serde(rename = "type", default)]
-    pub type_: String,
+    pub type_: Shared<str>,
     #[serde(default)]
-    pub status: String,
+    pub status: Shared<str>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<DateTime<Utc>>,
+}
+
+impl super::shared::Compact for OwnerRef {
+    fn compact(&mut self) {}
+}
+
+impl super::shared::Fingerprint for Vec<OwnerRef> {
+    fn fingerprint(&self, h: &mut super::shared::DefaultHasher) {
+        std::hash::Hash::hash(self, h)
+    }
+}
+
+impl super::shared::Compact for Condition {
+    fn compact(&mut self) {}
 }
 
 impl Condition {

@@ -4,8 +4,10 @@ pub mod cluster;
 pub mod event;
 pub mod kinds;
 pub mod meta;
+pub mod shared;
 
 pub use cluster::{ApiInfo, Cluster, ControllerMetrics, ObjKey, Offering};
 pub use event::Event;
 pub use kinds::*;
-pub use meta::{condition, is_true, Condition, Meta};
+pub use meta::{condition, is_true, Condition, Meta, StringMap};
+pub use shared::Shared;

@@ -84,6 +84,7 @@ pub fn load_paths(paths: &[PathBuf], cluster: &mut Cluster) -> Result<LoadNotes>
             load_file(&file, cluster, &mut notes)?;
         }
     }
+    cluster.compact();
     Ok(notes)
 }
 
@@ -269,6 +270,7 @@ impl<'de> serde::de::Visitor<'de> for Items<'_, '_> {
 pub fn load_str(name: &str, text: &str, cluster: &mut Cluster) -> Result<LoadNotes> {
     let mut notes = LoadNotes::default();
     load_into(name, text, cluster, &mut notes)?;
+    cluster.compact();
     Ok(notes)
 }
 
