@@ -646,7 +646,7 @@ fn pool_row(
         allowed,
         limits,
         nodes: provisioning::pool_node_count(c, p),
-        ready,
+        ready: ready.to_string(),
         ready_ok,
         ready_reason,
         cost: cost_per_hour.map(money).unwrap_or_else(|| "-".into()),
@@ -843,7 +843,7 @@ fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>, c: &Cluster) -> 
                 .collect(),
             event: d.event.as_ref().map(|e| EventRow {
                 reason: e.reason.clone(),
-                message: e.message.clone(),
+                message: e.message.to_string(),
                 format: match crate::cli::output::serde_name(e.format).as_str() {
                     "wrapped" => "v1.0-v1.4",
                     "flat" => "v1.5+",
@@ -854,7 +854,7 @@ fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>, c: &Cluster) -> 
                     .map(|t| format!("{} ago", ago(now, t)))
                     .unwrap_or_default(),
             }),
-            scheduler: d.scheduler.clone().unwrap_or_default(),
+            scheduler: d.scheduler.as_deref().unwrap_or_default().to_string(),
         })
         .collect();
     let verdicts: usize = rows
