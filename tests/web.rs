@@ -708,3 +708,26 @@ async fn a_big_cluster_loads_verdicts_when_a_row_is_expanded() {
         StatusCode::NOT_FOUND
     );
 }
+
+#[tokio::test]
+async fn tokens_and_context_names_survive_url_encoding() {
+    let app = site_of(
+        vec![Shared::loaded(
+            "arn:aws:eks:us-west-2:1:cluster/prod",
+            demo(),
+            now(),
+        )],
+        Some("a b/c"),
+    );
+    let r = get(&app, "/?token=a+b%2Fc").await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let with_cookie = Request::get("/")
+        .header("cookie", "kelp_token=a b/c")
+        .body(Body::empty())
+        .unwrap();
+    let r = get_with(&app, with_cookie).await;
+    assert_eq!(
+        r.headers["location"],
+        "/clusters/arn%3Aaws%3Aeks%3Aus-west-2%3A1%3Acluster%2Fprod/karpenter"
+    );
+}

@@ -16,7 +16,7 @@ use std::time::Duration;
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -217,11 +217,8 @@ async fn auth(State(site): St, req: Request, next: Next) -> Response {
         return next.run(req).await;
     }
     let query = req.uri().query().unwrap_or("");
-    let given = query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("token="))
-        .map(percent_decode);
-    if given.is_some_and(|t| eq_const(t.as_bytes(), token.as_bytes())) {
+    let given = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "token");
+    if given.is_some_and(|(_, t)| eq_const(t.as_bytes(), token.as_bytes())) {
         let rest: Vec<&str> = query
             .split('&')
             .filter(|kv| !kv.starts_with("token=") && !kv.is_empty())
@@ -246,28 +243,6 @@ async fn auth(State(site): St, req: Request, next: Next) -> Response {
         "kelp: this dashboard needs its token: open it with ?token=... or send Authorization: Bearer ...\n",
     )
         .into_response()
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len() => match u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                Ok(v) => {
-                    out.push(v);
-                    i += 3;
-                    continue;
-                }
-                Err(_) => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// One structured line per read of the dashboard or its API.
@@ -329,17 +304,16 @@ async fn root(State(site): St) -> Response {
     }
 }
 
+/// Everything but RFC 3986's unreserved characters.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// Percent-encode a path segment (a context name may hold `/` and `:`).
 pub fn urlencode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, PATH_SEGMENT).to_string()
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -393,7 +367,11 @@ async fn page(
 }
 
 async fn panels(State(site): St, Path(cluster): Path<String>) -> Response {
-    match latest(&site, &cluster, "panels") {
+    match latest(
+        &site,
+        &cluster,
+        &format!("/clusters/{cluster}/karpenter/panels"),
+    ) {
         Ok((_, page)) => {
             let mut r = html(page.panels_html.clone());
             if let Ok(v) =
@@ -408,7 +386,8 @@ async fn panels(State(site): St, Path(cluster): Path<String>) -> Response {
 }
 
 async fn claim_rows(State(site): St, Path((cluster, pool)): Path<(String, String)>) -> Response {
-    let (_, page) = match latest(&site, &cluster, "nodeclaims") {
+    let path = format!("/clusters/{cluster}/karpenter/nodeclaims/{pool}");
+    let (_, page) = match latest(&site, &cluster, &path) {
         Ok(x) => x,
         Err(r) => return r,
     };
@@ -432,7 +411,8 @@ async fn pending_detail(
     State(site): St,
     Path((cluster, ns, name)): Path<(String, String, String)>,
 ) -> Response {
-    let (_, page) = match latest(&site, &cluster, "pending") {
+    let path = format!("/clusters/{cluster}/karpenter/pending/{ns}/{name}");
+    let (_, page) = match latest(&site, &cluster, &path) {
         Ok(x) => x,
         Err(r) => return r,
     };
@@ -479,7 +459,11 @@ async fn pane_fragment(
     Path(cluster): Path<String>,
     Query(q): Query<PaneQuery>,
 ) -> Response {
-    let (shared, page) = match latest(&site, &cluster, "pane") {
+    let (shared, page) = match latest(
+        &site,
+        &cluster,
+        &format!("/clusters/{cluster}/karpenter/pane"),
+    ) {
         Ok(x) => x,
         Err(r) => return r,
     };
@@ -634,8 +618,7 @@ async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/yaml")], OPENAPI).into_response()
 }
 
-fn asset(ct: &'static str, body: &'static str, headers: &HeaderMap) -> Response {
-    let _ = headers;
+fn asset(ct: &'static str, body: &'static str) -> Response {
     (
         [
             (header::CONTENT_TYPE, ct),
@@ -646,10 +629,10 @@ fn asset(ct: &'static str, body: &'static str, headers: &HeaderMap) -> Response 
         .into_response()
 }
 
-async fn js(headers: HeaderMap) -> Response {
-    asset("text/javascript; charset=utf-8", JS, &headers)
+async fn js() -> Response {
+    asset("text/javascript; charset=utf-8", JS)
 }
 
-async fn css(headers: HeaderMap) -> Response {
-    asset("text/css; charset=utf-8", CSS, &headers)
+async fn css() -> Response {
+    asset("text/css; charset=utf-8", CSS)
 }

@@ -1,6 +1,5 @@
 //! The detail pane: describe, yaml and events for one NodePool, NodeClaim, Node or Pod.
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::analysis::{ago, Context};
@@ -288,9 +287,4 @@ pub fn strip_for_yaml(v: &mut serde_json::Value) {
     if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
         m.remove("managedFields");
     }
-}
-
-/// "now" for a pane outside an analysis pass.
-pub fn clock(now: Option<DateTime<Utc>>) -> DateTime<Utc> {
-    now.unwrap_or_else(Utc::now)
 }

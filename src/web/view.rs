@@ -361,7 +361,7 @@ pub fn overview(c: &Cluster, i: Inputs) -> Overview {
         .values()
         .map(|p| pool_row(c, p, now, &prices, &drifted_by_pool))
         .collect();
-    let pending = pending(i.pending, now, c);
+    let pending = pending(i.pending, now);
     let price_source = prices.source.map(str::to_string);
     let price_problem = if price_source.is_some() {
         None
@@ -713,12 +713,14 @@ fn claim_groups(
         let (blocked_by, blocked_detail) = match node {
             Some(n) => {
                 let d = disruption::node_disruption(c, n, now, nominations);
-                let mut kinds: Vec<String> = d
-                    .blockers
-                    .iter()
-                    .map(|b| crate::cli::output::serde_name(b.kind))
-                    .collect();
-                kinds.dedup();
+                // Each kind once, in the order the blockers come.
+                let mut kinds: Vec<String> = Vec::new();
+                for b in &d.blockers {
+                    let k = crate::cli::output::serde_name(b.kind);
+                    if !kinds.contains(&k) {
+                        kinds.push(k);
+                    }
+                }
                 let detail = d
                     .blockers
                     .iter()
@@ -807,7 +809,7 @@ fn verdict_name(v: &Verdict) -> &'static str {
     }
 }
 
-fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>, c: &Cluster) -> Pending {
+fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>) -> Pending {
     let mut sorted: Vec<&Arc<PodDiagnosis>> = diagnoses.iter().collect();
     // Oldest first; pods with no known start last, then by name for a stable page.
     sorted.sort_by(|a, b| {
@@ -817,7 +819,6 @@ fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>, c: &Cluster) -> 
             .then(a.since.cmp(&b.since))
             .then_with(|| a.pod.cmp(&b.pod))
     });
-    let _ = c;
     let rows: Vec<PendingRow> = sorted
         .into_iter()
         .take(PENDING_CAP)
