@@ -71,6 +71,8 @@ pub struct Shared {
     pub forbidden: RwLock<Option<String>>,
     /// Log findings as they appear and resolve (not for the demo).
     pub log_findings: AtomicBool,
+    /// Build the dashboard's view each pass (off with --no-dashboard: nobody reads it).
+    pub build_page: AtomicBool,
     pub cluster: RwLock<Cluster>,
     pub latest: LatestReport,
     pub changed: Notify,
@@ -96,6 +98,7 @@ impl Shared {
             price_problem: RwLock::new(None),
             forbidden: RwLock::new(None),
             log_findings: AtomicBool::new(true),
+            build_page: AtomicBool::new(true),
             cluster: RwLock::new(Cluster::default()),
             latest: Arc::default(),
             changed: Notify::new(),
@@ -129,6 +132,9 @@ impl Shared {
         let (report, pending) = analysis::analyze_with_pending(&cluster, now);
         self.seed.update(&report, &cluster, now);
         let report = Arc::new(report);
+        if !self.build_page.load(Ordering::Relaxed) {
+            return report;
+        }
         let page = crate::web::build_page(
             &cluster,
             crate::web::view::Inputs {
@@ -638,6 +644,7 @@ async fn start(
     input: Input,
     series_ttl: Duration,
     karpenter_service: Option<&crate::source::controller::ScrapeTarget>,
+    dashboard: bool,
 ) -> anyhow::Result<Arc<Shared>> {
     let shared = match input {
         Input::Dump(paths) => {
@@ -670,6 +677,7 @@ async fn start(
             shared
         }
     };
+    shared.build_page.store(dashboard, Ordering::Relaxed);
     tokio::spawn(analyse_forever(shared.clone()));
     Ok(shared)
 }
@@ -684,7 +692,13 @@ async fn listen(addr: SocketAddr, what: &str) -> anyhow::Result<tokio::net::TcpL
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let mut clusters: Vec<Arc<Shared>> = Vec::new();
     for input in opts.inputs {
-        let shared = start(input, opts.series_ttl, opts.karpenter_service.as_ref()).await?;
+        let shared = start(
+            input,
+            opts.series_ttl,
+            opts.karpenter_service.as_ref(),
+            opts.dashboard_addr.is_some(),
+        )
+        .await?;
         if clusters.iter().any(|c| c.name == shared.name) {
             anyhow::bail!("cluster {:?} is given twice", shared.name);
         }
