@@ -48,23 +48,6 @@ fn apply_rbac(e: &Env) -> (String, String) {
     (ns, name)
 }
 
-/// A copy of the admin kubeconfig whose user impersonates `system:serviceaccount:NS:NAME`
-/// (the kubeconfig `as:` field, which kube-rs and kubectl both honour).
-fn impersonating(e: &Env, ns: &str, name: &str) -> (Env, tempfile::NamedTempFile) {
-    let text = std::fs::read_to_string(&e.kubeconfig).unwrap();
-    let mut kc: Value = serde_norway::from_str(&text).unwrap();
-    for user in kc["users"].as_array_mut().expect("users in kubeconfig") {
-        user["user"]["as"] = format!("system:serviceaccount:{ns}:{name}").into();
-    }
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), serde_json::to_string_pretty(&kc).unwrap()).unwrap();
-    let env = Env {
-        kubeconfig: file.path().to_str().unwrap().to_string(),
-        kubectl: e.kubectl.clone(),
-    };
-    (env, file)
-}
-
 fn no_403(what: &str, text: &str) {
     let lower = text.to_lowercase();
     // A 403 as a status code, not digits inside a generated name (kwok-...-4037245932).
