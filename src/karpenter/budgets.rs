@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Datelike, Duration, Utc};
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -134,35 +134,88 @@ fn parse_schedule(spec: &str) -> Result<Cron, String> {
         .map_err(|e| bad(e.to_string()))
 }
 
+/// Each field's bounds as robfig/cron's standard parser has them.
+const BOUNDS: [(u32, u32); 5] = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)];
+
+/// One field checked item by item as robfig/cron's `getRange` does, so every schedule
+/// Karpenter rejects is rejected here (and fails closed), and every field that passes
+/// allows at least one value: an empty item (`", * * * *"`), a zero step, a reversed or
+/// out-of-range span are errors, never an empty set for croner to search forever.
 fn check_field(index: usize, field: &str) -> Result<(), String> {
     let names: &[&str] = match index {
         3 => &MONTHS,
         4 => &WEEKDAYS,
         _ => &[],
     };
+    let (min, max) = BOUNDS[index];
     if let Some(c) = field
         .chars()
         .find(|c| !c.is_ascii_alphanumeric() && !"*?,-/".contains(*c))
     {
         return Err(format!("unsupported character {c:?} in {field:?}"));
     }
-    for item in field.split(',') {
-        let (range, step) = item.split_once('/').unwrap_or((item, "1"));
-        if !step.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("bad step in {item:?}"));
+    // Go's strconv.Atoi, then robfig's "negative number" check; a name where allowed.
+    let value = |v: &str| -> Result<u32, String> {
+        if let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(v)) {
+            // Months count from 1, weekdays from 0.
+            return Ok(i as u32 + u32::from(index == 3));
         }
-        for value in range.split('-') {
-            let is_name = names.iter().any(|n| n.eq_ignore_ascii_case(value));
-            if value.bytes().any(|b| b.is_ascii_alphabetic()) && !is_name {
-                return Err(format!("unknown name {value:?}"));
+        if v.bytes().any(|b| b.is_ascii_alphabetic()) {
+            return Err(format!("unknown name {v:?}"));
+        }
+        v.parse::<u32>()
+            .map_err(|_| format!("failed to parse int from {v:?}"))
+    };
+    for item in field.split(',') {
+        let mut parts = item.split('/');
+        let range = parts.next().unwrap_or_default();
+        let step = parts.next();
+        if parts.next().is_some() {
+            return Err(format!("too many slashes: {item:?}"));
+        }
+        let bounds: Vec<&str> = range.split('-').collect();
+        let (start, end) = if bounds[0] == "*" || bounds[0] == "?" {
+            (min, max)
+        } else {
+            let start = value(bounds[0])?;
+            match bounds.len() {
+                1 if step.is_some() => (start, max), // "N/step" is "N-max/step"
+                1 => (start, start),
+                2 => (start, value(bounds[1])?),
+                _ => return Err(format!("too many hyphens: {item:?}")),
             }
-            if index == 4 && value.parse::<u32>().is_ok_and(|day| day > 6) {
-                return Err(format!("day of week {value} above maximum 6"));
+        };
+        if let Some(step) = step {
+            let step: u32 = step
+                .parse()
+                .map_err(|_| format!("failed to parse int from {step:?}"))?;
+            if step == 0 {
+                return Err(format!(
+                    "step of range should be a positive number: {item:?}"
+                ));
             }
+        }
+        if start < min {
+            return Err(format!(
+                "beginning of range ({start}) below minimum ({min}): {item:?}"
+            ));
+        }
+        if end > max {
+            return Err(format!(
+                "end of range ({end}) above maximum ({max}): {item:?}"
+            ));
+        }
+        if start > end {
+            return Err(format!(
+                "beginning of range ({start}) beyond end of range ({end}): {item:?}"
+            ));
         }
     }
     Ok(())
 }
+
+/// How far robfig/cron's `Next` looks before giving up (it returns the zero time).
+const SEARCH_YEARS: i32 = 5;
 
 /// Active at `now`? No schedule: always. Schedule: Karpenter's rule (the next cron hit after now-duration is not after now), UTC. Err for a bad schedule/duration.
 ///
@@ -183,9 +236,12 @@ pub fn is_active(b: &Budget, now: DateTime<Utc>) -> Result<bool, String> {
     let checkpoint = now
         .checked_sub_signed(window)
         .ok_or_else(|| format!("duration {window} out of range"))?;
+    // robfig/cron stops 5 years after the checkpoint and returns the zero time, which is
+    // never after now: a schedule with no hit in that span is active, as in Karpenter.
+    let limit = checkpoint.year().saturating_add(SEARCH_YEARS);
     Ok(cron
         .find_next_occurrence(&checkpoint, false)
-        .map_or(true, |next| next <= now))
+        .map_or(true, |next| next.year() > limit || next <= now))
 }
 
 /// nodes as a count: an int, or a percent of `total` rounded UP.
@@ -443,6 +499,17 @@ mod tests {
             "0 25 * * *",
             "*/0 * * * *",
             "0 9 * * 1-5/x",
+            // Empty items: robfig fails to parse them; croner searched forever.
+            ", * * * *",
+            "0 , * * 0",
+            "0 4 * * ,",
+            "/5 * * * *",
+            "5-1 * * * *",
+            "1-2-3 * * * *",
+            "*/5/2 * * * *",
+            "-1 * * * *",
+            "0 0 0 * *",
+            "0 0 * 13 *",
         ] {
             assert!(
                 is_active(&windowed(bad, "1h", "0"), at(2025, 1, 1, 0, 0)).is_err(),
@@ -661,6 +728,19 @@ mod tests {
             let a = allowed_disruptions(Some(&[budget]), DisruptionReason::Drifted, now, total, unavailable);
             prop_assert!(a.error.is_none() || a.allowed == 0);
             prop_assert!(a.allowed <= UNBOUNDED);
+        }
+
+        /// Five well-formed-looking fields: every one either fails to parse (and the budget
+        /// fails closed) or answers at once; an empty set used to spin for minutes.
+        #[test]
+        fn every_five_field_schedule_answers(
+            fields in proptest::collection::vec("[0-9*?,/-]{1,6}", 5),
+            minute in 0i64..600_000,
+        ) {
+            let now = at(2024, 1, 1, 0, 0) + Duration::minutes(minute);
+            let budget = windowed(&fields.join(" "), "1h", "1");
+            let a = allowed_disruptions(Some(&[budget]), DisruptionReason::Drifted, now, 10, 0);
+            prop_assert!(a.error.is_none() || a.allowed == 0);
         }
 
         #[test]
