@@ -1040,6 +1040,7 @@ mod tests {
         let client = kube::Client::try_from(config.clone()).unwrap();
         config.default_retry = false;
         Connection {
+            watch_client: client.clone(),
             client,
             client_no_retry: kube::Client::try_from(config).unwrap(),
             server: format!("http://127.0.0.1:{port}"),

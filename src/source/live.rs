@@ -25,6 +25,10 @@ pub struct Target {
 /// A connected client and where it points.
 pub struct Connection {
     pub client: Client,
+    /// The same, with a read timeout just above a watch's own length
+    /// ([`super::watch::WATCH_SECONDS`]): a healthy watch always ends before it, a silent
+    /// connection never outlives it.
+    pub watch_client: Client,
     /// The same cluster and credentials without kube-rs's default retry of 429/503/504:
     /// through the service proxy a 503 is an answer ("no endpoints available", "no service
     /// port"), which the retry would repeat for minutes (see `source::controller`).
@@ -33,6 +37,12 @@ pub struct Connection {
     /// The kubeconfig context name, or `in-cluster`.
     pub context: String,
 }
+
+/// What kelp sends as its User-Agent, so API server audit logs name it.
+pub const USER_AGENT: &str = concat!("kelp/", env!("CARGO_PKG_VERSION"));
+
+/// The watch client's read timeout: a few seconds more than a watch lasts.
+pub const WATCH_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(11);
 
 /// Build a client from `--kubeconfig`/`--context`, `$KUBECONFIG`, `~/.kube/config`, or the in-cluster config.
 pub async fn connect(target: &Target) -> Result<Connection> {
@@ -80,7 +90,15 @@ pub async fn connect(target: &Target) -> Result<Connection> {
     };
     config.connect_timeout = Some(std::time::Duration::from_secs(10));
     config.read_timeout = Some(std::time::Duration::from_secs(60));
+    // API server audit logs name the client: `kelp/VERSION`.
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(USER_AGENT),
+    ));
     let server = config.cluster_url.to_string();
+    let mut watching = config.clone();
+    watching.read_timeout = Some(WATCH_READ_TIMEOUT);
+    let watch_client = Client::try_from(watching).map_err(|e| Error::Kubeconfig(e.to_string()))?;
     let mut no_retry = config.clone();
     no_retry.default_retry = false;
     let client_no_retry =
@@ -89,6 +107,7 @@ pub async fn connect(target: &Target) -> Result<Connection> {
     Ok(Connection {
         client,
         client_no_retry,
+        watch_client,
         server,
         context,
     })

@@ -1,8 +1,13 @@
 //! Watch streams: one reflector per kind that lists (paginated, so consistent), hands the
 //! whole list to the model as a reset, then watches from the list's resourceVersion with
 //! bookmarks, applying and deleting as events arrive. A 410 Gone (the version expired)
-//! relists; any other failure backs off (1 s doubling to 30 s) and resumes. Objects are
-//! deserialised straight into the trimmed projections, so nothing untrimmed is kept.
+//! relists; any other failure backs off (250 ms doubling to 2 s, jittered) and resumes.
+//! Each watch asks the API server to end it after [`WATCH_SECONDS`], under the watch
+//! client's read timeout, so a healthy quiet watch ends cleanly and is resumed, while a
+//! silent connection (a blackhole) is dropped by that timeout within seconds. Every
+//! list, watch start, event and clean end is reported as progress, so the caller can
+//! tell a healthy kind from one that has been failing. Objects are deserialised straight
+//! into the trimmed projections, so nothing untrimmed is kept.
 
 use std::time::Duration;
 
@@ -44,13 +49,59 @@ objects!(
     CoreEvent
 );
 
+/// How long the API server keeps one watch open before ending it cleanly; the watch
+/// client's read timeout ([`super::live::WATCH_READ_TIMEOUT`]) is a little longer.
+pub const WATCH_SECONDS: u32 = 8;
+/// The first wait after a failure; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest wait between tries: an API server that is back is seen within it.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// What a reflector tells its caller besides the changes.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    /// A full (re)list arrived.
+    Listed,
+    /// The watch is alive: it started, delivered something, or ended cleanly.
+    Watching,
+    /// A list or watch failed, with the API server's or the client's words.
+    Failed(&'a Failure),
+}
+
+/// A failed list or watch, with the HTTP status when the API server gave one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub status: Option<u16>,
+    pub message: String,
+}
+
+impl Failure {
+    /// Forbidden (403) or unauthorised (401): a permission, not an outage.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self.status, Some(401 | 403))
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// Why a watch stopped.
 #[derive(Debug)]
 enum Stop {
     /// The resourceVersion is too old: relist.
     Gone,
     /// Anything else: back off, then resume from the last version.
-    Failed(String),
+    Failed(Failure),
+}
+
+fn failed(message: impl Into<String>) -> Stop {
+    Stop::Failed(Failure {
+        status: None,
+        message: message.into(),
+    })
 }
 
 async fn list<T: DeserializeOwned>(
@@ -66,7 +117,7 @@ async fn list<T: DeserializeOwned>(
         }
         let req = kube::core::Request::new(r.path())
             .list(&lp)
-            .map_err(|e| Stop::Failed(e.to_string()))?;
+            .map_err(|e| failed(e.to_string()))?;
         let page: Page<Box<RawValue>> = conn.client.request(req).await.map_err(|e| classify(&e))?;
         items.extend(page.items.iter().filter_map(|raw| decode(r, raw)));
         match page.metadata.continue_ {
@@ -98,8 +149,22 @@ fn version_of(raw: &RawValue) -> Option<String> {
 fn classify(e: &kube::Error) -> Stop {
     match e {
         kube::Error::Api(s) if s.code == 410 => Stop::Gone,
-        other => Stop::Failed(other.to_string()),
+        kube::Error::Api(s) => Stop::Failed(Failure {
+            status: Some(s.code),
+            message: e.to_string(),
+        }),
+        other => failed(other.to_string()),
     }
+}
+
+/// The next wait: doubled up to [`MAX_BACKOFF`], and jittered by up to a quarter so that
+/// every kind does not retry in the same instant.
+fn next_backoff(backoff: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let doubled = (backoff * 2).min(MAX_BACKOFF);
+    doubled - doubled.mul_f64(f64::from(nanos % 1000) / 4000.0)
 }
 
 /// Watch from `version` until the stream ends or fails; returns the last version seen.
@@ -108,22 +173,25 @@ async fn watch<T, F>(
     r: &Resource,
     version: &mut String,
     on: &mut F,
+    progress: &mut impl FnMut(Progress<'_>),
 ) -> Result<(), Stop>
 where
     T: DeserializeOwned + Clone + Object,
     F: FnMut(Change<T>),
 {
-    let wp = WatchParams::default().timeout(290); // bookmarks are on by default
+    let wp = WatchParams::default().timeout(WATCH_SECONDS); // bookmarks are on by default
     let req = kube::core::Request::new(r.path())
         .watch(&wp, version)
-        .map_err(|e| Stop::Failed(e.to_string()))?;
+        .map_err(|e| failed(e.to_string()))?;
     let stream = conn
-        .client
+        .watch_client
         .request_events::<Box<RawValue>>(req)
         .await
         .map_err(|e| classify(&e))?;
+    progress(Progress::Watching);
     futures::pin_mut!(stream);
     while let Some(event) = stream.try_next().await.map_err(|e| classify(&e))? {
+        progress(Progress::Watching);
         match event {
             WatchEvent::Added(raw) | WatchEvent::Modified(raw) => match decode::<T>(r, &raw) {
                 Some(o) => {
@@ -141,60 +209,71 @@ where
             },
             WatchEvent::Bookmark(b) => *version = b.metadata.resource_version,
             WatchEvent::Error(s) if s.code == 410 => return Err(Stop::Gone),
-            WatchEvent::Error(s) => return Err(Stop::Failed(s.message.clone())),
+            WatchEvent::Error(s) => {
+                return Err(Stop::Failed(Failure {
+                    status: Some(s.code),
+                    message: s.message.clone(),
+                }))
+            }
         }
     }
     Ok(())
 }
 
 /// Keep `on` fed with one kind's changes, forever: list, watch, relist on expiry, back
-/// off on failure. `listed` is told the outcome of every (re)list: `Ok` after a
-/// successful one, the error text after a failed one.
+/// off on failure. `progress` hears of every list, every sign of a live watch and every
+/// failure (see [`Progress`]).
 pub async fn reflect<T, F>(
     conn: &Connection,
     r: Resource,
     mut on: F,
-    mut listed: impl FnMut(Result<(), &str>),
+    mut progress: impl FnMut(Progress<'_>),
 ) where
     T: DeserializeOwned + Clone + Object,
     F: FnMut(Change<T>),
 {
-    let mut backoff = Duration::from_secs(1);
+    let mut backoff = FIRST_BACKOFF;
     'relist: loop {
         let mut version = match list::<T>(conn, &r).await {
             Ok((items, version)) => {
                 on(Change::Reset(items));
-                listed(Ok(()));
-                backoff = Duration::from_secs(1);
+                progress(Progress::Listed);
+                backoff = FIRST_BACKOFF;
                 version
             }
             Err(e) => {
-                let error = match &e {
-                    Stop::Gone => "resource version expired".to_string(),
-                    Stop::Failed(s) => s.clone(),
+                let failure = match e {
+                    Stop::Gone => Failure {
+                        status: Some(410),
+                        message: "resource version expired".to_string(),
+                    },
+                    Stop::Failed(f) => f,
                 };
-                tracing::warn!(resource = r.plural, %error, "list failed; retrying");
-                listed(Err(&error));
+                tracing::warn!(resource = r.plural, error = %failure, "list failed; retrying");
+                progress(Progress::Failed(&failure));
                 tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(30));
+                backoff = next_backoff(backoff);
                 continue;
             }
         };
         loop {
-            match watch(conn, &r, &mut version, &mut on).await {
+            match watch(conn, &r, &mut version, &mut on, &mut progress).await {
                 Ok(()) => {
-                    // A watch that ends at once (a proxy closing it) must not spin.
-                    backoff = Duration::from_secs(1);
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    // The API server ended it after WATCH_SECONDS: resume at once. One that
+                    // ends at once (a proxy closing it) must not spin.
+                    progress(Progress::Watching);
+                    backoff = FIRST_BACKOFF;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 Err(Stop::Gone) => {
                     tracing::info!(resource = r.plural, "watch expired (410); relisting");
                     continue 'relist;
                 }
-                Err(Stop::Failed(e)) => {
-                    tracing::warn!(resource = r.plural, error = %e, "watch failed; resuming");
+                Err(Stop::Failed(failure)) => {
+                    tracing::warn!(resource = r.plural, error = %failure, "watch failed; resuming");
+                    progress(Progress::Failed(&failure));
                     tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                    backoff = next_backoff(backoff);
                 }
             }
         }
@@ -218,5 +297,24 @@ mod tests {
         );
         assert!(decode::<Node>(&r, &bad).is_none());
         assert_eq!(version_of(&bad).as_deref(), Some("8"));
+    }
+
+    #[test]
+    fn backoff_doubles_to_a_short_cap_with_jitter() {
+        let mut b = FIRST_BACKOFF;
+        let mut seen = vec![];
+        for _ in 0..8 {
+            b = next_backoff(b);
+            seen.push(b);
+        }
+        assert!(seen
+            .iter()
+            .all(|b| *b <= MAX_BACKOFF && *b >= MAX_BACKOFF / 16));
+        assert!(*seen.last().unwrap() >= MAX_BACKOFF * 3 / 4, "{seen:?}");
+        // A healthy quiet watch ends (server side) before the client's read timeout fires.
+        assert!(
+            Duration::from_secs(u64::from(WATCH_SECONDS)) + Duration::from_secs(1)
+                < super::super::live::WATCH_READ_TIMEOUT
+        );
     }
 }
