@@ -1,6 +1,13 @@
 //! `kelp serve`: keeps the model current from watch streams (or a dump), re-runs the
 //! analysis on change (debounced) and on a clock tick, logs each finding as it appears
 //! and resolves, and serves `/metrics`, `/livez` and `/readyz`.
+//!
+//! Nothing here blocks the async workers: watch tasks hand their edits to one applier
+//! thread per cluster (it alone takes the model's write lock), analysis passes run on
+//! the blocking pool, and handlers that read the model do so off the workers with a
+//! deadline. [`health`] tracks each kind's watch progress and the analysis heartbeat.
+
+pub mod health;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -73,9 +80,15 @@ pub struct Shared {
     pub log_findings: AtomicBool,
     /// Build the dashboard's view each pass (off with --no-dashboard: nobody reads it).
     pub build_page: AtomicBool,
-    pub cluster: RwLock<Cluster>,
+    /// The model. Only the applier thread writes it (see [`Shared::update`]); passes
+    /// read it on the blocking pool, handlers through [`Shared::read`].
+    pub cluster: Arc<RwLock<Cluster>>,
+    /// Edits for the applier thread.
+    edits: std::sync::mpsc::Sender<Edit>,
     pub latest: LatestReport,
-    pub changed: Notify,
+    pub changed: Arc<Notify>,
+    /// Watch progress per kind and the analysis heartbeat.
+    pub health: health::Health,
     /// Kinds whose first list has arrived, of `kinds` expected.
     pub synced: AtomicUsize,
     pub kinds: AtomicUsize,
@@ -88,8 +101,50 @@ pub struct Shared {
     pub seed: metrics::seed::SeedMetrics,
 }
 
+/// A change to the model, applied on the applier thread.
+type Edit = Box<dyn FnOnce(&mut Cluster) + Send>;
+
+/// The applier: takes the write lock (blocking only itself while a pass reads), applies
+/// every queued edit in one go, then wakes the analysis. Ends when the cluster's state is
+/// dropped.
+fn spawn_applier(
+    name: &str,
+    cluster: Arc<RwLock<Cluster>>,
+    changed: Arc<Notify>,
+) -> std::sync::mpsc::Sender<Edit> {
+    let (tx, rx) = std::sync::mpsc::channel::<Edit>();
+    let spawned = std::thread::Builder::new()
+        .name(format!("kelp-model-{name}"))
+        .spawn(move || {
+            while let Ok(first) = rx.recv() {
+                let mut c = cluster.write().unwrap_or_else(|e| e.into_inner());
+                let mut apply = |edit: Edit| {
+                    // One bad edit must not end the applier: the model itself is still whole.
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| edit(&mut c)))
+                        .is_err()
+                    {
+                        tracing::error!("a model update panicked; it was skipped");
+                    }
+                };
+                apply(first);
+                while let Ok(next) = rx.try_recv() {
+                    apply(next);
+                }
+                drop(c);
+                changed.notify_one();
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the model's applier thread");
+    }
+    tx
+}
+
 impl Shared {
     pub fn new(name: &str, series_ttl: Duration) -> Arc<Self> {
+        let cluster = Arc::new(RwLock::new(Cluster::default()));
+        let changed = Arc::new(Notify::new());
+        let edits = spawn_applier(name, cluster.clone(), changed.clone());
         Arc::new(Shared {
             name: name.to_string(),
             page: RwLock::new(None),
@@ -99,9 +154,11 @@ impl Shared {
             forbidden: RwLock::new(None),
             log_findings: AtomicBool::new(true),
             build_page: AtomicBool::new(true),
-            cluster: RwLock::new(Cluster::default()),
+            cluster,
+            edits,
             latest: Arc::default(),
-            changed: Notify::new(),
+            changed,
+            health: health::Health::default(),
             synced: AtomicUsize::new(0),
             kinds: AtomicUsize::new(usize::MAX),
             analysed: AtomicBool::new(false),
@@ -111,18 +168,44 @@ impl Shared {
         })
     }
 
-    /// Ready once every watched kind has listed and the first analysis ran.
     /// Ready once every watched kind has listed and the first analysis ran, and for as
-    /// long as passes keep coming (a stalled analysis would serve a frozen report).
+    /// long as passes keep coming (a stalled analysis would serve a frozen report) and
+    /// every kind's watch keeps making progress (an outage would serve an old model).
     pub fn ready(&self) -> bool {
+        self.not_ready().is_none()
+    }
+
+    /// Why not ready, in one line; None when ready.
+    pub fn not_ready(&self) -> Option<String> {
+        if self.synced.load(Ordering::SeqCst) < self.kinds.load(Ordering::SeqCst) {
+            return Some("waiting for the first full sync".into());
+        }
+        if !self.analysed.load(Ordering::SeqCst) {
+            return Some("waiting for the first analysis".into());
+        }
         let fresh = self
             .last_pass
             .lock()
             .map(|t| t.is_some_and(|t| t.elapsed() < TICK * 4))
             .unwrap_or(false);
-        self.synced.load(Ordering::SeqCst) >= self.kinds.load(Ordering::SeqCst)
-            && self.analysed.load(Ordering::SeqCst)
-            && fresh
+        if !fresh {
+            return Some("the analysis has not run for a minute".into());
+        }
+        self.health.stale().map(|s| s.line())
+    }
+
+    /// Run `f` on the model off the async workers; None when the model stays locked past
+    /// `deadline` (a long pass with edits queued behind it) or `f` panicked.
+    pub async fn read<R: Send + 'static>(
+        self: &Arc<Self>,
+        deadline: Duration,
+        f: impl FnOnce(&Cluster) -> R + Send + 'static,
+    ) -> Option<R> {
+        let cluster = self.cluster.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            f(&cluster.read().unwrap_or_else(|e| e.into_inner()))
+        });
+        tokio::time::timeout(deadline, task).await.ok()?.ok()
     }
 
     /// One analysis pass (CPU work, blocking): the report, the seed metrics and the
@@ -157,7 +240,7 @@ impl Shared {
     /// pass is run at once, so the page and report are there.
     pub fn loaded(name: &str, c: Cluster, now: chrono::DateTime<Utc>) -> Arc<Self> {
         let shared = Shared::new(name, metrics::seed::DEFAULT_SERIES_TTL);
-        shared.update(|m| *m = c);
+        *shared.cluster.write().unwrap_or_else(|e| e.into_inner()) = c;
         shared.kinds.store(0, Ordering::SeqCst);
         let report = shared.pass(now);
         if let Ok(mut l) = shared.latest.write() {
@@ -166,10 +249,12 @@ impl Shared {
         shared
     }
 
-    pub fn update(&self, f: impl FnOnce(&mut Cluster)) {
-        // A panic elsewhere must not freeze the model: the data itself is still whole.
-        f(&mut self.cluster.write().unwrap_or_else(|e| e.into_inner()));
-        self.changed.notify_one();
+    /// Queue an edit of the model for the applier thread; never blocks. The analysis
+    /// is woken once it is applied.
+    pub fn update(&self, f: impl FnOnce(&mut Cluster) + Send + 'static) {
+        if self.edits.send(Box::new(f)).is_err() {
+            tracing::error!("the model's applier thread is gone; an update was lost");
+        }
     }
 }
 
@@ -296,6 +381,7 @@ fn spawn_reflector<T>(
 ) where
     T: Kind + serde::de::DeserializeOwned + Clone + Send + 'static,
 {
+    use crate::source::watch::Progress;
     let (shared, conn) = (shared.clone(), conn.clone());
     tokio::spawn(async move {
         let s2 = shared.clone();
@@ -309,31 +395,35 @@ fn spawn_reflector<T>(
                     Change::Apply(o) | Change::Delete(o) => fix(o, &r),
                     Change::Reset(items) => items.iter_mut().for_each(|o| fix(o, &r)),
                 }
-                shared.update(|c| feed(c, &r, change));
+                shared.update(move |c| feed(c, &r, change));
             },
-            move |outcome| match outcome {
-                Ok(()) => {
-                    if std::mem::take(&mut first) {
-                        s2.synced.fetch_add(1, Ordering::SeqCst);
-                    }
-                    if karpenter {
-                        if let Ok(mut f) = s2.forbidden.write() {
-                            if f.as_deref().is_some_and(|f| f.contains(r.plural)) {
-                                *f = None;
+            move |progress| {
+                s2.health.progress(r.kind, &progress);
+                match progress {
+                    Progress::Watching => {}
+                    Progress::Listed => {
+                        if std::mem::take(&mut first) {
+                            s2.synced.fetch_add(1, Ordering::SeqCst);
+                        }
+                        if karpenter {
+                            if let Ok(mut f) = s2.forbidden.write() {
+                                if f.as_deref().is_some_and(|f| f.contains(r.plural)) {
+                                    *f = None;
+                                }
                             }
                         }
                     }
-                }
-                Err(e) if karpenter && e.to_lowercase().contains("forbidden") => {
-                    if let Ok(mut f) = s2.forbidden.write() {
-                        *f = Some(format!(
-                            "list and watch {}.{} are forbidden ({e})",
-                            r.plural, r.group
-                        ));
+                    Progress::Failed(e) if karpenter && e.is_forbidden() => {
+                        if let Ok(mut f) = s2.forbidden.write() {
+                            *f = Some(format!(
+                                "list and watch {}.{} are forbidden ({e})",
+                                r.plural, r.group
+                            ));
+                        }
+                        s2.changed.notify_one();
                     }
-                    s2.changed.notify_one();
+                    Progress::Failed(_) => {}
                 }
-                Err(_) => {}
             },
         )
         .await
@@ -367,7 +457,8 @@ async fn watch_cluster(
     shared
         .kinds
         .store(live::resources_for(&first).len(), Ordering::SeqCst);
-    shared.update(|c| c.api = first.clone());
+    let api = first.clone();
+    shared.update(move |c| c.api = api);
     spawn_reflector::<Node>(&shared, &conn, live::NODES, no_fix);
     spawn_reflector::<Pod>(&shared, &conn, live::PODS, no_fix);
     spawn_reflector::<DaemonSet>(&shared, &conn, live::DAEMONSETS, no_fix);
@@ -391,7 +482,7 @@ async fn watch_cluster(
                     }
                     started.push(r.kind);
                 }
-                shared.update(|c| c.api = api);
+                shared.update(move |c| c.api = api);
             }
             Err(e) => tracing::warn!(error = %e, "discovery failed"),
         }
@@ -441,6 +532,7 @@ pub fn log_changes(before: Option<&Report>, after: &Report) {
 async fn analyse_forever(shared: Arc<Shared>) {
     let mut first = true;
     loop {
+        shared.health.turn();
         let changed = tokio::select! {
             _ = shared.changed.notified() => { tokio::time::sleep(DEBOUNCE).await; true }
             _ = tokio::time::sleep(TICK) => false,
@@ -469,7 +561,10 @@ async fn analyse_forever(shared: Arc<Shared>) {
             .unwrap_or_else(Utc::now);
         // The analysis is CPU work: off the async workers, so scrapes and watches go on.
         let s2 = shared.clone();
-        let Ok(report) = tokio::task::spawn_blocking(move || s2.pass(now)).await else {
+        shared.health.pass_begins();
+        let outcome = tokio::task::spawn_blocking(move || s2.pass(now)).await;
+        shared.health.pass_ends();
+        let Ok(report) = outcome else {
             tracing::error!("the analysis failed; keeping the previous report");
             continue;
         };
@@ -510,13 +605,25 @@ async fn metrics_handler(State(h): State<Arc<Http>>) -> impl IntoResponse {
 }
 
 async fn readyz(State(h): State<Arc<Http>>) -> impl IntoResponse {
-    if h.shared.ready() {
-        (StatusCode::OK, "ok\n")
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "waiting for the first full sync\n",
-        )
+    match h.shared.not_ready() {
+        None => (StatusCode::OK, "ok\n".to_string()),
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+    }
+}
+
+/// Alive while the analysis keeps moving (see [`health::Health::live`]).
+async fn livez(State(h): State<Arc<Http>>) -> impl IntoResponse {
+    match h.shared.health.live() {
+        Ok(()) => (StatusCode::OK, "ok\n".to_string()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+    }
+}
+
+/// Check liveness now and then, so a stuck pass is logged even when nobody probes.
+async fn watchdog(shared: Arc<Shared>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        shared.health.watch();
     }
 }
 
@@ -525,7 +632,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
     let registry = metrics::registry_with(shared.latest.clone(), &shared.seed);
     Router::new()
         .route("/metrics", get(metrics_handler))
-        .route("/livez", get(|| async { "ok\n" }))
+        .route("/livez", get(livez))
         .route("/readyz", get(readyz))
         .with_state(Arc::new(Http { shared, registry }))
 }
@@ -550,7 +657,7 @@ fn set_model(shared: &Shared, c: Cluster) {
     if let Ok(mut clock) = shared.clock.write() {
         *clock = c.captured_at;
     }
-    shared.update(|m| *m = c);
+    shared.update(move |m| *m = c);
 }
 
 fn mtimes(paths: &[PathBuf]) -> Vec<Option<std::time::SystemTime>> {
@@ -633,7 +740,7 @@ async fn scrape_prices(
                 *p = problem;
             }
             let metrics = cache.metrics().cloned();
-            shared.update(|c| c.metrics = metrics);
+            shared.update(move |c| c.metrics = metrics);
         }
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
@@ -679,6 +786,7 @@ async fn start(
     };
     shared.build_page.store(dashboard, Ordering::Relaxed);
     tokio::spawn(analyse_forever(shared.clone()));
+    tokio::spawn(watchdog(shared.clone()));
     Ok(shared)
 }
 

@@ -573,28 +573,47 @@ fn context<'a>(c: &'a Cluster, page: &Page) -> Context<'a> {
     }
 }
 
-/// A JSON answer computed from the last pass: 404 (with kelp's words) when `f` fails.
-fn answer<T: serde::Serialize>(
+/// A JSON answer computed from the last pass: 404 (with kelp's words) when `f` fails,
+/// 503 when the model stays locked past a deadline. `f` runs off the async workers.
+async fn answer<T: serde::Serialize + Send + 'static>(
     site: &Site,
     cluster: &str,
     path: &str,
-    f: impl FnOnce(&Context, &Report) -> anyhow::Result<T>,
+    f: impl FnOnce(&Context, &Report) -> anyhow::Result<T> + Send + 'static,
 ) -> Response {
     let (shared, page) = match latest(site, cluster, path) {
         Ok(x) => x,
         Err(r) => return r,
     };
-    let c = shared.cluster.read().unwrap_or_else(|e| e.into_inner());
-    match f(&context(&c, &page), &page.report) {
-        Ok(a) => {
+    let answered = shared
+        .read(MODEL_DEADLINE, move |c| f(&context(c, &page), &page.report))
+        .await;
+    match answered {
+        Some(Ok(a)) => {
             audit(path, cluster, "ok");
             json(&a)
         }
-        Err(e) => {
+        Some(Err(e)) => {
             audit(path, cluster, "not_found");
             (StatusCode::NOT_FOUND, format!("kelp: {e}\n")).into_response()
         }
+        None => {
+            audit(path, cluster, "busy");
+            busy()
+        }
     }
+}
+
+/// How long a request waits for the model behind a running analysis pass.
+const MODEL_DEADLINE: Duration = Duration::from_secs(5);
+
+fn busy() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "2")],
+        "kelp: the model is busy (an analysis pass is running); try again\n",
+    )
+        .into_response()
 }
 
 async fn api_why_pod(
@@ -602,16 +621,18 @@ async fn api_why_pod(
     Path((cluster, ns, name)): Path<(String, String, String)>,
 ) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/pods/{ns}/{name}/why");
-    answer(&site, &cluster, &path, |ctx, report| {
+    answer(&site, &cluster, &path, move |ctx, report| {
         crate::cli::why::pod_answer(ctx, &report.findings, &ns, &name)
     })
+    .await
 }
 
 async fn api_why_node(State(site): St, Path((cluster, name)): Path<(String, String)>) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/nodes/{name}/why");
-    answer(&site, &cluster, &path, |ctx, report| {
+    answer(&site, &cluster, &path, move |ctx, report| {
         crate::cli::why::node_answer(ctx, &report.findings, &name)
     })
+    .await
 }
 
 async fn openapi() -> Response {
