@@ -412,3 +412,123 @@ fn a_dashboard_beyond_loopback_without_a_token_is_warned_about() {
     assert!(err.contains("serving the dashboard"), "{err}");
     assert!(!err.contains("without --auth-token"), "{err}");
 }
+
+/// An Event anyone may create, carrying an OSC title change, a screen clear, a bell and
+/// a newline that would forge a line: `why pod` prints it escaped, never raw.
+#[test]
+fn event_text_cannot_drive_the_terminal_or_forge_lines() {
+    let small = std::fs::read_to_string(SMALL).unwrap();
+    let hostile: String = small
+        .lines()
+        .map(|l| {
+            if l.starts_with("message: 'Failed to schedule pod, did not tolerate taint") {
+                let rest = l.trim_start_matches("message: '").trim_end_matches('\'');
+                format!("message: \"\\e]0;pwned\\a\\e[2J\\nerror: forged line\\r{rest}\"\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    assert_ne!(hostile, small);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hostile.yaml");
+    std::fs::write(&path, hostile).unwrap();
+    for color in [false, true] {
+        let mut cmd = kelp();
+        if color {
+            // Colour forced on the way a terminal would have it; only kelp's own
+            // colour codes may pass.
+            cmd.env_remove("NO_COLOR");
+        }
+        let out = cmd
+            .args(["why", "pod", "ml/trainer-0", "--now", NOW, "--from"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains('\u{7}') && !text.contains('\r'), "{text:?}");
+        assert!(
+            !text.contains("\u{1b}]") && !text.contains("\u{1b}[2J"),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("\\x1b]0;pwned\\x07\\x1b[2J\\nerror: forged line\\rFailed"),
+            "{text}"
+        );
+        assert!(
+            !text.lines().any(|l| l.starts_with("error: forged")),
+            "{text}"
+        );
+    }
+}
+
+/// `kelp ... | head -1`: a reader that goes away ends kelp quietly (status 0, nothing on
+/// stderr), for every command that prints a lot.
+#[test]
+fn a_closed_stdout_pipe_ends_kelp_quietly() {
+    use std::io::Read;
+    use std::process::{Command as Std, Stdio};
+    let bin = assert_cmd::cargo::cargo_bin("kelp");
+    // Each prints more than a pipe holds (64 KiB), so the write after the hang-up fails.
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("pending.yaml");
+    let pods: String = (0..1500)
+        .map(|i| {
+            format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: web-{i}, namespace: shop, uid: p{i}, \
+                 creationTimestamp: \"2026-11-21T09:00:00Z\"}}\nspec: {{containers: [{{name: c, \
+                 resources: {{requests: {{cpu: \"1\"}}}}}}]}}\nstatus: {{phase: Pending, conditions: \
+                 [{{type: PodScheduled, status: \"False\", reason: Unschedulable}}]}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(&dump, std::fs::read_to_string(SMALL).unwrap() + &pods).unwrap();
+    let dump = dump.to_str().unwrap();
+    for args in [
+        vec!["demo", "--dump"],
+        vec!["doctor", "--from", dump, "--now", NOW],
+        vec!["doctor", "--from", dump, "--now", NOW, "-o", "yaml"],
+        vec!["doctor", "--from", dump, "--now", NOW, "-o", "json"],
+        vec![
+            "why",
+            "pod",
+            "shop/web-1",
+            "--from",
+            dump,
+            "--now",
+            NOW,
+            "-o",
+            "json",
+        ],
+    ] {
+        let mut child = Std::new(&bin)
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one byte, then hang up, like `head -c1`.
+        let mut out = child.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        out.read_exact(&mut first).unwrap();
+        drop(out);
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            err.trim().is_empty() || err.starts_with("note:"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            matches!(status.code(), Some(0) | Some(141)) || status.code().is_none(),
+            "{args:?}: {status:?} {err}"
+        );
+    }
+}

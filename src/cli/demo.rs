@@ -30,7 +30,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.dump {
-        print!("{}", demo::CLUSTER);
+        crate::cli::output::emit(demo::CLUSTER, crate::cli::output::Style::plain())?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(format) = args.output {

@@ -65,10 +65,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 pub fn print(report: &Report, origin: &str, format: Format) -> anyhow::Result<()> {
+    let style = Style::detect();
     let text = match format {
-        Format::Table => output::report_table(report, origin, Style::detect()),
+        Format::Table => output::report_table(report, origin, style),
         f => output::structured(f, report)?,
     };
-    print!("{text}");
+    output::emit(&text, style)?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use super::output::{emit, Style};
 use crate::metrics::generate;
 
 #[derive(Debug, clap::Args)]
@@ -26,8 +27,8 @@ pub enum What {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.what {
-        What::Alerts => print!("{}", generate::alerts_yaml()),
-        What::Grafana => println!("{}", generate::grafana_json()),
+        What::Alerts => emit(&generate::alerts_yaml(), Style::plain())?,
+        What::Grafana => emit(&(generate::grafana_json() + "\n"), Style::plain())?,
     }
     Ok(ExitCode::SUCCESS)
 }

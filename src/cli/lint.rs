@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 
 use super::doctor::FailOn;
-use super::output::Style;
+use super::output::{self, Style};
 use crate::findings::Severity;
 use crate::lint::{self, rules, Config};
 
@@ -65,27 +65,37 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let Some(rule) = rules::rule(id) else {
             anyhow::bail!("unknown rule {id:?}; rules: {}", rules::ids().join(", "));
         };
-        print!("{}", rules::explain(rule));
+        output::emit(&rules::explain(rule), Style::detect())?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.list_rules {
         let w = rules::ids().iter().map(|i| i.len()).max().unwrap_or(0);
-        for r in rules::RULES {
-            println!("{:<w$}  {:<8}  {}", r.id, r.severity.to_string(), r.summary);
-        }
+        let list: String = rules::RULES
+            .iter()
+            .map(|r| {
+                format!(
+                    "{:<w$}  {:<8}  {}\n",
+                    r.id,
+                    r.severity.to_string(),
+                    r.summary
+                )
+            })
+            .collect();
+        output::emit(&list, Style::detect())?;
         return Ok(ExitCode::SUCCESS);
     }
     let config = Config::discover(args.config.as_deref())?;
     let inputs = lint::read_inputs(&args.paths)?;
     let report = lint::lint(&inputs, &config);
-    match args.output {
-        LintFormat::Text => print!("{}", text(&report, Style::detect())),
-        LintFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        LintFormat::Sarif => println!(
-            "{}",
-            serde_json::to_string_pretty(&lint::sarif::log(&report.results))?
-        ),
-    }
+    let style = Style::detect();
+    let rendered = match args.output {
+        LintFormat::Text => text(&report, style),
+        LintFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        LintFormat::Sarif => {
+            serde_json::to_string_pretty(&lint::sarif::log(&report.results))? + "\n"
+        }
+    };
+    output::emit(&rendered, style)?;
     eprintln!(
         "kelp lint: {} file{}, {} Karpenter object{} or workload{}: {} critical, {} warning, {} info",
         report.files,
@@ -123,7 +133,7 @@ pub fn text(report: &lint::Report, style: Style) -> String {
                 r.line,
                 style.severity(r.severity, &r.severity.to_string()),
                 style.bold(&r.rule),
-                r.message
+                output::clean(&r.message)
             )
         })
         .collect()

@@ -116,9 +116,25 @@ fn init_logging(format: LogFormat, default: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(ansi);
     let _ = match format {
-        LogFormat::Text => builder.try_init(),
+        // Every field is escaped (output::clean): a finding's message or an API error
+        // that carries a newline or an escape code cannot forge a line or drive a terminal.
+        LogFormat::Text => builder.fmt_fields(text_fields()).try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
+}
+
+/// Text-log fields as `name=value`, the message bare, each escaped by [`output::clean`].
+pub fn text_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
+    use tracing_subscriber::field::MakeExt;
+    tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        let text = format!("{value:?}");
+        let text = output::clean(&text);
+        match field.name() {
+            "message" => write!(w, "{text}"),
+            name => write!(w, "{name}={text}"),
+        }
+    })
+    .delimited(" ")
 }
 
 /// A current-thread runtime for one-shot commands that talk to a cluster.

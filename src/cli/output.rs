@@ -17,6 +17,94 @@ pub enum Format {
     Yaml,
 }
 
+/// `s` safe to print on a terminal or in a text log: control characters (newlines and
+/// carriage returns included), C1 controls and bidirectional overrides are written as
+/// escapes (`\n`, `\x1b`, `\u{202e}`), so text from the cluster (an Event anyone may
+/// create, a name in a dump) can neither move the cursor, retitle the terminal, nor
+/// forge a line. Everything else is left as it is.
+pub fn clean(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        push_char(&mut out, c);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn push_char(out: &mut String, c: char) {
+    use std::fmt::Write;
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if needs_escape(c) && (c as u32) < 0x100 => {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+        c if needs_escape(c) => {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+        c => out.push(c),
+    }
+}
+
+/// Text rendered by kelp, made safe for stdout: newlines and tabs stay, and with colour
+/// on so do kelp's own colour codes (`ESC [ digits m`); every other control character
+/// is escaped as [`clean`] does.
+pub fn terminal_safe(text: &str, color: bool) -> std::borrow::Cow<'_, str> {
+    let keep = |c: char| c == '\n' || c == '\t';
+    if !text.chars().any(|c| needs_escape(c) && !keep(c)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if c == '\x1b' && color {
+            if let Some(sgr) = sgr_len(rest) {
+                out.push_str(&rest[..sgr]);
+                rest = &rest[sgr..];
+                continue;
+            }
+        }
+        if keep(c) {
+            out.push(c);
+        } else {
+            push_char(&mut out, c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The length of a colour code (`ESC [ [0-9;]* m`) at the start of `s`.
+fn sgr_len(s: &str) -> Option<usize> {
+    let body = s.strip_prefix("\x1b[")?;
+    let digits = body
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b';')
+        .count();
+    (body.as_bytes().get(digits) == Some(&b'm')).then_some(2 + digits + 1)
+}
+
+/// Write rendered text to stdout, terminal-safe (see [`terminal_safe`]). A reader that
+/// went away (`kelp ... | head`) ends kelp quietly with status 0, as kubectl and ripgrep
+/// do, instead of a panic.
+pub fn emit(text: &str, style: Style) -> std::io::Result<()> {
+    use std::io::Write;
+    let safe = terminal_safe(text, style.color);
+    let mut out = std::io::stdout().lock();
+    match out.write_all(safe.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        other => other,
+    }
+}
+
 /// Serialise as JSON or YAML (the table form is each command's own).
 pub fn structured<T: Serialize>(format: Format, value: &T) -> anyhow::Result<String> {
     Ok(match format {
@@ -95,7 +183,7 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
                 style.bold(&f.object.to_string()),
                 style.dim(&pool)
             ));
-            out.push_str(&format!("  {:code_w$}  {}\n", "", f.message));
+            out.push_str(&format!("  {:code_w$}  {}\n", "", clean(&f.message)));
         }
         out.push('\n');
     }
@@ -197,7 +285,7 @@ pub fn verdict_table<'a>(
             let mut r: Vec<String> = v
                 .reasons
                 .iter()
-                .map(|r| format!("{}: {}", serde_name(r.category), r.message))
+                .map(|r| format!("{}: {}", serde_name(r.category), clean(&r.message)))
                 .collect();
             if v.source == "event" {
                 r.push("(from Karpenter's event)".into());
@@ -212,4 +300,34 @@ pub fn verdict_table<'a>(
         table.push(vec![v.name.clone(), weight.to_string(), verdict, why]);
     }
     columns(&table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_text_cannot_drive_the_terminal_or_forge_lines() {
+        let hostile = "ok\x1b]0;pwned\x07\x1b[2J\nerror: forged\r\u{202e}cba\u{9b}";
+        let c = clean(hostile);
+        assert!(!c.chars().any(|c| c.is_control()), "{c:?}");
+        assert_eq!(
+            c,
+            "ok\\x1b]0;pwned\\x07\\x1b[2J\\nerror: forged\\r\\u{202e}cba\\x9b"
+        );
+        assert!(matches!(
+            clean("plain ünïcode"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn only_kelps_own_colour_codes_reach_stdout() {
+        let style = Style { color: true };
+        let text = format!("{}\tx\n{}", style.bold("T"), "e\x1b]8;;http://x\x07\x1b[H");
+        let safe = terminal_safe(&text, true);
+        assert_eq!(safe, "\x1b[1mT\x1b[0m\tx\ne\\x1b]8;;http://x\\x07\\x1b[H");
+        // Without colour, no escape sequence at all passes.
+        assert_eq!(terminal_safe("\x1b[1mT", false), "\\x1b[1mT");
+    }
 }

@@ -1,6 +1,5 @@
 //! `kelp snapshot`: one consistent dump of everything kelp reads, as a `v1/List`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -53,7 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         serde_json::to_string(&list)? + "\n"
     };
     if args.output.as_os_str() == "-" {
-        std::io::stdout().write_all(text.as_bytes())?;
+        super::output::emit(&text, super::output::Style::plain())?;
     } else {
         std::fs::write(&args.output, text).map_err(|source| crate::Error::Write {
             path: args.output.clone(),

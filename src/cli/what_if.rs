@@ -183,10 +183,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         assumed_ready,
     };
     let fits = answer.pods.iter().all(|p| p.first.is_some());
-    match args.output {
-        Format::Table => print!("{}", table(&answer, Style::detect())),
-        f => print!("{}", output::structured(f, &answer)?),
-    }
+    let style = Style::detect();
+    let rendered = match args.output {
+        Format::Table => table(&answer, style),
+        f => output::structured(f, &answer)?,
+    };
+    output::emit(&rendered, style)?;
     Ok(if fits {
         ExitCode::SUCCESS
     } else {

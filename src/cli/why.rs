@@ -84,10 +84,11 @@ fn why_pod(
 ) -> anyhow::Result<ExitCode> {
     let answer = pod_answer(ctx, findings, ns, name)?;
     if format != Format::Table {
-        print!("{}", output::structured(format, &answer)?);
+        output::emit(&output::structured(format, &answer)?, Style::detect())?;
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", pod_text(ctx, &answer, Style::detect()));
+    let style = Style::detect();
+    output::emit(&pod_text(ctx, &answer, style), style)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -203,7 +204,7 @@ pub fn pod_text(ctx: &Context, answer: &PodAnswer, s: Style) -> String {
                     e.last_seen
                         .map(|t| analysis::ago(ctx.now, t) + " ago")
                         .unwrap_or_else(|| "?".into()),
-                    e.message
+                    output::clean(&e.message)
                 ));
             }
             None => out.push_str(&format!(
@@ -271,10 +272,11 @@ fn why_node(
 ) -> anyhow::Result<ExitCode> {
     let answer = node_answer(ctx, findings, name)?;
     if format != Format::Table {
-        print!("{}", output::structured(format, &answer)?);
+        output::emit(&output::structured(format, &answer)?, Style::detect())?;
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", node_text(ctx, &answer, Style::detect()));
+    let style = Style::detect();
+    output::emit(&node_text(ctx, &answer, style), style)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -381,7 +383,7 @@ pub fn node_text(ctx: &Context, answer: &NodeAnswer, s: Style) -> String {
             out.push_str(&format!(
                 "  - {}: {}\n",
                 output::serde_name(b.kind),
-                b.message
+                output::clean(&b.message)
             ));
         }
         out.push_str(&format!("\n{}\n", s.bold("To unblock")));
@@ -391,7 +393,8 @@ pub fn node_text(ctx: &Context, answer: &NodeAnswer, s: Style) -> String {
     }
     if let Some(e) = &state.blocked_event {
         out.push_str(&format!(
-            "\nKarpenter's last DisruptionBlocked event: {e}\n"
+            "\nKarpenter's last DisruptionBlocked event: {}\n",
+            output::clean(e)
         ));
     }
     out

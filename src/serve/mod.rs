@@ -878,3 +878,54 @@ async fn shutdown() {
     let term = std::future::pending::<()>();
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::{Code, ObjectRef};
+
+    /// A MakeWriter into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Buf(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_finding_cannot_forge_a_text_log_line() {
+        let buf = Buf::default();
+        let b2 = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || b2.clone())
+            .with_ansi(false)
+            .fmt_fields(crate::cli::text_fields())
+            .finish();
+        let report = Report {
+            generated_at: Utc::now(),
+            karpenter: crate::findings::KarpenterInfo {
+                installed: true,
+                api_versions: vec![],
+            },
+            findings: vec![Finding::new(
+                Code::PodUnschedulable,
+                Severity::Warning,
+                ObjectRef::namespaced("Pod", "ml", "web\n2026-01-01T00:00:00Z ERROR forged"),
+                "pending \x1b]0;title\x07 for\nERROR forged too",
+            )],
+        };
+        tracing::subscriber::with_default(subscriber, || log_changes(None, &report));
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
+        assert!(text.contains("for\\nERROR forged too"), "{text}");
+    }
+}
