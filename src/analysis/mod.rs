@@ -85,7 +85,43 @@ pub fn analyze_with_pending(
     (report, ctx.pending)
 }
 
-/// Helper for "how long ago" in messages: `14m`, `2h5m`.
+/// Helper for "how long ago" in messages: `14m`, `2h5m`. As kubectl does, a time up to
+/// a second ahead of the clock (skew) is `0s` and one further ahead is `<invalid>`: an
+/// age is never negative.
 pub fn ago(now: DateTime<Utc>, t: DateTime<Utc>) -> String {
-    crate::karpenter::duration::human(now - t)
+    let d = now - t;
+    if d < chrono::Duration::seconds(-1) {
+        "<invalid>".into()
+    } else if d < chrono::Duration::zero() {
+        "0s".into()
+    } else {
+        crate::karpenter::duration::human(d)
+    }
+}
+
+/// A clock kelp can evaluate at: years 1970 to 9999. A capture time or `--now` outside
+/// them (a year-0000 annotation) would turn every age negative or absurd.
+pub fn plausible_clock(t: DateTime<Utc>) -> bool {
+    use chrono::Datelike;
+    (1970..=9999).contains(&t.year())
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    #[test]
+    fn ages_are_never_negative_and_clocks_are_plausible() {
+        let now = DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z")
+            .unwrap()
+            .to_utc();
+        let year0 = DateTime::parse_from_rfc3339("0000-01-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        assert_eq!(ago(now, now - chrono::Duration::minutes(14)), "14m");
+        assert_eq!(ago(now, now + chrono::Duration::milliseconds(500)), "0s");
+        assert_eq!(ago(year0, now), "<invalid>");
+        assert!(!ago(now, year0).starts_with('-'));
+        assert!(!plausible_clock(year0) && plausible_clock(now));
+    }
 }

@@ -75,7 +75,9 @@ pub struct Loaded {
 pub fn parse_time(s: &str) -> crate::Result<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))
-        .map_err(|_| crate::Error::BadTime(s.to_string()))
+        .ok()
+        .filter(|t| crate::analysis::plausible_clock(*t))
+        .ok_or_else(|| crate::Error::BadTime(s.to_string()))
 }
 
 impl SourceArgs {
@@ -120,6 +122,13 @@ impl SourceArgs {
         };
         if let Some(path) = &self.metrics_file {
             cluster.metrics = Some(source::metrics::read(path).context("--metrics-file")?);
+        }
+        if let Some(at) = cluster
+            .captured_at
+            .filter(|t| !crate::analysis::plausible_clock(*t))
+        {
+            eprintln!("note: ignoring the dump's capture time {at} (not a plausible clock); evaluating at the wall clock, or pass --now");
+            cluster.captured_at = None;
         }
         let now = fixed_now.or(cluster.captured_at).unwrap_or_else(Utc::now);
         Ok(Loaded {

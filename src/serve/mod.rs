@@ -655,7 +655,7 @@ fn load_dump(paths: &[PathBuf]) -> anyhow::Result<Cluster> {
 
 fn set_model(shared: &Shared, c: Cluster) {
     if let Ok(mut clock) = shared.clock.write() {
-        *clock = c.captured_at;
+        *clock = c.captured_at.filter(|t| analysis::plausible_clock(*t));
     }
     shared.update(move |m| *m = c);
 }
