@@ -324,9 +324,11 @@ pub fn get_from(port: u16, path: &str) -> Option<(u16, String)> {
     {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        // A server that stopped answering is a failure to see, not a test that hangs.
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
         )
         .ok()?;
         let mut out = String::new();
