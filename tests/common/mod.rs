@@ -326,7 +326,7 @@ pub fn get_from(port: u16, path: &str) -> Option<(u16, String)> {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
         )
         .ok()?;
         let mut out = String::new();
