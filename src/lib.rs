@@ -11,6 +11,7 @@ pub mod error;
 pub mod findings;
 pub mod karpenter;
 pub mod lint;
+pub mod listener;
 pub mod metrics;
 pub mod model;
 pub mod serve;

@@ -25,6 +25,8 @@ fn site_of(clusters: Vec<Arc<Shared>>, token: Option<&str>) -> axum::Router {
     web::router(Arc::new(Site {
         clusters,
         auth_token: token.map(str::to_string),
+        hosts: web::Hosts::loopback(),
+        secure_cookie: false,
     }))
 }
 

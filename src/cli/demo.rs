@@ -26,6 +26,21 @@ pub struct Args {
     /// Where to serve the dashboard
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
     pub addr: SocketAddr,
+    /// Also answer browsers that reach the demo by this name (repeat, or comma-separate)
+    ///
+    /// To defeat DNS rebinding, the dashboard answers only requests whose Host header is
+    /// localhost, a loopback address or the address it is bound to (any port; bound to
+    /// 0.0.0.0 or [::], any IP address), and 421 to anything else. Give the names you open
+    /// it by, e.g. a machine's DNS name (devbox.example.com, or devbox.example.com:8081 for
+    /// that port only).
+    #[arg(
+        long = "allowed-host",
+        value_name = "HOST[:PORT]",
+        env = "KELP_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_parser = crate::web::guard::parse_allowed_host
+    )]
+    pub allowed_host: Vec<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -48,6 +63,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         metrics_addr: None,
         dashboard_addr: Some(args.addr),
         auth_token: None,
+        allowed_hosts: args.allowed_host,
+        secure_cookie: false,
         karpenter_service: None,
         series_ttl: crate::metrics::seed::DEFAULT_SERIES_TTL,
     }))?;

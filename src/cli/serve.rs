@@ -21,7 +21,11 @@ Endpoints: /metrics (OpenMetrics), /livez, /readyz (ready after the first full s
 --metrics-addr, for the first cluster. The dashboard, its JSON API (/api/v1/...) and its
 OpenAPI document (/api/openapi.yaml) on --dashboard-addr. Each finding that appears or
 resolves is logged once (warn for critical and warning, info otherwise); each dashboard
-read writes one audit line (target audit, event karpenter_read).")]
+read writes one audit line (target audit, event karpenter_read).
+
+Both listeners close a connection whose request head takes more than 10 s, or that stays
+idle 10 s between requests, and serve at most 512 (dashboard) and 256 (metrics) connections
+at once; the dashboard's live-update streams count and are not cut.")]
 pub struct Args {
     /// Serve a dump instead of watching a cluster (files, folders, or - for stdin)
     #[arg(long, value_name = "PATH", conflicts_with_all = ["kubeconfig", "context"])]
@@ -55,6 +59,32 @@ pub struct Args {
         hide_env_values = true
     )]
     pub auth_token: Option<String>,
+    /// Also answer browsers that reach the dashboard by this name (repeat, or comma-separate)
+    ///
+    /// To defeat DNS rebinding, the dashboard answers only requests whose Host header is
+    /// localhost, a loopback address or the address it is bound to (any port), and 421 to
+    /// any other. List here the names you open it by: an Ingress or proxy host
+    /// (kelp.example.com), a Service name (kelp.kelp.svc:8081); with a port, only that
+    /// port. Bound to 0.0.0.0 or [::], any IP address is answered too, and, when
+    /// --auth-token is set and no --allowed-host is given, any name (the token keeps
+    /// rebinding pages out). /metrics, /livez and /readyz have no Host check (Prometheus
+    /// and the kubelet reach them by pod IP).
+    #[arg(
+        long = "allowed-host",
+        value_name = "HOST[:PORT]",
+        env = "KELP_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_parser = crate::web::guard::parse_allowed_host
+    )]
+    pub allowed_host: Vec<String>,
+    /// Mark the token cookie Secure, so browsers send it over HTTPS only
+    ///
+    /// kelp serves plain HTTP: set this when the dashboard is reached through a proxy that
+    /// terminates TLS. Without it the cookie is still Secure when the proxy sends
+    /// X-Forwarded-Proto: https (a forged header can only make the sender's own cookie
+    /// stricter).
+    #[arg(long)]
+    pub secure_cookie: bool,
     /// Drop the series of objects gone for this long (Go duration: 30m, 1h, 2h30m)
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_ttl)]
     pub series_ttl: std::time::Duration,
@@ -92,6 +122,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         metrics_addr: Some(args.metrics_addr),
         dashboard_addr: (!args.no_dashboard).then_some(args.dashboard_addr),
         auth_token,
+        allowed_hosts: args.allowed_host,
+        secure_cookie: args.secure_cookie,
         karpenter_service: (!args.no_cost_scrape).then_some(args.karpenter_service),
         series_ttl: args.series_ttl,
     }))?;

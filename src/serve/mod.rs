@@ -55,6 +55,10 @@ pub struct Options {
     pub dashboard_addr: Option<SocketAddr>,
     /// Required by the dashboard when set.
     pub auth_token: Option<String>,
+    /// `Host` values the dashboard answers beyond loopback and its own address.
+    pub allowed_hosts: Vec<String>,
+    /// Mark the dashboard's token cookie `Secure` (reached over TLS through a proxy).
+    pub secure_cookie: bool,
     /// The Karpenter controller's Service, scraped through the API server for prices
     /// (live clusters only; None: never).
     pub karpenter_service: Option<crate::source::controller::ScrapeTarget>,
@@ -819,10 +823,11 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     if let Some(addr) = opts.metrics_addr {
         let listener = listen(addr, "/metrics").await?;
         tracing::info!(%addr, cluster = %first.name, "serving /metrics, /livez, /readyz");
+        // No Host check here: Prometheus and the kubelet reach it by pod IP, and it shows
+        // only what /metrics exports anyway.
         tasks.spawn(async move {
-            axum::serve(listener, router(first))
-                .with_graceful_shutdown(shutdown())
-                .await
+            let limits = crate::listener::Limits::METRICS;
+            crate::listener::serve(listener, router(first), limits, shutdown()).await
         });
     }
     if let Some(addr) = opts.dashboard_addr {
@@ -835,16 +840,18 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             listener.local_addr().unwrap_or(addr),
             crate::web::urlencode(&clusters[0].name)
         );
+        let bound = listener.local_addr().unwrap_or(addr);
         let site = Arc::new(crate::web::Site {
             clusters,
+            hosts: crate::web::Hosts::new(bound, &opts.allowed_hosts, opts.auth_token.is_some()),
             auth_token: opts.auth_token,
+            secure_cookie: opts.secure_cookie,
         });
         // Say where it is once it has something to show (the first pass has run).
         let first = site.clusters[0].clone();
         tasks.spawn(async move {
-            axum::serve(listener, crate::web::router(site))
-                .with_graceful_shutdown(shutdown())
-                .await
+            let limits = crate::listener::Limits::DASHBOARD;
+            crate::listener::serve(listener, crate::web::router(site), limits, shutdown()).await
         });
         tokio::spawn(async move {
             for _ in 0..1200 {

@@ -6,6 +6,7 @@
 //! the overview JSON, and bumps a version that the SSE stream pushes; requests then only
 //! copy cached bytes, except the detail pane, which reads the model for one object.
 
+pub mod guard;
 pub mod pane;
 pub mod view;
 
@@ -15,9 +16,9 @@ use std::time::Duration;
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -30,6 +31,7 @@ use crate::analysis::Context;
 use crate::findings::Report;
 use crate::model::Cluster;
 use crate::serve::Shared;
+pub use guard::Hosts;
 use pane::{Selection, TABS};
 use view::{ClaimRow, Overview};
 
@@ -86,6 +88,7 @@ struct PageTemplate<'a> {
 struct PaneTemplate<'a> {
     p: &'a pane::Pane,
     tabs: &'a [&'static str],
+    mask_note: &'static str,
 }
 
 /// Build the view of one pass: the model, its report and diagnoses.
@@ -119,6 +122,10 @@ pub fn render_panels(o: &Overview) -> String {
 pub struct Site {
     pub clusters: Vec<Arc<Shared>>,
     pub auth_token: Option<String>,
+    /// The `Host` values answered (DNS rebinding); others get 421.
+    pub hosts: Hosts,
+    /// Mark the token cookie `Secure` (kelp is reached over TLS, through a proxy).
+    pub secure_cookie: bool,
 }
 
 impl Site {
@@ -129,7 +136,8 @@ impl Site {
 
 type St = State<Arc<Site>>;
 
-/// The dashboard router (all of it behind the token, when one is set).
+/// The dashboard router: all of it for allowed `Host`s only, and behind the token when
+/// one is set.
 pub fn router(site: Arc<Site>) -> Router {
     Router::new()
         .route("/", get(root))
@@ -160,7 +168,11 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/api/openapi.yaml", get(openapi))
         .route("/static/kelp.js", get(js))
         .route("/static/kelp.css", get(css))
-        .layer(middleware::from_fn_with_state(site.clone(), auth))
+        .layer(middleware::from_fn_with_state(site.clone(), guard::auth))
+        .layer(middleware::from_fn_with_state(
+            site.clone(),
+            guard::check_host,
+        ))
         .layer(middleware::map_response(security_headers))
         .with_state(site)
 }
@@ -181,68 +193,6 @@ async fn security_headers(mut r: Response) -> Response {
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     r
-}
-
-const COOKIE: &str = "kelp_token";
-
-fn eq_const(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// With a token set: `Authorization: Bearer T`, the `kelp_token` cookie, or `?token=T`
-/// once (which sets the cookie and redirects to the same page without it).
-async fn auth(State(site): St, req: Request, next: Next) -> Response {
-    let Some(token) = site.auth_token.as_deref() else {
-        return next.run(req).await;
-    };
-    let headers = req.headers();
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let cookie = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|kv| {
-            kv.trim()
-                .strip_prefix(&format!("{COOKIE}="))
-                .map(str::to_string)
-        })
-        .next();
-    if bearer.is_some_and(|b| eq_const(b.as_bytes(), token.as_bytes()))
-        || cookie.is_some_and(|c| eq_const(c.as_bytes(), token.as_bytes()))
-    {
-        return next.run(req).await;
-    }
-    let query = req.uri().query().unwrap_or("");
-    let given = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "token");
-    if given.is_some_and(|(_, t)| eq_const(t.as_bytes(), token.as_bytes())) {
-        let rest: Vec<&str> = query
-            .split('&')
-            .filter(|kv| !kv.starts_with("token=") && !kv.is_empty())
-            .collect();
-        let to = if rest.is_empty() {
-            req.uri().path().to_string()
-        } else {
-            format!("{}?{}", req.uri().path(), rest.join("&"))
-        };
-        let mut r = Redirect::to(&to).into_response();
-        if let Ok(v) = HeaderValue::from_str(&format!(
-            "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
-        )) {
-            r.headers_mut().insert(header::SET_COOKIE, v);
-        }
-        return r;
-    }
-    audit(req.uri().path(), "", "unauthorized");
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        "kelp: this dashboard needs its token: open it with ?token=... or send Authorization: Bearer ...\n",
-    )
-        .into_response()
 }
 
 /// One structured line per read of the dashboard or its API.
@@ -332,7 +282,7 @@ async fn page(
         Ok(x) => x,
         Err(r) => return r,
     };
-    let pane = match q.sel.as_deref().and_then(Selection::parse) {
+    let pane = match q.sel.as_deref().and_then(|s| Selection::parse(s).ok()) {
         Some(sel) => {
             render_pane(&shared, &page, &sel, q.tab.as_deref().unwrap_or("describe")).await
         }
@@ -434,9 +384,7 @@ async fn pending_detail(
 /// The full object from the API server for the yaml tab (live clusters only).
 async fn live_yaml(shared: &Shared, sel: &Selection) -> Option<String> {
     let conn = shared.conn.get()?;
-    let req = http::Request::get(sel.kind.path(sel.namespace.as_deref(), &sel.name))
-        .body(Vec::new())
-        .ok()?;
+    let req = http::Request::get(sel.api_path()).body(Vec::new()).ok()?;
     let fut = conn.client.request::<serde_json::Value>(req);
     let mut v = tokio::time::timeout(Duration::from_secs(5), fut)
         .await
@@ -446,12 +394,31 @@ async fn live_yaml(shared: &Shared, sel: &Selection) -> Option<String> {
     serde_norway::to_string(&v).ok()
 }
 
+/// Whether the model holds the selected object.
+fn in_model(shared: &Shared, sel: &Selection) -> bool {
+    pane::exists(
+        &shared.cluster.read().unwrap_or_else(|e| e.into_inner()),
+        sel,
+    )
+}
+
 async fn render_pane(shared: &Shared, page: &Page, sel: &Selection, tab: &str) -> Option<String> {
+    // Only what the model holds is asked of the API server: a selection never makes kelp
+    // GET an object it was not already watching (or a path of the caller's choosing).
+    if !in_model(shared, sel) {
+        return None;
+    }
     let live = live_yaml(shared, sel).await;
     let cluster = shared.cluster.read().unwrap_or_else(|e| e.into_inner());
     let ctx = context(&cluster, page);
     let p = pane::pane(&cluster, &ctx, &page.report, sel, tab, live)?;
-    PaneTemplate { p: &p, tabs: &TABS }.render().ok()
+    PaneTemplate {
+        p: &p,
+        tabs: &TABS,
+        mask_note: pane::MASK_NOTE,
+    }
+    .render()
+    .ok()
 }
 
 async fn pane_fragment(
@@ -467,12 +434,9 @@ async fn pane_fragment(
         Ok(x) => x,
         Err(r) => return r,
     };
-    let Some(sel) = q.sel.as_deref().and_then(Selection::parse) else {
-        return (
-            StatusCode::BAD_REQUEST,
-            "kelp: sel must be NodePool/NAME, NodeClaim/NAME, Node/NAME or Pod/NAMESPACE/NAME\n",
-        )
-            .into_response();
+    let sel = match Selection::parse(q.sel.as_deref().unwrap_or_default()) {
+        Ok(sel) => sel,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("kelp: sel: {e}\n")).into_response(),
     };
     match render_pane(&shared, &page, &sel, q.tab.as_deref().unwrap_or("describe")).await {
         Some(b) => html(b),

@@ -1,6 +1,8 @@
-//! The detail pane: describe, yaml and events for one NodePool, NodeClaim, Node or Pod.
+//! The detail pane: describe, yaml and events for one NodePool, NodeClaim, Node or Pod,
+//! and what its yaml tab masks.
 
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::analysis::{ago, Context};
 use crate::cli::output::Style;
@@ -35,55 +37,108 @@ impl Kind {
             Kind::Pod => "Pod",
         }
     }
-    /// The API path of one object, for the live yaml tab.
+    /// The API path of one object, for the live yaml tab (each name percent-encoded).
     pub fn path(self, namespace: Option<&str>, name: &str) -> String {
+        let name = super::urlencode(name);
+        let namespace = namespace.map(super::urlencode);
         match self {
             Kind::NodePool => format!("/apis/karpenter.sh/v1/nodepools/{name}"),
             Kind::NodeClaim => format!("/apis/karpenter.sh/v1/nodeclaims/{name}"),
             Kind::Node => format!("/api/v1/nodes/{name}"),
             Kind::Pod => format!(
                 "/api/v1/namespaces/{}/pods/{name}",
-                namespace.unwrap_or("default")
+                namespace.as_deref().unwrap_or("default")
             ),
         }
     }
 }
 
+/// Whether `s` can be the name (or namespace, up to 63 bytes) of an object kelp shows.
+/// The API server accepts only DNS-1123 names for these kinds, but a dump can hold any
+/// name, so this takes every name that fits in one URL path segment of the API (as the
+/// API server's own path rule: not `.` or `..`, no `/` or `%`), without control
+/// characters, up to 253 bytes.
+fn check_name(what: &str, s: &str, max: usize) -> Result<(), String> {
+    if s.is_empty() {
+        return Err(format!("the {what} is empty"));
+    }
+    if s.len() > max {
+        return Err(format!("the {what} is longer than {max} bytes"));
+    }
+    if s == "." || s == ".." {
+        return Err(format!("{s:?} is not a {what}"));
+    }
+    if let Some(c) = s.chars().find(|c| *c == '/' || *c == '%' || c.is_control()) {
+        return Err(format!(
+            "the {what} {s:?} holds {c:?}, which no Kubernetes object name can"
+        ));
+    }
+    Ok(())
+}
+
+const SEL_FORMS: &str = "NodePool/NAME, NodeClaim/NAME, Node/NAME or Pod/NAMESPACE/NAME";
+
 impl Selection {
-    pub fn parse(s: &str) -> Option<Selection> {
-        let mut parts = s.splitn(3, '/');
-        let kind = match parts.next()? {
+    /// `Kind/name` or `Pod/namespace/name` (already percent-decoded), or why it is not.
+    pub fn parse(s: &str) -> Result<Selection, String> {
+        let (kind, rest) = s
+            .split_once('/')
+            .ok_or_else(|| format!("{s:?} is not one of {SEL_FORMS}"))?;
+        let kind = match kind {
             "NodePool" => Kind::NodePool,
             "NodeClaim" => Kind::NodeClaim,
             "Node" => Kind::Node,
             "Pod" => Kind::Pod,
-            _ => return None,
+            _ => {
+                return Err(format!(
+                    "{kind:?} is not a kind the pane shows: use {SEL_FORMS}"
+                ))
+            }
         };
-        let a = parts.next().filter(|s| !s.is_empty())?;
-        let b = parts.next();
-        let ok = |s: &str| {
-            !s.is_empty()
-                && s.len() <= 253
-                && s.bytes()
-                    .all(|c| c.is_ascii_alphanumeric() || b"-._:".contains(&c))
-        };
-        match (kind, b) {
-            (Kind::Pod, Some(name)) if ok(a) && ok(name) => Some(Selection {
-                kind,
-                namespace: Some(a.into()),
-                name: name.into(),
-            }),
-            (Kind::Pod, _) => None,
-            (_, None) if ok(a) => Some(Selection {
-                kind,
-                namespace: None,
-                name: a.into(),
-            }),
-            _ => None,
+        match (kind, rest.split_once('/')) {
+            (Kind::Pod, Some((ns, name))) => {
+                check_name("namespace", ns, 63)?;
+                check_name("name", name, 253)?;
+                Ok(Selection {
+                    kind,
+                    namespace: Some(ns.into()),
+                    name: name.into(),
+                })
+            }
+            (Kind::Pod, None) => Err(format!("a Pod is Pod/NAMESPACE/NAME, not {s:?}")),
+            (_, Some(_)) => Err(format!(
+                "a {} is {}/NAME (a name holds no '/'), not {s:?}",
+                kind.as_str(),
+                kind.as_str()
+            )),
+            (_, None) => {
+                check_name("name", rest, 253)?;
+                Ok(Selection {
+                    kind,
+                    namespace: None,
+                    name: rest.into(),
+                })
+            }
         }
     }
     pub fn key(&self) -> String {
         super::view::select_key(self.kind.as_str(), self.namespace.as_deref(), &self.name)
+    }
+    /// The object's path on the API server.
+    pub fn api_path(&self) -> String {
+        self.kind.path(self.namespace.as_deref(), &self.name)
+    }
+}
+
+/// Whether the model holds the selected object.
+pub fn exists(c: &Cluster, sel: &Selection) -> bool {
+    match sel.kind {
+        Kind::Pod => c
+            .pods
+            .contains_key(&(sel.namespace.clone().unwrap_or_default(), sel.name.clone())),
+        Kind::Node => c.nodes.contains_key(&sel.name),
+        Kind::NodeClaim => c.nodeclaims.contains_key(&sel.name),
+        Kind::NodePool => c.nodepools.contains_key(&sel.name),
     }
 }
 
@@ -130,22 +185,14 @@ pub fn pane(
             let text = why::pod_answer(ctx, &report.findings, ns, &sel.name)
                 .map(|a| why::pod_text(ctx, &a, s))
                 .unwrap_or_else(|e| e.to_string());
-            (
-                pod.metadata.uid.clone(),
-                text,
-                serde_norway::to_string(pod).ok(),
-            )
+            (pod.metadata.uid.clone(), text, yaml_of(pod))
         }
         Kind::Node => {
             let node = c.nodes.get(&sel.name)?;
             let text = why::node_answer(ctx, &report.findings, &sel.name)
                 .map(|a| why::node_text(ctx, &a, s))
                 .unwrap_or_else(|e| e.to_string());
-            (
-                node.metadata.uid.clone(),
-                text,
-                serde_norway::to_string(node).ok(),
-            )
+            (node.metadata.uid.clone(), text, yaml_of(node))
         }
         Kind::NodeClaim => {
             let claim = c.nodeclaims.get(&sel.name)?;
@@ -200,11 +247,7 @@ pub fn pane(
                     text.push_str(&why::node_text(ctx, &a, s));
                 }
             }
-            (
-                claim.metadata.uid.clone(),
-                text,
-                serde_norway::to_string(claim).ok(),
-            )
+            (claim.metadata.uid.clone(), text, yaml_of(claim))
         }
         Kind::NodePool => {
             let pool = c.nodepools.get(&sel.name)?;
@@ -233,11 +276,7 @@ pub fn pane(
                     f.severity, f.code, f.object, f.message
                 ));
             }
-            (
-                pool.metadata.uid.clone(),
-                text,
-                serde_norway::to_string(pool).ok(),
-            )
+            (pool.metadata.uid.clone(), text, yaml_of(pool))
         }
     };
     let (yaml, yaml_note) = match live_yaml {
@@ -282,9 +321,212 @@ pub fn pane(
     })
 }
 
-/// Remove what the yaml tab never shows.
-pub fn strip_for_yaml(v: &mut serde_json::Value) {
+/// What the yaml tab says of masked values.
+pub const MASK_NOTE: &str = "Values that can hold secrets are masked: env values, HTTP header values of probes and hooks, secret-looking command-line arguments and annotations, and the last-applied-configuration annotation (a copy of the whole object).";
+
+/// The yaml of an object kelp keeps, masked as the live one is.
+fn yaml_of<T: Serialize>(o: &T) -> Option<String> {
+    let mut v = serde_json::to_value(o).ok()?;
+    strip_for_yaml(&mut v);
+    serde_norway::to_string(&v).ok()
+}
+
+/// Remove what the yaml tab never shows (managedFields) and mask what can be a secret.
+pub fn strip_for_yaml(v: &mut Value) {
     if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
         m.remove("managedFields");
+    }
+    mask_secrets(v);
+}
+
+fn mask(v: &mut Value) {
+    let n = match &*v {
+        Value::String(s) => s.chars().count(),
+        Value::Null => return,
+        other => other.to_string().len(),
+    };
+    *v = Value::String(format!("<masked: {n} chars>"));
+}
+
+/// A name that says its value is a secret (a flag, an annotation key).
+fn secret_shaped(name: &str) -> bool {
+    let n = name.to_ascii_lowercase().replace('_', "-");
+    [
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "apikey",
+        "api-key",
+        "credential",
+        "private-key",
+        "access-key",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Mask, anywhere in an object: `env[].value` (containers, init and ephemeral containers,
+/// pod templates), `httpHeaders[].value` (probes, lifecycle hooks), the value of a
+/// secret-looking `--flag=value` (or the word after a bare one) in `args` and `command`,
+/// and annotations that are secret-looking or the last-applied configuration.
+pub fn mask_secrets(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m.iter_mut() {
+                match (k.as_str(), child) {
+                    ("env" | "httpHeaders", Value::Array(items)) => {
+                        for it in items {
+                            if let Some(val) = it.get_mut("value") {
+                                mask(val);
+                            }
+                        }
+                    }
+                    ("args" | "command", Value::Array(items)) => mask_args(items),
+                    ("annotations", Value::Object(a)) => {
+                        for (ak, av) in a.iter_mut() {
+                            if ak == LAST_APPLIED || secret_shaped(ak) {
+                                mask(av);
+                            }
+                        }
+                    }
+                    (_, child) => mask_secrets(child),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask_secrets),
+        _ => {}
+    }
+}
+
+fn mask_args(items: &mut [Value]) {
+    let mut next_is_secret = false;
+    for it in items {
+        let Value::String(s) = it else {
+            next_is_secret = false;
+            continue;
+        };
+        if std::mem::take(&mut next_is_secret) && !s.starts_with('-') {
+            mask(it);
+            continue;
+        }
+        if !s.starts_with('-') {
+            continue;
+        }
+        match s.split_once('=') {
+            Some((flag, value)) if secret_shaped(flag) => {
+                *s = format!("{flag}=<masked: {} chars>", value.chars().count());
+            }
+            Some(_) => {}
+            None => next_is_secret = secret_shaped(s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_kubernetes_or_a_dump_can_hold_are_selections() {
+        for (s, ns, name) in [
+            ("Pod/ml/trainer-0", Some("ml"), "trainer-0"),
+            (
+                "Node/ip-10-0-1-2.us-west-2.compute.internal",
+                None,
+                "ip-10-0-1-2.us-west-2.compute.internal",
+            ),
+            ("NodePool/Team_A+gpu", None, "Team_A+gpu"),
+            ("Pod/web/café #1?&=", Some("web"), "café #1?&="),
+            ("NodeClaim/a:b@c~d", None, "a:b@c~d"),
+        ] {
+            let sel = Selection::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+            assert_eq!((sel.namespace.as_deref(), sel.name.as_str()), (ns, name));
+            assert_eq!(sel.key(), s);
+        }
+        let long = format!("Node/{}", "a".repeat(253));
+        assert!(Selection::parse(&long).is_ok());
+    }
+
+    #[test]
+    fn what_is_not_a_name_is_refused_with_a_reason() {
+        for (s, why) in [
+            ("Secret/x", "not a kind"),
+            ("Pod/x", "Pod/NAMESPACE/NAME"),
+            ("Node/a/b", "holds no '/'"),
+            ("Node/", "empty"),
+            ("Node/..", "not a name"),
+            ("Pod/ns/a/b", "'/'"),
+            ("Node/a%2Fb", "'%'"),
+            ("Node/a\nb", "which no Kubernetes"),
+            ("Node", "is not one of"),
+        ] {
+            let e = Selection::parse(s).unwrap_err();
+            assert!(e.contains(why), "{s:?}: {e}");
+        }
+        assert!(Selection::parse(&format!("Node/{}", "a".repeat(254))).is_err());
+        assert!(Selection::parse(&format!("Pod/{}/x", "a".repeat(64))).is_err());
+    }
+
+    #[test]
+    fn api_paths_encode_names() {
+        let sel = Selection::parse("Pod/web/a b?c#d").unwrap();
+        assert_eq!(sel.api_path(), "/api/v1/namespaces/web/pods/a%20b%3Fc%23d");
+        let sel = Selection::parse("NodePool/general").unwrap();
+        assert_eq!(sel.api_path(), "/apis/karpenter.sh/v1/nodepools/general");
+    }
+
+    #[test]
+    fn secrets_are_masked_wherever_a_pod_keeps_them() {
+        let mut v = serde_json::json!({
+            "metadata": {
+                "name": "p",
+                "managedFields": [{"manager": "kubectl"}],
+                "labels": {"env": "prod"},
+                "annotations": {
+                    LAST_APPLIED: "{\"spec\":{\"containers\":[{\"env\":[{\"value\":\"hunter2\"}]}]}}",
+                    "example.com/api-token": "hunter2",
+                    "karpenter.sh/do-not-disrupt": "true"
+                }
+            },
+            "spec": {
+                "containers": [{
+                    "name": "a",
+                    "env": [
+                        {"name": "DB_PASSWORD", "value": "hunter2"},
+                        {"name": "FROM", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+                    ],
+                    "args": ["--port=80", "--db-password=hunter2", "--token", "hunter2", "--verbose", "run"],
+                    "livenessProbe": {"httpGet": {"path": "/", "httpHeaders": [{"name": "Authorization", "value": "Bearer hunter2"}]}}
+                }],
+                "initContainers": [{"name": "i", "env": [{"name": "K", "value": "hunter2"}]}],
+                "ephemeralContainers": [{"name": "e", "env": [{"name": "K", "value": "hunter2"}], "command": ["sh", "--password=hunter2"]}]
+            }
+        });
+        strip_for_yaml(&mut v);
+        let out = serde_json::to_string(&v).unwrap();
+        assert!(!out.contains("hunter2"), "{out}");
+        assert!(!out.contains("managedFields"));
+        let c = &v["spec"]["containers"][0];
+        assert_eq!(c["env"][0]["value"], "<masked: 7 chars>");
+        assert_eq!(c["env"][1]["valueFrom"]["secretKeyRef"]["name"], "s");
+        assert_eq!(
+            c["args"],
+            serde_json::json!([
+                "--port=80",
+                "--db-password=<masked: 7 chars>",
+                "--token",
+                "<masked: 7 chars>",
+                "--verbose",
+                "run"
+            ])
+        );
+        assert_eq!(v["metadata"]["labels"]["env"], "prod");
+        assert_eq!(
+            v["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"],
+            "true"
+        );
     }
 }
