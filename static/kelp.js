@@ -183,6 +183,12 @@
 
   // ---- freshness and live updates
   function tick() {
+    const stale = document.getElementById("stale");
+    if (stale) {
+      fresh.textContent = "stale since " + new Date(stale.dataset.since).toLocaleTimeString();
+      fresh.classList.add("stale");
+      return;
+    }
     const g = Date.parse(fresh.dataset.generated || "");
     if (isNaN(g)) return;
     const s = Math.max(0, Math.round((Date.now() - g) / 1000));

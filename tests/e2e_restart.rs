@@ -121,11 +121,16 @@ fn serve_tells_an_api_server_outage_on_readyz_and_recovers() {
         serve.get("/readyz").filter(|r| r.0 == 503)
     });
     assert!(why.contains("stale since"), "{why}");
+    // The dashboard says so too (its next pass carries the banner and the API field).
+    let context = e.ok(&["config", "current-context"]);
+    wait_for("the dashboard to say it is stale", MINUTES, || {
+        let (code, body) = serve.dash(&format!("/api/v1/clusters/{}/karpenter", context.trim()))?;
+        (code == 200 && body.contains("\"stale\"")).then_some(())
+    });
     let status = restart.wait().unwrap();
     assert!(status.success(), "testenv/restart-apiserver failed");
     let back = Instant::now();
     e.apply(&format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: after-outage, namespace: {ns}}}\nspec:\n  nodeSelector: {{e2e.kelp.dev/nowhere: x}}\n  containers: [{{name: a, image: registry.k8s.io/pause:3.10}}]\n"));
-    let context = e.ok(&["config", "current-context"]);
     wait_for(
         "kelp's model to hold the pod created after the outage",
         MINUTES,

@@ -231,6 +231,7 @@ impl Shared {
                 now,
                 price_problem: self.price_problem.read().ok().and_then(|p| p.clone()),
                 forbidden: self.forbidden.read().ok().and_then(|f| f.clone()),
+                stale: self.health.stale(),
             },
             report.clone(),
         );

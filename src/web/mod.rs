@@ -394,31 +394,38 @@ async fn live_yaml(shared: &Shared, sel: &Selection) -> Option<String> {
     serde_norway::to_string(&v).ok()
 }
 
-/// Whether the model holds the selected object.
-fn in_model(shared: &Shared, sel: &Selection) -> bool {
-    pane::exists(
-        &shared.cluster.read().unwrap_or_else(|e| e.into_inner()),
-        sel,
-    )
-}
-
-async fn render_pane(shared: &Shared, page: &Page, sel: &Selection, tab: &str) -> Option<String> {
+/// The pane for `sel`, or None when the model does not hold it (or stays locked past
+/// [`MODEL_DEADLINE`]). The model is read off the async workers.
+async fn render_pane(
+    shared: &Arc<Shared>,
+    page: &Arc<Page>,
+    sel: &Selection,
+    tab: &str,
+) -> Option<String> {
     // Only what the model holds is asked of the API server: a selection never makes kelp
     // GET an object it was not already watching (or a path of the caller's choosing).
-    if !in_model(shared, sel) {
+    let s2 = sel.clone();
+    if !shared
+        .read(MODEL_DEADLINE, move |c| pane::exists(c, &s2))
+        .await?
+    {
         return None;
     }
     let live = live_yaml(shared, sel).await;
-    let cluster = shared.cluster.read().unwrap_or_else(|e| e.into_inner());
-    let ctx = context(&cluster, page);
-    let p = pane::pane(&cluster, &ctx, &page.report, sel, tab, live)?;
-    PaneTemplate {
-        p: &p,
-        tabs: &TABS,
-        mask_note: pane::MASK_NOTE,
-    }
-    .render()
-    .ok()
+    let (page, sel, tab) = (page.clone(), sel.clone(), tab.to_string());
+    shared
+        .read(MODEL_DEADLINE, move |c| {
+            let ctx = context(c, &page);
+            let p = pane::pane(c, &ctx, &page.report, &sel, &tab, live)?;
+            PaneTemplate {
+                p: &p,
+                tabs: &TABS,
+                mask_note: pane::MASK_NOTE,
+            }
+            .render()
+            .ok()
+        })
+        .await?
 }
 
 async fn pane_fragment(

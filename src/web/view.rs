@@ -104,6 +104,9 @@ pub struct Overview {
     pub timeline: Timeline,
     /// The worst [`FINDINGS_CAP`] findings; `counts.findings` says how many there are.
     pub findings: Vec<FindingRow>,
+    /// Set when the model may be out of date: which watches stopped, and since when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<crate::serve::health::Stale>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -347,6 +350,8 @@ pub struct Inputs<'a> {
     pub price_problem: Option<PriceProblem>,
     /// A permission the watcher lacks (e.g. `list nodepools.karpenter.sh`), with the API's message.
     pub forbidden: Option<String>,
+    /// Kinds whose watches have made no progress for a while (an API server outage).
+    pub stale: Option<crate::serve::health::Stale>,
 }
 
 pub fn overview(c: &Cluster, i: Inputs) -> Overview {
@@ -422,6 +427,7 @@ pub fn overview(c: &Cluster, i: Inputs) -> Overview {
                 message: f.message.clone(),
             })
             .collect(),
+        stale: i.stale,
     }
 }
 
