@@ -191,6 +191,7 @@ fn fake_api(object: Option<serde_json::Value>) -> (Arc<Connection>, Arc<Mutex<Ve
     let client = kube::Client::new(svc, "default");
     let conn = Connection {
         client: client.clone(),
+        watch_client: client.clone(),
         client_no_retry: client,
         server: "https://fake".into(),
         context: "fake".into(),

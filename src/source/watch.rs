@@ -299,6 +299,66 @@ mod tests {
         assert_eq!(version_of(&bad).as_deref(), Some("8"));
     }
 
+    /// A server that answers a watch's headers and then goes silent, as a blackholed
+    /// connection does: the watch fails by the watch client's read timeout instead of
+    /// hanging, and every request names kelp in its User-Agent.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_silent_watch_is_dropped_and_requests_name_kelp() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (head_tx, mut head_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let tx = head_tx.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    let n = s.read(&mut buf).await.unwrap_or(0);
+                    let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+                    let _ = s
+                        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+                        .await;
+                    // Silence, with the connection held open.
+                    tokio::time::sleep(Duration::from_secs(600)).await;
+                    drop(s);
+                });
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("config");
+        std::fs::write(
+            &kubeconfig,
+            format!("apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"http://127.0.0.1:{port}\"}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: ctx, context: {{cluster: c, user: u}}}}]\ncurrent-context: ctx\n"),
+        )
+        .unwrap();
+        let conn = super::super::live::connect(&super::super::live::Target {
+            kubeconfig: Some(kubeconfig),
+            context: None,
+        })
+        .await
+        .unwrap();
+        let r = super::super::live::NODES;
+        let mut version = "1".to_string();
+        let mut progress = Vec::new();
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(60),
+            watch::<Node, _>(&conn, &r, &mut version, &mut |_| {}, &mut |p| {
+                progress.push(format!("{p:?}"))
+            }),
+        )
+        .await
+        .expect("a silent watch must fail by the read timeout, not hang");
+        assert!(matches!(outcome, Err(Stop::Failed(_))), "{outcome:?}");
+        assert_eq!(progress, ["Watching"], "the headers arrived, then nothing");
+        let head = head_rx.recv().await.unwrap();
+        assert!(head.contains("timeoutSeconds=8"), "{head}");
+        let agent = head
+            .lines()
+            .find(|l| l.to_ascii_lowercase().starts_with("user-agent:"))
+            .unwrap_or_default();
+        assert!(agent.contains(super::super::live::USER_AGENT), "{head}");
+    }
+
     #[test]
     fn backoff_doubles_to_a_short_cap_with_jitter() {
         let mut b = FIRST_BACKOFF;
