@@ -11,6 +11,12 @@ pub enum Error {
     },
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
+    /// An input over one of kelp's limits (depth, size): see [`crate::source::limits`].
+    #[error("{path}: {limit}")]
+    Limit {
+        path: String,
+        limit: crate::source::limits::Limit,
+    },
     #[error("{path}: no Kubernetes objects found (expected a v1/List, YAML documents or JSON objects as `kubectl get -o yaml|json` writes them)")]
     Empty { path: String },
     #[error("--now: {0:?} is not an RFC 3339 time (e.g. 2026-11-21T10:00:00Z)")]

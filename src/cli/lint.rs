@@ -27,6 +27,9 @@ Or with .kelp.yaml in the current directory (or --config FILE):
   rules: {missing-min-values: warning, ami-alias-latest: off}
   ignore: [{paths: [\"envs/dev/**\"], rules: [nodepool-missing-limits]}]
 
+Each file is parsed whole: at most 32 MiB, nested at most 100 levels deep (a deeper file is
+its parse-error result).
+
 Exit status: 0 nothing at or above --fail-on, 1 something is, 2 kelp could not run.")]
 pub struct Args {
     /// Manifests: files, folders (recursive *.yaml|*.yml|*.json) or - for stdin

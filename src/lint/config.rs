@@ -22,6 +22,7 @@ use serde::Deserialize;
 use super::rules;
 use super::Error;
 use crate::findings::Severity;
+use crate::source::limits;
 
 /// The file kelp looks for in the current directory.
 pub const FILE_NAME: &str = ".kelp.yaml";
@@ -106,10 +107,19 @@ fn absolute(path: &Path) -> PathBuf {
 impl Config {
     /// Read and validate a configuration file.
     pub fn load(path: &Path) -> Result<Config, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        let read = |source| Error::Read {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let file = std::fs::File::open(path).map_err(read)?;
+        let bytes = limits::read_at_most(file, limits::MAX_WHOLE_BYTES, 0)
+            .map_err(read)?
+            .ok_or_else(|| Error::Limit {
+                path: path.to_path_buf(),
+                limit: limits::Limit::FileSize,
+            })?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| read(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         Config::parse(&text, path)
     }
 
@@ -130,6 +140,10 @@ impl Config {
         let file: File = if text.trim().is_empty() {
             File::default()
         } else {
+            limits::check_yaml(text).map_err(|limit| Error::Limit {
+                path: path.to_path_buf(),
+                limit,
+            })?;
             serde_norway::from_str(text).map_err(|e| bad(e.to_string()))?
         };
         let known = |id: &str| {

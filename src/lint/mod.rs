@@ -13,14 +13,14 @@ pub mod rules;
 pub mod sarif;
 pub mod yaml;
 
-use std::io::Read as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 pub use config::Config;
 
 use crate::findings::Severity;
+use crate::source::limits;
 
 /// What stops `kelp lint` from running at all (a file it cannot parse is a result instead).
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +34,31 @@ pub enum Error {
     NoFiles { path: PathBuf },
     #[error("{path}: {message}")]
     Config { path: PathBuf, message: String },
+    /// A file over kelp's limits (its size: depth is a result like any parse error).
+    #[error("{path}: {limit}")]
+    Limit {
+        path: PathBuf,
+        limit: crate::source::limits::Limit,
+    },
+}
+
+/// At most [`limits::MAX_WHOLE_BYTES`] from `reader`, as an [`Input`] named `name`.
+fn read_input(
+    name: String,
+    path: &Path,
+    reader: impl std::io::Read,
+    expected: u64,
+) -> Result<Input, Error> {
+    let bytes = limits::read_at_most(reader, limits::MAX_WHOLE_BYTES, expected)
+        .map_err(|source| Error::Read {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .ok_or_else(|| Error::Limit {
+            path: path.to_path_buf(),
+            limit: limits::Limit::FileSize,
+        })?;
+    Ok(Input::from_bytes(name, bytes))
 }
 
 /// One input: its name as shown in results, and its text.
@@ -79,14 +104,7 @@ pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Error> {
     let mut out = Vec::new();
     for path in paths {
         if path.as_os_str() == "-" {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|source| Error::Read {
-                    path: path.clone(),
-                    source,
-                })?;
-            out.push(Input::from_bytes(STDIN, bytes));
+            out.push(read_input(STDIN.into(), path, std::io::stdin().lock(), 0)?);
             continue;
         }
         let files = crate::source::dump::manifest_files(path)
@@ -95,11 +113,13 @@ pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Error> {
             return Err(Error::NoFiles { path: path.clone() });
         }
         for file in files {
-            let bytes = std::fs::read(&file).map_err(|source| Error::Read {
+            let read = |source| Error::Read {
                 path: file.clone(),
                 source,
-            })?;
-            out.push(Input::from_bytes(file.display().to_string(), bytes));
+            };
+            let reader = std::fs::File::open(&file).map_err(read)?;
+            let size = reader.metadata().map_err(read)?.len();
+            out.push(read_input(file.display().to_string(), &file, reader, size)?);
         }
     }
     Ok(out)
@@ -201,10 +221,14 @@ pub fn lint(inputs: &[Input], config: &Config) -> Report {
                 rule: rules::PARSE_ERROR,
                 file: i,
                 line: e.line,
-                message: format!(
-                    "not valid YAML or JSON: {}; fix the syntax at this line",
-                    e.message
-                ),
+                message: if e.over_limit {
+                    format!("{}; kelp checks nothing in this file", e.message)
+                } else {
+                    format!(
+                        "not valid YAML or JSON: {}; fix the syntax at this line",
+                        e.message
+                    )
+                },
             }),
         }
     }

@@ -1,9 +1,14 @@
 //! Manifests as a tree that remembers where each key and value sits: `saphyr`'s marked
 //! loader parses the YAML (JSON is read as YAML's flow style), and kelp keeps a small
 //! owned copy with the 1-based line of every node and every mapping key, so a lint result
-//! can point at the offending field rather than at the document.
+//! can point at the offending field rather than at the document. The parser is driven
+//! event by event under kelp's depth limit ([`limits::yaml_events`]), so no input nests
+//! deeper than [`limits::MAX_DEPTH`] in any tree here (every walk of them recurses).
 
-use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
+use saphyr::{MarkedYaml, Scalar, YamlData, YamlLoader};
+use saphyr_parser::SpannedEventReceiver;
+
+use crate::source::limits::{self, YamlStop};
 
 /// One node and the line it starts on.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,20 +36,39 @@ pub enum Value {
     Map(Vec<Entry>),
 }
 
-/// A file that does not parse: where, and what the parser said.
+/// A file that does not parse: where, and what the parser said (or which of kelp's
+/// limits it is over: then it may well be valid YAML).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
     pub line: usize,
     pub message: String,
+    pub over_limit: bool,
 }
 
 /// Every document in `text` (a YAML stream, or JSON), with positions.
 pub fn parse(text: &str) -> Result<Vec<Node>, ParseError> {
-    let docs = MarkedYaml::load_from_str(text).map_err(|e| ParseError {
-        line: e.marker().line().max(1),
-        message: e.info().to_string(),
+    let mut loader = YamlLoader::<MarkedYaml>::default();
+    limits::yaml_events(text, |event, span| {
+        loader.on_event(event, span);
+        loader.error().map_or(Ok(()), |e| Err(YamlStop::scan(e)))
+    })
+    .map_err(|stop| match stop {
+        YamlStop::Limit(limit) => ParseError {
+            line: limit.line().unwrap_or(1),
+            message: limit.what(),
+            over_limit: true,
+        },
+        YamlStop::Syntax { line, message } => ParseError {
+            line,
+            message,
+            over_limit: false,
+        },
     })?;
-    Ok(docs.iter().map(convert).collect())
+    Ok(loader
+        .into_documents()
+        .into_iter()
+        .map(|d| convert(&d))
+        .collect())
 }
 
 fn convert(y: &MarkedYaml) -> Node {
@@ -223,6 +247,58 @@ mod tests {
             parse("{\n  \"kind\": \"NodePool\",\n  \"spec\": {\"weight\": 10}\n}\n").unwrap();
         assert_eq!(docs[0].key_line(&["spec"]), Some(3));
         assert_eq!(docs[0].at(&["spec", "weight"]).unwrap().as_i64(), Some(10));
+    }
+
+    #[test]
+    fn depth_is_refused_before_any_tree_and_fits_a_2_mib_stack_at_the_limit() {
+        use crate::source::limits::MAX_DEPTH;
+        let deep = |n: usize| {
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: a}}\nspec:\n  template:\n    spec:\n      containers: [{{name: a, x: {}{}}}]\n",
+                "[".repeat(n - 6),
+                "]".repeat(n - 6)
+            )
+        };
+        let run = |text: String| {
+            std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || (parse(&text), crate::lint::lint_str("d.yaml", &text).objects))
+                .unwrap()
+                .join()
+                .unwrap()
+        };
+        let (docs, objects) = run(deep(MAX_DEPTH));
+        assert_eq!((docs.unwrap().len(), objects), (1, 1));
+        let (e, objects) = run(deep(MAX_DEPTH + 1));
+        let e = e.unwrap_err();
+        assert_eq!(objects, 0);
+        assert_eq!(e.line, 7);
+        assert!(e.over_limit);
+        assert_eq!(
+            e.message,
+            "nested deeper than 100 levels, the most kelp reads"
+        );
+        let e = parse(&("- ".repeat(20_000) + "x\n")).unwrap_err();
+        assert_eq!((e.line, e.over_limit), (1, true));
+    }
+
+    #[test]
+    fn the_loader_still_says_what_is_wrong() {
+        let e = parse("a: 1\nb: 2\na: 3\n").unwrap_err();
+        assert!(e.message.contains("duplicated key"), "{e:?}");
+        assert!(!e.over_limit);
+        let bomb: String = std::iter::once("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n".to_string())
+            .chain((1..8).map(|i| {
+                format!(
+                    "a{i}: &a{i} [{}]\n",
+                    vec![format!("*a{}", i - 1); 10].join(", ")
+                )
+            }))
+            .collect();
+        let e = parse(&bomb).unwrap_err();
+        assert!(e.message.contains("alias expansion"), "{e:?}");
+        let docs = parse("a: &x {b: 1}\nc: *x\n").unwrap();
+        assert_eq!(docs[0].at(&["c", "b"]).and_then(Node::as_i64), Some(1));
     }
 
     #[test]

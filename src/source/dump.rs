@@ -4,16 +4,19 @@
 //! JSON is parsed straight into the trimmed projections (each item is borrowed from the
 //! input, its kind peeked, then deserialised once into its projection), so a large dump
 //! costs little more memory than the file itself. YAML goes through a generic value first.
+//! Both are held to [`limits`] (depth, and the size of what is held at once).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use chrono::{DateTime, Utc};
 use serde::de::{DeserializeOwned, Deserializer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::limits::{self, JsonGuard, Limit};
 use crate::error::{Error, Result};
 use crate::karpenter::labels::{AWS_GROUP, GROUP, KWOK_GROUP};
 use crate::model::event::{CoreEvent, EventsV1Event};
@@ -70,18 +73,16 @@ pub fn load_paths(paths: &[PathBuf], cluster: &mut Cluster) -> Result<LoadNotes>
     let mut notes = LoadNotes::default();
     for path in paths {
         if path.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|source| Error::Read {
-                    path: path.clone(),
-                    source,
-                })?;
-            load_into("<stdin>", &text, cluster, &mut notes)?;
+            let stdin = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
+            load_reader("<stdin>", stdin, 0, read_error(path), cluster, &mut notes)?;
             continue;
         }
         for file in manifest_files(path).map_err(|(path, source)| Error::Read { path, source })? {
-            load_file(&file, cluster, &mut notes)?;
+            let reader = std::fs::File::open(&file).map_err(read_error(&file))?;
+            let size = reader.metadata().map_err(read_error(&file))?.len();
+            let reader = std::io::BufReader::with_capacity(1 << 20, reader);
+            let name = file.display().to_string();
+            load_reader(&name, reader, size, read_error(&file), cluster, &mut notes)?;
         }
     }
     cluster.compact();
@@ -95,89 +96,147 @@ fn read_error(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     }
 }
 
-/// Load one file: JSON is streamed (memory holds the model and one item at a time, never
-/// the whole file); YAML is read whole.
-fn load_file(path: &Path, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
-    use std::io::BufRead;
-    let name = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(read_error(path))?;
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+/// Load one file (or stdin) of about `size` bytes: JSON is streamed (memory holds the
+/// model and one item at a time, never the whole input); YAML is read whole, up to
+/// [`limits::MAX_WHOLE_BYTES`].
+fn load_reader(
+    name: &str,
+    mut reader: impl std::io::BufRead,
+    size: u64,
+    io_error: impl Fn(std::io::Error) -> Error,
+    cluster: &mut Cluster,
+    notes: &mut LoadNotes,
+) -> Result<()> {
+    // Look past leading blanks to see whether JSON starts (consuming them only when a
+    // whole buffer holds nothing else, and counting their lines for error messages).
+    let mut skipped_lines = 0;
     let json = loop {
-        let buf = reader.fill_buf().map_err(read_error(path))?;
+        let buf = reader.fill_buf().map_err(&io_error)?;
         match buf.iter().position(|b| !b.is_ascii_whitespace()) {
-            Some(i) => {
-                let first = buf[i];
-                reader.consume(i);
-                break matches!(first, b'{' | b'[');
-            }
+            Some(i) => break matches!(buf[i], b'{' | b'['),
             None if buf.is_empty() => break false,
             None => {
                 let n = buf.len();
+                skipped_lines += buf.iter().filter(|b| **b == b'\n').count();
                 reader.consume(n);
             }
         }
     };
     if !json {
-        let text = std::fs::read_to_string(path).map_err(read_error(path))?;
-        return load_into(&name, &text, cluster, notes);
+        let bytes = limits::read_at_most(reader, limits::MAX_WHOLE_BYTES, size)
+            .map_err(&io_error)?
+            .ok_or_else(|| Error::Limit {
+                path: name.to_string(),
+                limit: Limit::YamlSize,
+            })?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| io_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+        let text = match skipped_lines {
+            0 => text,
+            n => "\n".repeat(n) + &text,
+        };
+        return load_into(name, &text, cluster, notes);
     }
     let before = notes.loaded + notes.skipped.values().sum::<usize>();
-    if let Err(streamed) = stream_json(&name, reader, cluster, notes) {
-        // Errors are rare: parse the whole text again for the exact line and message.
-        let text = std::fs::read_to_string(path).map_err(read_error(path))?;
-        load_json(
-            &name,
-            &text,
-            &mut Cluster::default(),
-            &mut LoadNotes::default(),
-        )?;
-        return Err(streamed);
-    }
+    let guard = Rc::new(RefCell::new(JsonGuard::stream(skipped_lines + 1)));
+    let guarded = Guarded {
+        inner: reader,
+        guard: guard.clone(),
+    };
+    // The guard reads a chunk ahead of serde_json, which reads a byte at a time.
+    let reader = std::io::BufReader::with_capacity(1 << 16, guarded);
+    stream_json(name, reader, &guard, cluster, notes)?;
     if notes.loaded + notes.skipped.values().sum::<usize>() == before {
-        return Err(Error::Empty { path: name });
+        return Err(Error::Empty {
+            path: name.to_string(),
+        });
     }
     Ok(())
 }
 
-/// Stream JSON values (one or many, objects or arrays) from a reader.
+/// A reader whose bytes pass a [`JsonGuard`], a chunk at a time, before anything parses them.
+struct Guarded<R> {
+    inner: R,
+    guard: Rc<RefCell<JsonGuard>>,
+}
+
+impl<R: std::io::Read> std::io::Read for Guarded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.guard
+            .borrow_mut()
+            .feed(&buf[..n])
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        Ok(n)
+    }
+}
+
+/// Stream JSON values (one or many, objects or arrays) from a guarded reader.
 fn stream_json<R: std::io::Read>(
     name: &str,
     reader: R,
+    guard: &Rc<RefCell<JsonGuard>>,
     cluster: &mut Cluster,
     notes: &mut LoadNotes,
 ) -> Result<()> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_reader(reader);
     let mut failure = None;
-    while de.end().is_err() {
+    let over = |guard: &Rc<RefCell<JsonGuard>>| {
+        guard.borrow_mut().take_failure().map(|limit| Error::Limit {
+            path: name.to_string(),
+            limit,
+        })
+    };
+    loop {
+        let end = de.end();
+        if let Some(e) = over(guard) {
+            return Err(e);
+        }
+        if end.is_ok() {
+            return Ok(());
+        }
         let seed = Stream {
             name,
+            guard,
             cluster,
             notes,
             failure: &mut failure,
         };
         if let Err(e) = seed.deserialize(&mut de) {
-            return Err(failure.take().unwrap_or_else(|| Error::Parse {
-                path: name.to_string(),
-                message: format!("line {}, column {}: {e}", e.line(), e.column()),
-            }));
+            return Err(over(guard)
+                .or(failure.take())
+                .unwrap_or_else(|| Error::Parse {
+                    path: name.to_string(),
+                    message: format!("line {}, column {}: {e}", e.line(), e.column()),
+                }));
         }
     }
-    Ok(())
 }
 
 /// A top-level JSON value, visited without holding it whole: a List's items are
 /// ingested as they arrive.
 struct Stream<'a> {
     name: &'a str,
+    guard: &'a Rc<RefCell<JsonGuard>>,
     cluster: &'a mut Cluster,
     notes: &'a mut LoadNotes,
     failure: &'a mut Option<Error>,
 }
 
+/// Newlines in a text.
+fn newlines(text: &str) -> usize {
+    text.bytes().filter(|b| *b == b'\n').count()
+}
+
 impl Stream<'_> {
-    fn item<E: serde::de::Error>(&mut self, raw: &RawValue) -> Result<(), E> {
-        load_json_value(self.name, raw.get(), raw, self.cluster, self.notes).map_err(|e| {
+    /// The line where the next value taken from the stream starts, as the guard saw it.
+    fn next_start(&self) -> usize {
+        self.guard.borrow_mut().next_start().unwrap_or(1)
+    }
+
+    fn item<E: serde::de::Error>(&mut self, raw: &RawValue, line: usize) -> Result<(), E> {
+        load_json_value(self.name, raw.get(), line, raw, self.cluster, self.notes).map_err(|e| {
             let msg = e.to_string();
             *self.failure = Some(e);
             E::custom(msg)
@@ -198,27 +257,33 @@ impl<'de> serde::de::Visitor<'de> for Stream<'_> {
         f.write_str("a Kubernetes object, a List, or an array of objects")
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        self.next_start();
         while let Some(raw) = seq.next_element::<Box<RawValue>>()? {
-            self.item(&raw)?;
+            let line = self.next_start();
+            self.item(&raw, line)?;
         }
         Ok(())
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
-        let mut fields: Vec<(String, Box<RawValue>)> = Vec::new();
+        // The lines of a lone object's fields, to put it back together line for line.
+        let top = self.next_start();
+        let mut fields: Vec<(String, Box<RawValue>, usize)> = Vec::new();
         let mut listed = false;
         while let Some(key) = map.next_key::<String>()? {
             if key == "items" {
                 listed = true;
                 map.next_value_seed(Items(&mut self))?;
             } else {
-                fields.push((key, map.next_value()?));
+                let value = map.next_value()?;
+                let line = self.next_start();
+                fields.push((key, value, line));
             }
         }
         if listed {
             let meta = fields
                 .iter()
-                .find(|(k, _)| k == "metadata")
-                .and_then(|(_, v)| serde_json::from_str::<ListMeta>(v.get()).ok());
+                .find(|(k, _, _)| k == "metadata")
+                .and_then(|(_, v, _)| serde_json::from_str::<ListMeta>(v.get()).ok());
             if let Some(at) = meta
                 .and_then(|m| m.annotations)
                 .and_then(|a| a.get(CAPTURED_AT).cloned())
@@ -229,14 +294,22 @@ impl<'de> serde::de::Visitor<'de> for Stream<'_> {
             }
             return Ok(());
         }
-        // A single object: put it back together and load it as usual.
-        let body: Vec<String> = fields
-            .iter()
-            .map(|(k, v)| format!("{}:{}", serde_json::Value::from(k.as_str()), v.get()))
-            .collect();
-        let text = format!("{{{}}}", body.join(","));
+        // A single object: put it back together, each field on its own line, and load it.
+        let mut text = String::from("{");
+        let mut line = top;
+        for (i, (k, v, at)) in fields.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.extend(std::iter::repeat_n('\n', at.saturating_sub(line)));
+            text.push_str(&serde_json::Value::from(k.as_str()).to_string());
+            text.push(':');
+            text.push_str(v.get());
+            line = line.max(*at) + newlines(v.get());
+        }
+        text.push('}');
         let raw: Box<RawValue> = serde_json::from_str(&text).map_err(serde::de::Error::custom)?;
-        self.item(&raw)
+        self.item(&raw, top)
     }
 }
 
@@ -256,12 +329,15 @@ impl<'de> serde::de::Visitor<'de> for Items<'_, '_> {
         f.write_str("a list of Kubernetes objects")
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.next_start();
         while let Some(raw) = seq.next_element::<Box<RawValue>>()? {
-            self.0.item(&raw)?;
+            let line = self.0.next_start();
+            self.0.item(&raw, line)?;
         }
         Ok(())
     }
     fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.0.next_start();
         Ok(())
     }
 }
@@ -344,11 +420,7 @@ struct ListMeta {
 
 /// 1-based line of a byte offset.
 fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
+    newlines(&text[..offset.min(text.len())]) + 1
 }
 
 /// Byte offset of a borrowed sub-slice within `text`.
@@ -357,36 +429,45 @@ fn offset_in(text: &str, part: &str) -> usize {
 }
 
 fn load_json(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
+    // In memory already: no size to cap, but the depth bounds load_json_value's recursion.
+    JsonGuard::text()
+        .feed(text.as_bytes())
+        .map_err(|limit| Error::Limit {
+            path: name.to_string(),
+            limit,
+        })?;
     let perr = |line: usize, col: usize, e: &dyn std::fmt::Display| Error::Parse {
         path: name.to_string(),
         message: format!("line {line}, column {col}: {e}"),
     };
     for top in serde_json::Deserializer::from_str(text).into_iter::<&RawValue>() {
         let top = top.map_err(|e| perr(e.line(), e.column(), &e))?;
-        load_json_value(name, text, top, cluster, notes)?;
+        load_json_value(name, text, 1, top, cluster, notes)?;
     }
     Ok(())
 }
 
+/// Load one JSON value borrowed from `text`, whose first line is line `first` of the
+/// input. Recurses into arrays and Lists: at most [`limits::MAX_DEPTH`] deep, as the
+/// input has been through a [`JsonGuard`].
 fn load_json_value(
     name: &str,
     text: &str,
+    first: usize,
     raw: &RawValue,
     cluster: &mut Cluster,
     notes: &mut LoadNotes,
 ) -> Result<()> {
     let at = offset_in(text, raw.get());
+    let line = |e: &serde_json::Error| first - 1 + line_of(text, at) + e.line().saturating_sub(1);
     let located = |e: serde_json::Error| Error::Parse {
         path: name.to_string(),
-        message: format!(
-            "line {}: {e}",
-            line_of(text, at) + e.line().saturating_sub(1)
-        ),
+        message: format!("line {}: {e}", line(&e)),
     };
     if raw.get().starts_with('[') {
         let items: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(located)?;
         for item in items {
-            load_json_value(name, text, item, cluster, notes)?;
+            load_json_value(name, text, first, item, cluster, notes)?;
         }
         return Ok(());
     }
@@ -402,28 +483,37 @@ fn load_json_value(
                 .map(|t| t.with_timezone(&Utc));
         }
         for item in items {
-            load_json_value(name, text, item, cluster, notes)?;
+            load_json_value(name, text, first, item, cluster, notes)?;
         }
         return Ok(());
     }
     let mut de = serde_json::Deserializer::from_str(raw.get());
-    ingest(cluster, notes, &peek.api_version, &peek.kind, &mut de).map_err(|e| {
-        let line = line_of(text, at) + e.line().saturating_sub(1);
-        Error::Parse {
-            path: name.to_string(),
-            message: format!("line {line}: {} {e}", peek.kind),
-        }
+    ingest(cluster, notes, &peek.api_version, &peek.kind, &mut de).map_err(|e| Error::Parse {
+        path: name.to_string(),
+        message: format!("line {}: {} {e}", line(&e), peek.kind),
     })
 }
 
 // ------------------------------------------------------------------ YAML
 
 fn load_yaml(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
+    // Size and depth first: serde_norway gathers a document's events before it stops at
+    // 128 levels, and its scanner's cost grows with the square of the flow nesting.
+    limits::check_yaml(text).map_err(|limit| Error::Limit {
+        path: name.to_string(),
+        limit,
+    })?;
     for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
         let value = serde_json::Value::deserialize(doc).map_err(|e| Error::Parse {
             path: name.to_string(),
             message: match e.location() {
-                Some(l) => format!("line {}, column {}: {e}", l.line(), l.column()),
+                Some(l) => {
+                    // serde_norway's message ends with the location: say it once.
+                    let at = format!(" at line {} column {}", l.line(), l.column());
+                    let e = e.to_string();
+                    let e = e.strip_suffix(&at).unwrap_or(&e);
+                    format!("line {}, column {}: {e}", l.line(), l.column())
+                }
                 None => e.to_string(),
             },
         })?;
@@ -657,6 +747,159 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no Kubernetes objects"));
+    }
+
+    /// Run `f` on a thread with tokio's blocking-thread stack (2 MiB), as `serve` reloads.
+    fn on_2_mib_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .expect("no panic")
+    }
+
+    fn nest(open: &str, inner: &str, close: &str, n: usize) -> String {
+        format!("{}{inner}{}", open.repeat(n), close.repeat(n))
+    }
+
+    #[test]
+    fn every_loader_fits_a_2_mib_stack_at_the_deepest_it_reads() {
+        use limits::MAX_DEPTH;
+        const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}"#;
+        // Each case is exactly MAX_DEPTH deep, then one level deeper.
+        let cases = |extra: usize| {
+            let d = MAX_DEPTH + extra;
+            vec![
+                ("arrays.json", nest("[", POD, "]", d - 2)),
+                (
+                    "field.json",
+                    POD.replace(
+                        r#""a"}"#,
+                        &format!(r#""a","x":{}}}"#, nest("[", "", "]", d - 2)),
+                    ),
+                ),
+                (
+                    "seqs.yaml",
+                    format!(
+                        "{}apiVersion: v1\n{indent}kind: Pod\n{indent}metadata: {{name: a}}\n",
+                        "- ".repeat(d - 2),
+                        indent = " ".repeat(2 * (d - 2))
+                    ),
+                ),
+                (
+                    "flow.yaml",
+                    format!(
+                        "apiVersion: v1\nkind: Pod\nmetadata: {{name: a}}\nspec: {{x: {}}}\n",
+                        nest("[", "", "]", d - 2)
+                    ),
+                ),
+                (
+                    "block.yaml",
+                    format!(
+                        "apiVersion: v1\nkind: Pod\nmetadata: {{name: a}}\nspec:\n{}",
+                        (1..d)
+                            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+                            .collect::<String>()
+                    ),
+                ),
+            ]
+        };
+        for (name, text) in cases(0) {
+            let got = on_2_mib_stack(move || load_str(name, &text, &mut Cluster::default()));
+            assert!(got.is_ok_and(|n| n.loaded == 1), "{name}");
+        }
+        for (name, text) in cases(1) {
+            let got = on_2_mib_stack(move || load_str(name, &text, &mut Cluster::default()));
+            let e = got.unwrap_err().to_string();
+            assert!(e.starts_with(&format!("{name}: line ")), "{e}");
+            assert!(
+                e.ends_with("nested deeper than 100 levels, the most kelp reads"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_dump_rewritten_5000_deep_is_an_error_on_a_2_mib_stack() {
+        let dir = tempfile::tempdir().unwrap();
+        for (file, text) in [
+            ("deep.json", nest("[", "", "]", 5000)),
+            ("deep.yaml", "- ".repeat(5000) + "x\n"),
+            ("flow.yaml", format!("a: {}", nest("[", "", "]", 5000))),
+        ] {
+            let path = dir.path().join(file);
+            std::fs::write(&path, text).unwrap();
+            let e = on_2_mib_stack(move || load_paths(&[path], &mut Cluster::default()))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("{file}: line 1: nested deeper than 100")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn lone_objects_and_leading_blank_lines_keep_their_error_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let pod = "\n\n{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"Pod\",\n  \"metadata\": {\n    \"name\": \"p\",\n    \"labels\": {\n      \"a\": 3\n    }\n  }\n}\n";
+        let path = dir.path().join("one.json");
+        std::fs::write(&path, pod).unwrap();
+        let e = load_paths(&[path], &mut Cluster::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("one.json: line 9"), "{e}");
+        let e = load_str("one.json", pod, &mut Cluster::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("one.json: line 9"), "{e}");
+        // YAML after blank lines, indented: the lines are the file's.
+        let path = dir.path().join("one.yaml");
+        std::fs::write(
+            &path,
+            "\n\n  kind: Pod\n  apiVersion: v1\n  metadata: {name: [x]}\n",
+        )
+        .unwrap();
+        let e = load_paths(&[path], &mut Cluster::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("one.yaml: document 1: Pod: "),
+            "not a syntax error: {e}"
+        );
+        let path = dir.path().join("bad.yaml");
+        std::fs::write(&path, "\n\nkind: Pod\n  nope: [\n").unwrap();
+        let e = load_paths(&[path], &mut Cluster::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{}: line 4, column ",
+                dir.path().join("bad.yaml").display()
+            )),
+            "{e}"
+        );
+        assert_eq!(e.matches("line").count(), 1, "the location once: {e}");
+    }
+
+    #[test]
+    fn a_list_larger_than_the_object_limit_streams_one_item_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let filler = "x".repeat(60 << 10);
+        let item = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"c"}},"data":{{"a":"{filler}"}}}}"#
+        );
+        let n = (limits::MAX_OBJECT_BYTES as usize / item.len()) + 8;
+        let items = vec![item.as_str(); n].join(",\n");
+        let path = dir.path().join("list.json");
+        std::fs::write(
+            &path,
+            format!(r#"{{"apiVersion":"v1","kind":"List","items":[{items}]}}"#),
+        )
+        .unwrap();
+        let notes = load_paths(&[path], &mut Cluster::default()).unwrap();
+        assert_eq!(notes.skipped.get("ConfigMap"), Some(&n));
     }
 
     #[test]

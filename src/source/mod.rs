@@ -4,6 +4,7 @@
 
 pub mod controller;
 pub mod dump;
+pub mod limits;
 pub mod live;
 pub mod metrics;
 pub mod watch;

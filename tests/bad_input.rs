@@ -1,0 +1,268 @@
+//! Hostile and oversized input, as the binary meets it: nesting deep enough to overflow a
+//! stack, YAML whose parsing cost grows with the square of its nesting, strings, objects
+//! and files too large to hold. Each is one clear error line naming the file (and the
+//! line) and exit status 2 ("could not run"; `kelp lint` reports a file it cannot read as
+//! a parse-error result instead, exit 1), never an abort (134), a panic (101) or a hang.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+
+const DEPTH_ERROR: &str = "nested deeper than 100 levels, the most kelp reads";
+
+fn kelp() -> Command {
+    let mut c = Command::cargo_bin("kelp").unwrap();
+    c.env_remove("KUBECONFIG")
+        .env("NO_COLOR", "1")
+        .timeout(Duration::from_secs(60));
+    c
+}
+
+/// Exit status 2 and exactly one line on stderr, the error, which is returned.
+fn one_error(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    err.trim_end().to_string()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+const POOLS: &str = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements: []\n";
+const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec:\n  containers: [{name: app, resources: {requests: {cpu: 100m}}}]\n";
+
+#[test]
+fn json_nested_20000_deep_is_one_error_not_an_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = format!("{}{}", "[".repeat(20_000), "]".repeat(20_000));
+    let f = write(dir.path(), "n.json", &deep);
+    let out = kelp().args(["doctor", "--from", s(&f)]).output().unwrap();
+    let err = one_error(&out);
+    assert!(
+        err.ends_with(&format!("n.json: line 1: {DEPTH_ERROR}")),
+        "{err}"
+    );
+    // The same from stdin, which is streamed like a file.
+    let out = kelp()
+        .args(["doctor", "--from", "-"])
+        .write_stdin(format!("\n\n{deep}"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        one_error(&out),
+        format!("error: <stdin>: line 3: {DEPTH_ERROR}")
+    );
+}
+
+#[test]
+fn yaml_nested_20000_deep_is_refused_by_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = write(dir.path(), "deep.yaml", &("- ".repeat(20_000) + "x\n"));
+    let pools = write(dir.path(), "pools.yaml", POOLS);
+    let pod = write(dir.path(), "pod.yaml", POD);
+    let want = format!("deep.yaml: line 1: {DEPTH_ERROR}");
+    for args in [
+        vec!["doctor", "--from", s(&deep)],
+        vec!["what-if", "--pod", s(&deep), "--nodepools", s(&pools)],
+        vec!["what-if", "--pod", s(&pod), "--nodepools", s(&deep)],
+    ] {
+        let out = kelp().args(&args).output().unwrap();
+        let err = one_error(&out);
+        assert!(err.ends_with(&want), "{args:?}: {err}");
+    }
+    // `kelp lint` reports it as the file's parse-error, at its line, and goes on.
+    let out = kelp().args(["lint", s(&deep), s(&pools)]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let results: Vec<&str> = stdout.lines().filter(|l| l.contains("deep.yaml")).collect();
+    assert_eq!(results.len(), 1, "{stdout}");
+    assert!(
+        results[0].ends_with(&format!(
+            "deep.yaml:1: critical parse-error: {DEPTH_ERROR}; kelp checks nothing in this file"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("pools.yaml:"),
+        "the other file is linted: {stdout}"
+    );
+}
+
+#[test]
+fn indented_yaml_is_refused_at_the_line_it_goes_too_deep() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (0..150)
+        .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+        .collect();
+    let f = write(dir.path(), "indented.yaml", &text);
+    let out = kelp().args(["doctor", "--from", s(&f)]).output().unwrap();
+    assert!(one_error(&out).ends_with(&format!("indented.yaml: line 101: {DEPTH_ERROR}")));
+    let out = kelp().args(["lint", s(&f)]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .starts_with(&format!("{}:101: critical parse-error", s(&f))));
+}
+
+#[test]
+fn flow_yaml_100000_deep_fails_at_once_not_after_minutes() {
+    // serde_norway's scanner costs grow with the square of the flow nesting: this took
+    // 4.5 minutes to fail before the depth was checked first.
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    let f = write(dir.path(), "flow.yaml", &text);
+    let config = write(dir.path(), "kelp.yaml", &format!("rules: {text}"));
+    let pools = write(dir.path(), "pools.yaml", POOLS);
+    let started = Instant::now();
+    let out = kelp().args(["doctor", "--from", s(&f)]).output().unwrap();
+    assert!(one_error(&out).ends_with(&format!("flow.yaml: line 1: {DEPTH_ERROR}")));
+    let out = kelp()
+        .args(["lint", s(&pools), "--config", s(&config)])
+        .output()
+        .unwrap();
+    assert!(one_error(&out).ends_with(&format!("kelp.yaml: line 1: {DEPTH_ERROR}")));
+    let out = kelp().args(["lint", s(&f)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(DEPTH_ERROR));
+    // Generous (debug builds on a busy machine), and far below the minutes it took.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A List of one Pod with `annotation` as an annotation's value, on its own line.
+fn pod_list(annotation: &str) -> String {
+    format!(
+        "{{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n{{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {{\"name\": \"p\", \"namespace\": \"d\", \"annotations\": {{\n\"big\": \"{annotation}\"}}}}, \"spec\": {{\"containers\": []}}}}]}}\n"
+    )
+}
+
+#[test]
+fn a_string_over_2_mib_is_refused_and_a_large_secret_sized_one_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = write(dir.path(), "long.json", &pod_list(&"x".repeat(3 << 20)));
+    let out = kelp()
+        .args(["doctor", "--from", s(&long)])
+        .output()
+        .unwrap();
+    assert!(one_error(&out)
+        .ends_with("long.json: line 3: a string longer than 2 MiB, the longest kelp reads"));
+    // A Secret's 1 MiB, base64-encoded, is 1.4 MiB: read (and skipped) as before.
+    let fine = write(dir.path(), "fine.json", &pod_list(&"x".repeat(1400 << 10)));
+    let out = kelp()
+        .args(["doctor", "--from", s(&fine)])
+        .output()
+        .unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_object_over_32_mib_is_refused_before_it_is_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let mib = format!("\"{}\"", "x".repeat(1 << 20));
+    let labels: Vec<String> = (0..40).map(|i| format!("\"l{i}\": {mib}")).collect();
+    let text = pod_list("a").replace(
+        "\"annotations\": {",
+        &format!(
+            "\"labels\": {{{}}}, \"annotations\": {{",
+            labels.join(",\n")
+        ),
+    );
+    let f = write(dir.path(), "big.json", &text);
+    let out = kelp().args(["doctor", "--from", s(&f)]).output().unwrap();
+    assert!(one_error(&out)
+        .ends_with("big.json: line 2: an object larger than 32 MiB, the largest kelp reads"));
+}
+
+#[test]
+fn yaml_over_32_mib_is_refused_with_the_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = format!("# {}\n", "x".repeat(1000));
+    let text = POOLS.to_string() + &line.repeat(33 * 1024);
+    let f = write(dir.path(), "huge.yaml", &text);
+    let out = kelp().args(["doctor", "--from", s(&f)]).output().unwrap();
+    let err = one_error(&out);
+    assert!(
+        err.contains("huge.yaml: more than 32 MiB of YAML") && err.contains("as JSON"),
+        "{err}"
+    );
+    let out = kelp().args(["lint", s(&f)]).output().unwrap();
+    assert!(one_error(&out).contains("huge.yaml: larger than 32 MiB"));
+    let out = kelp()
+        .args(["lint", "-"])
+        .write_stdin(text.clone())
+        .output()
+        .unwrap();
+    assert!(one_error(&out).contains("-: larger than 32 MiB"));
+}
+
+#[test]
+fn serve_keeps_running_when_its_dump_is_rewritten_5000_deep() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = write(
+        dir.path(),
+        "f.json",
+        &serde_json::to_string(&serde_json::json!({
+        "apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}]}))
+        .unwrap(),
+    );
+    let bin = assert_cmd::cargo::cargo_bin("kelp");
+    let mut child = std::process::Command::new(bin)
+        .args(["serve", "--from", s(&dump), "--metrics-addr", "127.0.0.1:0"])
+        .args(["--dashboard-addr", "127.0.0.1:0"])
+        .env_remove("KUBECONFIG")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |needle: &str, seen: &mut String| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains(needle) {
+                return true;
+            }
+        }
+        false
+    };
+    let mut seen = String::new();
+    assert!(wait_for("serving the dashboard", &mut seen), "{seen}");
+    std::thread::sleep(Duration::from_millis(1200));
+    // 10 KB of brackets: enough to overflow the reload's 2 MiB blocking thread before.
+    std::fs::write(&dump, format!("{}{}", "[".repeat(5000), "]".repeat(5000))).unwrap();
+    let warned = wait_for("cannot be read", &mut seen);
+    let alive = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(warned && alive, "alive: {alive}; stderr:\n{seen}");
+    assert!(seen.contains(DEPTH_ERROR), "{seen}");
+}
