@@ -555,10 +555,11 @@ fn metric_names(expr: &str) -> Vec<String> {
 
 #[test]
 fn alerts_are_a_prometheus_rule_over_known_metrics() {
-    let rule = generate::prometheus_rule();
+    let rule = generate::prometheus_rule(&Default::default());
     assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
     assert_eq!(rule["kind"], "PrometheusRule");
-    let yaml: serde_json::Value = serde_norway::from_str(&generate::alerts_yaml()).unwrap();
+    let yaml: serde_json::Value =
+        serde_norway::from_str(&generate::alerts_yaml(&Default::default())).unwrap();
     assert_eq!(yaml, rule);
     let rules = rule["spec"]["groups"][0]["rules"].as_array().unwrap();
     let names: Vec<&str> = rules.iter().map(|r| r["alert"].as_str().unwrap()).collect();
@@ -621,7 +622,7 @@ fn promtool_accepts_the_rules() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("rules.yaml");
     // promtool checks a rule file: the PrometheusRule's spec.
-    let spec = &generate::prometheus_rule()["spec"];
+    let spec = &generate::prometheus_rule(&Default::default())["spec"];
     std::fs::write(&file, serde_norway::to_string(spec).unwrap()).unwrap();
     let out = std::process::Command::new("promtool")
         .args(["check", "rules"])
@@ -662,7 +663,7 @@ fn promtool_tests_the_alert_logic() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut spec = generate::prometheus_rule()["spec"].clone();
+    let mut spec = generate::prometheus_rule(&Default::default())["spec"].clone();
     for r in spec["groups"][0]["rules"].as_array_mut().unwrap() {
         r.as_object_mut().unwrap().remove("annotations");
     }
@@ -763,8 +764,9 @@ fn promtool_tests_the_alert_logic() {
 
 #[test]
 fn the_dashboard_shows_findings_per_nodepool_and_every_seed_metric() {
-    let d = generate::grafana();
-    let json: serde_json::Value = serde_json::from_str(&generate::grafana_json()).unwrap();
+    let d = generate::grafana(&Default::default());
+    let json: serde_json::Value =
+        serde_json::from_str(&generate::grafana_json(&Default::default())).unwrap();
     assert_eq!(json, d);
     let panels = d["panels"].as_array().unwrap();
     let exprs: Vec<&str> = panels
@@ -777,7 +779,7 @@ fn the_dashboard_shows_findings_per_nodepool_and_every_seed_metric() {
     }
     assert!(exprs
         .iter()
-        .any(|e| e.contains("sum by (severity) (karpenter_helper_findings")));
+        .any(|e| e.contains("sum by (cluster, severity) (karpenter_helper_findings")));
     assert!(panels
         .iter()
         .any(|p| p["type"] == "row" && p["repeat"] == "nodepool"));

@@ -23,6 +23,8 @@ impl MetricKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MetricDef {
     pub name: &'static str,
+    /// What a dashboard panel of it is titled (generation only: never exported).
+    pub title: &'static str,
     pub kind: MetricKind,
     pub help: &'static str,
     pub labels: &'static [&'static str],
@@ -56,6 +58,7 @@ impl MetricDef {
 
 pub const FINDINGS: MetricDef = MetricDef {
     name: "karpenter_helper_findings",
+    title: "kelp findings",
     kind: MetricKind::Gauge,
     help: "Current kelp findings by code, severity and NodePool (computed at scrape time).",
     labels: &["code", "severity", "nodepool"],
@@ -63,6 +66,7 @@ pub const FINDINGS: MetricDef = MetricDef {
 
 pub const DAEMONSET_NODEPOOL_MISMATCH: MetricDef = MetricDef {
     name: "karpenter_helper_daemonset_nodepool_mismatch_total",
+    title: "DaemonSet pods on nodes of a pool they do not fit",
     kind: MetricKind::Counter,
     help: "DaemonSet pods found on nodes of a NodePool their template is incompatible with (once per DaemonSet and node UID).",
     labels: &["daemonset", "namespace", "node", "nodepool"],
@@ -70,6 +74,7 @@ pub const DAEMONSET_NODEPOOL_MISMATCH: MetricDef = MetricDef {
 
 pub const NODE_TTL_DEATHS: MetricDef = MetricDef {
     name: "karpenter_helper_node_ttl_deaths_total",
+    title: "Nodes expired (expireAfter)",
     kind: MetricKind::Counter,
     help: "NodeClaims that reached their expireAfter and are reaped by expiration (once per NodeClaim UID).",
     labels: &["node", "nodepool", "ttl_reason"],
@@ -77,6 +82,7 @@ pub const NODE_TTL_DEATHS: MetricDef = MetricDef {
 
 pub const NOMINATED_POD_FAILURES: MetricDef = MetricDef {
     name: "karpenter_helper_nominated_pod_failures_total",
+    title: "Nominated pods that did not bind",
     kind: MetricKind::Counter,
     help: "Pods nominated to a node or NodeClaim that did not bind there in time (once per pod UID and target).",
     labels: &["pod", "namespace", "node", "reason"],
@@ -84,6 +90,7 @@ pub const NOMINATED_POD_FAILURES: MetricDef = MetricDef {
 
 pub const NODES_CREATED_FOR_NOMINATED_PODS: MetricDef = MetricDef {
     name: "karpenter_helper_nodes_created_for_nominated_pods_total",
+    title: "Nodes launched for nominated pods",
     kind: MetricKind::Counter,
     help: "NodeClaims Karpenter launched that a pending pod was nominated to (once per NodeClaim and pod UID).",
     labels: &["node", "pod", "namespace", "nodepool"],
@@ -91,6 +98,7 @@ pub const NODES_CREATED_FOR_NOMINATED_PODS: MetricDef = MetricDef {
 
 pub const NODES_NOT_REAPED_DUE_TO_NOMINATION: MetricDef = MetricDef {
     name: "karpenter_helper_nodes_not_reaped_due_to_nomination",
+    title: "Empty nodes kept by nominations",
     kind: MetricKind::Gauge,
     help: "Empty nodes past consolidateAfter kept because a pod is nominated to them (1 per node and nominated pod).",
     labels: &["node", "nodepool", "nominated_pod", "nominated_namespace"],
@@ -98,6 +106,7 @@ pub const NODES_NOT_REAPED_DUE_TO_NOMINATION: MetricDef = MetricDef {
 
 pub const NODE_REAPING_DELAY: MetricDef = MetricDef {
     name: "karpenter_helper_node_reaping_delay_seconds",
+    title: "Empty-node reaping delay",
     kind: MetricKind::Histogram,
     help: "How long an empty node stayed past consolidateAfter + 5m before it was reaped or stopped being empty, by its first blocker.",
     labels: &["node", "nodepool", "delay_reason"],
@@ -109,6 +118,7 @@ pub const REAPING_DELAY_BUCKETS: &[f64] =
 
 pub const POD_PROVISIONING_LATENCY: MetricDef = MetricDef {
     name: "karpenter_helper_pod_provisioning_latency_seconds",
+    title: "Pod provisioning latency",
     kind: MetricKind::Histogram,
     help: "Seconds from a pod's creation to its binding (PodScheduled=True), for pods that waited on new capacity from Karpenter, by the NodePool of the node it bound to (once per pod UID).",
     labels: &["nodepool"],
@@ -116,6 +126,7 @@ pub const POD_PROVISIONING_LATENCY: MetricDef = MetricDef {
 
 pub const NODE_PROVISIONING: MetricDef = MetricDef {
     name: "karpenter_helper_node_provisioning_seconds",
+    title: "Node provisioning time",
     kind: MetricKind::Histogram,
     help: "Seconds from a NodeClaim's creation to Initialized=True (once per NodeClaim UID).",
     labels: &["nodepool", "capacity_type"],
@@ -123,6 +134,7 @@ pub const NODE_PROVISIONING: MetricDef = MetricDef {
 
 pub const LAUNCH_FAILURES: MetricDef = MetricDef {
     name: "karpenter_helper_launch_failures_total",
+    title: "NodeClaim launch failures",
     kind: MetricKind::Counter,
     help: "NodeClaims whose launch failed (Launched not True with a failure reason such as LaunchFailed, or a launch-error event such as InsufficientCapacityError), by that reason (once per NodeClaim UID).",
     labels: &["nodepool", "reason"],
@@ -130,6 +142,7 @@ pub const LAUNCH_FAILURES: MetricDef = MetricDef {
 
 pub const NODE_CHURN: MetricDef = MetricDef {
     name: "karpenter_helper_node_churn_total",
+    title: "Node churn",
     kind: MetricKind::Counter,
     help: "NodeClaim lifecycle events: launched, registered, initialized, disrupted (reason: drifted, underutilized, empty, expired, interrupted) and deleted (once per NodeClaim UID and event).",
     labels: &["nodepool", "event", "reason"],
@@ -137,6 +150,7 @@ pub const NODE_CHURN: MetricDef = MetricDef {
 
 pub const EVICTIONS: MetricDef = MetricDef {
     name: "karpenter_helper_evictions_total",
+    title: "Pods evicted by Karpenter",
     kind: MetricKind::Counter,
     help: "Pods Karpenter evicted while draining a node (its Evicted events), or deleted when the node's terminationGracePeriod ran out, by reason (once per pod UID).",
     labels: &["nodepool", "reason"],
@@ -144,6 +158,7 @@ pub const EVICTIONS: MetricDef = MetricDef {
 
 pub const UNSCHEDULABLE_PODS: MetricDef = MetricDef {
     name: "karpenter_helper_unschedulable_pods",
+    title: "Unschedulable pods",
     kind: MetricKind::Gauge,
     help: "Unschedulable pods now, by what holds them: the first NodePool meant for the pod (its taints and requirements admit it) and why that pool rejects it (limits, instance-types, nodepool-not-ready, ...; compatible when it could take it), else taints of a pool whose requirements admit it; nodepool is empty when no pool is meant for the pod (requirements, validation).",
     labels: &["category", "nodepool"],
@@ -151,6 +166,7 @@ pub const UNSCHEDULABLE_PODS: MetricDef = MetricDef {
 
 pub const DRIFTED_NODES: MetricDef = MetricDef {
     name: "karpenter_helper_drifted_nodes",
+    title: "Drifted nodes",
     kind: MetricKind::Gauge,
     help: "NodeClaims that are Drifted now, by NodePool.",
     labels: &["nodepool"],
@@ -158,6 +174,7 @@ pub const DRIFTED_NODES: MetricDef = MetricDef {
 
 pub const DISRUPTION_BLOCKED_NODES: MetricDef = MetricDef {
     name: "karpenter_helper_disruption_blocked_nodes",
+    title: "Nodes blocked from disruption",
     kind: MetricKind::Gauge,
     help: "Nodes Karpenter wants to disrupt but cannot, now, by NodePool and blocker kind (a node with several kinds of blocker counts once under each).",
     labels: &["nodepool", "blocker"],
@@ -165,6 +182,7 @@ pub const DISRUPTION_BLOCKED_NODES: MetricDef = MetricDef {
 
 pub const NODEPOOL_USAGE_RATIO: MetricDef = MetricDef {
     name: "karpenter_helper_nodepool_usage_ratio",
+    title: "NodePool usage of its limits",
     kind: MetricKind::Gauge,
     help: "A NodePool's usage over its limit, per resource that has a limit (1 means exhausted; a zero limit reads 1).",
     labels: &["nodepool", "resource"],
@@ -172,6 +190,7 @@ pub const NODEPOOL_USAGE_RATIO: MetricDef = MetricDef {
 
 pub const NODEPOOL_COST: MetricDef = MetricDef {
     name: "karpenter_helper_nodepool_cost_per_hour",
+    title: "Cost ($/hr)",
     kind: MetricKind::Gauge,
     help: "Hourly price of a NodePool's nodes by capacity type, summed over the nodes whose price is known (the controller's offering prices, or the kwok price label).",
     labels: &["nodepool", "capacity_type"],
@@ -179,6 +198,7 @@ pub const NODEPOOL_COST: MetricDef = MetricDef {
 
 pub const NODEPOOL_NODES: MetricDef = MetricDef {
     name: "karpenter_helper_nodepool_nodes",
+    title: "Nodes",
     kind: MetricKind::Gauge,
     help: "Nodes a NodePool has now (its Node objects; its status.nodes only when kelp sees none of its nodes or NodeClaims).",
     labels: &["nodepool"],
@@ -280,6 +300,11 @@ mod tests {
         for d in ALL {
             assert!(d.name.starts_with("karpenter_helper_"), "{}", d.name);
             assert_eq!(d.kind == MetricKind::Counter, d.name.ends_with("_total"));
+            assert!(
+                !d.title.is_empty() && !d.title.contains('_'),
+                "{}: a panel title is words, not a metric name",
+                d.name
+            );
         }
     }
 

@@ -1,10 +1,113 @@
 //! `kelp generate alerts` (a PrometheusRule) and `kelp generate grafana` (a dashboard),
-//! both built from the metric definitions in [`super::defs`].
+//! both built from the metric definitions in [`super::defs`]. Both keep the label that tells
+//! clusters apart in a fleet's Prometheus (federation, Thanos, Mimir): every aggregation is
+//! `by` it, every panel filters on the dashboard's `$cluster` variable.
+
+use std::str::FromStr;
 
 use serde_json::{json, Value};
 
-use super::defs::{self, MetricDef, MetricKind};
+use super::defs::{self, MetricDef};
 use crate::findings::Code;
+
+mod grafana;
+pub use grafana::{grafana, grafana_json};
+
+/// The label the user's Prometheus puts on each cluster's series (an external label, a
+/// relabelling, or Thanos/Mimir's tenant label). `cluster` unless told otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterLabel(String);
+
+impl Default for ClusterLabel {
+    fn default() -> Self {
+        ClusterLabel("cluster".into())
+    }
+}
+
+impl ClusterLabel {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Why a cluster label was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BadClusterLabel {
+    #[error(
+        "{0:?} is not a Prometheus label name (letters, digits and _, not starting with a digit)"
+    )]
+    Syntax(String),
+    #[error("{0:?} is reserved for Prometheus' own labels (it starts with __)")]
+    Reserved(String),
+    #[error("{0:?} is a label kelp's own metrics carry; name the label that tells clusters apart")]
+    Taken(String),
+}
+
+impl FromStr for ClusterLabel {
+    type Err = BadClusterLabel;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut chars = s.chars();
+        let first_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(BadClusterLabel::Syntax(s.into()));
+        }
+        if s.starts_with("__") {
+            return Err(BadClusterLabel::Reserved(s.into()));
+        }
+        let taken = ["le", "job", "instance", "alertname", "severity"];
+        if taken.contains(&s) || defs::ALL.iter().any(|d| d.labels.contains(&s)) {
+            return Err(BadClusterLabel::Taken(s.into()));
+        }
+        Ok(ClusterLabel(s.into()))
+    }
+}
+
+/// How queries are written: aggregated by the cluster label, and (on the dashboard) filtered
+/// by the `$cluster` variable.
+struct Q<'a> {
+    cl: &'a str,
+    filter: bool,
+}
+
+impl Q<'_> {
+    /// `by (cluster, a, b)`, each of `labels` checked to be one of `d`'s.
+    fn by(&self, d: &MetricDef, labels: &[&'static str]) -> String {
+        let mut l = vec![self.cl];
+        l.extend(labels.iter().map(|x| d.label(x)));
+        format!("by ({})", l.join(", "))
+    }
+
+    /// The same with `le`, for `histogram_quantile`.
+    fn by_le(&self, d: &MetricDef, labels: &[&'static str]) -> String {
+        self.by(d, labels).replace(')', ", le)")
+    }
+
+    /// `series{matchers}`, with the `$cluster` filter first on the dashboard.
+    fn sel(&self, series: &str, matchers: &[String]) -> String {
+        let mut m = Vec::new();
+        if self.filter {
+            m.push(format!("{}=~\"$cluster\"", self.cl));
+        }
+        m.extend(matchers.iter().cloned());
+        if m.is_empty() {
+            series.to_string()
+        } else {
+            format!("{series}{{{}}}", m.join(","))
+        }
+    }
+
+    /// A legend: the cluster, then `labels`.
+    fn legend(&self, labels: &[&str]) -> String {
+        std::iter::once(self.cl)
+            .chain(labels.iter().copied())
+            .map(|l| format!("{{{{{l}}}}}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
 
 /// One alerting rule.
 #[derive(Debug, Clone)]
@@ -17,27 +120,22 @@ pub struct Alert {
     pub description: String,
 }
 
-fn findings(code: Code, extra: &str) -> String {
-    format!(
-        "{}{{{}=\"{}\"{extra}}}",
-        defs::FINDINGS.name,
-        defs::FINDINGS.label("code"),
-        code.as_str()
-    )
+fn code_is(code: Code) -> String {
+    format!("{}=\"{}\"", defs::FINDINGS.label("code"), code.as_str())
 }
 
-fn findings_any(codes: &[Code]) -> String {
+fn code_in(codes: &[Code]) -> String {
     let re: Vec<&str> = codes.iter().map(|c| c.as_str()).collect();
-    format!(
-        "{}{{{}=~\"{}\"}}",
-        defs::FINDINGS.name,
-        defs::FINDINGS.label("code"),
-        re.join("|")
-    )
+    format!("{}=~\"{}\"", defs::FINDINGS.label("code"), re.join("|"))
 }
 
-/// The seed's alerts, then alerts on current findings.
-pub fn alerts() -> Vec<Alert> {
+/// The seed's alerts, then alerts on current findings; each aggregates by the cluster
+/// label, so one fires per cluster.
+pub fn alerts(cluster: &ClusterLabel) -> Vec<Alert> {
+    let q = Q {
+        cl: cluster.as_str(),
+        filter: false,
+    };
     let mm = defs::DAEMONSET_NODEPOOL_MISMATCH;
     let ttl = defs::NODE_TTL_DEATHS;
     let nf = defs::NOMINATED_POD_FAILURES;
@@ -45,12 +143,13 @@ pub fn alerts() -> Vec<Alert> {
     let delay = defs::NODE_REAPING_DELAY;
     let f = defs::FINDINGS;
     let lf = defs::LAUNCH_FAILURES;
+    let findings = |m: Vec<String>| q.sel(f.name, &m);
     vec![
         Alert {
             name: "KarpenterHelperDaemonSetNodePoolMismatch",
             expr: format!(
                 "sum {} (increase({}[1h])) > 0",
-                mm.by(&["namespace", "daemonset", "nodepool"]),
+                q.by(&mm, &["namespace", "daemonset", "nodepool"]),
                 mm.name
             ),
             for_: "0m",
@@ -62,7 +161,7 @@ pub fn alerts() -> Vec<Alert> {
             name: "KarpenterHelperNodeTTLDeathRateHigh",
             expr: format!(
                 "sum {} (increase({}[1h])) > 5",
-                ttl.by(&["nodepool"]),
+                q.by(&ttl, &["nodepool"]),
                 ttl.name
             ),
             for_: "15m",
@@ -74,7 +173,7 @@ pub fn alerts() -> Vec<Alert> {
             name: "KarpenterHelperNominationFailureSpike",
             expr: format!(
                 "sum {} (increase({}[15m])) > 3",
-                nf.by(&["namespace"]),
+                q.by(&nf, &["namespace"]),
                 nf.name
             ),
             for_: "5m",
@@ -86,7 +185,7 @@ pub fn alerts() -> Vec<Alert> {
             name: "KarpenterHelperNodesStuckOnNominations",
             expr: format!(
                 "count {} ({}) > 0",
-                stuck.by(&["nodepool", "node"]),
+                q.by(&stuck, &["nodepool", "node"]),
                 stuck.name
             ),
             for_: "30m",
@@ -98,7 +197,7 @@ pub fn alerts() -> Vec<Alert> {
             name: "KarpenterHelperNodeReapingDelayHigh",
             expr: format!(
                 "histogram_quantile(0.9, sum {} (rate({}_bucket[1h]))) > 1800",
-                delay.by(&["nodepool"]).replace(')', ", le)"),
+                q.by_le(&delay, &["nodepool"]),
                 delay.name
             ),
             for_: "15m",
@@ -110,8 +209,11 @@ pub fn alerts() -> Vec<Alert> {
             name: "KarpenterHelperPodUnschedulable",
             expr: format!(
                 "sum {} ({}) > 0",
-                f.by(&["nodepool"]),
-                findings(Code::PodUnschedulable, ",severity=\"critical\"")
+                q.by(&f, &["nodepool"]),
+                findings(vec![
+                    code_is(Code::PodUnschedulable),
+                    format!("{}=\"critical\"", f.label("severity"))
+                ])
             ),
             for_: "10m",
             severity: "critical",
@@ -122,8 +224,8 @@ pub fn alerts() -> Vec<Alert> {
             name: "KarpenterHelperNodePoolLimitsExhausted",
             expr: format!(
                 "sum {} ({}) > 0",
-                f.by(&["nodepool"]),
-                findings(Code::NodepoolLimitsExhausted, "")
+                q.by(&f, &["nodepool"]),
+                findings(vec![code_is(Code::NodepoolLimitsExhausted)])
             ),
             for_: "5m",
             severity: "warning",
@@ -134,24 +236,24 @@ pub fn alerts() -> Vec<Alert> {
             name: "KarpenterHelperNodeClaimStuck",
             expr: format!(
                 "sum {} ({}) > 0",
-                f.by(&["code", "nodepool"]),
-                findings_any(&[
+                q.by(&f, &["code", "nodepool"]),
+                findings(vec![code_in(&[
                     Code::NodeclaimLaunchFailed,
                     Code::NodeclaimNotRegistered,
                     Code::NodeclaimNotInitialized
-                ])
+                ])])
             ),
             for_: "10m",
             severity: "warning",
             summary: "NodeClaims do not launch, register or initialize",
             description: "{{ $value }} NodeClaim(s) of NodePool {{ $labels.nodepool }}: {{ $labels.code }}. Run `kelp doctor`.".into(),
         },
-        node_pool_empty(),
+        node_pool_empty(&q),
         Alert {
             name: "KarpenterHelperLaunchFailureSpike",
             expr: format!(
                 "sum {} (increase({}[15m])) > 3",
-                lf.by(&["nodepool", "reason"]),
+                q.by(&lf, &["nodepool", "reason"]),
                 lf.name
             ),
             for_: "0m",
@@ -159,10 +261,14 @@ pub fn alerts() -> Vec<Alert> {
             summary: "NodeClaims keep failing to launch",
             description: "{{ $value }} NodeClaims of NodePool {{ $labels.nodepool }} failed to launch with {{ $labels.reason }} in 15m. Run `kelp doctor` (nodeclaim-launch-failed, insufficient-capacity).".into(),
         },
-        provisioning_slo_burn(),
+        provisioning_slo_burn(&q),
         Alert {
             name: "KarpenterHelperNoNodePoolReady",
-            expr: format!("sum ({}) > 0", findings(Code::NoNodepoolReady, "")),
+            expr: format!(
+                "sum {} ({}) > 0",
+                q.by(&f, &[]),
+                findings(vec![code_is(Code::NoNodepoolReady)])
+            ),
             for_: "5m",
             severity: "critical",
             summary: "No NodePool is ready",
@@ -182,8 +288,9 @@ const POOL_PROBLEMS: &[Code] = &[
 ];
 
 /// A NodePool at zero nodes is normal (nothing needs it) until pods wait on it or it has a
-/// pool-level problem: then it cannot deliver the capacity it is meant to.
-fn node_pool_empty() -> Alert {
+/// pool-level problem: then it cannot deliver the capacity it is meant to. Pools are matched
+/// within a cluster: the same pool name in another cluster is another pool.
+fn node_pool_empty(q: &Q) -> Alert {
     let nodes = defs::NODEPOOL_NODES;
     let unsched = defs::UNSCHEDULABLE_PODS;
     let f = defs::FINDINGS;
@@ -191,15 +298,20 @@ fn node_pool_empty() -> Alert {
     Alert {
         name: "KarpenterHelperNodePoolEmpty",
         expr: format!(
-            "(max {by} ({nodes}) == 0) and on ({np}) (sum {ub} ({unsched}{{{unp}!=\"\",{cat}!=\"taints\"}}) > 0 or sum {fb} ({findings}) > 0)",
-            by = nodes.by(&["nodepool"]),
-            nodes = nodes.name,
-            ub = unsched.by(&["nodepool"]),
-            unsched = unsched.name,
-            unp = unsched.label("nodepool"),
-            cat = unsched.label("category"),
-            fb = f.by(&["nodepool"]),
-            findings = findings_any(POOL_PROBLEMS),
+            "(max {by} ({nodes}) == 0) and on ({cl}, {np}) (sum {ub} ({unsched}) > 0 or sum {fb} ({findings}) > 0)",
+            by = q.by(&nodes, &["nodepool"]),
+            nodes = q.sel(nodes.name, &[]),
+            cl = q.cl,
+            ub = q.by(&unsched, &["nodepool"]),
+            unsched = q.sel(
+                unsched.name,
+                &[
+                    format!("{}!=\"\"", unsched.label("nodepool")),
+                    format!("{}!=\"taints\"", unsched.label("category"))
+                ]
+            ),
+            fb = q.by(&f, &["nodepool"]),
+            findings = q.sel(f.name, &[code_in(POOL_PROBLEMS)]),
         ),
         for_: "15m",
         severity: "warning",
@@ -215,26 +327,31 @@ fn num(x: f64) -> String {
 }
 
 /// The share of pods that waited on new capacity and were bound later than the SLO
-/// threshold, over `window`, from the latency histogram's buckets.
-pub fn slow_pod_ratio(window: &str) -> String {
+/// threshold, over `window`, per cluster, from the latency histogram's buckets.
+fn slow_pod_ratio(q: &Q, window: &str) -> String {
     let d = defs::POD_PROVISIONING_LATENCY;
     let le = num(defs::PROVISIONING_SLO_SECONDS);
+    let by = q.by(&d, &[]);
     format!(
-        "(1 - sum(rate({name}_bucket{{le=~\"{le}(\\\\.0)?\"}}[{window}])) / sum(rate({name}_count[{window}])))",
-        name = d.name
+        "(1 - sum {by} (rate({}[{window}])) / sum {by} (rate({}[{window}])))",
+        q.sel(
+            &format!("{}_bucket", d.name),
+            &[format!("le=~\"{le}(\\\\.0)?\"")]
+        ),
+        q.sel(&format!("{}_count", d.name), &[]),
     )
 }
 
 /// The multi-window, multi-burn-rate alert on the provisioning-latency SLO (the SRE
-/// workbook's: 14.4x over 1h and 5m, 6x over 6h and 30m).
-fn provisioning_slo_burn() -> Alert {
+/// workbook's: 14.4x over 1h and 5m, 6x over 6h and 30m), per cluster.
+fn provisioning_slo_burn(q: &Q) -> Alert {
     let budget = 1.0 - defs::PROVISIONING_SLO_TARGET;
     let burn = |rate: f64, long: &str, short: &str| {
         let t = num(rate * budget);
         format!(
             "({} > {t} and {} > {t})",
-            slow_pod_ratio(long),
-            slow_pod_ratio(short)
+            slow_pod_ratio(q, long),
+            slow_pod_ratio(q, short)
         )
     };
     Alert {
@@ -250,14 +367,30 @@ fn provisioning_slo_burn() -> Alert {
         description: format!(
             "The error budget of the SLO \"{}% of the pods that wait on new capacity from Karpenter are bound within {}\" burns too fast: more than 14.4x over 1h and 5m, or 6x over 6h and 30m (at 14.4x a 30-day budget lasts about 2 days). {{{{ $value | humanizePercentage }}}} of those pods were slow. See the SLI row of the kelp dashboard (pod provisioning latency by NodePool, node provisioning time, launch failures) and run `kelp doctor`.",
             num(defs::PROVISIONING_SLO_TARGET * 100.0),
-            crate::karpenter::duration::human(chrono::Duration::seconds(defs::PROVISIONING_SLO_SECONDS as i64))
+            slo_threshold()
         ),
     }
 }
 
+fn slo_threshold() -> String {
+    crate::karpenter::duration::human(chrono::Duration::seconds(
+        defs::PROVISIONING_SLO_SECONDS as i64,
+    ))
+}
+
+/// "Cluster NAME: " when the alert's series carry the cluster label, nothing when they do
+/// not (a single cluster): a Go template, expanded by Prometheus.
+pub fn cluster_prefix(cluster: &ClusterLabel) -> String {
+    format!(
+        "{{{{ with $labels.{} }}}}Cluster {{{{ . }}}}: {{{{ end }}}}",
+        cluster.as_str()
+    )
+}
+
 /// The PrometheusRule (monitoring.coreos.com/v1) as a value.
-pub fn prometheus_rule() -> Value {
-    let rules: Vec<Value> = alerts()
+pub fn prometheus_rule(cluster: &ClusterLabel) -> Value {
+    let prefix = cluster_prefix(cluster);
+    let rules: Vec<Value> = alerts(cluster)
         .into_iter()
         .map(|a| {
             json!({
@@ -265,7 +398,10 @@ pub fn prometheus_rule() -> Value {
                 "expr": a.expr,
                 "for": a.for_,
                 "labels": {"severity": a.severity},
-                "annotations": {"summary": a.summary, "description": a.description},
+                "annotations": {
+                    "summary": format!("{prefix}{}", a.summary),
+                    "description": format!("{prefix}{}", a.description),
+                },
             })
         })
         .collect();
@@ -278,261 +414,6 @@ pub fn prometheus_rule() -> Value {
 }
 
 /// The PrometheusRule as YAML.
-pub fn alerts_yaml() -> String {
-    serde_norway::to_string(&prometheus_rule()).expect("a JSON value serialises")
-}
-
-struct Panels {
-    out: Vec<Value>,
-    id: u64,
-    y: u64,
-}
-
-impl Panels {
-    fn row(&mut self, title: &str, repeat: Option<&str>) {
-        self.id += 1;
-        let mut row = json!({"type": "row", "title": title, "id": self.id, "collapsed": false,
-            "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y}, "panels": []});
-        if let Some(r) = repeat {
-            row["repeat"] = json!(r);
-        }
-        self.out.push(row);
-        self.y += 1;
-    }
-
-    fn panel(
-        &mut self,
-        kind: &str,
-        title: &str,
-        desc: &str,
-        w: u64,
-        x: u64,
-        targets: &[(String, String)],
-    ) {
-        self.id += 1;
-        let targets: Vec<Value> = targets
-            .iter()
-            .enumerate()
-            .map(|(i, (expr, legend))| {
-                json!({"refId": char::from(b'A' + i as u8).to_string(), "expr": expr,
-                    "legendFormat": legend, "datasource": {"type": "prometheus", "uid": "${datasource}"}})
-            })
-            .collect();
-        self.out.push(
-            json!({"type": kind, "title": title, "description": desc, "id": self.id,
-            "datasource": {"type": "prometheus", "uid": "${datasource}"},
-            "gridPos": {"h": 8, "w": w, "x": x, "y": self.y}, "targets": targets}),
-        );
-        if x + w >= 24 {
-            self.y += 8;
-        }
-    }
-}
-
-/// The query a seed metric's panel shows.
-fn seed_query(d: &MetricDef, pool_filter: &str) -> Vec<(String, String)> {
-    let sel = if pool_filter.is_empty() {
-        String::new()
-    } else {
-        format!("{{{pool_filter}}}")
-    };
-    // By NodePool where the metric has it (nominated pod failures are by namespace).
-    let np = if d.labels.contains(&"nodepool") {
-        d.label("nodepool")
-    } else {
-        d.label("namespace")
-    };
-    match d.kind {
-        MetricKind::Counter => vec![(
-            format!("sum {} (increase({}{sel}[$__rate_interval]))", d.by(&[np]), d.name),
-            format!("{{{{{np}}}}}"),
-        )],
-        MetricKind::Gauge => vec![(
-            format!("sum {} ({}{sel})", d.by(&[np]), d.name),
-            format!("{{{{{np}}}}}"),
-        )],
-        MetricKind::Histogram => [0.5, 0.9]
-            .iter()
-            .map(|q| {
-                (
-                    format!(
-                        "histogram_quantile({q}, sum by ({np}, le) (rate({}_bucket{sel}[$__rate_interval])))",
-                        d.name
-                    ),
-                    format!("p{} {{{{{np}}}}}", (q * 100.0) as u32),
-                )
-            })
-            .collect(),
-    }
-}
-
-/// A histogram's quantiles, by `labels`.
-fn quantiles(d: &MetricDef, labels: &[&'static str], qs: &[f64]) -> Vec<(String, String)> {
-    let by = d.by(labels).replace(')', ", le)");
-    let legend: Vec<String> = labels.iter().map(|l| format!("{{{{{l}}}}}")).collect();
-    qs.iter()
-        .map(|q| {
-            (
-                format!(
-                    "histogram_quantile({q}, sum {by} (rate({}_bucket[$__rate_interval])))",
-                    d.name
-                ),
-                format!("p{} {}", (q * 100.0) as u32, legend.join(" ")),
-            )
-        })
-        .collect()
-}
-
-/// A counter's increase or a gauge's sum, by `labels`.
-fn summed(d: &MetricDef, labels: &[&'static str]) -> Vec<(String, String)> {
-    let legend: Vec<String> = labels.iter().map(|l| format!("{{{{{l}}}}}")).collect();
-    let inner = match d.kind {
-        MetricKind::Counter => format!("increase({}[$__rate_interval])", d.name),
-        _ => d.name.to_string(),
-    };
-    vec![(format!("sum {} ({inner})", d.by(labels)), legend.join(" "))]
-}
-
-/// The SLI row: provisioning latency and its SLO, node provisioning, launch failures,
-/// churn, evictions, and the picture of now across pools.
-fn sli_row(p: &mut Panels) {
-    let lat = defs::POD_PROVISIONING_LATENCY;
-    p.row("SLIs", None);
-    p.panel(
-        "timeseries",
-        "Pod provisioning latency (pods that waited on new capacity)",
-        lat.help,
-        12,
-        0,
-        &quantiles(&lat, &["nodepool"], &[0.5, 0.9, 0.99]),
-    );
-    let slo = format!(
-        "{}% bound within {}",
-        num(defs::PROVISIONING_SLO_TARGET * 100.0),
-        crate::karpenter::duration::human(chrono::Duration::seconds(
-            defs::PROVISIONING_SLO_SECONDS as i64
-        ))
-    );
-    p.panel(
-        "timeseries",
-        &format!("Provisioning SLO ({slo}): share of pods bound in time"),
-        "1 - the share of slow pods, over 1h and 6h windows; the burn-rate alert compares the slow share with the error budget.",
-        12,
-        12,
-        &["1h", "6h"]
-            .iter()
-            .map(|w| (format!("1 - {}", slow_pod_ratio(w)), format!("{w} window")))
-            .collect::<Vec<_>>(),
-    );
-    let rows: &[(MetricDef, &[&'static str])] = &[
-        (defs::NODE_PROVISIONING, &["nodepool", "capacity_type"]),
-        (defs::LAUNCH_FAILURES, &["nodepool", "reason"]),
-        (defs::NODE_CHURN, &["event", "reason"]),
-        (defs::EVICTIONS, &["nodepool", "reason"]),
-        (defs::UNSCHEDULABLE_PODS, &["category", "nodepool"]),
-        (defs::DRIFTED_NODES, &["nodepool"]),
-        (defs::DISRUPTION_BLOCKED_NODES, &["nodepool", "blocker"]),
-        (defs::NODEPOOL_USAGE_RATIO, &["nodepool", "resource"]),
-        (defs::NODEPOOL_COST, &["nodepool", "capacity_type"]),
-        (defs::NODEPOOL_NODES, &["nodepool"]),
-    ];
-    let mut x = 0;
-    for (d, labels) in rows {
-        let targets = match d.kind {
-            MetricKind::Histogram => quantiles(d, labels, &[0.5, 0.9]),
-            _ => summed(d, labels),
-        };
-        p.panel("timeseries", d.name, d.help, 12, x, &targets);
-        x = (x + 12) % 24;
-    }
-    if x != 0 {
-        p.y += 8;
-    }
-}
-
-/// The Grafana dashboard: an overview, per-NodePool rows, the SLIs and the seed metrics.
-pub fn grafana() -> Value {
-    let f = defs::FINDINGS;
-    let (code, sev, np) = (f.label("code"), f.label("severity"), f.label("nodepool"));
-    let mut p = Panels {
-        out: Vec::new(),
-        id: 0,
-        y: 0,
-    };
-    p.row("Overview", None);
-    p.panel(
-        "stat",
-        "Findings by severity",
-        f.help,
-        8,
-        0,
-        &[(
-            format!("sum {} ({})", f.by(&[sev]), f.name),
-            format!("{{{{{sev}}}}}"),
-        )],
-    );
-    p.panel(
-        "timeseries",
-        "Findings by code",
-        f.help,
-        16,
-        8,
-        &[(
-            format!("sum {} ({})", f.by(&[code]), f.name),
-            format!("{{{{{code}}}}}"),
-        )],
-    );
-    p.row("NodePool $nodepool", Some("nodepool"));
-    let filter = format!("{np}=~\"$nodepool\"");
-    p.panel(
-        "timeseries",
-        "Findings in $nodepool",
-        f.help,
-        12,
-        0,
-        &[(
-            format!("sum {} ({}{{{filter}}})", f.by(&[code, sev]), f.name),
-            format!("{{{{{code}}}}} ({{{{{sev}}}}})"),
-        )],
-    );
-    let mut x = 12;
-    for d in defs::SEED.iter().filter(|d| d.labels.contains(&"nodepool")) {
-        p.panel("timeseries", d.name, d.help, 12, x, &seed_query(d, &filter));
-        x = (x + 12) % 24;
-    }
-    for d in defs::SLI.iter().filter(|d| d.labels.contains(&"nodepool")) {
-        p.panel("timeseries", d.name, d.help, 12, x, &seed_query(d, &filter));
-        x = (x + 12) % 24;
-    }
-    if x != 0 {
-        p.y += 8;
-    }
-    sli_row(&mut p);
-    p.row("Seed metrics (all NodePools)", None);
-    let mut x = 0;
-    for d in defs::SEED {
-        p.panel("timeseries", d.name, d.help, 12, x, &seed_query(d, ""));
-        x = (x + 12) % 24;
-    }
-    json!({
-        "title": "kelp: Karpenter",
-        "uid": "kelp-karpenter",
-        "tags": ["karpenter", "kelp"],
-        "schemaVersion": 39,
-        "time": {"from": "now-6h", "to": "now"},
-        "refresh": "1m",
-        "templating": {"list": [
-            {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
-            {"name": "nodepool", "type": "query", "label": "NodePool",
-             "datasource": {"type": "prometheus", "uid": "${datasource}"},
-             "query": format!("label_values({}, {})", defs::NODEPOOL_NODES.name, defs::NODEPOOL_NODES.label("nodepool")),
-             "multi": true, "includeAll": true, "refresh": 2},
-        ]},
-        "panels": p.out,
-    })
-}
-
-/// The dashboard as pretty JSON.
-pub fn grafana_json() -> String {
-    serde_json::to_string_pretty(&grafana()).expect("a JSON value serialises")
+pub fn alerts_yaml(cluster: &ClusterLabel) -> String {
+    serde_norway::to_string(&prometheus_rule(cluster)).expect("a JSON value serialises")
 }
