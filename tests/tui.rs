@@ -216,9 +216,12 @@ fn top_sorts_moves_and_explains_a_node() {
         );
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let dump = demo_dump(dir.path());
-    let t = Tmux::start(&top_command(&dump));
+    // The dump on stdin (`--from -`): keys then come from the terminal itself.
+    let t = Tmux::start(&format!(
+        "'{kelp}' demo --dump | '{kelp}' top --from - --metrics-file '{}' --now {NOW}",
+        metrics_file().display(),
+        kelp = kelp()
+    ));
     t.wait_for("the first frame", |s| s.contains("sort karpenter"));
 
     // `s` cycles the sort: name, then $/hr.

@@ -28,8 +28,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        anyhow::bail!("kelp top needs a terminal (stdin and stdout); for text use `kelp doctor`");
+    // Keys are read from the terminal itself when stdin is a pipe (`--from -`).
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!("kelp top needs a terminal (stdout is not one); for text use `kelp doctor`");
     }
     let loaded = args.source.load()?;
     let live = args.source.from.is_empty();

@@ -555,4 +555,22 @@ mod tests {
         key(&mut a, KeyCode::Enter);
         assert!(a.panel.is_none());
     }
+
+    #[test]
+    fn a_refresh_keeps_the_selection_inside_the_new_rows() {
+        let mut a = app();
+        key(&mut a, KeyCode::End);
+        let last = a.nodes().len() - 1;
+        assert_eq!(a.nodes.selected(), Some(last));
+        let mut c = crate::demo::cluster().unwrap();
+        c.nodeclaims.clear();
+        a.error = Some("list failed".into());
+        a.replace(Snapshot::new(c, "demo", crate::demo::now()));
+        assert!(a.error.is_none());
+        assert!(a.nodes().is_empty());
+        assert_eq!(a.nodes.selected(), None);
+        // Enter on an empty table opens nothing.
+        key(&mut a, KeyCode::Enter);
+        assert!(a.panel.is_none());
+    }
 }

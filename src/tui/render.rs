@@ -392,7 +392,11 @@ mod tests {
     use crate::tui::Snapshot;
 
     fn screen(app: &mut App) -> String {
-        let mut t = Terminal::new(TestBackend::new(160, 45)).unwrap();
+        screen_of(app, 160, 45)
+    }
+
+    fn screen_of(app: &mut App, w: u16, h: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
         t.draw(|f| draw(f, app)).unwrap();
         let buf = t.backend().buffer().clone();
         let mut out = String::new();
@@ -453,5 +457,22 @@ mod tests {
         assert!(!s.contains('\x1b') && !s.contains('\x07'));
         assert!(s.contains("evil\\x1b]0;owned\\x07pool"), "{s}");
         assert!(s.contains("demo\\x1b[2J"), "{s}");
+    }
+
+    #[test]
+    fn tiny_terminals_draw_without_panicking() {
+        let snap = Snapshot::new(crate::demo::cluster().unwrap(), "demo", crate::demo::now());
+        let mut app = App::new(snap, true);
+        app.on_key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Enter,
+            crossterm::event::KeyModifiers::NONE,
+        ));
+        assert!(app.panel.is_some());
+        for (w, h) in [(1, 1), (10, 3), (40, 10), (80, 24)] {
+            let s = screen_of(&mut app, w, h);
+            assert_eq!(s.lines().count(), h as usize);
+        }
+        let s = screen_of(&mut app, 80, 24);
+        assert!(s.contains("why node"), "{s}");
     }
 }
