@@ -8,6 +8,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+mod common;
+
 const NOW: &str = "2026-11-21T10:00:00Z";
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -27,6 +29,11 @@ impl Tmux {
     /// Start `command` in a 160x45 session; the shell then prints its exit status and
     /// waits, so the screen after the view ends can be read too.
     fn start(command: &str) -> Tmux {
+        Self::start_in(command, &[])
+    }
+
+    /// [`Tmux::start`], with `VAR=value` settings for the command.
+    fn start_in(command: &str, env: &[&str]) -> Tmux {
         static N: AtomicUsize = AtomicUsize::new(0);
         let socket = format!(
             "kelp-tui-test-{}-{}",
@@ -35,21 +42,24 @@ impl Tmux {
         );
         let t = Tmux { socket };
         let script = format!("{command}; echo EXIT=$?; sleep 120");
-        t.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "top",
-            "-x",
-            "160",
-            "-y",
-            "45",
-            "env",
-            "LANG=C.UTF-8",
-            "sh",
-            "-c",
-            &script,
-        ]);
+        t.run(
+            &[
+                "new-session",
+                "-d",
+                "-s",
+                "top",
+                "-x",
+                "160",
+                "-y",
+                "45",
+                "env",
+                "LANG=C.UTF-8",
+            ]
+            .into_iter()
+            .chain(env.iter().copied())
+            .chain(["sh", "-c", &script])
+            .collect::<Vec<_>>(),
+        );
         t
     }
 
@@ -84,6 +94,10 @@ impl Tmux {
 
     /// Poll the screen until `ok` holds (bounded by [`WAIT`]); the screen it held on.
     fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        self.wait_within(what, WAIT, ok)
+    }
+
+    fn wait_within(&self, what: &str, bound: Duration, ok: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();
@@ -91,7 +105,7 @@ impl Tmux {
                 return s;
             }
             assert!(
-                start.elapsed() < WAIT,
+                start.elapsed() < bound,
                 "timed out waiting for {what}; the screen:\n{s}"
             );
             std::thread::sleep(Duration::from_millis(100));
@@ -257,4 +271,47 @@ fn top_without_a_terminal_says_so_in_one_line() {
     assert!(err.contains("kelp top needs a terminal"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(out.stdout.is_empty());
+}
+
+/// On the testenv's live cluster (skipped without one): the view lists the cluster again
+/// every `--refresh`, so a pod created while it runs appears in the pending table.
+#[test]
+fn top_on_a_live_cluster_shows_a_new_pending_pod() {
+    if !have_tmux() {
+        eprintln!(
+            "skipping the kelp top terminal test: tmux is not installed (scripts/test installs it)"
+        );
+        return;
+    }
+    let Some(e) = common::env() else { return };
+    let ns = "kelp-top";
+    common::namespace(&e, ns);
+    e.fresh(ns, &["top-nowhere"]);
+    let t = Tmux::start_in(
+        &format!("'{}' top --refresh 1", kelp()),
+        &[&format!("KUBECONFIG={}", e.kubeconfig)],
+    );
+    let s = t.wait_for("the first frame", |s| s.contains("NodePools ("));
+    assert!(s.contains("context "), "{s}");
+    assert!(s.contains("· live"), "{s}");
+    // Only this pod, whatever else the testenv has pending.
+    t.keys(&["/"]);
+    t.text("top-nowhere");
+    t.keys(&["Enter"]);
+    t.wait_for("the filter", |s| s.contains("filter: top-nowhere"));
+    // No NodePool requires this scenario label: the pod stays pending.
+    e.apply(&common::pod(
+        ns,
+        "top-nowhere",
+        "kelp-top-nowhere",
+        "100m",
+        "",
+    ));
+    t.wait_within("the new pending pod", 3 * common::MINUTES, |s| {
+        s.contains("kelp-top/top-nowhere")
+    });
+    t.keys(&["q"]);
+    let s = t.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=0"), "{s}");
+    e.fresh(ns, &["top-nowhere"]);
 }

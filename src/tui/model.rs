@@ -89,8 +89,6 @@ pub struct Top {
     pub pools: Vec<PoolLine>,
     pub nodes: Vec<NodeLine>,
     pub pending: Vec<PendingLine>,
-    /// Pending pods in all (the list is capped at [`view::PENDING_CAP`]).
-    pub pending_total: usize,
 }
 
 /// A model, analysed, with the view built from it.
@@ -230,16 +228,24 @@ pub fn build(
     } else {
         Some(node_prices.iter().sum())
     };
-    let pending_rows = ov
-        .pending
-        .rows
-        .iter()
-        .map(|r| PendingLine {
-            namespace: r.namespace.clone(),
-            name: r.name.clone(),
-            pending_for: r.pending_for.clone(),
-            requests: r.requests.clone(),
-            verdict: r.summary.clone(),
+    // Every pending pod (the dashboard caps its list; a terminal table scrolls), oldest
+    // first, then by name, as the dashboard orders them.
+    let mut diagnoses: Vec<&std::sync::Arc<provisioning::PodDiagnosis>> = pending.iter().collect();
+    diagnoses.sort_by(|a, b| {
+        a.since
+            .is_none()
+            .cmp(&b.since.is_none())
+            .then(a.since.cmp(&b.since))
+            .then_with(|| a.pod.cmp(&b.pod))
+    });
+    let pending_rows = diagnoses
+        .into_iter()
+        .map(|d| PendingLine {
+            namespace: d.pod.namespace.clone().unwrap_or_default(),
+            name: d.pod.name.clone(),
+            pending_for: d.pending_for.clone(),
+            requests: crate::cli::output::requests_line(&d.requests),
+            verdict: d.verdict_summary(),
         })
         .collect();
     let sev = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
@@ -255,7 +261,6 @@ pub fn build(
         pools,
         nodes,
         pending: pending_rows,
-        pending_total: ov.pending.total,
     }
 }
 
@@ -282,6 +287,33 @@ mod tests {
             assert!(names.contains(&want), "{names:?}");
         }
         assert!(t.pending.iter().any(|p| p.name == "trainer-0"));
+        // The same pods, in the same order, as the dashboard's list.
+        let (report, pending) = analysis::analyze_with_pending(&s.cluster, crate::demo::now());
+        let ov = view::overview(
+            &s.cluster,
+            view::Inputs {
+                cluster_name: "demo",
+                report: &report,
+                pending: &pending,
+                now: crate::demo::now(),
+                price_problem: None,
+                forbidden: None,
+                stale: None,
+            },
+        );
+        let mine: Vec<(&str, &str)> = t
+            .pending
+            .iter()
+            .map(|p| (p.namespace.as_str(), p.name.as_str()))
+            .collect();
+        let theirs: Vec<(&str, &str)> = ov
+            .pending
+            .rows
+            .iter()
+            .map(|p| (p.namespace.as_str(), p.name.as_str()))
+            .collect();
+        assert_eq!(mine, theirs);
+        assert_eq!(t.pending[0].verdict, ov.pending.rows[0].summary);
         assert!(t.total_per_hour.unwrap() > 0.0);
         // Requests and allocatable are read: some pool is partly used.
         let default = t.pools.iter().find(|p| p.name == "default").unwrap();
@@ -312,5 +344,23 @@ mod tests {
         assert!(s.top.price_note.is_some());
         assert_eq!(money(None), "-");
         assert_eq!(money(Some(1.5)), "$1.50/h");
+    }
+
+    #[test]
+    fn every_pending_pod_is_listed_past_the_dashboards_cap() {
+        let mut c = crate::demo::cluster().unwrap();
+        let pod = c
+            .pods
+            .get(&("ml".to_string(), "trainer-0".to_string()))
+            .unwrap()
+            .clone();
+        for i in 0..view::PENDING_CAP {
+            let mut p = pod.clone();
+            p.metadata.name = format!("copy-{i}");
+            c.apply_pod(p);
+        }
+        let s = Snapshot::new(c, "demo", crate::demo::now());
+        assert!(s.top.pending.len() > view::PENDING_CAP);
+        assert!(s.top.pending.iter().any(|p| p.name == "copy-49"));
     }
 }

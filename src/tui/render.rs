@@ -112,7 +112,7 @@ fn header(f: &mut Frame, app: &App, area: Rect) {
             " · {} pools · {} nodes · {} pending · ",
             t.pools.len(),
             t.nodes.len(),
-            t.pending_total
+            t.pending.len()
         )),
         Span::styled(
             format!("{} critical", t.critical),
@@ -298,15 +298,11 @@ fn pending_table(f: &mut Frame, app: &mut App, area: Rect) {
             ])
         })
         .collect();
-    let t = &app.snap.top;
-    let more = t.pending_total.saturating_sub(t.pending.len());
-    let title = if more > 0 {
-        format!(
-            " Pending pods ({} shown, {more} more: kelp doctor) ",
-            rows.len()
-        )
+    let total = app.snap.top.pending.len();
+    let title = if rows.len() == total {
+        format!(" Pending pods ({total}) ")
     } else {
-        format!(" Pending pods ({}) ", rows.len())
+        format!(" Pending pods ({} of {total}) ", rows.len())
     };
     let table = Table::new(
         rows,
