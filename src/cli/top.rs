@@ -12,19 +12,26 @@ use crate::tui::{self, Snapshot};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Keys:
-  / filter (text; Enter keeps it, Esc clears it)   s cycle the sort (karpenter, name, $/hr, cpu, memory, age)
-  Tab next table   ↑↓ or j/k move   Enter `why` for the node or pod (a pool: its nodes)   Esc close   q quit
+  /          filter every table by text (Enter keeps it, Esc clears it)
+  s          cycle the sort: karpenter, name, $/hr, cpu, memory, age
+  Tab        next table (pools, nodes, pending pods)
+  ↑↓ or j/k  move (PgUp/PgDn, Home/End)
+  Enter      `why` for the node or pod; on a pool, its nodes
+  Esc        close the panel
+  q          quit
 
 Examples:
-  kelp top                                     the current kubectl context, listed again every 5 s
-  kelp top --context prod --karpenter-service karpenter/karpenter:8080   with Karpenter's prices
-  kelp demo --dump > demo.yaml && kelp top --from demo.yaml --metrics-file demo/karpenter-metrics.txt")]
+  kelp top                          the current context, listed again every 5 s
+  kelp top --context prod --karpenter-service karpenter/karpenter:8080
+                                    with Karpenter's prices
+  kelp demo --dump > demo.yaml
+  kelp top --from demo.yaml --metrics-file demo/karpenter-metrics.txt")]
 pub struct Args {
-    #[command(flatten)]
-    pub source: SourceArgs,
     /// Seconds between two lists of a live cluster (a dump is read once)
     #[arg(long, value_name = "SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub refresh: u64,
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
