@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod model;
 pub mod serve;
 pub mod source;
+pub mod tui;
 pub mod web;
 
 pub use error::{Error, Result};

@@ -9,6 +9,7 @@ pub mod output;
 pub mod serve;
 pub mod snapshot;
 pub mod source;
+pub mod top;
 pub mod what_if;
 pub mod why;
 
@@ -58,6 +59,8 @@ pub enum Command {
     Serve(serve::Args),
     /// Print monitoring configuration: Prometheus alerts or a Grafana dashboard
     Generate(generate::Args),
+    /// A live terminal view: pools, nodes and pending pods with usage, $/hr and verdicts
+    Top(top::Args),
 }
 
 /// Parse arguments, run, and map the outcome to an exit status.
@@ -76,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::WhatIf(a) => what_if::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Generate(a) => generate::run(a),
+        Command::Top(a) => top::run(a),
     };
     match result {
         Ok(code) => code,
