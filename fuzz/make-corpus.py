@@ -309,6 +309,8 @@ def regressions():
         put("regressions", target, ", * * * *", "cron-empty-list-item-minute")
         put("regressions", target, "0 , * * 0", "cron-empty-list-item-day")
         put("regressions", target, "0 4 * * ,", "cron-empty-list-item-weekday")
+        # What `scripts/fuzz 30` found in its first 30 s (the same bug).
+        put("regressions", target, " , * */1 * SUN", "cron-empty-list-item-found-by-fuzzing")
     pool = ("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n  disruption:\n"
             "    budgets:\n    - {nodes: \"0\", schedule: \"%s\", duration: 1h}\n  template:\n    spec:\n"
             "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n")
