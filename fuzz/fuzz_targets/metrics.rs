@@ -1,0 +1,23 @@
+//! The `--metrics-file` parser (src/source/metrics.rs: Prometheus text exposition), and
+//! what a parsed scrape feeds: prices and offerings in the analysis and the dashboard.
+#![no_main]
+
+use std::sync::{LazyLock, Mutex};
+
+use kelp::model::Cluster;
+use libfuzzer_sys::fuzz_target;
+
+/// The small dump, loaded once; each input swaps its own scrape in.
+static SMALL: LazyLock<Mutex<Cluster>> = LazyLock::new(|| Mutex::new(kelp_fuzz::small()));
+
+fuzz_target!(|data: &[u8]| {
+    kelp_fuzz::catch_stack_overflow();
+    let text = String::from_utf8_lossy(data);
+    let Ok(metrics) = kelp::source::metrics::parse("fuzz.txt", &text) else {
+        return;
+    };
+    let mut c = SMALL.lock().unwrap_or_else(|e| e.into_inner());
+    c.metrics = Some(metrics);
+    kelp_fuzz::analyse_and_render(&c, kelp_fuzz::fixed_now());
+    c.metrics = None;
+});
