@@ -83,13 +83,16 @@ impl Limit {
     }
 }
 
-/// At most `max` bytes from `reader` (`expected` of them, e.g. a file's size, sizes the
-/// buffer once); `None` when there are more.
+/// At most `max` bytes from `reader`; `None` when there are more. `expected` (a file's
+/// size, or 0) sizes the buffer once, and refuses at once when it is over `max`.
 pub fn read_at_most(
     reader: impl Read,
     max: u64,
     expected: u64,
 ) -> std::io::Result<Option<Vec<u8>>> {
+    if expected > max {
+        return Ok(None);
+    }
     let mut bytes = Vec::with_capacity(expected.min(max) as usize);
     reader.take(max + 1).read_to_end(&mut bytes)?;
     Ok((bytes.len() as u64 <= max).then_some(bytes))
@@ -197,27 +200,48 @@ impl JsonGuard {
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), Limit> {
         let mut i = 0;
         while let Some(&b) = bytes.get(i) {
-            // Most bytes are inside strings or blanks: pass over runs of them at once.
-            let run = if self.in_string && !self.escaped && self.key.is_none() {
-                bytes[i..]
-                    .iter()
-                    .position(|b| matches!(b, b'"' | b'\\'))
-                    .unwrap_or(bytes.len() - i)
-            } else if !self.in_string {
-                bytes[i..]
-                    .iter()
-                    .position(|b| !matches!(b, b' ' | b'\t' | b'\r'))
-                    .unwrap_or(bytes.len() - i)
-            } else {
-                0
-            };
-            let ok = if run > 0 {
-                i += run;
-                self.offset += run as u64;
-                (!self.in_string
-                    || self.offset <= self.string_limit
-                    || self.fail(Limit::String { line: self.line }))
-                    && (self.offset < self.object_limit || self.fail_object())
+            // Most bytes are in strings or blanks: pass over runs of them in tight loops.
+            let ok = if self.in_string && self.key.is_none() {
+                let start = i;
+                if std::mem::take(&mut self.escaped) {
+                    i += 1;
+                }
+                loop {
+                    i += bytes
+                        .get(i..)
+                        .unwrap_or_default()
+                        .iter()
+                        .position(|b| matches!(b, b'"' | b'\\'))
+                        .unwrap_or(bytes.len().saturating_sub(i));
+                    match bytes.get(i) {
+                        Some(b'\\') if i + 1 < bytes.len() => i += 2,
+                        Some(b'\\') => {
+                            self.escaped = true;
+                            i += 1;
+                            break;
+                        }
+                        _ => break,
+                    }
+                }
+                self.offset += (i - start) as u64;
+                if self.offset > self.string_limit {
+                    self.fail(Limit::String { line: self.line })
+                } else if i < bytes.len() {
+                    i += 1;
+                    self.step(b'"')
+                } else {
+                    self.offset < self.object_limit || self.fail_object()
+                }
+            } else if !self.in_string && matches!(b, b' ' | b'\t' | b'\r') {
+                let start = i;
+                while bytes
+                    .get(i)
+                    .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r'))
+                {
+                    i += 1;
+                }
+                self.offset += (i - start) as u64;
+                self.offset < self.object_limit || self.fail_object()
             } else {
                 i += 1;
                 self.step(b)
@@ -531,6 +555,20 @@ mod tests {
         let starts: Vec<usize> = std::iter::from_fn(|| g.next_start()).collect();
         // The List, its fields and items; then the array and its elements.
         assert_eq!(starts, [10, 10, 11, 12, 14, 17, 19, 19, 19, 20]);
+        // The same whatever the chunks the reader hands over, escapes and all.
+        let text = format!("{text}\n{{\"a\\\"\\\\\": \"\\\"{}\\\"\"}}", "[".repeat(50));
+        for chunk in 1..9 {
+            let mut g = JsonGuard::stream(10);
+            for part in text.as_bytes().chunks(chunk) {
+                g.feed(part).unwrap();
+            }
+            let got: Vec<usize> = std::iter::from_fn(|| g.next_start()).collect();
+            assert_eq!(got[..10], starts[..], "chunks of {chunk}");
+            assert_eq!(
+                (g.depth, g.in_string, g.line, got.len()),
+                (0, false, 21, 12)
+            );
+        }
     }
 
     #[test]
@@ -596,6 +634,7 @@ mod tests {
             read_at_most(&b"abc"[..], 3, 0).unwrap(),
             Some(b"abc".to_vec())
         );
-        assert_eq!(read_at_most(&b"abcd"[..], 3, 4).unwrap(), None);
+        assert_eq!(read_at_most(&b"abcd"[..], 3, 0).unwrap(), None);
+        assert_eq!(read_at_most(&b"ab"[..], 3, 4).unwrap(), None, "by its size");
     }
 }
