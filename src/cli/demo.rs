@@ -45,7 +45,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.dump {
-        crate::cli::output::emit(demo::CLUSTER, crate::cli::output::Style::plain())?;
+        crate::cli::output::emit(&demo::dump()?, crate::cli::output::Style::plain())?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(format) = args.output {
