@@ -95,3 +95,104 @@ fn what_if_never_calls_compatible_what_it_could_not_check() {
     assert_eq!(v["pods"][0]["first"], "general");
     assert_eq!(v["pods"][0]["nodepools"][0]["verdict"], "rejected");
 }
+
+#[test]
+fn skipped_kinds_are_one_line_and_only_with_verbose() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("demo.yaml");
+    std::fs::write(&path, stdout(kelp().args(["demo", "--dump"])).0).unwrap();
+    let (_, quiet, _) = stdout(kelp().args(["doctor", "--from"]).arg(&path));
+    assert!(!quiet.contains("note:"), "{quiet}");
+    let (_, loud, _) = stdout(kelp().args(["doctor", "-v", "--from"]).arg(&path));
+    let notes: Vec<&str> = loud.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(
+        notes,
+        ["note: skipped 2 CronJob, 17 Deployment, 4 Job, 17 ReplicaSet, 3 StatefulSet objects (kinds kelp does not read)"]
+    );
+}
+
+fn help(args: &[&str], columns: &str) -> String {
+    let (out, err, code) = stdout(kelp().args(args).arg("--help").env("COLUMNS", columns));
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
+const COMMANDS: &[&[&str]] = &[
+    &[],
+    &["doctor"],
+    &["why"],
+    &["why", "pod"],
+    &["snapshot"],
+    &["demo"],
+    &["lint"],
+    &["what-if"],
+    &["serve"],
+    &["generate"],
+];
+
+#[test]
+fn help_examples_do_not_wrap_at_80_columns() {
+    for args in COMMANDS {
+        let narrow = help(args, "80");
+        let wide = help(args, "250");
+        let examples = |s: &str| -> Vec<String> {
+            s.lines()
+                .skip_while(|l| !l.starts_with("Examples:"))
+                .take_while(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(examples(&narrow), examples(&wide), "kelp {args:?} --help");
+        for l in narrow.lines() {
+            assert!(l.chars().count() <= 80, "kelp {args:?} --help: {l:?}");
+        }
+    }
+}
+
+#[test]
+fn each_command_documents_its_own_output_formats() {
+    for args in [&["why", "pod"][..], &["what-if"]] {
+        let h = help(args, "200");
+        assert!(h.contains("-o, --output"), "{h}");
+        assert!(!h.contains("grouped by severity"), "kelp {args:?}: {h}");
+        assert!(!h.contains("findings contract"), "kelp {args:?}: {h}");
+    }
+    assert!(help(&["doctor"], "200").contains("grouped by severity"));
+}
+
+#[test]
+fn a_wrong_context_lists_the_contexts_there_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("config");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {}}]\ncontexts:\n- {name: staging, context: {cluster: c, user: u}}\n- {name: prod-eu, context: {cluster: c, user: u}}\ncurrent-context: staging\n",
+    )
+    .unwrap();
+    for cmd in [&["doctor"][..], &["snapshot"], &["why", "pod", "a/b"]] {
+        let (_, err, code) = stdout(
+            kelp()
+                .args(cmd)
+                .arg("--kubeconfig")
+                .arg(&kc)
+                .args(["--context", "prod"]),
+        );
+        assert_eq!(code, 2, "{cmd:?}: {err}");
+        assert_eq!(
+            err.trim(),
+            "error: no context \"prod\" in the kubeconfig; its contexts: staging, prod-eu",
+            "{cmd:?}"
+        );
+    }
+}
+
+#[test]
+fn one_name_for_the_dashboard_address() {
+    let demo = help(&["demo"], "200");
+    assert!(demo.contains("--dashboard-addr <ADDR>"), "{demo}");
+    assert!(!demo.contains("--addr"), "{demo}");
+    assert!(help(&["serve"], "200").contains("--dashboard-addr <ADDR>"));
+    // The old name still parses.
+    let (_, err, code) = stdout(kelp().args(["demo", "--addr", "127.0.0.1:0", "--dump"]));
+    assert_eq!(code, 0, "{err}");
+}

@@ -13,8 +13,10 @@ use crate::findings::{Report, Severity};
 #[command(after_help = "\
 Examples:
   kelp doctor                                  the current kubectl context
-  kelp doctor --context prod --fail-on warning exit 1 on any warning or worse (for CI and cron)
-  kelp doctor --from dump/ -o json             a folder of `kubectl get -o yaml` output, as JSON
+  kelp doctor --context prod --fail-on warning
+      exit 1 on any warning or worse (for CI and cron)
+  kelp doctor --from dump/ -o json
+      a folder of `kubectl get -o yaml` output, as JSON
   kelp doctor --from snap.json --now 2026-11-21T10:00:00Z
 
 Exit status: 0 nothing at or above --fail-on, 1 something is, 2 kelp could not run.")]

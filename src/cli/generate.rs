@@ -8,7 +8,8 @@ use crate::metrics::generate;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  kelp generate alerts > kelp-rules.yaml        a PrometheusRule (monitoring.coreos.com/v1)
+  kelp generate alerts > kelp-rules.yaml
+      a PrometheusRule (monitoring.coreos.com/v1)
   kelp generate grafana > kelp-dashboard.json   a Grafana dashboard
 
 Both are built from the same metric definitions kelp serves at /metrics. See docs/metrics.md.")]

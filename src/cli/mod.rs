@@ -20,24 +20,43 @@ const ABOUT: &str = "kelp explains what Karpenter is doing and why: pending pods
 
 const AFTER_HELP: &str = "\
 Examples:
-  kelp demo                                   see kelp work on a bundled cluster, no cluster needed
-  kelp doctor                                 diagnose the cluster of your current kubectl context
-  kelp doctor --context prod -o json          the same, for another context, as JSON
-  kelp why pod ml/trainer-0                   why is this pod pending? every NodePool's verdict
-  kelp why node ip-10-0-1-23.ec2.internal     why isn't Karpenter replacing this node?
-  kelp snapshot -o cluster.json               capture what kelp reads, to analyse offline or share
-  kelp doctor --from cluster.json             analyse a dump (kubectl get -o yaml|json output works too)
-  kelp lint manifests/ -o sarif > kelp.sarif  check NodePool/EC2NodeClass manifests offline, for CI
+  kelp demo
+      see kelp work on a bundled cluster, no cluster needed
+  kelp doctor
+      diagnose the cluster of your current kubectl context
+  kelp doctor --context prod -o json
+      the same, for another context, as JSON
+  kelp why pod ml/trainer-0
+      why is this pod pending? every NodePool's verdict
+  kelp why node ip-10-0-1-23.ec2.internal
+      why isn't Karpenter replacing this node?
+  kelp snapshot -f cluster.json
+      capture what kelp reads, to analyse offline or share
+  kelp doctor --from cluster.json
+      analyse a dump (kubectl get -o yaml|json output works too)
+  kelp lint manifests/ -o sarif > kelp.sarif
+      check NodePool/EC2NodeClass manifests offline, for CI
   kelp what-if --pod web.yaml --nodepools karpenter/
-                                              would this workload fit these NodePools? (offline)
+      would this workload fit these NodePools? (offline)
 
 kelp only reads (get/list) and never reads Secrets.";
 
 #[derive(Debug, Parser)]
 #[command(name = "kelp", version, about = ABOUT, after_help = AFTER_HELP, propagate_version = true)]
 pub struct Cli {
+    /// Say more on stderr (e.g. which kinds a dump held that kelp does not read)
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `-v/--verbose` was given.
+static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `-v/--verbose` was given.
+pub fn verbose() -> bool {
+    VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[derive(Debug, Subcommand)]
@@ -63,6 +82,7 @@ pub enum Command {
 /// Parse arguments, run, and map the outcome to an exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     match &cli.command {
         Command::Serve(a) => init_logging(a.log_format, "info"),
         _ => init_logging(LogFormat::Text, "kelp=warn"),

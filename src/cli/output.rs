@@ -17,6 +17,28 @@ pub enum Format {
     Yaml,
 }
 
+/// `-o` for `why` and `what-if`: an answer, not a findings report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum AnswerFormat {
+    /// Human-readable: each NodePool's verdict as a table
+    #[default]
+    Table,
+    /// The whole answer as JSON
+    Json,
+    /// The whole answer as YAML
+    Yaml,
+}
+
+impl From<AnswerFormat> for Format {
+    fn from(f: AnswerFormat) -> Self {
+        match f {
+            AnswerFormat::Table => Format::Table,
+            AnswerFormat::Json => Format::Json,
+            AnswerFormat::Yaml => Format::Yaml,
+        }
+    }
+}
+
 /// `s` safe to print on a terminal or in a text log: control characters (newlines and
 /// carriage returns included), C1 controls and bidirectional overrides are written as
 /// escapes (`\n`, `\x1b`, `\u{202e}`), so text from the cluster (an Event anyone may

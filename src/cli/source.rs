@@ -6,6 +6,7 @@ use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use clap::Args;
 
+use super::output;
 use crate::model::Cluster;
 use crate::source::controller::{self, ScrapeTarget};
 use crate::source::{self, live};
@@ -64,6 +65,55 @@ fn scraped_metrics(
     }
 }
 
+/// One line for what a dump held that kelp does not read (`-v` shows it):
+/// `note: skipped 17 Deployment, 3 StatefulSet objects (kinds kelp does not read)`.
+pub fn skipped_summary(skipped: &std::collections::BTreeMap<String, usize>) -> Option<String> {
+    if skipped.is_empty() {
+        return None;
+    }
+    let kinds: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let total: usize = skipped.values().sum();
+    let secrets = if skipped.contains_key("Secret") {
+        "; kelp never reads Secrets"
+    } else {
+        ""
+    };
+    Some(format!(
+        "note: skipped {} object{} (kinds kelp does not read{secrets})",
+        kinds.join(", "),
+        if total == 1 { "" } else { "s" }
+    ))
+}
+
+/// A `--context` the kubeconfig does not have is one line that lists those it has.
+/// (When the kubeconfig cannot be read here, connecting reports that instead.)
+pub fn check_context(kubeconfig: Option<&std::path::Path>, context: &str) -> anyhow::Result<()> {
+    let kc = match kubeconfig {
+        Some(path) => kube::config::Kubeconfig::read_from(path),
+        None => kube::config::Kubeconfig::read(),
+    };
+    let Ok(kc) = kc else {
+        return Ok(());
+    };
+    if kc.contexts.iter().any(|c| c.name == context) {
+        return Ok(());
+    }
+    let names: Vec<String> = kc
+        .contexts
+        .iter()
+        .map(|c| output::clean(&c.name).into_owned())
+        .collect();
+    anyhow::bail!(
+        "no context {:?} in the kubeconfig; its contexts: {}",
+        output::clean(context),
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    )
+}
+
 /// A loaded model and the clock to judge it by.
 pub struct Loaded {
     pub cluster: Cluster,
@@ -84,6 +134,9 @@ impl SourceArgs {
     pub fn load(&self) -> anyhow::Result<Loaded> {
         let fixed_now = self.now.as_deref().map(parse_time).transpose()?;
         let (mut cluster, origin) = if self.from.is_empty() {
+            if let Some(context) = &self.context {
+                check_context(self.kubeconfig.as_deref(), context)?;
+            }
             let target = live::Target {
                 kubeconfig: self.kubeconfig.clone(),
                 context: self.context.clone(),
@@ -115,8 +168,10 @@ impl SourceArgs {
         } else {
             let mut c = Cluster::default();
             let notes = source::load_paths(&self.from, &mut c)?;
-            for line in notes.lines() {
-                eprintln!("{line}");
+            if super::verbose() {
+                if let Some(line) = skipped_summary(&notes.skipped) {
+                    eprintln!("{line}");
+                }
             }
             (c, "dump".to_string())
         };

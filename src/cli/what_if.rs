@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::output::{self, Format, Style};
+use super::output::{self, AnswerFormat, Format, Style};
 use crate::analysis::provisioning::{
     evaluate, pod_requests, pod_terms, PoolInfo, PoolSet, PoolVerdict, Reason, Verdict,
 };
@@ -33,10 +33,12 @@ use crate::source;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  kelp what-if --pod web.yaml --nodepools karpenter/    a Deployment against a folder of pools
+  kelp what-if --pod web.yaml --nodepools karpenter/
+      a Deployment against a folder of pools
   kelp what-if --pod job.yaml --nodepools pools.yaml -o json
   kubectl get pod web-0 -o yaml | kelp what-if --pod - --nodepools karpenter/
-  kelp what-if --pod web.yaml --nodepools cluster.json  against a snapshot (pools keep status)
+  kelp what-if --pod web.yaml --nodepools cluster.json
+      against a snapshot (pools keep status)
 
 The pod file may hold a Pod, Deployment, StatefulSet, ReplicaSet, Job, CronJob or DaemonSet
 (several documents are evaluated one by one). NodePools without status are taken as Ready
@@ -56,8 +58,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH", required = true, num_args = 1..)]
     pub nodepools: Vec<PathBuf>,
     /// Output format
-    #[arg(short, long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
+    #[arg(short, long, value_enum, default_value_t = AnswerFormat::Table)]
+    pub output: AnswerFormat,
 }
 
 /// One NodePool's verdict, with its weight.
@@ -315,7 +317,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     };
     let style = Style::detect();
-    let rendered = match args.output {
+    let rendered = match Format::from(args.output) {
         Format::Table => table(&answer, style),
         f => output::structured(f, &answer)?,
     };
