@@ -5,7 +5,6 @@
 use assert_cmd::Command;
 use serde_json::Value;
 
-#[allow(dead_code)]
 const SMALL: &str = "tests/data/small.yaml";
 
 fn kelp() -> Command {
@@ -128,6 +127,7 @@ const COMMANDS: &[&[&str]] = &[
     &["what-if"],
     &["serve"],
     &["generate"],
+    &["completion"],
 ];
 
 #[test]
@@ -195,4 +195,44 @@ fn one_name_for_the_dashboard_address() {
     // The old name still parses.
     let (_, err, code) = stdout(kelp().args(["demo", "--addr", "127.0.0.1:0", "--dump"]));
     assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn kubectl_kelp_runs_as_the_kubectl_plugin() {
+    let mut plugin = Command::cargo_bin("kubectl-kelp").unwrap();
+    plugin.env_remove("KUBECONFIG").env("NO_COLOR", "1");
+    let (out, err, code) =
+        stdout(plugin.args(["doctor", "--from", SMALL, "--now", "2026-11-21T10:00:00Z"]));
+    assert_eq!(code, 1, "critical findings: {err}");
+    assert!(out.starts_with("CRITICAL ("), "{out}");
+    let mut plugin = Command::cargo_bin("kubectl-kelp").unwrap();
+    let (h, _, code) = stdout(plugin.arg("--help"));
+    assert_eq!(code, 0);
+    assert!(h.contains("Usage: kubectl kelp [OPTIONS] <COMMAND>"), "{h}");
+    assert!(h.contains("  kubectl kelp doctor"), "{h}");
+
+    // A symlink named kubectl-kelp to kelp is the plugin too (the argv[0] switch).
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("kubectl-kelp");
+    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("kelp"), &link).unwrap();
+    let (h, _, _) = stdout(Command::new(&link).args(["doctor", "--help"]));
+    assert!(h.contains("Usage: kubectl kelp doctor"), "{h}");
+    // And kelp is kelp.
+    assert!(help(&[], "200").contains("Usage: kelp [OPTIONS] <COMMAND>"));
+}
+
+#[test]
+fn completions_generate_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let (script, err, code) = stdout(kelp().args(["completion", shell]));
+        assert_eq!(code, 0, "{shell}: {err}");
+        for sub in ["doctor", "why", "what-if", "snapshot", "completion"] {
+            assert!(script.contains(sub), "{shell} completion lacks {sub}");
+        }
+        assert!(script.contains("--from"), "{shell}");
+    }
+    let (bash, _, _) = stdout(kelp().args(["completion", "bash"]));
+    assert!(bash.contains("complete -F _kelp"), "{bash}");
+    let (_, _, code) = stdout(kelp().args(["completion", "tcsh"]));
+    assert_eq!(code, 2);
 }

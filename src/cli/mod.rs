@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand. Each parses its flags, asks a source for a
 //! model, runs the analysis and renders. Errors become one line on stderr and exit 2.
 
+pub mod completion;
 pub mod demo;
 pub mod doctor;
 pub mod generate;
@@ -14,7 +15,7 @@ pub mod why;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 const ABOUT: &str = "kelp explains what Karpenter is doing and why: pending pods, NodePools, NodeClaims, drift and disruption.";
 
@@ -77,11 +78,39 @@ pub enum Command {
     Serve(serve::Args),
     /// Print monitoring configuration: Prometheus alerts or a Grafana dashboard
     Generate(generate::Args),
+    /// Print a shell completion script (bash, zsh, fish)
+    Completion(completion::Args),
+}
+
+/// How kelp was invoked: `kubectl kelp` when run as the kubectl plugin (a binary, copy or
+/// symlink named `kubectl-kelp`), else `kelp`.
+pub fn bin_name() -> &'static str {
+    let invoked = std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    if invoked.starts_with("kubectl-kelp") {
+        "kubectl kelp"
+    } else {
+        "kelp"
+    }
+}
+
+/// Parse the command line, naming kelp as it was invoked in help and usage.
+fn parse() -> Cli {
+    let name = bin_name();
+    let mut cmd = Cli::command().bin_name(name).display_name(name);
+    if name != "kelp" {
+        cmd = cmd.after_help(AFTER_HELP.replace("  kelp ", "  kubectl kelp "));
+    }
+    let matches = cmd.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// Parse arguments, run, and map the outcome to an exit status.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     match &cli.command {
         Command::Serve(a) => init_logging(a.log_format, "info"),
@@ -96,6 +125,7 @@ pub fn main() -> ExitCode {
         Command::WhatIf(a) => what_if::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Generate(a) => generate::run(a),
+        Command::Completion(a) => completion::run(a),
     };
     match result {
         Ok(code) => code,
