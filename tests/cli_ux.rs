@@ -236,3 +236,57 @@ fn completions_generate_for_bash_zsh_and_fish() {
     let (_, _, code) = stdout(kelp().args(["completion", "tcsh"]));
     assert_eq!(code, 2);
 }
+
+/// `s` without SGR colour codes.
+fn strip_colour(s: &str) -> String {
+    let re = regex::Regex::new("\x1b\\[[0-9;]*m").unwrap();
+    re.replace_all(s, "").into_owned()
+}
+
+#[test]
+fn coloured_tables_align_under_a_pseudo_terminal() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no `script` for a pseudo-terminal");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("demo.yaml");
+    std::fs::write(&dump, stdout(kelp().args(["demo", "--dump"])).0).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("kelp");
+    let cmd = format!(
+        "{} why pod ml/trainer-0 --from {}",
+        bin.display(),
+        dump.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qc", &cmd, "/dev/null"])
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let raw = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(raw.contains("\x1b["), "a terminal gets colour: {raw:?}");
+    let plain = strip_colour(&raw);
+    let table: Vec<&str> = plain
+        .lines()
+        .skip_while(|l| !l.starts_with("NODEPOOL"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(table.len() > 2, "{plain}");
+    let at = |l: &str, word: &str| l.find(word);
+    let verdict_col = at(table[0], "VERDICT").unwrap();
+    let why_col = at(table[0], "WHY").unwrap();
+    for row in &table[1..] {
+        let verdict = ["rejected", "compatible", "unknown"]
+            .iter()
+            .find_map(|w| at(row, w))
+            .unwrap_or_else(|| panic!("{row}"));
+        assert_eq!(verdict, verdict_col, "{plain}");
+        assert_eq!(&row[why_col - 2..why_col], "  ", "{row}");
+        assert_ne!(&row[why_col..why_col + 1], " ", "{row}");
+    }
+}

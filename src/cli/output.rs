@@ -190,7 +190,7 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
         out.push('\n');
         let code_w = group
             .iter()
-            .map(|f| f.code.as_str().len())
+            .map(|f| display_width(f.code.as_str()))
             .max()
             .unwrap_or(0);
         for f in group {
@@ -201,7 +201,7 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
                 .unwrap_or_default();
             out.push_str(&format!(
                 "  {}  {}{}\n",
-                style.severity(sev, &format!("{:<code_w$}", f.code.as_str())),
+                style.severity(sev, &pad(f.code.as_str(), code_w)),
                 style.bold(&f.object.to_string()),
                 style.dim(&pool)
             ));
@@ -231,14 +231,43 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
     out
 }
 
-/// Fixed-width columns for small tables.
+/// The columns `s` takes on a terminal: kelp's colour codes take none, wide characters
+/// (CJK, most emoji) take two, combining marks none.
+pub fn display_width(s: &str) -> usize {
+    use unicode_width::UnicodeWidthStr;
+    let mut width = 0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        if let Some(n) = sgr_len(rest) {
+            rest = &rest[n..];
+            continue;
+        }
+        let next = rest
+            .char_indices()
+            .skip(1)
+            .find(|(_, c)| *c == '\x1b')
+            .map_or(rest.len(), |(i, _)| i);
+        width += rest[..next].width();
+        rest = &rest[next..];
+    }
+    width
+}
+
+/// `s` padded with spaces to `width` display columns (see [`display_width`]).
+pub fn pad(s: &str, width: usize) -> String {
+    let w = display_width(s);
+    format!("{s}{}", " ".repeat(width.saturating_sub(w)))
+}
+
+/// Fixed-width columns for small tables, measured in display columns, so colour codes
+/// and wide characters keep them aligned.
 pub fn columns(rows: &[Vec<String>]) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..n)
         .map(|i| {
             rows.iter()
                 .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
+                .map(|c| display_width(c))
                 .max()
                 .unwrap_or(0)
         })
@@ -252,7 +281,7 @@ pub fn columns(rows: &[Vec<String>]) -> String {
                 if i + 1 == r.len() {
                     c.clone()
                 } else {
-                    format!("{c:<w$}", w = widths[i])
+                    pad(c, widths[i])
                 }
             })
             .collect();
@@ -341,6 +370,69 @@ mod tests {
             clean("plain ünïcode"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    /// `s` without colour codes.
+    fn strip(s: &str) -> String {
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some(c) = rest.chars().next() {
+            if let Some(n) = sgr_len(rest) {
+                rest = &rest[n..];
+                continue;
+            }
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+        out
+    }
+
+    #[test]
+    fn coloured_and_wide_cells_keep_columns_aligned() {
+        use crate::analysis::provisioning::{PoolVerdict, Verdict};
+        let style = Style { color: true };
+        let verdict = |name: &str, v| PoolVerdict {
+            name: name.into(),
+            verdict: v,
+            reasons: Vec::new(),
+            source: "kelp",
+            event_agrees: None,
+        };
+        let rows = [
+            (verdict("gpu", Verdict::Rejected), 10),
+            (verdict("général-池", Verdict::Compatible), 0),
+            (verdict("x", Verdict::Unknown), 100),
+        ];
+        let table = verdict_table(rows.iter().map(|(v, w)| (v, *w)), style);
+        assert!(table.contains("\x1b["), "coloured: {table:?}");
+        let plain = strip(&table);
+        let lines: Vec<&str> = plain.lines().collect();
+        assert_eq!(lines.len(), 4, "{plain}");
+        // Each column starts at the same display column on every line.
+        let starts = |line: &str| -> Vec<usize> {
+            let mut cols = Vec::new();
+            let mut col = 0;
+            let mut prev_space = 0;
+            for c in line.chars() {
+                if c == ' ' {
+                    prev_space += 1;
+                } else {
+                    if prev_space >= 2 || col == 0 {
+                        cols.push(col);
+                    }
+                    prev_space = 0;
+                }
+                col += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+            }
+            cols
+        };
+        let header = starts(lines[0]);
+        assert_eq!(header.len(), 4, "{:?}", lines[0]);
+        for l in &lines[1..] {
+            assert_eq!(starts(l)[..3], header[..3], "{plain}");
+        }
+        assert_eq!(display_width("\x1b[1;31mab\x1b[0m池"), 4);
+        assert_eq!(pad("\x1b[1mab\x1b[0m", 4), "\x1b[1mab\x1b[0m  ");
     }
 
     #[test]
