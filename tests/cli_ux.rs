@@ -290,3 +290,143 @@ fn coloured_tables_align_under_a_pseudo_terminal() {
         assert_ne!(&row[why_col..why_col + 1], " ", "{row}");
     }
 }
+
+fn demo_dump(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("demo.yaml");
+    std::fs::write(&path, stdout(kelp().args(["demo", "--dump"])).0).unwrap();
+    path
+}
+
+fn doctor(from: &std::path::Path, args: &[&str]) -> (Vec<Value>, String, i32) {
+    let (out, err, code) = stdout(
+        kelp()
+            .args(["doctor", "-o", "json", "--from"])
+            .arg(from)
+            .args(args),
+    );
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    (v["findings"].as_array().unwrap().clone(), err, code)
+}
+
+#[test]
+fn doctor_filters_by_code_nodepool_namespace_and_pod_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = demo_dump(dir.path());
+    let (all, _, _) = doctor(&demo, &[]);
+    let (drifted, _, _) = doctor(&demo, &["--code", "nodeclaim-drifted"]);
+    assert!(!drifted.is_empty() && drifted.len() < all.len());
+    assert!(drifted.iter().all(|f| f["code"] == "nodeclaim-drifted"));
+    let (two, _, _) = doctor(
+        &demo,
+        &["--code", "nodeclaim-drifted", "--code", "pod-unschedulable"],
+    );
+    assert!(two.len() > drifted.len());
+
+    let (gpu, _, _) = doctor(&demo, &["--nodepool", "gpu"]);
+    assert!(!gpu.is_empty() && gpu.len() < all.len());
+    assert!(gpu.iter().all(|f| f["nodepool"] == "gpu"
+        || f["object"] == serde_json::json!({"kind": "NodePool", "name": "gpu"})));
+
+    let (web, _, _) = doctor(&demo, &["-n", "web"]);
+    assert!(!web.is_empty());
+    assert!(web.iter().all(|f| f["object"]["namespace"] == "web"));
+    let (everything, _, _) = doctor(&demo, &["-A"]);
+    assert_eq!(everything, all);
+
+    let (trainer, _, code) = doctor(&demo, &["-l", "app=trainer"]);
+    assert_eq!(trainer.len(), 1, "{trainer:?}");
+    assert_eq!(trainer[0]["object"]["name"], "trainer-0");
+    assert_eq!(code, 1, "its finding is critical");
+    let (not_trainer, _, _) = doctor(&demo, &["-l", "app notin (trainer),app"]);
+    assert!(not_trainer
+        .iter()
+        .all(|f| f["object"]["name"] != "trainer-0"));
+    assert!(!not_trainer.is_empty());
+    let (none, _, code) = doctor(&demo, &["--code", "nodeclaim-drifted", "-n", "nowhere"]);
+    assert!(none.is_empty());
+    assert_eq!(code, 0, "filters decide the exit status too");
+
+    let (_, err, code) = stdout(
+        kelp()
+            .args(["doctor", "--code", "nope", "--from"])
+            .arg(&demo),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("codes: ") && err.contains("pod-unschedulable"),
+        "{err}"
+    );
+
+    // -o name: one Kind/namespace/name per finding; -o wide: one line each.
+    let (names, _, _) = stdout(
+        kelp()
+            .args(["doctor", "-o", "name", "-n", "web", "--from"])
+            .arg(&demo),
+    );
+    let lines: Vec<&str> = names.lines().collect();
+    assert_eq!(lines.len(), web.len());
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("Pod/web/") || l.contains("/web/")),
+        "{names}"
+    );
+    let (wide, _, _) = stdout(kelp().args(["doctor", "-o", "wide", "--from"]).arg(&demo));
+    assert!(wide.starts_with("SEVERITY  CODE"), "{wide}");
+    assert_eq!(wide.lines().count(), all.len() + 1);
+}
+
+#[test]
+fn a_big_report_starts_with_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = std::fs::read_to_string(demo_dump(dir.path())).unwrap();
+    let trainer = demo
+        .split("\n---\n")
+        .find(|d| d.contains("kind: Pod\n") && d.contains("  name: trainer-0\n"))
+        .unwrap()
+        .to_string();
+    let mut big = demo.clone();
+    for i in 0..60 {
+        big.push_str("\n---\n");
+        big.push_str(
+            &trainer
+                .replace("  name: trainer-0\n", &format!("  name: trainer-x{i}\n"))
+                .replace("uid: e2b0b21f", &format!("uid: {i:08}")),
+        );
+    }
+    let path = dir.path().join("big.yaml");
+    std::fs::write(&path, big).unwrap();
+    let (all, _, _) = doctor(&path, &[]);
+    assert!(all.len() > 60, "{}", all.len());
+    let (table, _, _) = stdout(kelp().args(["doctor", "--from"]).arg(&path));
+    assert!(
+        table.starts_with(&format!("SUMMARY ({} findings)\n", all.len())),
+        "{table}"
+    );
+    let by_code = table.lines().nth(1).unwrap();
+    assert!(
+        by_code.starts_with("  by code:     pod-unschedulable 6"),
+        "{by_code}"
+    );
+    assert!(table.lines().nth(2).unwrap().starts_with("  by nodepool: "));
+    assert!(
+        table.contains(&format!(
+            "{} more: use --code / --nodepool / -o json",
+            all.len() - 50
+        )),
+        "{table}"
+    );
+    // The worst come first: 50 shown, each a code line and a message line.
+    let shown = table
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   ") && !l.starts_with("  by "))
+        .count();
+    assert_eq!(shown, 50, "{table}");
+    // A filtered report is small again: no summary.
+    let (small, _, _) = stdout(
+        kelp()
+            .args(["doctor", "--code", "nodeclaim-drifted", "--from"])
+            .arg(&path),
+    );
+    assert!(small.starts_with("INFO ("), "{small}");
+}

@@ -15,6 +15,10 @@ pub enum Format {
     Json,
     /// The same as YAML
     Yaml,
+    /// One line per finding with every column (severity, code, object, nodepool, since, message)
+    Wide,
+    /// One Kind/namespace/name per finding (for xargs and scripts)
+    Name,
 }
 
 /// `-o` for `why` and `what-if`: an answer, not a findings report.
@@ -173,13 +177,53 @@ impl Style {
     }
 }
 
-/// The doctor table: findings grouped by severity, worst first, then a summary line.
+/// Above this many findings the table starts with counts by code and NodePool and shows
+/// only the first (worst) this many.
+pub const SUMMARY_ABOVE: usize = 50;
+
+/// `code 12, other 3` for the summary, most first.
+fn counts<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+    for i in items {
+        *by.entry(i).or_default() += 1;
+    }
+    let mut v: Vec<(&str, usize)> = by.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(k, n)| format!("{} {n}", clean(k)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The doctor table: findings grouped by severity, worst first, then a summary line. A
+/// big report starts with counts by code and NodePool and shows the worst
+/// [`SUMMARY_ABOVE`] findings, then how to see the rest.
 pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
     let mut out = String::new();
+    let total = report.findings.len();
+    let shown: Vec<&crate::findings::Finding> =
+        report.findings.iter().take(SUMMARY_ABOVE).collect();
+    if total > SUMMARY_ABOVE {
+        out.push_str(&style.bold(&format!("SUMMARY ({total} findings)")));
+        out.push('\n');
+        out.push_str(&format!(
+            "  by code:     {}\n",
+            counts(report.findings.iter().map(|f| f.code.as_str()))
+        ));
+        out.push_str(&format!(
+            "  by nodepool: {}\n\n",
+            counts(
+                report
+                    .findings
+                    .iter()
+                    .map(|f| f.nodepool.as_deref().unwrap_or("(none)"))
+            )
+        ));
+    }
     for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
-        let group: Vec<_> = report
-            .findings
+        let group: Vec<_> = shown
             .iter()
+            .copied()
             .filter(|f| f.severity == sev)
             .collect();
         if group.is_empty() {
@@ -208,6 +252,12 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
             out.push_str(&format!("  {:code_w$}  {}\n", "", clean(&f.message)));
         }
         out.push('\n');
+    }
+    if total > SUMMARY_ABOVE {
+        out.push_str(&style.bold(&format!(
+            "{} more: use --code / --nodepool / -o json\n\n",
+            total - SUMMARY_ABOVE
+        )));
     }
     let count = |s| report.findings.iter().filter(|f| f.severity == s).count();
     if report.findings.is_empty() {
@@ -257,6 +307,46 @@ pub fn display_width(s: &str) -> usize {
 pub fn pad(s: &str, width: usize) -> String {
     let w = display_width(s);
     format!("{s}{}", " ".repeat(width.saturating_sub(w)))
+}
+
+/// `-o name`: `Kind/namespace/name` (or `Kind/name`) per finding.
+pub fn report_names(report: &Report) -> String {
+    let mut out = String::new();
+    for f in &report.findings {
+        let o = &f.object;
+        let line = match &o.namespace {
+            Some(ns) => format!("{}/{ns}/{}", o.kind, o.name),
+            None => format!("{}/{}", o.kind, o.name),
+        };
+        out.push_str(&clean(&line));
+        out.push('\n');
+    }
+    out
+}
+
+/// `-o wide`: one line per finding, every column.
+pub fn report_wide(report: &Report, style: Style) -> String {
+    let mut rows = vec![vec![
+        "SEVERITY".to_string(),
+        "CODE".into(),
+        "OBJECT".into(),
+        "NODEPOOL".into(),
+        "SINCE".into(),
+        "MESSAGE".into(),
+    ]];
+    for f in &report.findings {
+        rows.push(vec![
+            style.severity(f.severity, &f.severity.to_string()),
+            f.code.as_str().to_string(),
+            clean(&f.object.to_string()).into_owned(),
+            clean(f.nodepool.as_deref().unwrap_or("-")).into_owned(),
+            f.since
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                .unwrap_or_else(|| "-".into()),
+            clean(&f.message).into_owned(),
+        ]);
+    }
+    columns(&rows)
 }
 
 /// Fixed-width columns for small tables, measured in display columns, so colour codes
