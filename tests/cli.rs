@@ -486,7 +486,10 @@ fn a_closed_stdout_pipe_ends_kelp_quietly() {
     let dump = dump.to_str().unwrap();
     for args in [
         vec!["demo", "--dump"],
-        vec!["doctor", "--from", dump, "--now", NOW],
+        // The table of a big report is a summary and the worst 50 (small enough to fit
+        // the pipe's buffer): exit by the findings, so only the closed pipe is at stake.
+        vec!["doctor", "--from", dump, "--now", NOW, "--fail-on", "never"],
+        vec!["doctor", "--from", dump, "--now", NOW, "-o", "wide"],
         vec!["doctor", "--from", dump, "--now", NOW, "-o", "yaml"],
         vec!["doctor", "--from", dump, "--now", NOW, "-o", "json"],
         vec![

@@ -430,3 +430,35 @@ fn a_big_report_starts_with_a_summary() {
     );
     assert!(small.starts_with("INFO ("), "{small}");
 }
+
+#[test]
+fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = demo_dump(dir.path());
+    // Piped: stderr carries nothing but notes and errors.
+    let (_, err, _) = stdout(kelp().args(["doctor", "--from"]).arg(&demo));
+    assert!(
+        !err.contains("reading") && !err.contains("analysing"),
+        "{err}"
+    );
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    // On a terminal: the phase and what was read (the spinner is cleared at the end).
+    let cmd = format!(
+        "{} doctor --from {} > /dev/null",
+        assert_cmd::cargo::cargo_bin("kelp").display(),
+        demo.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qc", &cmd, "/dev/null"])
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(tty.contains("reading "), "{tty:?}");
+}

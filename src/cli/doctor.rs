@@ -216,6 +216,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = args.source.load()?;
     let mut report = analysis::analyze(&loaded.cluster, loaded.now);
     args.filter.apply(&mut report, &loaded.cluster)?;
+    loaded.progress.finish();
     print(&report, &loaded.origin, args.output)?;
     Ok(exit_for(&report, args.fail_on))
 }

@@ -114,8 +114,46 @@ pub fn check_context(kubeconfig: Option<&std::path::Path>, context: &str) -> any
     )
 }
 
+/// What kelp is doing, on stderr while it works (a spinner with the phase and objects
+/// read), only when stderr is a terminal; cleared when done or dropped.
+pub struct Progress(Option<indicatif::ProgressBar>);
+
+impl Progress {
+    pub fn start(message: String) -> Self {
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return Progress(None);
+        }
+        let bar = indicatif::ProgressBar::new_spinner();
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+            bar.set_style(style);
+        }
+        bar.set_message(message);
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        Progress(Some(bar))
+    }
+    pub fn phase(&self, message: String) {
+        if let Some(bar) = &self.0 {
+            bar.set_message(message);
+            bar.tick();
+        }
+    }
+    pub fn finish(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
 /// A loaded model and the clock to judge it by.
 pub struct Loaded {
+    /// Still spinning: the caller says when the analysis is done.
+    pub progress: Progress,
     pub cluster: Cluster,
     pub now: DateTime<Utc>,
     /// `dump` or the context name.
@@ -133,6 +171,18 @@ pub fn parse_time(s: &str) -> crate::Result<DateTime<Utc>> {
 impl SourceArgs {
     pub fn load(&self) -> anyhow::Result<Loaded> {
         let fixed_now = self.now.as_deref().map(parse_time).transpose()?;
+        let progress = Progress::start(if self.from.is_empty() {
+            "reading the cluster".to_string()
+        } else {
+            format!(
+                "reading {}",
+                self.from
+                    .iter()
+                    .map(|p| output::clean(&p.display().to_string()).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        });
         let (mut cluster, origin) = if self.from.is_empty() {
             if let Some(context) = &self.context {
                 check_context(self.kubeconfig.as_deref(), context)?;
@@ -186,7 +236,14 @@ impl SourceArgs {
             cluster.captured_at = None;
         }
         let now = fixed_now.or(cluster.captured_at).unwrap_or_else(Utc::now);
+        progress.phase(format!(
+            "read {} pods, {} nodes, {} NodeClaims; analysing",
+            cluster.pods.len(),
+            cluster.nodes.len(),
+            cluster.nodeclaims.len()
+        ));
         Ok(Loaded {
+            progress,
             cluster,
             now,
             origin,

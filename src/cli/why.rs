@@ -52,6 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = args.source.load()?;
     let ctx = Context::new(&loaded.cluster, loaded.now);
     let report = analysis::analyze(&loaded.cluster, loaded.now);
+    loaded.progress.finish();
     match args.target {
         Target::Pod { name, namespace } => {
             let (ns, name) = match (name.split_once('/'), namespace) {
