@@ -29,3 +29,31 @@ pub fn now() -> DateTime<Utc> {
         .map(|t| t.with_timezone(&Utc))
         .unwrap_or_default()
 }
+
+/// The demo as a dump (`kelp demo --dump`): the cluster's documents, then an empty kelp
+/// List whose annotations carry the demo's clock and its controller metrics, so that
+/// `--from` reads it exactly as `kelp demo` does.
+pub fn dump() -> crate::Result<String> {
+    let mut list = crate::source::dump::snapshot_list(Vec::new(), now());
+    if let Some(a) = list
+        .pointer_mut("/metadata/annotations")
+        .and_then(|a| a.as_object_mut())
+    {
+        a.insert(
+            crate::source::dump::KARPENTER_METRICS.into(),
+            METRICS.into(),
+        );
+    }
+    let stamp = serde_norway::to_string(&list).map_err(|e| crate::Error::Parse {
+        path: "demo".into(),
+        message: e.to_string(),
+    })?;
+    let mut out = String::with_capacity(CLUSTER.len() + stamp.len() + 64);
+    out.push_str(CLUSTER);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str("---\n# The demo's clock and its Karpenter controller metrics, for --from.\n");
+    out.push_str(&stamp);
+    Ok(out)
+}

@@ -157,7 +157,7 @@ fn the_table_groups_by_severity_without_colour_when_piped() {
         .code(1)
         .stdout(predicate::str::starts_with("CRITICAL ("))
         .stdout(predicate::str::contains("\x1b[").not())
-        .stderr(predicate::str::contains("note: skipped 1 ConfigMap object"));
+        .stderr(predicate::str::contains("note:").not());
 }
 
 fn one_line_error(args: &[&str], needle: &str) {
@@ -233,13 +233,13 @@ fn unknown_kinds_are_a_note_not_an_error() {
     let f = dir.path().join("cm.yaml");
     std::fs::write(&f, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\n").unwrap();
     let out = kelp()
-        .args(["doctor", "--from", f.to_str().unwrap(), "-o", "json"])
+        .args(["doctor", "-v", "--from", f.to_str().unwrap(), "-o", "json"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("note: skipped 1 Secret object (kelp never reads Secrets)"),
+        err.contains("note: skipped 1 ConfigMap, 1 Secret objects (kinds kelp does not read; kelp never reads Secrets)"),
         "{err}"
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -275,7 +275,7 @@ fn an_unreachable_cluster_is_one_line_and_exit_2() {
             "--context",
             "nope",
         ],
-        "cannot load the kubeconfig",
+        "no context \"nope\" in the kubeconfig; its contexts: ctx",
     );
 }
 
@@ -486,7 +486,10 @@ fn a_closed_stdout_pipe_ends_kelp_quietly() {
     let dump = dump.to_str().unwrap();
     for args in [
         vec!["demo", "--dump"],
-        vec!["doctor", "--from", dump, "--now", NOW],
+        // The table of a big report is a summary and the worst 50 (small enough to fit
+        // the pipe's buffer): exit by the findings, so only the closed pipe is at stake.
+        vec!["doctor", "--from", dump, "--now", NOW, "--fail-on", "never"],
+        vec!["doctor", "--from", dump, "--now", NOW, "-o", "wide"],
         vec!["doctor", "--from", dump, "--now", NOW, "-o", "yaml"],
         vec!["doctor", "--from", dump, "--now", NOW, "-o", "json"],
         vec![

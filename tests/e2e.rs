@@ -447,7 +447,7 @@ fn a_healthy_workload_is_provisioned_and_the_snapshot_reads_back_the_same() {
     // kelp snapshot, read back with --from: the same findings about the same objects.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("snap.json");
-    let out = e.kelp(&["snapshot", "-o", file.to_str().unwrap()]);
+    let out = e.kelp(&["snapshot", "-f", file.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",

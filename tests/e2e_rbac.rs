@@ -132,7 +132,7 @@ fn kelp_runs_with_exactly_the_charts_rbac() {
 
     // snapshot: every kind, plus Karpenter's CRDs through the resourceNames-restricted get.
     let dump = tempfile::NamedTempFile::new().unwrap();
-    let out = sa.kelp(&["snapshot", "-o", dump.path().to_str().unwrap()]);
+    let out = sa.kelp(&["snapshot", "-f", dump.path().to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "kelp snapshot: {stderr}");
     no_403("kelp snapshot", &stderr);
@@ -223,7 +223,7 @@ fn a_missing_permission_is_one_clear_line() {
     for cmd in [
         vec!["doctor"],
         vec!["why", "node", "does-not-matter"],
-        vec!["snapshot", "-o", "/dev/null"],
+        vec!["snapshot", "-f", "/dev/null"],
     ] {
         let out = sa.kelp(&cmd);
         let stderr = String::from_utf8_lossy(&out.stderr);

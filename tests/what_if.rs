@@ -86,7 +86,10 @@ fn workload_templates_against_pools_from_git() {
         "--nodepools",
         &format!("{DIR}/pools-from-git.yaml"),
     ]);
-    assert_eq!(code, 0);
+    assert_eq!(
+        code, 3,
+        "the GPU CronJob cannot be judged without a catalogue"
+    );
     assert_eq!(
         v["assumedReady"],
         serde_json::json!(["default", "general", "gpu"])
@@ -103,10 +106,14 @@ fn workload_templates_against_pools_from_git() {
     );
     assert_eq!(pods[0]["nodepools"][0]["weight"], 10);
     assert_eq!(pods[0]["nodepools"][0]["reasons"][0]["category"], "taints");
+    assert_eq!(pods[0]["answer"], "fits");
     assert_eq!(
         (pods[1]["kind"].as_str(), pods[1]["first"].as_str()),
-        (Some("CronJob"), Some("gpu"))
+        (Some("CronJob"), None)
     );
+    assert_eq!(pods[1]["answer"], "unknown");
+    assert_eq!(pods[1]["nodepools"][0]["name"], "gpu");
+    assert_eq!(pods[1]["nodepools"][0]["verdict"], "unknown");
     assert_eq!(
         pods[1]["requests"]["nvidia.com/gpu"], "1",
         "requests default to limits"

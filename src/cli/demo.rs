@@ -11,9 +11,11 @@ use crate::{analysis, demo, serve};
     after_help = "The demo cluster runs Karpenter v1.14 on AWS, evaluated at 2026-11-21T10:00:00Z.
 
 Examples:
-  kelp demo                      the dashboard at http://127.0.0.1:8081/clusters/demo/karpenter
+  kelp demo
+      the dashboard at http://127.0.0.1:8081/clusters/demo/karpenter
   kelp demo -o table             the doctor report instead, in the terminal
-  kelp demo --dump > demo.yaml   the bundled dump itself, to try the other commands on:
+  kelp demo --dump > demo.yaml
+      the bundled dump itself, to try the other commands on:
   kelp why pod ml/trainer-0 --from demo.yaml"
 )]
 pub struct Args {
@@ -23,9 +25,14 @@ pub struct Args {
     /// Print the bundled dump itself (YAML) instead
     #[arg(long)]
     pub dump: bool,
-    /// Where to serve the dashboard
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
-    pub addr: SocketAddr,
+    /// Where to serve the dashboard (as `kelp serve --dashboard-addr`)
+    #[arg(
+        long = "dashboard-addr",
+        alias = "addr",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8081"
+    )]
+    pub dashboard_addr: SocketAddr,
     /// Also answer browsers that reach the demo by this name (repeat, or comma-separate)
     ///
     /// To defeat DNS rebinding, the dashboard answers only requests whose Host header is
@@ -45,7 +52,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.dump {
-        crate::cli::output::emit(demo::CLUSTER, crate::cli::output::Style::plain())?;
+        crate::cli::output::emit(&demo::dump()?, crate::cli::output::Style::plain())?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(format) = args.output {
@@ -61,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     rt.block_on(serve::run(serve::Options {
         inputs: vec![serve::Input::Demo],
         metrics_addr: None,
-        dashboard_addr: Some(args.addr),
+        dashboard_addr: Some(args.dashboard_addr),
         auth_token: None,
         allowed_hosts: args.allowed_host,
         secure_cookie: false,

@@ -8,7 +8,8 @@ use crate::metrics::generate::{self, ClusterLabel};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  kelp generate alerts > kelp-rules.yaml        a PrometheusRule (monitoring.coreos.com/v1)
+  kelp generate alerts > kelp-rules.yaml
+      a PrometheusRule (monitoring.coreos.com/v1)
   kelp generate grafana > kelp-dashboard.json   a Grafana dashboard
   kelp generate grafana --cluster-label k8s_cluster > kelp-fleet.json
                                                 a fleet whose Prometheus tells clusters

@@ -14,11 +14,16 @@ use crate::lint::{self, rules, Config};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  kelp lint manifests/                          every *.yaml|*.yml|*.json under manifests/
-  kustomize build overlays/prod | kelp lint -   what kustomize renders, from stdin
-  kelp lint manifests/ -o sarif > kelp.sarif    for GitHub code scanning (upload-sarif)
-  kelp lint pools.yaml --fail-on warning        exit 1 on any warning or worse (CI gate)
-  kelp lint --explain spot-too-few-families     why a rule exists, how to fix it, examples
+  kelp lint manifests/
+      every *.yaml|*.yml|*.json under manifests/
+  kustomize build overlays/prod | kelp lint -
+      what kustomize renders, from stdin
+  kelp lint manifests/ -o sarif > kelp.sarif
+      for GitHub code scanning (upload-sarif)
+  kelp lint pools.yaml --fail-on warning
+      exit 1 on any warning or worse (CI gate)
+  kelp lint --explain spot-too-few-families
+      why a rule exists, how to fix it, examples
   kelp lint --list-rules                        every rule with its severity
 
 Suppress one result with a comment on its line or right above it:

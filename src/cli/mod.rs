@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand. Each parses its flags, asks a source for a
 //! model, runs the analysis and renders. Errors become one line on stderr and exit 2.
 
+pub mod completion;
 pub mod demo;
 pub mod doctor;
 pub mod generate;
@@ -15,30 +16,49 @@ pub mod why;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 const ABOUT: &str = "kelp explains what Karpenter is doing and why: pending pods, NodePools, NodeClaims, drift and disruption.";
 
 const AFTER_HELP: &str = "\
 Examples:
-  kelp demo                                   see kelp work on a bundled cluster, no cluster needed
-  kelp doctor                                 diagnose the cluster of your current kubectl context
-  kelp doctor --context prod -o json          the same, for another context, as JSON
-  kelp why pod ml/trainer-0                   why is this pod pending? every NodePool's verdict
-  kelp why node ip-10-0-1-23.ec2.internal     why isn't Karpenter replacing this node?
-  kelp snapshot -o cluster.json               capture what kelp reads, to analyse offline or share
-  kelp doctor --from cluster.json             analyse a dump (kubectl get -o yaml|json output works too)
-  kelp lint manifests/ -o sarif > kelp.sarif  check NodePool/EC2NodeClass manifests offline, for CI
+  kelp demo
+      see kelp work on a bundled cluster, no cluster needed
+  kelp doctor
+      diagnose the cluster of your current kubectl context
+  kelp doctor --context prod -o json
+      the same, for another context, as JSON
+  kelp why pod ml/trainer-0
+      why is this pod pending? every NodePool's verdict
+  kelp why node ip-10-0-1-23.ec2.internal
+      why isn't Karpenter replacing this node?
+  kelp snapshot -f cluster.json
+      capture what kelp reads, to analyse offline or share
+  kelp doctor --from cluster.json
+      analyse a dump (kubectl get -o yaml|json output works too)
+  kelp lint manifests/ -o sarif > kelp.sarif
+      check NodePool/EC2NodeClass manifests offline, for CI
   kelp what-if --pod web.yaml --nodepools karpenter/
-                                              would this workload fit these NodePools? (offline)
+      would this workload fit these NodePools? (offline)
 
 kelp only reads (get/list) and never reads Secrets.";
 
 #[derive(Debug, Parser)]
 #[command(name = "kelp", version, about = ABOUT, after_help = AFTER_HELP, propagate_version = true)]
 pub struct Cli {
+    /// Say more on stderr (e.g. which kinds a dump held that kelp does not read)
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `-v/--verbose` was given.
+static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `-v/--verbose` was given.
+pub fn verbose() -> bool {
+    VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[derive(Debug, Subcommand)]
@@ -61,11 +81,40 @@ pub enum Command {
     Generate(generate::Args),
     /// A live terminal view: pools, nodes and pending pods with usage, $/hr and verdicts
     Top(top::Args),
+    /// Print a shell completion script (bash, zsh, fish)
+    Completion(completion::Args),
+}
+
+/// How kelp was invoked: `kubectl kelp` when run as the kubectl plugin (a binary, copy or
+/// symlink named `kubectl-kelp`), else `kelp`.
+pub fn bin_name() -> &'static str {
+    let invoked = std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    if invoked.starts_with("kubectl-kelp") {
+        "kubectl kelp"
+    } else {
+        "kelp"
+    }
+}
+
+/// Parse the command line, naming kelp as it was invoked in help and usage.
+fn parse() -> Cli {
+    let name = bin_name();
+    let mut cmd = Cli::command().bin_name(name).display_name(name);
+    if name != "kelp" {
+        cmd = cmd.after_help(AFTER_HELP.replace("  kelp ", "  kubectl kelp "));
+    }
+    let matches = cmd.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// Parse arguments, run, and map the outcome to an exit status.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
+    VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     match &cli.command {
         Command::Serve(a) => init_logging(a.log_format, "info"),
         _ => init_logging(LogFormat::Text, "kelp=warn"),
@@ -80,6 +129,7 @@ pub fn main() -> ExitCode {
         Command::Serve(a) => serve::run(a),
         Command::Generate(a) => generate::run(a),
         Command::Top(a) => top::run(a),
+        Command::Completion(a) => completion::run(a),
     };
     match result {
         Ok(code) => code,

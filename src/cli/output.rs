@@ -15,6 +15,32 @@ pub enum Format {
     Json,
     /// The same as YAML
     Yaml,
+    /// One line per finding with every column (severity, code, object, nodepool, since, message)
+    Wide,
+    /// One Kind/namespace/name per finding (for xargs and scripts)
+    Name,
+}
+
+/// `-o` for `why` and `what-if`: an answer, not a findings report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum AnswerFormat {
+    /// Human-readable: each NodePool's verdict as a table
+    #[default]
+    Table,
+    /// The whole answer as JSON
+    Json,
+    /// The whole answer as YAML
+    Yaml,
+}
+
+impl From<AnswerFormat> for Format {
+    fn from(f: AnswerFormat) -> Self {
+        match f {
+            AnswerFormat::Table => Format::Table,
+            AnswerFormat::Json => Format::Json,
+            AnswerFormat::Yaml => Format::Yaml,
+        }
+    }
 }
 
 /// `s` safe to print on a terminal or in a text log: control characters (newlines and
@@ -151,13 +177,53 @@ impl Style {
     }
 }
 
-/// The doctor table: findings grouped by severity, worst first, then a summary line.
+/// Above this many findings the table starts with counts by code and NodePool and shows
+/// only the first (worst) this many.
+pub const SUMMARY_ABOVE: usize = 50;
+
+/// `code 12, other 3` for the summary, most first.
+fn counts<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+    for i in items {
+        *by.entry(i).or_default() += 1;
+    }
+    let mut v: Vec<(&str, usize)> = by.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(k, n)| format!("{} {n}", clean(k)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The doctor table: findings grouped by severity, worst first, then a summary line. A
+/// big report starts with counts by code and NodePool and shows the worst
+/// [`SUMMARY_ABOVE`] findings, then how to see the rest.
 pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
     let mut out = String::new();
+    let total = report.findings.len();
+    let shown: Vec<&crate::findings::Finding> =
+        report.findings.iter().take(SUMMARY_ABOVE).collect();
+    if total > SUMMARY_ABOVE {
+        out.push_str(&style.bold(&format!("SUMMARY ({total} findings)")));
+        out.push('\n');
+        out.push_str(&format!(
+            "  by code:     {}\n",
+            counts(report.findings.iter().map(|f| f.code.as_str()))
+        ));
+        out.push_str(&format!(
+            "  by nodepool: {}\n\n",
+            counts(
+                report
+                    .findings
+                    .iter()
+                    .map(|f| f.nodepool.as_deref().unwrap_or("(none)"))
+            )
+        ));
+    }
     for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
-        let group: Vec<_> = report
-            .findings
+        let group: Vec<_> = shown
             .iter()
+            .copied()
             .filter(|f| f.severity == sev)
             .collect();
         if group.is_empty() {
@@ -168,7 +234,7 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
         out.push('\n');
         let code_w = group
             .iter()
-            .map(|f| f.code.as_str().len())
+            .map(|f| display_width(f.code.as_str()))
             .max()
             .unwrap_or(0);
         for f in group {
@@ -179,13 +245,19 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
                 .unwrap_or_default();
             out.push_str(&format!(
                 "  {}  {}{}\n",
-                style.severity(sev, &format!("{:<code_w$}", f.code.as_str())),
+                style.severity(sev, &pad(f.code.as_str(), code_w)),
                 style.bold(&f.object.to_string()),
                 style.dim(&pool)
             ));
             out.push_str(&format!("  {:code_w$}  {}\n", "", clean(&f.message)));
         }
         out.push('\n');
+    }
+    if total > SUMMARY_ABOVE {
+        out.push_str(&style.bold(&format!(
+            "{} more: use --code / --nodepool / -o json\n\n",
+            total - SUMMARY_ABOVE
+        )));
     }
     let count = |s| report.findings.iter().filter(|f| f.severity == s).count();
     if report.findings.is_empty() {
@@ -209,14 +281,83 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
     out
 }
 
-/// Fixed-width columns for small tables.
+/// The columns `s` takes on a terminal: kelp's colour codes take none, wide characters
+/// (CJK, most emoji) take two, combining marks none.
+pub fn display_width(s: &str) -> usize {
+    use unicode_width::UnicodeWidthStr;
+    let mut width = 0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        if let Some(n) = sgr_len(rest) {
+            rest = &rest[n..];
+            continue;
+        }
+        let next = rest
+            .char_indices()
+            .skip(1)
+            .find(|(_, c)| *c == '\x1b')
+            .map_or(rest.len(), |(i, _)| i);
+        width += rest[..next].width();
+        rest = &rest[next..];
+    }
+    width
+}
+
+/// `s` padded with spaces to `width` display columns (see [`display_width`]).
+pub fn pad(s: &str, width: usize) -> String {
+    let w = display_width(s);
+    format!("{s}{}", " ".repeat(width.saturating_sub(w)))
+}
+
+/// `-o name`: `Kind/namespace/name` (or `Kind/name`) per finding.
+pub fn report_names(report: &Report) -> String {
+    let mut out = String::new();
+    for f in &report.findings {
+        let o = &f.object;
+        let line = match &o.namespace {
+            Some(ns) => format!("{}/{ns}/{}", o.kind, o.name),
+            None => format!("{}/{}", o.kind, o.name),
+        };
+        out.push_str(&clean(&line));
+        out.push('\n');
+    }
+    out
+}
+
+/// `-o wide`: one line per finding, every column.
+pub fn report_wide(report: &Report, style: Style) -> String {
+    let mut rows = vec![vec![
+        "SEVERITY".to_string(),
+        "CODE".into(),
+        "OBJECT".into(),
+        "NODEPOOL".into(),
+        "SINCE".into(),
+        "MESSAGE".into(),
+    ]];
+    for f in &report.findings {
+        rows.push(vec![
+            style.severity(f.severity, &f.severity.to_string()),
+            f.code.as_str().to_string(),
+            clean(&f.object.to_string()).into_owned(),
+            clean(f.nodepool.as_deref().unwrap_or("-")).into_owned(),
+            f.since
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                .unwrap_or_else(|| "-".into()),
+            clean(&f.message).into_owned(),
+        ]);
+    }
+    columns(&rows)
+}
+
+/// Fixed-width columns for small tables, measured in display columns, so colour codes
+/// and wide characters keep them aligned.
 pub fn columns(rows: &[Vec<String>]) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..n)
         .map(|i| {
             rows.iter()
                 .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
+                .map(|c| display_width(c))
                 .max()
                 .unwrap_or(0)
         })
@@ -230,7 +371,7 @@ pub fn columns(rows: &[Vec<String>]) -> String {
                 if i + 1 == r.len() {
                     c.clone()
                 } else {
-                    format!("{c:<w$}", w = widths[i])
+                    pad(c, widths[i])
                 }
             })
             .collect();
@@ -319,6 +460,69 @@ mod tests {
             clean("plain ünïcode"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    /// `s` without colour codes.
+    fn strip(s: &str) -> String {
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some(c) = rest.chars().next() {
+            if let Some(n) = sgr_len(rest) {
+                rest = &rest[n..];
+                continue;
+            }
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+        out
+    }
+
+    #[test]
+    fn coloured_and_wide_cells_keep_columns_aligned() {
+        use crate::analysis::provisioning::{PoolVerdict, Verdict};
+        let style = Style { color: true };
+        let verdict = |name: &str, v| PoolVerdict {
+            name: name.into(),
+            verdict: v,
+            reasons: Vec::new(),
+            source: "kelp",
+            event_agrees: None,
+        };
+        let rows = [
+            (verdict("gpu", Verdict::Rejected), 10),
+            (verdict("général-池", Verdict::Compatible), 0),
+            (verdict("x", Verdict::Unknown), 100),
+        ];
+        let table = verdict_table(rows.iter().map(|(v, w)| (v, *w)), style);
+        assert!(table.contains("\x1b["), "coloured: {table:?}");
+        let plain = strip(&table);
+        let lines: Vec<&str> = plain.lines().collect();
+        assert_eq!(lines.len(), 4, "{plain}");
+        // Each column starts at the same display column on every line.
+        let starts = |line: &str| -> Vec<usize> {
+            let mut cols = Vec::new();
+            let mut col = 0;
+            let mut prev_space = 0;
+            for c in line.chars() {
+                if c == ' ' {
+                    prev_space += 1;
+                } else {
+                    if prev_space >= 2 || col == 0 {
+                        cols.push(col);
+                    }
+                    prev_space = 0;
+                }
+                col += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+            }
+            cols
+        };
+        let header = starts(lines[0]);
+        assert_eq!(header.len(), 4, "{:?}", lines[0]);
+        for l in &lines[1..] {
+            assert_eq!(starts(l)[..3], header[..3], "{plain}");
+        }
+        assert_eq!(display_width("\x1b[1;31mab\x1b[0m池"), 4);
+        assert_eq!(pad("\x1b[1mab\x1b[0m", 4), "\x1b[1mab\x1b[0m  ");
     }
 
     #[test]

@@ -11,10 +11,14 @@ use crate::source::live::Target;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  kelp serve                                    in a pod: the in-cluster config, metrics on :8080
-  kelp serve --context prod                     then open http://127.0.0.1:8081
-  kelp serve --context prod --context staging   one process, two clusters, a switcher in the page
-  kelp serve --from snapshot.json               a dump (re-read when the file changes)
+  kelp serve
+      in a pod: the in-cluster config, metrics on :8080
+  kelp serve --context prod
+      then open http://127.0.0.1:8081
+  kelp serve --context prod --context staging
+      one process, two clusters, a switcher in the page
+  kelp serve --from snapshot.json
+      a dump (re-read when the file changes)
   curl -s localhost:8080/metrics | grep karpenter_helper_findings
 
 Endpoints: /metrics (OpenMetrics), /livez, /readyz (ready after the first full sync) on
@@ -94,6 +98,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    for context in &args.context {
+        super::source::check_context(args.kubeconfig.as_deref(), context)?;
+    }
     let inputs = if !args.from.is_empty() {
         vec![Input::Dump(args.from)]
     } else if args.context.is_empty() {

@@ -11,16 +11,26 @@ use crate::source::live;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  kelp snapshot -o cluster.json                 the current context
-  kelp snapshot --context prod -o prod.yaml     YAML when the file name ends in .yaml/.yml
-  kelp doctor --from cluster.json               analyse it later, at its capture time
+  kelp snapshot -f cluster.json
+      the current context, to a file
+  kelp snapshot --context prod -f prod.yaml
+      YAML when the file name ends in .yaml/.yml (or with -o yaml)
+  kelp snapshot -o yaml > cluster.yaml
+      to stdout
+  kelp doctor --from cluster.json
+      analyse it later, at its capture time
 
-The dump holds NodePools, NodeClaims, node classes, Nodes, Pods, DaemonSets, PDBs, Karpenter's
-events and its CRDs; managedFields and last-applied annotations are removed. Never Secrets.")]
+The dump holds NodePools, NodeClaims, node classes, Nodes, Pods, DaemonSets, PDBs,
+Karpenter's events and its CRDs; managedFields and last-applied annotations are
+removed. Never Secrets.")]
 pub struct Args {
-    /// Where to write the dump (- for stdout)
+    /// Where to write the dump (- or none: stdout)
     #[arg(short, long, value_name = "FILE")]
-    pub output: PathBuf,
+    pub file: Option<PathBuf>,
+    /// Format: json or yaml (default: from the file name, else json). `-o FILE` still
+    /// works, as --file, with a note
+    #[arg(short, long, value_name = "json|yaml")]
+    pub output: Option<String>,
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster config)
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
@@ -29,7 +39,37 @@ pub struct Args {
     pub context: Option<String>,
 }
 
+/// Where to write and whether as YAML, from `--file` and `-o`.
+fn destination(args: &Args) -> anyhow::Result<(Option<PathBuf>, bool)> {
+    let mut file = args.file.clone().filter(|f| f.as_os_str() != "-");
+    let format = match args.output.as_deref() {
+        None => None,
+        Some("json") => Some(false),
+        Some("yaml" | "yml") => Some(true),
+        Some(path) if args.file.is_none() => {
+            eprintln!(
+                "note: `kelp snapshot -o FILE` is deprecated: use `-f {}` (-o is the format: json or yaml)",
+                super::output::clean(path)
+            );
+            file = Some(PathBuf::from(path)).filter(|f| f.as_os_str() != "-");
+            None
+        }
+        Some(other) => anyhow::bail!(
+            "-o {}: the format is json or yaml (the file is --file)",
+            super::output::clean(other)
+        ),
+    };
+    let by_name = file
+        .as_ref()
+        .is_some_and(|f| matches!(f.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")));
+    Ok((file, format.unwrap_or(by_name)))
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let (file, yaml) = destination(&args)?;
+    if let Some(context) = &args.context {
+        super::source::check_context(args.kubeconfig.as_deref(), context)?;
+    }
     let target = live::Target {
         kubeconfig: args.kubeconfig,
         context: args.context,
@@ -42,26 +82,61 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let captured = now.to_rfc3339_opts(SecondsFormat::Secs, true);
     let count = items.len();
     let list = snapshot_list(items, now);
-    let yaml = matches!(
-        args.output.extension().and_then(|e| e.to_str()),
-        Some("yaml" | "yml")
-    );
     let text = if yaml {
         serde_norway::to_string(&list)?
     } else {
         serde_json::to_string(&list)? + "\n"
     };
-    if args.output.as_os_str() == "-" {
-        super::output::emit(&text, super::output::Style::plain())?;
-    } else {
-        std::fs::write(&args.output, text).map_err(|source| crate::Error::Write {
-            path: args.output.clone(),
-            source,
-        })?;
-        eprintln!(
-            "wrote {count} objects to {} (captured {captured})",
-            args.output.display()
-        );
+    match file {
+        None => super::output::emit(&text, super::output::Style::plain())?,
+        Some(path) => {
+            std::fs::write(&path, text).map_err(|source| crate::Error::Write {
+                path: path.clone(),
+                source,
+            })?;
+            eprintln!(
+                "wrote {count} objects to {} (captured {captured})",
+                path.display()
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: Args,
+    }
+
+    fn dest(argv: &[&str]) -> anyhow::Result<(Option<PathBuf>, bool)> {
+        let t = T::try_parse_from(std::iter::once("snapshot").chain(argv.iter().copied()))?;
+        destination(&t.a)
+    }
+
+    #[test]
+    fn file_and_format_are_separate_flags_and_o_file_still_works() {
+        assert_eq!(dest(&[]).unwrap(), (None, false));
+        assert_eq!(dest(&["-o", "yaml"]).unwrap(), (None, true));
+        assert_eq!(
+            dest(&["-f", "c.yaml"]).unwrap(),
+            (Some("c.yaml".into()), true)
+        );
+        assert_eq!(
+            dest(&["-f", "c.yaml", "-o", "json"]).unwrap(),
+            (Some("c.yaml".into()), false)
+        );
+        // The old spelling: a path after -o is the file.
+        assert_eq!(
+            dest(&["-o", "old.json"]).unwrap(),
+            (Some("old.json".into()), false)
+        );
+        assert_eq!(dest(&["-o", "-"]).unwrap(), (None, false));
+        assert!(dest(&["-f", "x.json", "-o", "xml"]).is_err());
+    }
 }

@@ -6,6 +6,7 @@ use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use clap::Args;
 
+use super::output;
 use crate::model::Cluster;
 use crate::source::controller::{self, ScrapeTarget};
 use crate::source::{self, live};
@@ -64,8 +65,95 @@ fn scraped_metrics(
     }
 }
 
+/// One line for what a dump held that kelp does not read (`-v` shows it):
+/// `note: skipped 17 Deployment, 3 StatefulSet objects (kinds kelp does not read)`.
+pub fn skipped_summary(skipped: &std::collections::BTreeMap<String, usize>) -> Option<String> {
+    if skipped.is_empty() {
+        return None;
+    }
+    let kinds: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let total: usize = skipped.values().sum();
+    let secrets = if skipped.contains_key("Secret") {
+        "; kelp never reads Secrets"
+    } else {
+        ""
+    };
+    Some(format!(
+        "note: skipped {} object{} (kinds kelp does not read{secrets})",
+        kinds.join(", "),
+        if total == 1 { "" } else { "s" }
+    ))
+}
+
+/// A `--context` the kubeconfig does not have is one line that lists those it has.
+/// (When the kubeconfig cannot be read here, connecting reports that instead.)
+pub fn check_context(kubeconfig: Option<&std::path::Path>, context: &str) -> anyhow::Result<()> {
+    let kc = match kubeconfig {
+        Some(path) => kube::config::Kubeconfig::read_from(path),
+        None => kube::config::Kubeconfig::read(),
+    };
+    let Ok(kc) = kc else {
+        return Ok(());
+    };
+    if kc.contexts.iter().any(|c| c.name == context) {
+        return Ok(());
+    }
+    let names: Vec<String> = kc
+        .contexts
+        .iter()
+        .map(|c| output::clean(&c.name).into_owned())
+        .collect();
+    anyhow::bail!(
+        "no context {:?} in the kubeconfig; its contexts: {}",
+        output::clean(context),
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    )
+}
+
+/// What kelp is doing, on stderr while it works (a spinner with the phase and objects
+/// read), only when stderr is a terminal; cleared when done or dropped.
+pub struct Progress(Option<indicatif::ProgressBar>);
+
+impl Progress {
+    pub fn start(message: String) -> Self {
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return Progress(None);
+        }
+        let bar = indicatif::ProgressBar::new_spinner();
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+            bar.set_style(style);
+        }
+        bar.set_message(message);
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        Progress(Some(bar))
+    }
+    pub fn phase(&self, message: String) {
+        if let Some(bar) = &self.0 {
+            bar.set_message(message);
+            bar.tick();
+        }
+    }
+    pub fn finish(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
 /// A loaded model and the clock to judge it by.
 pub struct Loaded {
+    /// Still spinning: the caller says when the analysis is done.
+    pub progress: Progress,
     pub cluster: Cluster,
     pub now: DateTime<Utc>,
     /// `dump` or the context name.
@@ -83,7 +171,22 @@ pub fn parse_time(s: &str) -> crate::Result<DateTime<Utc>> {
 impl SourceArgs {
     pub fn load(&self) -> anyhow::Result<Loaded> {
         let fixed_now = self.now.as_deref().map(parse_time).transpose()?;
+        let progress = Progress::start(if self.from.is_empty() {
+            "reading the cluster".to_string()
+        } else {
+            format!(
+                "reading {}",
+                self.from
+                    .iter()
+                    .map(|p| output::clean(&p.display().to_string()).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        });
         let (mut cluster, origin) = if self.from.is_empty() {
+            if let Some(context) = &self.context {
+                check_context(self.kubeconfig.as_deref(), context)?;
+            }
             let target = live::Target {
                 kubeconfig: self.kubeconfig.clone(),
                 context: self.context.clone(),
@@ -115,8 +218,10 @@ impl SourceArgs {
         } else {
             let mut c = Cluster::default();
             let notes = source::load_paths(&self.from, &mut c)?;
-            for line in notes.lines() {
-                eprintln!("{line}");
+            if super::verbose() {
+                if let Some(line) = skipped_summary(&notes.skipped) {
+                    eprintln!("{line}");
+                }
             }
             (c, "dump".to_string())
         };
@@ -131,7 +236,14 @@ impl SourceArgs {
             cluster.captured_at = None;
         }
         let now = fixed_now.or(cluster.captured_at).unwrap_or_else(Utc::now);
+        progress.phase(format!(
+            "read {} pods, {} nodes, {} NodeClaims; analysing",
+            cluster.pods.len(),
+            cluster.nodes.len(),
+            cluster.nodeclaims.len()
+        ));
         Ok(Loaded {
+            progress,
             cluster,
             now,
             origin,

@@ -3,6 +3,13 @@
 //! (readiness, limits, taints, requirements, in Karpenter's pool order). Manifests from
 //! Git carry no status, so a pool without conditions is taken as Ready and a pool
 //! without `status.resources` (and no NodeClaims in the inputs) as using nothing.
+//!
+//! With no instance-type catalogue, a pool that passes those checks is only called
+//! compatible when the pod asks nothing of the instance type that the pool's own
+//! requirements do not settle: an architecture, an OS other than Linux, an
+//! instance-type label (type, family, size, ...) the pool does not pin with `In`, or an
+//! extended resource (a GPU) makes the verdict `unknown` ("cannot tell"), never
+//! "compatible".
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,11 +18,14 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::output::{self, Format, Style};
+use super::output::{self, AnswerFormat, Format, Style};
 use crate::analysis::provisioning::{
-    evaluate, pod_requests, pod_terms, PoolSet, PoolVerdict, Verdict,
+    evaluate, pod_requests, pod_terms, PoolInfo, PoolSet, PoolVerdict, Reason, Verdict,
 };
+use crate::karpenter::events::Category;
+use crate::karpenter::requirements::{self, Operator, Requirements};
 use crate::karpenter::resources::format_quantity;
+use crate::karpenter::resources::Resources;
 use crate::lint::{checks, yaml};
 use crate::model::{Cluster, Condition, Pod};
 use crate::source;
@@ -23,16 +33,23 @@ use crate::source;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  kelp what-if --pod web.yaml --nodepools karpenter/    a Deployment against a folder of pools
+  kelp what-if --pod web.yaml --nodepools karpenter/
+      a Deployment against a folder of pools
   kelp what-if --pod job.yaml --nodepools pools.yaml -o json
   kubectl get pod web-0 -o yaml | kelp what-if --pod - --nodepools karpenter/
-  kelp what-if --pod web.yaml --nodepools cluster.json  against a snapshot (pools keep status)
+  kelp what-if --pod web.yaml --nodepools cluster.json
+      against a snapshot (pools keep status)
 
 The pod file may hold a Pod, Deployment, StatefulSet, ReplicaSet, Job, CronJob or DaemonSet
 (several documents are evaluated one by one). NodePools without status are taken as Ready
 and empty (usage 0); pools with status are judged by it.
 
-Exit status: 0 every pod fits at least one NodePool, 1 one does not, 2 kelp could not run.")]
+Without an instance-type catalogue kelp cannot tell whether a pool offers an architecture, an
+OS other than Linux, a GPU or other extended resource, or an instance type/family/size the
+pool's requirements do not pin down: such a pool's verdict is \"unknown\", never \"compatible\".
+
+Exit status: 0 every pod fits at least one NodePool, 1 one does not, 2 kelp could not run,
+3 kelp cannot tell for some pod (only pools it cannot judge could take it).")]
 pub struct Args {
     /// The pod or workload manifest (YAML or JSON), or - for stdin
     #[arg(long, value_name = "FILE")]
@@ -41,8 +58,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH", required = true, num_args = 1..)]
     pub nodepools: Vec<PathBuf>,
     /// Output format
-    #[arg(short, long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
+    #[arg(short, long, value_enum, default_value_t = AnswerFormat::Table)]
+    pub output: AnswerFormat,
 }
 
 /// One NodePool's verdict, with its weight.
@@ -64,6 +81,9 @@ pub struct PodAnswer {
     pub nodepools: Vec<PoolRow>,
     /// The first compatible pool: where Karpenter would try to launch.
     pub first: Option<String>,
+    /// `fits`, `does-not-fit`, or `unknown` (no pool is compatible, and some cannot be
+    /// judged offline).
+    pub answer: &'static str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
@@ -144,15 +164,41 @@ pub fn answer(pools: &PoolSet, kind: &str, name: &str, pod: &Pod) -> PodAnswer {
     let nodepools: Vec<PoolRow> = pools
         .ordered
         .iter()
-        .map(|p| PoolRow {
-            weight: p.pool.spec.weight.unwrap_or(0),
-            verdict: evaluate(p, &pod.spec, &requests, &terms),
+        .map(|p| {
+            let mut verdict = evaluate(p, &pod.spec, &requests, &terms);
+            if verdict.verdict == Verdict::Compatible {
+                let unjudged = unjudged(p, &terms, &requests);
+                if !unjudged.is_empty() {
+                    verdict.verdict = Verdict::Unknown;
+                    verdict.reasons = vec![Reason {
+                        category: Category::InstanceTypes,
+                        message: format!(
+                            "cannot tell: no instance-type catalogue ({})",
+                            unjudged.join(", ")
+                        ),
+                    }];
+                }
+            }
+            PoolRow {
+                weight: p.pool.spec.weight.unwrap_or(0),
+                verdict,
+            }
         })
         .collect();
     let first = nodepools
         .iter()
         .find(|r| r.verdict.verdict == Verdict::Compatible)
         .map(|r| r.verdict.name.clone());
+    let answer = if first.is_some() {
+        "fits"
+    } else if nodepools
+        .iter()
+        .any(|r| r.verdict.verdict == Verdict::Unknown)
+    {
+        "unknown"
+    } else {
+        "does-not-fit"
+    };
     let mut notes = Vec::new();
     if kind == "DaemonSet" {
         notes.push("Karpenter never provisions for DaemonSet pods: this says which pools' nodes can run them".into());
@@ -167,8 +213,89 @@ pub fn answer(pools: &PoolSet, kind: &str, name: &str, pod: &Pod) -> PodAnswer {
             .collect(),
         nodepools,
         first,
+        answer,
         notes,
     }
+}
+
+/// Resources every instance type offers (the rest, GPUs and other extended resources,
+/// need a catalogue to judge).
+const BASIC_RESOURCES: &[&str] = &["cpu", "memory", "ephemeral-storage", "pods"];
+
+/// Whether a label is decided by the instance type (and so by a catalogue kelp lacks).
+fn instance_type_label(key: &str) -> Option<&'static str> {
+    match key {
+        "kubernetes.io/arch" => Some("architecture"),
+        "kubernetes.io/os" => Some("operating system"),
+        "node.kubernetes.io/instance-type" => Some("instance type"),
+        k if k.starts_with("karpenter.k8s.aws/instance-")
+            || k.starts_with("karpenter.azure.com/sku-")
+            || k.starts_with("karpenter.kwok.sh/instance-") =>
+        {
+            Some("instance-type label")
+        }
+        _ => None,
+    }
+}
+
+/// What the pod asks of the instance type that the pool's requirements do not settle,
+/// described (`architecture kubernetes.io/arch In [s390x]`, `extended resource
+/// nvidia.com/gpu`); empty when every ask is settled. With several node-affinity terms,
+/// the pool is judged if any term it is compatible with asks nothing unsettled.
+fn unjudged(
+    pool: &PoolInfo,
+    terms: &Result<Vec<Requirements>, String>,
+    requests: &Resources,
+) -> Vec<String> {
+    let mut out: Vec<String> = requests
+        .0
+        .iter()
+        .filter(|(k, v)| **v > 0.0 && !BASIC_RESOURCES.contains(&k.as_str()))
+        .map(|(k, _)| format!("extended resource {k}"))
+        .collect();
+    let (Ok(pool_reqs), Ok(terms)) = (&pool.requirements, terms) else {
+        return out;
+    };
+    let per_term: Vec<Vec<String>> = terms
+        .iter()
+        .filter(|t| requirements::compatible(t, pool_reqs).is_ok())
+        .map(|term| {
+            term.keys()
+                .filter_map(|key| {
+                    let what = instance_type_label(key)?;
+                    // The pool settles the key by pinning it to values (the compatibility
+                    // check already intersected them with the pod's).
+                    if pool_reqs.operator(key) == Some(Operator::In) {
+                        return None;
+                    }
+                    // Linux runs on every instance type; other OSes depend on the image.
+                    if key == "kubernetes.io/os"
+                        && term.operator(key) == Some(Operator::In)
+                        && term.allows(key, "linux")
+                        && !term.allows(key, "windows")
+                    {
+                        return None;
+                    }
+                    let rendered = term.render(key).unwrap_or_default();
+                    // A pod that only excludes values, or takes any value, needs no catalogue.
+                    let bounded = rendered.contains(" >=") || rendered.contains(" <=");
+                    match term.operator(key) {
+                        Some(Operator::NotIn) => return None,
+                        Some(Operator::Exists) if !bounded => return None,
+                        _ => {}
+                    }
+                    Some(format!("{what} {rendered}"))
+                })
+                .collect()
+        })
+        .collect();
+    if per_term.iter().any(Vec::is_empty) {
+        return out;
+    }
+    if let Some(first) = per_term.into_iter().next() {
+        out.extend(first);
+    }
+    out
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -182,18 +309,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect(),
         assumed_ready,
     };
-    let fits = answer.pods.iter().all(|p| p.first.is_some());
+    let status = if answer.pods.iter().any(|p| p.answer == "does-not-fit") {
+        ExitCode::from(1)
+    } else if answer.pods.iter().any(|p| p.answer == "unknown") {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    };
     let style = Style::detect();
-    let rendered = match args.output {
+    let rendered = match Format::from(args.output) {
         Format::Table => table(&answer, style),
         f => output::structured(f, &answer)?,
     };
     output::emit(&rendered, style)?;
-    Ok(if fits {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(status)
 }
 
 fn table(a: &Answer, s: Style) -> String {
@@ -210,10 +339,29 @@ fn table(a: &Answer, s: Style) -> String {
             s,
         ));
         out.push('\n');
+        let unknown_before: Vec<&str> = p
+            .nodepools
+            .iter()
+            .take_while(|r| r.verdict.verdict != Verdict::Compatible)
+            .filter(|r| r.verdict.verdict == Verdict::Unknown)
+            .map(|r| r.verdict.name.as_str())
+            .collect();
         match &p.first {
-            Some(f) => out.push_str(&format!(
+            Some(f) if unknown_before.is_empty() => out.push_str(&format!(
                 "Karpenter would try NodePool {} first.\n",
                 s.bold(f)
+            )),
+            Some(f) => out.push_str(&format!(
+                "NodePool {} can take this pod; kelp cannot tell whether Karpenter would use {} before it.\n",
+                s.bold(f),
+                unknown_before.join(", ")
+            )),
+            None if p.answer == "unknown" => out.push_str(&format!(
+                "{}\n",
+                s.severity(
+                    crate::findings::Severity::Warning,
+                    "Cannot tell: only NodePools kelp cannot judge without an instance-type catalogue could take this pod."
+                )
             )),
             None => out.push_str(&format!(
                 "{}\n",

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use serde::Serialize;
 
-use super::output::{self, columns, Format, Style};
+use super::output::{self, columns, AnswerFormat, Format, Style};
 use super::source::SourceArgs;
 use crate::analysis::disruption::{self, Blocker, NodeDisruption};
 use crate::analysis::provisioning::{self, PodDiagnosis, PoolSet};
@@ -16,17 +16,19 @@ use crate::karpenter::events::{BlockerKind, Category, MessageFormat};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  kelp why pod ml/trainer-0                  every NodePool's verdict, Karpenter's event, what to change
+  kelp why pod ml/trainer-0
+      every NodePool's verdict, Karpenter's event, what to change
   kelp why pod trainer-0 -n ml -o json
-  kelp why node ip-10-0-1-23.ec2.internal    drift, expiry, emptiness and every disruption blocker")]
+  kelp why node ip-10-0-1-23.ec2.internal
+      drift, expiry, emptiness and every disruption blocker")]
 pub struct Args {
     #[command(subcommand)]
     pub target: Target,
     #[command(flatten)]
     pub source: SourceArgs,
     /// Output format
-    #[arg(short, long, value_enum, default_value_t = Format::Table, global = true)]
-    pub output: Format,
+    #[arg(short, long, value_enum, default_value_t = AnswerFormat::Table, global = true)]
+    pub output: AnswerFormat,
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,6 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = args.source.load()?;
     let ctx = Context::new(&loaded.cluster, loaded.now);
     let report = analysis::analyze(&loaded.cluster, loaded.now);
+    loaded.progress.finish();
     match args.target {
         Target::Pod { name, namespace } => {
             let (ns, name) = match (name.split_once('/'), namespace) {
@@ -57,9 +60,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 (None, Some(ns)) => (ns, name),
                 (None, None) => ("default".to_string(), name),
             };
-            why_pod(&ctx, &report.findings, &ns, &name, args.output)
+            why_pod(&ctx, &report.findings, &ns, &name, args.output.into())
         }
-        Target::Node { name } => why_node(&ctx, &report.findings, &name, args.output),
+        Target::Node { name } => why_node(&ctx, &report.findings, &name, args.output.into()),
     }
 }
 

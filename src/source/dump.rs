@@ -25,6 +25,30 @@ use crate::model::*;
 /// The annotation on a `kelp snapshot` List that records when it was captured.
 pub const CAPTURED_AT: &str = "kelp.dev/captured-at";
 
+/// The annotation on a kelp dump's List that carries a Karpenter controller's `/metrics`
+/// text (prices, offering availability), as `kelp demo --dump` writes it.
+pub const KARPENTER_METRICS: &str = "kelp.dev/karpenter-metrics";
+
+/// Apply a kelp List's annotations (capture time, controller metrics) to the model.
+fn list_annotations(
+    name: &str,
+    get: impl Fn(&str) -> Option<String>,
+    cluster: &mut Cluster,
+) -> Result<()> {
+    if let Some(at) = get(CAPTURED_AT) {
+        cluster.captured_at = DateTime::parse_from_rfc3339(&at)
+            .ok()
+            .map(|t| t.with_timezone(&Utc));
+    }
+    if let Some(text) = get(KARPENTER_METRICS) {
+        cluster.metrics = Some(crate::source::metrics::parse(
+            &format!("{name} ({KARPENTER_METRICS})"),
+            &text,
+        )?);
+    }
+    Ok(())
+}
+
 /// A `v1/List` of `items` as `kelp snapshot` writes it, stamped with its capture time.
 pub fn snapshot_list(
     items: Vec<serde_json::Value>,
@@ -284,15 +308,13 @@ impl<'de> serde::de::Visitor<'de> for Stream<'_> {
                 .iter()
                 .find(|(k, _, _)| k == "metadata")
                 .and_then(|(_, v, _)| serde_json::from_str::<ListMeta>(v.get()).ok());
-            if let Some(at) = meta
-                .and_then(|m| m.annotations)
-                .and_then(|a| a.get(CAPTURED_AT).cloned())
-            {
-                self.cluster.captured_at = DateTime::parse_from_rfc3339(&at)
-                    .ok()
-                    .map(|t| t.with_timezone(&Utc));
-            }
-            return Ok(());
+            let annotations = meta.and_then(|m| m.annotations).unwrap_or_default();
+            return list_annotations(self.name, |k| annotations.get(k).cloned(), self.cluster)
+                .map_err(|e| {
+                    let msg = e.to_string();
+                    *self.failure = Some(e);
+                    serde::de::Error::custom(msg)
+                });
         }
         // A single object: put it back together, each field on its own line, and load it.
         let mut text = String::from("{");
@@ -473,15 +495,11 @@ fn load_json_value(
     }
     let peek: Peek = serde_json::from_str(raw.get()).map_err(located)?;
     if let Some(items) = peek.items.filter(|_| peek.kind.ends_with("List")) {
-        if let Some(at) = peek
+        let annotations = peek
             .metadata
             .and_then(|m| m.annotations)
-            .and_then(|a| a.get(CAPTURED_AT).cloned())
-        {
-            cluster.captured_at = DateTime::parse_from_rfc3339(&at)
-                .ok()
-                .map(|t| t.with_timezone(&Utc));
-        }
+            .unwrap_or_default();
+        list_annotations(name, |k| annotations.get(k).cloned(), cluster)?;
         for item in items {
             load_json_value(name, text, first, item, cluster, notes)?;
         }
@@ -557,15 +575,18 @@ fn load_value(
     };
     let (kind, api_version) = (text("kind", &value), text("apiVersion", &value));
     if kind.ends_with("List") {
-        if let Some(at) = value
+        let annotations = value
             .get("metadata")
-            .and_then(|m| m.pointer(&format!("/annotations/{}", CAPTURED_AT.replace('/', "~1"))))
-            .and_then(|v| v.as_str())
-        {
-            cluster.captured_at = DateTime::parse_from_rfc3339(at)
-                .ok()
-                .map(|t| t.with_timezone(&Utc));
-        }
+            .and_then(|m| m.get("annotations"))
+            .cloned();
+        let get = |k: &str| {
+            annotations
+                .as_ref()
+                .and_then(|a| a.get(k))
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        };
+        list_annotations(name, get, cluster)?;
         if let Some(serde_json::Value::Array(items)) = value.remove("items") {
             for item in items {
                 load_value(name, doc, item, cluster, notes)?;
