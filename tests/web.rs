@@ -158,7 +158,7 @@ async fn the_demo_page_has_every_panel() {
         ) >= 1
     );
     assert!(count(&h, "#nodeclaims tr.claim .badge.drifted") >= 1);
-    assert!(count(&h, "#nodeclaims tr.claim .badge.cond-true").ge(&1));
+    assert!(count(&h, "#nodeclaims tr.claim .badge.tone-ok").ge(&1));
     let blocked = text(&h, "#nodeclaims tr.claim .badge.blocked");
     assert!(blocked.contains("blocked by"), "{blocked}");
     assert!(
