@@ -313,6 +313,7 @@
 
   // ---- freshness and live updates
   function tick() {
+    if (!base) { fresh.textContent = ""; return; }
     const stale = document.getElementById("stale");
     if (stale) {
       fresh.textContent = "stale since " + new Date(stale.dataset.since).toLocaleTimeString();
@@ -352,7 +353,8 @@
       if (again) { again = false; refresh(); }
     }
   }
-  if (window.EventSource) {
+  // No base: the page of a cluster kelp does not serve, with nothing to refresh.
+  if (window.EventSource && base) {
     const es = new EventSource(base + "/events");
     let first = true;
     es.addEventListener("update", function (e) {
