@@ -51,7 +51,7 @@ pub fn verdict_line(d: &PodDiagnosis) -> String {
         }
     }
     // Most frequent first; equal counts in the order pools were judged.
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
     let plural = |n: usize| if n == 1 { "pool" } else { "pools" };
     let mut parts = Vec::new();
     if !compatible.is_empty() {
