@@ -1,4 +1,5 @@
-// kelp dashboard: live refresh, row expansion, the detail pane and its resizing.
+// kelp dashboard: live refresh, row expansion, the detail pane and its resizing, the row
+// filter, and the links between pending pods and their NodePools.
 // Served as a file (the Content-Security-Policy allows no inline script).
 (function () {
   "use strict";
@@ -76,17 +77,52 @@
   paneBody.addEventListener("click", function (e) {
     const b = e.target.closest(".tabs button");
     if (b) { showTab(b.dataset.tab); writeUrl(); return; }
-    if (e.target.closest("#pane-close")) closePane();
+    if (e.target.closest("#pane-close")) { closePane(); return; }
+    const copy = e.target.closest("button.copy");
+    if (copy) copyYaml(copy);
+  });
+  // The yaml tab's copy button: the clipboard API where the page may use it, else select the text.
+  function copyYaml(btn) {
+    const tabBody = btn.closest(".tab-body");
+    const pre = tabBody && tabBody.querySelector("pre.yaml");
+    const status = tabBody && tabBody.querySelector(".copied");
+    if (!pre) return;
+    const say = function (t) { if (status) status.textContent = t; };
+    const select = function () {
+      const r = document.createRange();
+      r.selectNodeContents(pre);
+      const s = window.getSelection();
+      s.removeAllRanges();
+      s.addRange(r);
+      say("selected: press Ctrl+C to copy");
+    };
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(pre.textContent).then(function () { say("copied"); }, select);
+    } else {
+      select();
+    }
+  }
+  // Escape closes the pane (unless it is clearing the filter box).
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape" || e.defaultPrevented) return;
+    if (e.target === filter && filter.value) { filter.value = ""; applyFilter(); return; }
+    if (selected || !pane.classList.contains("closed")) { e.preventDefault(); closePane(); }
   });
 
   // ---- resizing, remembered across reloads
+  // The pane never takes more than 40% of the window (the CSS max-width says the same), so the
+  // tables beside it stay readable; a width dragged or saved on a wider window is clamped.
   function setWidth(px) {
-    const w = Math.max(280, Math.min(px, window.innerWidth - 200));
+    const w = Math.round(Math.max(280, Math.min(px, window.innerWidth * 0.4)));
     pane.style.width = w + "px";
     return w;
   }
   const saved = parseInt(localStorage.getItem(WIDTH_KEY) || "", 10);
   if (saved > 0) setWidth(saved);
+  window.addEventListener("resize", function () {
+    const want = parseInt(localStorage.getItem(WIDTH_KEY) || "", 10);
+    if (want > 0) setWidth(want);
+  });
   resizer.addEventListener("pointerdown", function (e) {
     e.preventDefault();
     resizer.setPointerCapture(e.pointerId);
@@ -142,6 +178,7 @@
         g.insertAdjacentHTML("beforeend", await r.text());
         g.dataset.lazy = "0";
         markSelected();
+        applyFilter();
       } else {
         g.dataset.lazy = "1";
       }
@@ -181,8 +218,102 @@
     if (t) { e.preventDefault(); t.click(); }
   });
 
+  // ---- the filter box: words match a row's text; ns:X and pool:Y match its namespace or pool.
+  const filter = document.getElementById("filter");
+  const filterCount = document.getElementById("filter-count");
+  const FILTERED = "tr.pool, tr.claim, tbody.pod, tr.rollout, tr.ice-row, tr.finding";
+  function parseFilter(q) {
+    const f = { ns: [], pool: [], words: [] };
+    q.trim().toLowerCase().split(/\s+/).filter(Boolean).forEach(function (t) {
+      if (t.startsWith("ns:") || t.startsWith("namespace:")) f.ns.push(t.slice(t.indexOf(":") + 1));
+      else if (t.startsWith("pool:") || t.startsWith("nodepool:")) f.pool.push(t.slice(t.indexOf(":") + 1));
+      else f.words.push(t);
+    });
+    return f;
+  }
+  function poolOf(el) {
+    if (el.dataset.pool !== undefined) return el.dataset.pool;
+    const g = el.closest("tbody.group");
+    return g ? g.dataset.pool : "";
+  }
+  function matches(el, f) {
+    if (f.ns.length) {
+      // Rows of cluster-scoped objects have no namespace: a namespace filter hides them.
+      const ns = (el.dataset.ns || "").toLowerCase();
+      if (!f.ns.includes(ns)) return false;
+    }
+    if (f.pool.length) {
+      const pools = poolOf(el).toLowerCase().split(/\s+/);
+      if (!f.pool.some(function (p) { return pools.includes(p); })) return false;
+    }
+    if (f.words.length) {
+      const text = (el.textContent + " " + (el.dataset.select || "") + " " + (el.dataset.key || "")).toLowerCase();
+      if (!f.words.every(function (w) { return text.includes(w); })) return false;
+    }
+    return true;
+  }
+  function applyFilter() {
+    const q = filter ? filter.value : "";
+    const f = parseFilter(q);
+    const on = f.ns.length + f.pool.length + f.words.length > 0;
+    let shown = 0, total = 0;
+    panels.querySelectorAll(".panel").forEach(function (panel) {
+      let pShown = 0, pTotal = 0;
+      panel.querySelectorAll(FILTERED).forEach(function (el) {
+        const ok = !on || matches(el, f);
+        el.classList.toggle("filtered-out", !ok);
+        pTotal++;
+        if (ok) pShown++;
+      });
+      // NodeClaim groups: hide a group with no matching row; open it when the filter found rows.
+      panel.querySelectorAll("tbody.group").forEach(function (g) {
+        const rows = g.querySelectorAll("tr.claim");
+        const any = Array.prototype.some.call(rows, function (r) { return !r.classList.contains("filtered-out"); });
+        const head = !on || any || (g.dataset.lazy === "1" && matches(g, f));
+        g.classList.toggle("filtered-out", !head);
+      });
+      const count = panel.querySelector("h2 .count");
+      if (count && pTotal > 0) count.textContent = on ? pShown + " of " + count.dataset.total : count.dataset.total;
+      shown += pShown;
+      total += pTotal;
+    });
+    if (filterCount) filterCount.textContent = on ? shown + " of " + total + " rows" : "";
+  }
+  if (filter) filter.addEventListener("input", applyFilter);
+
+  // ---- from a pending pod's verdicts to a NodePool's row, and back
+  panels.addEventListener("click", function (e) {
+    const link = e.target.closest("a.pool-link");
+    if (link) {
+      const row = document.getElementById("pool-" + link.dataset.pool);
+      if (!row) return;
+      e.preventDefault();
+      e.stopPropagation();
+      const back = row.querySelector(".back-link");
+      if (back) {
+        back.hidden = false;
+        back.dataset.to = link.dataset.from;
+        back.textContent = "back to " + link.dataset.from;
+      }
+      panels.querySelectorAll("tr.pool.flash").forEach(function (r) { r.classList.remove("flash"); });
+      row.classList.add("flash");
+      row.scrollIntoView({ block: "center" });
+      return;
+    }
+    const back = e.target.closest("a.back-link");
+    if (back && back.dataset.to) {
+      const pod = document.getElementById("pod-" + back.dataset.to);
+      e.preventDefault();
+      e.stopPropagation();
+      back.hidden = true;
+      back.closest("tr").classList.remove("flash");
+      if (pod) { pod.scrollIntoView({ block: "center" }); const r = pod.querySelector(".row-select"); if (r) r.focus({ preventScroll: true }); }
+    }
+  }, true);
+
   // ---- freshness and live updates
   function tick() {
+    if (!base) { fresh.textContent = ""; return; }
     const stale = document.getElementById("stale");
     if (stale) {
       fresh.textContent = "stale since " + new Date(stale.dataset.since).toLocaleTimeString();
@@ -210,6 +341,7 @@
         panels.innerHTML = html;
         if (generated) fresh.dataset.generated = generated;
         applyState();
+        applyFilter();
         panels.querySelectorAll("tbody.group.open[data-lazy='1']").forEach(function (g) { lazyOpen.push(g); });
         lazyOpen.forEach(function (g) { setGroup(g, true); });
         tick();
@@ -221,7 +353,8 @@
       if (again) { again = false; refresh(); }
     }
   }
-  if (window.EventSource) {
+  // No base: the page of a cluster kelp does not serve, with nothing to refresh.
+  if (window.EventSource && base) {
     const es = new EventSource(base + "/events");
     let first = true;
     es.addEventListener("update", function (e) {

@@ -105,7 +105,7 @@ fn the_dashboard_shows_the_real_cluster() {
         .and_then(|r| r.value().attr("data-select"))
         .expect("a NodeClaim row")
         .to_string();
-    assert!(count(&rows, "tr.claim .badge.cond-true") >= 1);
+    assert!(count(&rows, "tr.claim .badge.tone-ok") >= 1);
     // The pane's yaml is the live object, without managedFields.
     let (code, pane) = serve
         .dash(&format!("{page}/pane?sel={claim}&tab=yaml"))

@@ -158,7 +158,7 @@ async fn the_demo_page_has_every_panel() {
         ) >= 1
     );
     assert!(count(&h, "#nodeclaims tr.claim .badge.drifted") >= 1);
-    assert!(count(&h, "#nodeclaims tr.claim .badge.cond-true").ge(&1));
+    assert!(count(&h, "#nodeclaims tr.claim .badge.tone-ok").ge(&1));
     let blocked = text(&h, "#nodeclaims tr.claim .badge.blocked");
     assert!(blocked.contains("blocked by"), "{blocked}");
     assert!(
@@ -731,5 +731,211 @@ async fn tokens_and_context_names_survive_url_encoding() {
     assert_eq!(
         r.headers["location"],
         "/clusters/arn%3Aaws%3Aeks%3Aus-west-2%3A1%3Acluster%2Fprod/karpenter"
+    );
+}
+
+/// The attribute `a` of every element matching `s`.
+fn attrs(h: &Html, s: &str, a: &str) -> Vec<String> {
+    h.select(&sel(s))
+        .filter_map(|e| e.value().attr(a).map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn nodepools_come_in_karpenters_order_with_labelled_budgets() {
+    let h = get(&site(demo()), PAGE).await.html();
+    // Weight first (arm64 50, default 10), then by name among equal weights.
+    assert_eq!(
+        attrs(&h, "#nodepools tr.pool", "data-pool"),
+        ["arm64", "default", "batch", "gpu", "inferentia", "legacy"]
+    );
+    let budgets = text(&h, "tr.pool[data-pool='arm64'] td.budgets");
+    assert!(
+        budgets.contains("0 nodes · 0 6 * * * for 8h · Drifted"),
+        "{budgets}"
+    );
+    assert!(budgets.contains("20% of nodes · all reasons"), "{budgets}");
+    // Limit names are whole, in the cell and its title.
+    assert_eq!(
+        attrs(&h, "tr.pool[data-pool='gpu'] .limit .res", "title"),
+        ["cpu", "memory", "nvidia.com/gpu"]
+    );
+    // Panel headings carry counts.
+    assert_eq!(text(&h, "#nodepools h2 .count"), "6");
+    assert_eq!(text(&h, "#nodeclaims h2 .count"), "32");
+    assert_eq!(text(&h, "#pending h2 .count"), "4");
+    for id in ["rollout", "capacity", "timeline", "findings"] {
+        assert_eq!(count(&h, &format!("#{id} h2 .count")), 1, "{id}");
+    }
+}
+
+#[tokio::test]
+async fn rows_show_their_worst_finding_and_drift_is_not_green() {
+    let h = get(&site(demo()), PAGE).await.html();
+    // The never-registered NodeClaim (critical) and a node that is not ready (critical).
+    let never = "#nodeclaims tr.claim[data-select='NodeClaim/arm64-7tqzc']";
+    assert_eq!(count(&h, &format!("{never}.sev-critical")), 1);
+    assert_eq!(text(&h, &format!("{never} .sevmark.critical")), "critical");
+    assert_eq!(
+        count(&h, "tr.pool[data-pool='legacy'].sev-critical .sevmark"),
+        1
+    );
+    assert_eq!(
+        count(&h, "tr.pool[data-pool='arm64'].sev-warning .sevmark"),
+        1
+    );
+    assert_eq!(
+        count(&h, "#pending tr.pending-row.sev-critical .sevmark.critical"),
+        3
+    );
+    // Drifted=True is amber (tone-drift), never the ok tone of a healthy condition.
+    assert!(
+        count(
+            &h,
+            ".badge[data-cond='Drifted'][data-state='true'].tone-drift"
+        ) >= 1
+    );
+    assert_eq!(count(&h, ".badge[data-cond='Drifted'].tone-ok"), 0);
+    assert!(
+        count(
+            &h,
+            ".badge[data-cond='Launched'][data-state='true'].tone-ok"
+        ) >= 1
+    );
+    assert!(count(&h, "#rollout svg.bar .bar-fill.drift") >= 1);
+    // Identifiers are clipped with their whole text in a title.
+    for t in attrs(&h, "#nodeclaims tr.claim td .clip", "title") {
+        assert!(!t.contains('<'), "{t}");
+    }
+    assert!(
+        count(
+            &h,
+            "#nodeclaims tr.claim td .clip[title$='.compute.internal']"
+        ) >= 1
+    );
+}
+
+#[tokio::test]
+async fn blockers_amis_prices_and_capacity_are_named() {
+    let h = get(&site(demo()), PAGE).await.html();
+    let blocked = text(&h, "#nodeclaims .badge.blocked");
+    assert!(
+        blocked.contains("blocked by pdb web/storefront"),
+        "{blocked}"
+    );
+    // The rollout panel names the target AMIs (with their names) and what they replace.
+    let default = text(&h, "#rollout tr.rollout[data-pool='default'] td.target");
+    assert!(
+        default.contains("ami-") && default.contains("amazon-eks-node"),
+        "{default}"
+    );
+    // Cluster total and per-node prices.
+    let total = text(&h, "#total-cost b");
+    assert!(total.starts_with('$') && total.ends_with("/h"), "{total}");
+    assert!(
+        h.select(&sel("#nodeclaims tr.claim td.price"))
+            .any(|e| e.text().collect::<String>().starts_with('$')),
+        "NodeClaim rows carry their node's price"
+    );
+    // Insufficient capacity: no blank cell; the type, zone and capacity come from the
+    // event, the claim or what the pool allows.
+    let rows: Vec<Vec<String>> = h
+        .select(&sel("#capacity table.ice tbody tr"))
+        .map(|tr| {
+            tr.select(&sel("td"))
+                .map(|td| td.text().collect::<String>().trim().to_string())
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for r in &rows {
+        assert!(r.iter().all(|c| !c.is_empty()), "{r:?}");
+    }
+    let arm64 = rows.iter().find(|r| r[3] == "arm64").expect("arm64 row");
+    assert!(
+        arm64[2].contains("spot") || arm64[2].contains("any"),
+        "{arm64:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_pending_row_reads_in_one_line_and_its_pools_in_words() {
+    let h = get(&site(demo()), PAGE).await.html();
+    let pod = "#pending tbody.pod[data-key='ml/trainer-0']";
+    let line = text(&h, &format!("{pod} td.verdict-line"));
+    assert!(line.starts_with("6 pools rejected: "), "{line}");
+    assert!(!line.contains('\n') && line.len() < 120, "{line}");
+    assert!(line.contains("taints"), "{line}");
+    // Each pool: its reason in words, what to change, whether the event agreed, a link.
+    let gpu = h
+        .select(&sel(&format!("{pod} tr.verdict")))
+        .find(|r| r.text().collect::<String>().contains("gpu"))
+        .expect("gpu verdict");
+    let t = |s: &str| {
+        gpu.select(&sel(s))
+            .map(|e| e.text().collect::<String>())
+            .collect::<String>()
+    };
+    assert!(
+        t("td.reason").starts_with("taints: did not tolerate"),
+        "{}",
+        t("td.reason")
+    );
+    assert!(
+        t("td.advice").starts_with("add a toleration for"),
+        "{}",
+        t("td.advice")
+    );
+    assert_eq!(t("td.ev"), "agrees");
+    assert_eq!(
+        attrs(&h, &format!("{pod} a.pool-link[data-pool='gpu']"), "href"),
+        ["#pool-gpu"]
+    );
+    assert_eq!(count(&h, "#nodepools tr#pool-gpu a.back-link[hidden]"), 1);
+    // A pool the event is silent about says so, not a blank cell.
+    let events: Vec<String> = h
+        .select(&sel(&format!("{pod} td.ev")))
+        .map(|e| e.text().collect())
+        .collect();
+    assert!(events.iter().all(|e| !e.is_empty()), "{events:?}");
+}
+
+#[tokio::test]
+async fn the_yaml_tab_has_apiversion_and_kind_and_a_copy_button() {
+    let app = site(demo());
+    for (sel_, api, kind) in [
+        ("NodePool/batch", "karpenter.sh/v1", "NodePool"),
+        ("Pod/ml/trainer-0", "v1", "Pod"),
+    ] {
+        let r = get(&app, &format!("{PAGE}/pane?sel={sel_}&tab=yaml")).await;
+        assert_eq!(r.status, StatusCode::OK);
+        let h = Html::parse_fragment(&r.body);
+        let yaml = text(&h, ".tab-body[data-tab='yaml'] pre.yaml");
+        assert!(
+            yaml.starts_with(&format!("apiVersion: {api}\nkind: {kind}\n")),
+            "{yaml}"
+        );
+        assert_eq!(count(&h, ".tab-body[data-tab='yaml'] button.copy"), 1);
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_cluster_gets_the_page_chrome() {
+    let app = site(demo());
+    let r = get(&app, "/clusters/%3Cb%3Enope%3C%2Fb%3E/karpenter").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(r.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let h = r.html();
+    assert_eq!(count(&h, "header.top"), 1);
+    assert_eq!(count(&h, "link[rel='stylesheet']"), 1);
+    assert!(text(&h, "#unknown-cluster h2").contains("<b>nope</b>"));
+    assert_eq!(count(&h, "#unknown-cluster b:not(:first-child)"), 0);
+    assert!(!r.body.contains("<b>nope</b>"), "the name is escaped");
+    assert_eq!(
+        attrs(&h, "#unknown-cluster .known-clusters a", "href"),
+        ["/clusters/test/karpenter"]
     );
 }

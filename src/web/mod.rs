@@ -84,6 +84,13 @@ struct PageTemplate<'a> {
 }
 
 #[derive(Template)]
+#[template(path = "unknown_cluster.html")]
+struct UnknownClusterTemplate<'a> {
+    cluster: &'a str,
+    known: Vec<&'a str>,
+}
+
+#[derive(Template)]
 #[template(path = "pane.html")]
 struct PaneTemplate<'a> {
     p: &'a pane::Pane,
@@ -278,6 +285,10 @@ async fn page(
     Query(q): Query<PaneQuery>,
 ) -> Response {
     let path = format!("/clusters/{cluster}/karpenter");
+    if site.cluster(&cluster).is_none() {
+        audit(&path, &cluster, "not_found");
+        return unknown_cluster(&site, &cluster);
+    }
     let (shared, page) = match latest(&site, &cluster, &path) {
         Ok(x) => x,
         Err(r) => return r,
@@ -312,6 +323,31 @@ async fn page(
     match body {
         Ok(b) if plain => html_bytes(page.html.get_or_init(|| Bytes::from(b)).clone()),
         Ok(b) => html(b),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// The page of a cluster kelp does not serve: the usual chrome, the clusters it does serve, 404.
+fn unknown_cluster(site: &Site, cluster: &str) -> Response {
+    let known: Vec<&str> = site.clusters.iter().map(|c| c.name.as_str()).collect();
+    let body = UnknownClusterTemplate {
+        cluster,
+        known: known.clone(),
+    }
+    .render()
+    .and_then(|panels| {
+        PageTemplate {
+            cluster,
+            base: String::new(),
+            clusters: known.iter().map(|c| (*c, false)).collect(),
+            generated: String::new(),
+            panels: &panels,
+            pane: None,
+        }
+        .render()
+    });
+    match body {
+        Ok(b) => (StatusCode::NOT_FOUND, html(b)).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }

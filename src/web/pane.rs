@@ -185,14 +185,14 @@ pub fn pane(
             let text = why::pod_answer(ctx, &report.findings, ns, &sel.name)
                 .map(|a| why::pod_text(ctx, &a, s))
                 .unwrap_or_else(|e| e.to_string());
-            (pod.metadata.uid.clone(), text, yaml_of(pod))
+            (pod.metadata.uid.clone(), text, yaml_of(pod, "v1", "Pod"))
         }
         Kind::Node => {
             let node = c.nodes.get(&sel.name)?;
             let text = why::node_answer(ctx, &report.findings, &sel.name)
                 .map(|a| why::node_text(ctx, &a, s))
                 .unwrap_or_else(|e| e.to_string());
-            (node.metadata.uid.clone(), text, yaml_of(node))
+            (node.metadata.uid.clone(), text, yaml_of(node, "v1", "Node"))
         }
         Kind::NodeClaim => {
             let claim = c.nodeclaims.get(&sel.name)?;
@@ -247,7 +247,11 @@ pub fn pane(
                     text.push_str(&why::node_text(ctx, &a, s));
                 }
             }
-            (claim.metadata.uid.clone(), text, yaml_of(claim))
+            (
+                claim.metadata.uid.clone(),
+                text,
+                yaml_of(claim, "karpenter.sh/v1", "NodeClaim"),
+            )
         }
         Kind::NodePool => {
             let pool = c.nodepools.get(&sel.name)?;
@@ -276,7 +280,11 @@ pub fn pane(
                     f.severity, f.code, f.object, f.message
                 ));
             }
-            (pool.metadata.uid.clone(), text, yaml_of(pool))
+            (
+                pool.metadata.uid.clone(),
+                text,
+                yaml_of(pool, "karpenter.sh/v1", "NodePool"),
+            )
         }
     };
     let (yaml, yaml_note) = match live_yaml {
@@ -324,9 +332,21 @@ pub fn pane(
 /// What the yaml tab says of masked values.
 pub const MASK_NOTE: &str = "Values that can hold secrets are masked: env values, HTTP header values of probes and hooks, secret-looking command-line arguments and annotations, and the last-applied-configuration annotation (a copy of the whole object).";
 
-/// The yaml of an object kelp keeps, masked as the live one is.
-fn yaml_of<T: Serialize>(o: &T) -> Option<String> {
+/// The yaml of an object kelp keeps, masked as the live one is, with its apiVersion and kind
+/// first (the model does not keep them), so that it can be applied as it is.
+fn yaml_of<T: Serialize>(o: &T, api_version: &str, kind: &str) -> Option<String> {
     let mut v = serde_json::to_value(o).ok()?;
+    if let Value::Object(fields) = v {
+        let mut m = serde_json::Map::new();
+        m.insert("apiVersion".into(), Value::String(api_version.into()));
+        m.insert("kind".into(), Value::String(kind.into()));
+        m.extend(
+            fields
+                .into_iter()
+                .filter(|(k, _)| k != "apiVersion" && k != "kind"),
+        );
+        v = Value::Object(m);
+    }
     strip_for_yaml(&mut v);
     serde_norway::to_string(&v).ok()
 }

@@ -17,6 +17,12 @@ use crate::karpenter::labels;
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::model::{condition, is_true, Cluster, Node, NodeClaim, NodePool};
 
+mod events;
+mod words;
+
+use events::{capacity_panel, timeline};
+pub use events::{ice_offering, LANES};
+
 /// At most this many pending pods are listed, oldest first.
 pub const PENDING_CAP: usize = 50;
 /// Rows of one NodeClaim group a fragment (an expanded group) renders; the JSON API has them all.
@@ -96,6 +102,9 @@ pub struct Overview {
     /// Where prices come from; None hides the cost columns.
     pub price_source: Option<String>,
     pub price_problem: Option<PriceProblem>,
+    /// The cluster's $/hr: the sum of the priced nodes (None when nothing is priced).
+    pub cost_per_hour: Option<f64>,
+    pub cost: String,
     pub nodepools: Vec<PoolRow>,
     pub nodeclaims: Vec<ClaimGroup>,
     pub pending: Pending,
@@ -146,11 +155,15 @@ pub struct PoolRow {
     pub savings: String,
     pub drifted: usize,
     pub claims: usize,
+    /// The worst finding about this pool: critical, warning, info or "".
+    pub severity: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BudgetRow {
+    /// `0 nodes · 0 6 * * * for 8h · Drifted`
+    pub label: String,
     pub nodes: String,
     pub schedule: String,
     pub duration: String,
@@ -189,6 +202,7 @@ pub struct ClaimGroup {
 #[serde(rename_all = "camelCase")]
 pub struct ClaimRow {
     pub name: String,
+    pub nodepool: String,
     pub node: String,
     pub instance_type: String,
     pub capacity_type: String,
@@ -201,6 +215,11 @@ pub struct ClaimRow {
     pub blocked_by: Vec<String>,
     pub blocked_detail: String,
     pub deleting: bool,
+    /// The worst finding about the claim or its node: critical, warning, info or "".
+    pub severity: String,
+    /// The node's price, when known.
+    pub price_per_hour: Option<f64>,
+    pub price: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -208,6 +227,8 @@ pub struct Badge {
     pub name: &'static str,
     /// true, false, unknown (condition absent)
     pub state: &'static str,
+    /// The colour: ok (green), drift (amber), bad (red), neutral (grey).
+    pub tone: &'static str,
     pub reason: String,
 }
 
@@ -229,6 +250,10 @@ pub struct PendingRow {
     pub pending_for: String,
     pub requests: String,
     pub summary: String,
+    /// One line: `6 pools rejected: 2 taints, 2 requirements, 1 limits, 1 not ready`.
+    pub verdict_line: String,
+    /// The worst finding about the pod: critical, warning, info or "".
+    pub severity: String,
     /// In the page (expanded row) and `.../pods/{ns}/{name}/why`, not the overview API.
     #[serde(skip_serializing)]
     pub verdicts: Vec<VerdictRow>,
@@ -244,7 +269,11 @@ pub struct VerdictRow {
     pub nodepool: String,
     pub verdict: &'static str,
     pub reasons: Vec<String>,
-    /// agrees, disagrees, or empty when the event does not say.
+    /// The first reason in words (`taints: did not tolerate ...`).
+    pub reason: String,
+    /// What would let this pool take the pod.
+    pub advice: String,
+    /// agrees, disagrees, not mentioned (an event that is silent on this pool), or no event.
     pub event: &'static str,
 }
 
@@ -272,6 +301,11 @@ pub struct Rollout {
     pub on_current_ami: usize,
     /// Claims with an imageID that is not in `amis`.
     pub on_old_ami: usize,
+    /// The AMIs new nodes of this pool get: those of `amis` its claims run on (all of `amis`
+    /// when none does yet), with their names.
+    pub target: Vec<(String, String)>,
+    /// The imageIDs of claims that are not in `amis` (to be replaced).
+    pub old: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -337,6 +371,8 @@ pub struct FindingRow {
     /// `Kind/ns/name` selection key for the detail pane.
     pub select: String,
     pub nodepool: String,
+    /// The object's namespace ("" for cluster-scoped objects), for the page's filter.
+    pub namespace: String,
     pub message: String,
 }
 
@@ -359,14 +395,23 @@ pub fn overview(c: &Cluster, i: Inputs) -> Overview {
     let nominations = Nominations::new(c, now);
     let install = install(c, i.report, i.forbidden.as_deref());
     let prices = Prices::of(c);
+    let worst = words::worst_by_object(i.report);
     let mut drifted_by_pool: BTreeMap<String, usize> = BTreeMap::new();
-    let nodeclaims = claim_groups(c, now, &nominations, &mut drifted_by_pool);
-    let nodepools = c
+    let nodeclaims = claim_groups(c, now, &nominations, &mut drifted_by_pool, &worst);
+    let mut nodepools: Vec<PoolRow> = c
         .nodepools
         .values()
-        .map(|p| pool_row(c, p, now, &prices, &drifted_by_pool))
+        .map(|p| pool_row(c, p, now, &prices, &drifted_by_pool, &worst))
         .collect();
-    let pending = pending(i.pending, now);
+    // Karpenter's order: the highest weight first, then by name.
+    nodepools.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.name.cmp(&b.name)));
+    let pending = pending(i.pending, now, &worst);
+    let priced: Vec<f64> = c
+        .nodes
+        .values()
+        .filter_map(|n| capacity::node_price(c, n))
+        .collect();
+    let cost_per_hour = (!priced.is_empty()).then(|| priced.iter().sum::<f64>());
     let price_source = prices.source.map(str::to_string);
     let price_problem = if price_source.is_some() {
         None
@@ -396,6 +441,8 @@ pub fn overview(c: &Cluster, i: Inputs) -> Overview {
         counts,
         price_source,
         price_problem,
+        cost: cost_per_hour.map(money).unwrap_or_default(),
+        cost_per_hour,
         nodepools,
         rollout: rollout(c, &nodeclaims),
         nodeclaims,
@@ -424,6 +471,7 @@ pub fn overview(c: &Cluster, i: Inputs) -> Overview {
                     String::new()
                 },
                 nodepool: f.nodepool.clone().unwrap_or_default(),
+                namespace: f.object.namespace.clone().unwrap_or_default(),
                 message: f.message.clone(),
             })
             .collect(),
@@ -530,6 +578,7 @@ fn pool_row(
     now: DateTime<Utc>,
     prices: &Prices,
     drifted: &BTreeMap<String, usize>,
+    worst: &BTreeMap<String, Severity>,
 ) -> PoolRow {
     let name = p.metadata.name.clone();
     let d = &p.spec.disruption;
@@ -537,16 +586,22 @@ fn pool_row(
     let budget_list: &[budgets::Budget] = d.budgets.as_deref().unwrap_or(&default_budgets);
     let budgets = budget_list
         .iter()
-        .map(|b| BudgetRow {
-            nodes: b.nodes.clone(),
-            schedule: b.schedule.clone().unwrap_or_default(),
-            duration: b.duration.clone().unwrap_or_default(),
-            reasons: b
+        .map(|b| {
+            let schedule = b.schedule.clone().unwrap_or_default();
+            let duration = b.duration.clone().unwrap_or_default();
+            let reasons = b
                 .reasons
                 .as_ref()
                 .map(|r| r.join(", "))
-                .unwrap_or_else(|| "all".into()),
-            active: budgets::is_active(b, now).unwrap_or(false),
+                .unwrap_or_else(|| "all".into());
+            BudgetRow {
+                label: words::budget_label(&b.nodes, &schedule, &duration, &reasons),
+                nodes: b.nodes.clone(),
+                schedule,
+                duration,
+                reasons,
+                active: budgets::is_active(b, now).unwrap_or(false),
+            }
         })
         .collect();
     let allowed = DisruptionReason::ALL
@@ -663,6 +718,7 @@ fn pool_row(
         spot_savings_pct,
         drifted: drifted.get(&name).copied().unwrap_or(0),
         claims: c.claims_in_pool(&name).count(),
+        severity: words::worst([worst.get(&select_key("NodePool", None, &name)).copied()]),
         name,
     }
 }
@@ -676,6 +732,15 @@ fn badge(claim: &NodeClaim, name: &'static str) -> Badge {
                 "False" => "false",
                 _ => "unknown",
             },
+            // Drifted=True asks for a replacement (amber); a lifecycle step that failed is red;
+            // Consolidatable is neither good nor bad.
+            tone: match (name, c.status.as_str()) {
+                ("Drifted", "True") => "drift",
+                ("Drifted", _) | ("Consolidatable", _) => "neutral",
+                (_, "True") => "ok",
+                (_, "False") => "bad",
+                _ => "neutral",
+            },
             reason: [c.reason.clone(), c.message.clone()]
                 .into_iter()
                 .flatten()
@@ -686,6 +751,7 @@ fn badge(claim: &NodeClaim, name: &'static str) -> Badge {
         None => Badge {
             name,
             state: "unknown",
+            tone: "neutral",
             reason: String::new(),
         },
     }
@@ -696,6 +762,7 @@ fn claim_groups(
     now: DateTime<Utc>,
     nominations: &Nominations,
     drifted_by_pool: &mut BTreeMap<String, usize>,
+    worst: &BTreeMap<String, Severity>,
 ) -> Vec<ClaimGroup> {
     let mut groups: BTreeMap<String, Vec<ClaimRow>> = BTreeMap::new();
     for claim in c.nodeclaims.values() {
@@ -722,7 +789,15 @@ fn claim_groups(
                 // Each kind once, in the order the blockers come.
                 let mut kinds: Vec<String> = Vec::new();
                 for b in &d.blockers {
-                    let k = crate::cli::output::serde_name(b.kind);
+                    // The kind and the object, visibly: `pdb web/storefront`.
+                    let mut k = crate::cli::output::serde_name(b.kind);
+                    if let Some(o) = &b.object {
+                        let name = match &o.namespace {
+                            Some(ns) => format!("{ns}/{}", o.name),
+                            None => o.name.clone(),
+                        };
+                        k = format!("{k} {name}");
+                    }
                     if !kinds.contains(&k) {
                         kinds.push(k);
                     }
@@ -741,9 +816,23 @@ fn claim_groups(
             .filter(|c| c.is_true())
             .and_then(|c| c.reason.clone())
             .unwrap_or_default();
-        groups.entry(pool).or_default().push(ClaimRow {
+        let node_name = claim.status.node_name.clone().unwrap_or_default();
+        let severity = words::worst([
+            worst
+                .get(&select_key("NodeClaim", None, &claim.metadata.name))
+                .copied(),
+            (!node_name.is_empty())
+                .then(|| worst.get(&select_key("Node", None, &node_name)).copied())
+                .flatten(),
+        ]);
+        let price_per_hour = node.and_then(|n| capacity::node_price(c, n));
+        groups.entry(pool.clone()).or_default().push(ClaimRow {
+            nodepool: pool,
             name: claim.metadata.name.clone(),
-            node: claim.status.node_name.clone().unwrap_or_default(),
+            node: node_name,
+            severity,
+            price: price_per_hour.map(money).unwrap_or_default(),
+            price_per_hour,
             instance_type: l(labels::INSTANCE_TYPE),
             capacity_type: l(labels::CAPACITY_TYPE),
             zone: l(labels::ZONE),
@@ -815,7 +904,11 @@ fn verdict_name(v: &Verdict) -> &'static str {
     }
 }
 
-fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>) -> Pending {
+fn pending(
+    diagnoses: &[Arc<PodDiagnosis>],
+    now: DateTime<Utc>,
+    worst: &BTreeMap<String, Severity>,
+) -> Pending {
     let mut sorted: Vec<&Arc<PodDiagnosis>> = diagnoses.iter().collect();
     // Oldest first; pods with no known start last, then by name for a stable page.
     sorted.sort_by(|a, b| {
@@ -834,6 +927,10 @@ fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>) -> Pending {
             pending_for: d.pending_for.clone(),
             requests: crate::cli::output::requests_line(&d.requests),
             summary: d.verdict_summary(),
+            verdict_line: words::verdict_line(d),
+            severity: words::worst([worst
+                .get(&select_key("Pod", d.pod.namespace.as_deref(), &d.pod.name))
+                .copied()]),
             verdicts: d
                 .nodepools
                 .iter()
@@ -841,10 +938,13 @@ fn pending(diagnoses: &[Arc<PodDiagnosis>], now: DateTime<Utc>) -> Pending {
                     nodepool: v.name.clone(),
                     verdict: verdict_name(&v.verdict),
                     reasons: v.reasons.iter().map(|r| r.message.clone()).collect(),
-                    event: match v.event_agrees {
-                        Some(true) => "agrees",
-                        Some(false) => "disagrees",
-                        None => "",
+                    reason: words::reason_words(v),
+                    advice: words::advice(v),
+                    event: match (v.event_agrees, &d.event) {
+                        (Some(true), _) => "agrees",
+                        (Some(false), _) => "disagrees",
+                        (None, Some(_)) => "not mentioned",
+                        (None, None) => "no event",
                     },
                 })
                 .collect(),
@@ -881,9 +981,28 @@ fn rollout(c: &Cluster, groups: &[ClaimGroup]) -> Vec<Rollout> {
         .filter(|g| !g.nodepool.is_empty())
         .map(|g| {
             let class = c.nodepools.get(&g.nodepool).and_then(|p| c.nodeclass_of(p));
-            let amis: Vec<String> = class
-                .map(|k| k.status.amis.iter().map(|a| a.id.clone()).collect())
-                .unwrap_or_default();
+            let status_amis = class.map(|k| k.status.amis.as_slice()).unwrap_or_default();
+            let amis: Vec<String> = status_amis.iter().map(|a| a.id.clone()).collect();
+            let in_use = |id: &str| g.rows.iter().any(|r| r.image_id == id);
+            let mut target: Vec<(String, String)> = status_amis
+                .iter()
+                .filter(|a| in_use(&a.id))
+                .map(|a| (a.id.clone(), a.name.clone().unwrap_or_default()))
+                .collect();
+            if target.is_empty() {
+                target = status_amis
+                    .iter()
+                    .map(|a| (a.id.clone(), a.name.clone().unwrap_or_default()))
+                    .collect();
+            }
+            let mut old: Vec<String> = g
+                .rows
+                .iter()
+                .filter(|r| !r.image_id.is_empty() && !amis.contains(&r.image_id))
+                .map(|r| r.image_id.clone())
+                .collect();
+            old.sort();
+            old.dedup();
             let with_image: Vec<&ClaimRow> =
                 g.rows.iter().filter(|r| !r.image_id.is_empty()).collect();
             let on_current_ami = with_image
@@ -911,211 +1030,15 @@ fn rollout(c: &Cluster, groups: &[ClaimGroup]) -> Vec<Rollout> {
                 },
                 on_current_ami,
                 amis,
+                target,
+                old: if status_amis.is_empty() {
+                    Vec::new()
+                } else {
+                    old
+                },
             }
         })
         .collect()
-}
-
-fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
-    let unavailable = c
-        .metrics
-        .iter()
-        .flat_map(|m| &m.offerings)
-        .filter(|o| o.available == Some(false))
-        .map(|o| OfferingRow {
-            instance_type: o.instance_type.clone(),
-            zone: o.zone.clone(),
-            capacity_type: o.capacity_type.clone(),
-        })
-        .collect();
-    let mut errors: BTreeMap<(String, String, String, String), IceRow> = BTreeMap::new();
-    for e in c.events.values() {
-        if e.reason != "InsufficientCapacityError" {
-            continue;
-        }
-        let claim = c.nodeclaims.get(&e.regarding.name);
-        let label = |k: &str| {
-            claim
-                .and_then(|cl| cl.metadata.labels.get(k).cloned())
-                .unwrap_or_default()
-        };
-        // A launch that failed leaves a claim with its requirements, not its labels:
-        // take the single value of a requirement when there is one.
-        let req = |k: &str| {
-            claim
-                .and_then(|cl| {
-                    cl.spec
-                        .requirements
-                        .iter()
-                        .find(|r| r.key == k && r.values.len() == 1)
-                        .map(|r| r.values[0].clone())
-                })
-                .unwrap_or_default()
-        };
-        let pick = |k: &str| {
-            let v = label(k);
-            if v.is_empty() {
-                req(k)
-            } else {
-                v
-            }
-        };
-        // The claim is usually gone (Karpenter deletes it after the error): the message
-        // names the type and zone (AWS fleet errors), the claim's name its pool.
-        let (msg_type, msg_zone) = ice_offering(&e.message);
-        let or = |v: String, alt: Option<String>| {
-            if v.is_empty() {
-                alt.unwrap_or_default()
-            } else {
-                v
-            }
-        };
-        let pool_by_name = || {
-            c.nodepools
-                .keys()
-                .filter(|p| {
-                    e.regarding
-                        .name
-                        .strip_prefix(p.as_str())
-                        .is_some_and(|rest| rest.starts_with('-'))
-                })
-                .max_by_key(|p| p.len())
-                .cloned()
-        };
-        let key = (
-            or(pick(labels::INSTANCE_TYPE), msg_type),
-            or(pick(labels::ZONE), msg_zone),
-            pick(labels::CAPACITY_TYPE),
-            or(pick(labels::NODEPOOL), pool_by_name()),
-        );
-        let row = errors.entry(key.clone()).or_insert_with(|| IceRow {
-            instance_type: key.0.clone(),
-            zone: key.1.clone(),
-            capacity_type: key.2.clone(),
-            nodepool: key.3.clone(),
-            count: 0,
-            last: String::new(),
-            message: e.message.clone(),
-        });
-        row.count += i64::from(e.count.max(1));
-        if let Some(t) = e.seen() {
-            row.last = format!("{} ago", ago(now, t));
-        }
-    }
-    Capacity {
-        unavailable,
-        errors: errors.into_values().collect(),
-    }
-}
-
-/// The instance type and zone an insufficient-capacity message names, when it does
-/// (AWS: "...sufficient g6.12xlarge capacity in the Availability Zone you requested (us-west-2c)").
-pub fn ice_offering(message: &str) -> (Option<String>, Option<String>) {
-    // Each word that follows `marker`, in order.
-    let words_after = |marker: &'static str| {
-        message.match_indices(marker).filter_map(move |(i, _)| {
-            message[i + marker.len()..]
-                .split(|c: char| c.is_whitespace() || c == ')' || c == '(')
-                .find(|w| !w.is_empty())
-                .map(str::to_string)
-        })
-    };
-    let instance_type = words_after("sufficient ").find(|w| w.contains('.'));
-    let zone = words_after("Availability Zone you requested (").next();
-    (instance_type, zone)
-}
-
-/// The lane an event goes to, if it belongs on the timeline.
-fn lane_of(reason: &str, kind: &str) -> Option<&'static str> {
-    Some(match reason {
-        "Launched" | "DisruptionLaunching" if kind == "NodeClaim" => "launch",
-        "DisruptionTerminating" => "disruption",
-        "Evicted" | "Disrupted" => "eviction",
-        "SpotInterrupted"
-        | "SpotRebalanceRecommendation"
-        | "InstanceStopping"
-        | "InstanceTerminating"
-        | "InstanceUnhealthy"
-        | "TerminatingOnInterruption"
-        | "CapacityReservationInstanceInterrupted" => "interruption",
-        "Finalized" | "TerminationGracePeriodExpiring" => "termination",
-        _ => return None,
-    })
-}
-
-pub const LANES: [&str; 5] = [
-    "launch",
-    "disruption",
-    "termination",
-    "eviction",
-    "interruption",
-];
-
-fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
-    let start = now - chrono::Duration::hours(TIMELINE_HOURS);
-    let span = (now - start).num_milliseconds().max(1) as f64;
-    let x = |t: DateTime<Utc>| (((t - start).num_milliseconds() as f64 / span) * 1000.0) as u32;
-    let mut marks = Vec::new();
-    let mut push = |at: DateTime<Utc>, lane: &'static str, title: String| {
-        if at >= start && at <= now {
-            marks.push(Mark {
-                at,
-                lane,
-                lane_index: LANES.iter().position(|l| *l == lane).unwrap_or(0),
-                x: x(at),
-                title,
-            });
-        }
-    };
-    // NodeClaim lifecycles: creation is a launch, a deletion timestamp a termination.
-    for claim in c.nodeclaims.values() {
-        if let Some(t) = claim.metadata.creation_timestamp {
-            push(
-                t,
-                "launch",
-                format!("NodeClaim {} created", claim.metadata.name),
-            );
-        }
-        if let Some(t) = claim.metadata.deletion_timestamp {
-            push(
-                t,
-                "termination",
-                format!("NodeClaim {} terminating", claim.metadata.name),
-            );
-        }
-    }
-    for e in c.events.values() {
-        let Some(lane) = lane_of(&e.reason, &e.regarding.kind) else {
-            continue;
-        };
-        // Creation is already on the launch lane from the claim itself.
-        if e.reason == "Launched" && c.nodeclaims.contains_key(&e.regarding.name) {
-            continue;
-        }
-        if let Some(t) = e.seen() {
-            let obj = select_key(
-                &e.regarding.kind,
-                e.regarding.namespace.as_deref(),
-                &e.regarding.name,
-            );
-            push(t, lane, format!("{}: {obj}: {}", e.reason, e.message));
-        }
-    }
-    marks.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.title.cmp(&b.title)));
-    let ticks = (0..=TIMELINE_HOURS)
-        .map(|h| {
-            let t = start + chrono::Duration::hours(h);
-            (x(t), t.format("%H:%M").to_string())
-        })
-        .collect();
-    Timeline {
-        hours: TIMELINE_HOURS,
-        start,
-        end: now,
-        marks,
-        ticks,
-        lanes: LANES.to_vec(),
-    }
 }
 
 #[cfg(test)]

@@ -108,15 +108,16 @@ describe('kelp demo dashboard', () => {
       assert.ok(await detail.isVisible(), 'verdicts shown');
       assert.equal(await pod.locator('.expander').getAttribute('aria-expanded'), 'true');
       const rows = detail.locator('table.verdict-table tbody tr.verdict');
-      const names = (await rows.locator('td:first-child').allTextContents()).map((t) => t.trim());
+      const names = (await rows.locator('td:first-child a.pool-link').allTextContents()).map((t) => t.trim());
       assert.deepEqual([...names].sort(), POOLS, 'one verdict per NodePool');
       // Karpenter's order: weight first (arm64 50, default 10), then by name.
       assert.deepEqual(names.slice(0, 2), ['arm64', 'default']);
       for (let i = 0; i < names.length; i++) {
         const r = rows.nth(i);
         // Every pool rejects ml/trainer-0 (kelp why pod ml/trainer-0 says so).
-        assert.equal((await r.locator('td').nth(1).textContent()).trim(), 'rejected', `${names[i]} verdict`);
-        assert.ok((await r.locator('td').nth(2).textContent()).trim().length > 0, `${names[i]} has a reason`);
+        assert.equal((await r.locator('td').first().locator('.badge').textContent()).trim(), 'rejected', `${names[i]} verdict`);
+        assert.ok((await r.locator('td.reason').textContent()).trim().length > 0, `${names[i]} has a reason`);
+        assert.ok((await r.locator('td.advice').textContent()).trim().length > 0, `${names[i]} says what to change`);
       }
       const reasons = await detail.locator('table.verdict-table').textContent();
       assert.match(reasons, /did not tolerate taint nvidia\.com\/gpu=true:NoSchedule/);
@@ -260,11 +261,11 @@ describe('kelp demo dashboard', () => {
       const y = r.y + Math.min(r.height / 2, 300);
       await page.mouse.move(x, y);
       await page.mouse.down();
-      await page.mouse.move(x - 100, y, { steps: 5 });
-      await page.mouse.move(x - 200, y, { steps: 5 });
+      await page.mouse.move(x - 25, y, { steps: 5 });
+      await page.mouse.move(x - 50, y, { steps: 5 });
       await page.mouse.up();
       const after = (await pane.boundingBox()).width;
-      assert.ok(Math.abs(after - (before + 200)) <= 4, `dragged 200px left: width ${before} -> ${after}`);
+      assert.ok(Math.abs(after - (before + 50)) <= 4, `dragged 50px left: width ${before} -> ${after}`);
       const saved = await page.evaluate(() => localStorage.getItem('kelp.paneWidth'));
       assert.ok(Math.abs(Number(saved) - after) <= 2, `saved width ${saved} vs ${after}`);
 

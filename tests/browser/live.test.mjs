@@ -54,7 +54,7 @@ describe('live updates (kelp serve --from a file that changes)', () => {
       const trainer = page.locator('#pending tbody.pod[data-key="ml/trainer-0"]');
       await trainer.locator('.expander').click();
       assert.ok(await trainer.locator('tr.verdicts').isVisible());
-      const verdicts = trainer.locator('table.verdict-table tr.verdict td:first-child');
+      const verdicts = trainer.locator('table.verdict-table tr.verdict td:first-child a.pool-link');
       assert.ok((await verdicts.allTextContents()).includes('inferentia'));
       const row = page.locator('#nodeclaims tbody.group.open tr.claim.is-drifted').first();
       const sel = await row.getAttribute('data-select');

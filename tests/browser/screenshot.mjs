@@ -1,11 +1,11 @@
-// The README's screenshot: the demo page at 1440x1000 with a pending pod expanded and the
+// The README's screenshot: the demo page at 1600x1000 with a pending pod expanded and the
 // pane open on a drifted NodeClaim. `node tests/browser/screenshot.mjs [FILE]` (scripts/screenshot)
 // writes docs/dashboard.png; screenshot.test.mjs takes the same picture into a temp dir.
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { ROOT, startDemo, launchBrowser } from './helpers.mjs';
 
-export const WIDTH = 1440;
+export const WIDTH = 1600;
 export const HEIGHT = 1000;
 
 /** Take the screenshot of the demo served at `url` into `file`; returns the PNG bytes. */

@@ -1,6 +1,6 @@
 // The README's screenshot: the procedure that scripts/screenshot runs still works on the
 // current page (a pending pod expanded, the pane open on a drifted NodeClaim), and the
-// committed docs/dashboard.png is a 1440x1000 PNG under 400 KB.
+// committed docs/dashboard.png is a 1600x1000 PNG under 400 KB.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
@@ -32,7 +32,7 @@ describe('the README screenshot', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   }, { timeout: 30_000 });
 
-  it('can be taken: 1440x1000, a pending pod expanded, the pane open, under 400 KB', { timeout: 60_000 }, async () => {
+  it('can be taken: 1600x1000, a pending pod expanded, the pane open, under 400 KB', { timeout: 60_000 }, async () => {
     const file = path.join(dir, 'dashboard.png');
     const png = await dashboardScreenshot(browser, kelp.url, file);
     assert.deepEqual(pngSize(readFileSync(file)), { width: WIDTH, height: HEIGHT });

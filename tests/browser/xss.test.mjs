@@ -122,12 +122,14 @@ describe('escaping and the Content-Security-Policy', () => {
           xss: typeof window.__xss,
           scripts: [...document.scripts].map((s) => s.getAttribute('src')),
           imgs: document.querySelectorAll('img').length,
-          svgs: [...document.querySelectorAll('svg')].map((s) => s.getAttribute('class')),
+          // The timeline, and one drift bar per rollout row (both kelp's own markup).
+          svgs: [...document.querySelectorAll('svg')].filter((s) => !(s.matches('svg.bar') && s.closest('#rollout tr.rollout'))).map((s) => s.getAttribute('class')),
+          bars: document.querySelectorAll('svg.bar').length === document.querySelectorAll('#rollout tr.rollout').length,
           handlers: [...document.querySelectorAll('*')].filter((e) => [...e.attributes].some((a) => /^on/i.test(a.name))).length,
           bolds: [...document.querySelectorAll('b')].filter((b) => b.hasAttribute('onmouseover')).length,
         }));
         assert.deepEqual(dom, {
-          xss: 'undefined', scripts: ['/static/kelp.js'], imgs: 0, svgs: ['timeline'], handlers: 0, bolds: 0,
+          xss: 'undefined', scripts: ['/static/kelp.js'], imgs: 0, svgs: ['timeline'], bars: true, handlers: 0, bolds: 0,
         });
         if (!bypassCSP) assert.deepEqual(await w.all({ favicon: false }), [], 'no console error, no CSP violation');
       } finally {

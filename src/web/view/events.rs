@@ -1,0 +1,240 @@
+//! The dashboard's panels built from events: insufficient capacity (unavailable offerings and
+//! InsufficientCapacityError events, each cell filled from the event, the claim or the pool)
+//! and the disruption timeline.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use super::{select_key, Capacity, IceRow, Mark, OfferingRow, Timeline, TIMELINE_HOURS};
+use crate::analysis::ago;
+use crate::karpenter::labels;
+use crate::model::Cluster;
+
+pub(super) fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
+    let unavailable = c
+        .metrics
+        .iter()
+        .flat_map(|m| &m.offerings)
+        .filter(|o| o.available == Some(false))
+        .map(|o| OfferingRow {
+            instance_type: o.instance_type.clone(),
+            zone: o.zone.clone(),
+            capacity_type: o.capacity_type.clone(),
+        })
+        .collect();
+    let mut errors: BTreeMap<(String, String, String, String), IceRow> = BTreeMap::new();
+    for e in c.events.values() {
+        if e.reason != "InsufficientCapacityError" {
+            continue;
+        }
+        let claim = c.nodeclaims.get(&e.regarding.name);
+        let label = |k: &str| {
+            claim
+                .and_then(|cl| cl.metadata.labels.get(k).cloned())
+                .unwrap_or_default()
+        };
+        // A launch that failed leaves a claim with its requirements, not its labels:
+        // take the single value of a requirement when there is one.
+        let req = |k: &str| {
+            claim
+                .and_then(|cl| {
+                    cl.spec
+                        .requirements
+                        .iter()
+                        .find(|r| r.key == k && r.values.len() == 1)
+                        .map(|r| r.values[0].clone())
+                })
+                .unwrap_or_default()
+        };
+        let pick = |k: &str| {
+            let v = label(k);
+            if v.is_empty() {
+                req(k)
+            } else {
+                v
+            }
+        };
+        // The claim is usually gone (Karpenter deletes it after the error): the message
+        // names the type and zone (AWS fleet errors), the claim's name its pool.
+        let (msg_type, msg_zone) = ice_offering(&e.message);
+        let parsed = crate::karpenter::events::parse_launch_error(&e.message);
+        let msg_type = msg_type.or_else(|| parsed.instance_types.first().cloned());
+        let msg_zone = msg_zone.or_else(|| parsed.zones.first().cloned());
+        let or = |v: String, alt: Option<String>| {
+            if v.is_empty() {
+                alt.unwrap_or_default()
+            } else {
+                v
+            }
+        };
+        let pool_by_name = || {
+            c.nodepools
+                .keys()
+                .filter(|p| {
+                    e.regarding
+                        .name
+                        .strip_prefix(p.as_str())
+                        .is_some_and(|rest| rest.starts_with('-'))
+                })
+                .max_by_key(|p| p.len())
+                .cloned()
+        };
+        let nodepool = or(pick(labels::NODEPOOL), pool_by_name());
+        // Neither the claim nor the message names it: what the pool allows (`any` if anything).
+        let allowed = |k: &str| {
+            let pool = c.nodepools.get(&nodepool);
+            let values: Vec<String> = pool
+                .iter()
+                .flat_map(|p| p.spec.template.spec.requirements.iter())
+                .filter(|r| r.key == k && r.operator == "In")
+                .flat_map(|r| r.values.iter().cloned())
+                .collect();
+            match values.len() {
+                0 => "any".to_string(),
+                1..=3 => format!("any of {}", values.join(", ")),
+                n => format!("any of {n}"),
+            }
+        };
+        let fill = |v: String, k: &str| if v.is_empty() { allowed(k) } else { v };
+        let key = (
+            fill(
+                or(pick(labels::INSTANCE_TYPE), msg_type),
+                labels::INSTANCE_TYPE,
+            ),
+            fill(or(pick(labels::ZONE), msg_zone), labels::ZONE),
+            fill(
+                or(pick(labels::CAPACITY_TYPE), parsed.capacity_type),
+                labels::CAPACITY_TYPE,
+            ),
+            nodepool,
+        );
+        let row = errors.entry(key.clone()).or_insert_with(|| IceRow {
+            instance_type: key.0.clone(),
+            zone: key.1.clone(),
+            capacity_type: key.2.clone(),
+            nodepool: key.3.clone(),
+            count: 0,
+            last: String::new(),
+            message: e.message.clone(),
+        });
+        row.count += i64::from(e.count.max(1));
+        if let Some(t) = e.seen() {
+            row.last = format!("{} ago", ago(now, t));
+        }
+    }
+    Capacity {
+        unavailable,
+        errors: errors.into_values().collect(),
+    }
+}
+
+/// The instance type and zone an insufficient-capacity message names, when it does
+/// (AWS: "...sufficient g6.12xlarge capacity in the Availability Zone you requested (us-west-2c)").
+pub fn ice_offering(message: &str) -> (Option<String>, Option<String>) {
+    // Each word that follows `marker`, in order.
+    let words_after = |marker: &'static str| {
+        message.match_indices(marker).filter_map(move |(i, _)| {
+            message[i + marker.len()..]
+                .split(|c: char| c.is_whitespace() || c == ')' || c == '(')
+                .find(|w| !w.is_empty())
+                .map(str::to_string)
+        })
+    };
+    let instance_type = words_after("sufficient ").find(|w| w.contains('.'));
+    let zone = words_after("Availability Zone you requested (").next();
+    (instance_type, zone)
+}
+
+/// The lane an event goes to, if it belongs on the timeline.
+fn lane_of(reason: &str, kind: &str) -> Option<&'static str> {
+    Some(match reason {
+        "Launched" | "DisruptionLaunching" if kind == "NodeClaim" => "launch",
+        "DisruptionTerminating" => "disruption",
+        "Evicted" | "Disrupted" => "eviction",
+        "SpotInterrupted"
+        | "SpotRebalanceRecommendation"
+        | "InstanceStopping"
+        | "InstanceTerminating"
+        | "InstanceUnhealthy"
+        | "TerminatingOnInterruption"
+        | "CapacityReservationInstanceInterrupted" => "interruption",
+        "Finalized" | "TerminationGracePeriodExpiring" => "termination",
+        _ => return None,
+    })
+}
+
+pub const LANES: [&str; 5] = [
+    "launch",
+    "disruption",
+    "termination",
+    "eviction",
+    "interruption",
+];
+
+pub(super) fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
+    let start = now - chrono::Duration::hours(TIMELINE_HOURS);
+    let span = (now - start).num_milliseconds().max(1) as f64;
+    let x = |t: DateTime<Utc>| (((t - start).num_milliseconds() as f64 / span) * 1000.0) as u32;
+    let mut marks = Vec::new();
+    let mut push = |at: DateTime<Utc>, lane: &'static str, title: String| {
+        if at >= start && at <= now {
+            marks.push(Mark {
+                at,
+                lane,
+                lane_index: LANES.iter().position(|l| *l == lane).unwrap_or(0),
+                x: x(at),
+                title,
+            });
+        }
+    };
+    // NodeClaim lifecycles: creation is a launch, a deletion timestamp a termination.
+    for claim in c.nodeclaims.values() {
+        if let Some(t) = claim.metadata.creation_timestamp {
+            push(
+                t,
+                "launch",
+                format!("NodeClaim {} created", claim.metadata.name),
+            );
+        }
+        if let Some(t) = claim.metadata.deletion_timestamp {
+            push(
+                t,
+                "termination",
+                format!("NodeClaim {} terminating", claim.metadata.name),
+            );
+        }
+    }
+    for e in c.events.values() {
+        let Some(lane) = lane_of(&e.reason, &e.regarding.kind) else {
+            continue;
+        };
+        // Creation is already on the launch lane from the claim itself.
+        if e.reason == "Launched" && c.nodeclaims.contains_key(&e.regarding.name) {
+            continue;
+        }
+        if let Some(t) = e.seen() {
+            let obj = select_key(
+                &e.regarding.kind,
+                e.regarding.namespace.as_deref(),
+                &e.regarding.name,
+            );
+            push(t, lane, format!("{}: {obj}: {}", e.reason, e.message));
+        }
+    }
+    marks.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.title.cmp(&b.title)));
+    let ticks = (0..=TIMELINE_HOURS)
+        .map(|h| {
+            let t = start + chrono::Duration::hours(h);
+            (x(t), t.format("%H:%M").to_string())
+        })
+        .collect();
+    Timeline {
+        hours: TIMELINE_HOURS,
+        start,
+        end: now,
+        marks,
+        ticks,
+        lanes: LANES.to_vec(),
+    }
+}
