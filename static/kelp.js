@@ -322,6 +322,12 @@
     }
     const g = Date.parse(fresh.dataset.generated || "");
     if (isNaN(g)) return;
+    // A dump (or the demo) is evaluated at its capture time: say when, not how long ago.
+    if (fresh.dataset.fixed) {
+      fresh.textContent = "as of " + new Date(g).toISOString().replace("T", " ").replace(/:\d\d\.\d+Z$/, " UTC");
+      fresh.classList.remove("stale");
+      return;
+    }
     const s = Math.max(0, Math.round((Date.now() - g) / 1000));
     fresh.textContent = "updated " + (s < 90 ? s + "s" : s < 5400 ? Math.round(s / 60) + "m" : Math.round(s / 3600) + "h") + " ago";
     fresh.classList.toggle("stale", s > 60);

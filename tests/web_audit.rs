@@ -77,3 +77,56 @@ async fn every_read_is_audited() {
     assert_eq!(lines[0]["fields"]["op"], "ok");
     assert_eq!(lines[1]["fields"]["op"], "unauthorized");
 }
+
+/// `kelp demo` serves the same dashboard, and writes the same audit lines as serve.
+#[test]
+fn the_demo_writes_audit_lines() {
+    use std::io::{BufRead, Read, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .args(["demo", "--dashboard-addr", "127.0.0.1:0"])
+        .env_remove("KELP_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .trim_start_matches("kelp: dashboard at ")
+        .to_string();
+    let hostport = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut s = std::net::TcpStream::connect(&hostport).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        s,
+        "GET /api/v1/clusters/demo/karpenter HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = child.kill();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let _ = child.wait();
+    assert!(
+        err.lines()
+            .any(|l| l.contains("karpenter_read") && l.contains("/api/v1/clusters/demo/karpenter")),
+        "{err}"
+    );
+}

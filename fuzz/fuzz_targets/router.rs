@@ -38,6 +38,8 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
         web::router(Arc::new(Site {
             clusters: clusters.clone(),
             auth_token: token.map(str::to_string),
+            hosts: web::Hosts::loopback(),
+            secure_cookie: false,
         }))
     };
     Fixture {

@@ -68,6 +68,7 @@ pub fn analyse_and_render(c: &Cluster, now: DateTime<Utc>) {
             now,
             price_problem: None,
             forbidden: None,
+            stale: None,
         },
         report.clone(),
     );
@@ -92,7 +93,7 @@ pub fn analyse_and_render(c: &Cluster, now: DateTime<Utc>) {
         .chain(c.nodes.keys().take(2).map(|n| format!("Node/{n}")))
         .chain(c.pods.keys().take(2).map(|(ns, n)| format!("Pod/{ns}/{n}")));
     for key in keys {
-        let Some(sel) = kelp::web::pane::Selection::parse(&key) else {
+        let Ok(sel) = kelp::web::pane::Selection::parse(&key) else {
             continue;
         };
         for tab in kelp::web::pane::TABS {

@@ -10,10 +10,10 @@ use crate::metrics::generate::{self, ClusterLabel};
 Examples:
   kelp generate alerts > kelp-rules.yaml
       a PrometheusRule (monitoring.coreos.com/v1)
-  kelp generate grafana > kelp-dashboard.json   a Grafana dashboard
+  kelp generate grafana > kelp-dashboard.json
+      a Grafana dashboard
   kelp generate grafana --cluster-label k8s_cluster > kelp-fleet.json
-                                                a fleet whose Prometheus tells clusters
-                                                apart by the label k8s_cluster
+      for a fleet whose Prometheus tells clusters apart by k8s_cluster
 
 Both are built from the same metric definitions kelp serves at /metrics. Every alert is per
 cluster and every panel filters on a cluster variable. See docs/metrics.md.")]

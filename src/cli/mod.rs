@@ -117,6 +117,10 @@ pub fn main() -> ExitCode {
     VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     match &cli.command {
         Command::Serve(a) => init_logging(a.log_format, "info"),
+        // The demo's dashboard writes the same audit lines as serve's.
+        Command::Demo(a) if a.output.is_none() && !a.dump => {
+            init_logging(LogFormat::Text, "kelp=warn,audit=info")
+        }
         _ => init_logging(LogFormat::Text, "kelp=warn"),
     }
     let result = match cli.command {

@@ -118,9 +118,14 @@ pub fn check_context(kubeconfig: Option<&std::path::Path>, context: &str) -> any
 /// read), only when stderr is a terminal; cleared when done or dropped.
 pub struct Progress(Option<indicatif::ProgressBar>);
 
+/// Set by commands that own the terminal (`kelp top`): a spinner would draw over them.
+pub static NO_PROGRESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 impl Progress {
     pub fn start(message: String) -> Self {
-        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        if NO_PROGRESS.load(std::sync::atomic::Ordering::Relaxed)
+            || !std::io::IsTerminal::is_terminal(&std::io::stderr())
+        {
             return Progress(None);
         }
         let bar = indicatif::ProgressBar::new_spinner();

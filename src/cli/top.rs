@@ -39,6 +39,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !std::io::stdout().is_terminal() {
         anyhow::bail!("kelp top needs a terminal (stdout is not one); for text use `kelp doctor`");
     }
+    // The view owns the terminal: no spinner on stderr, now or on a refresh.
+    super::source::NO_PROGRESS.store(true, std::sync::atomic::Ordering::Relaxed);
     let loaded = args.source.load()?;
     let live = args.source.from.is_empty();
     let snap = Snapshot::new(loaded.cluster, &loaded.origin, loaded.now);

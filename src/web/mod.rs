@@ -79,6 +79,8 @@ struct PageTemplate<'a> {
     base: String,
     clusters: Vec<(&'a str, bool)>,
     generated: String,
+    /// A dump's fixed clock (its capture time): the page says "as of", never "N ago".
+    fixed_clock: bool,
     panels: &'a str,
     pane: Option<String>,
 }
@@ -315,6 +317,7 @@ async fn page(
             .map(|c| (c.name.as_str(), c.name == shared.name))
             .collect(),
         generated: page.now.to_rfc3339_opts(SecondsFormat::Secs, true),
+        fixed_clock: shared.clock.read().ok().is_some_and(|c| c.is_some()),
         panels: &page.panels_html,
         pane,
     }
@@ -341,6 +344,7 @@ fn unknown_cluster(site: &Site, cluster: &str) -> Response {
             base: String::new(),
             clusters: known.iter().map(|c| (*c, false)).collect(),
             generated: String::new(),
+            fixed_clock: false,
             panels: &panels,
             pane: None,
         }
