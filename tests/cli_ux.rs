@@ -462,3 +462,39 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
     let tty = String::from_utf8_lossy(&out.stdout);
     assert!(tty.contains("reading "), "{tty:?}");
 }
+
+/// While a large dump streams in, the spinner counts the objects read so far.
+#[test]
+fn progress_counts_objects_while_a_big_dump_is_read() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("big.yaml");
+    let pods: String = (0..6000)
+        .map(|i| {
+            format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: web-{i}, namespace: shop, uid: p{i}, \
+                 labels: {{app: web, tier: front, team: shop}}}}\nspec: {{containers: [{{name: c, image: nginx, \
+                 resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}}}]}}\nstatus: {{phase: Running}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(&dump, pods).unwrap();
+    let cmd = format!(
+        "{} doctor --from {} --now 2026-11-21T10:00:00Z > /dev/null",
+        assert_cmd::cargo::cargo_bin("kelp").display(),
+        dump.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qc", &cmd, "/dev/null"])
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(tty.contains("objects read"), "{tty:?}");
+}

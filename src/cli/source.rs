@@ -1,6 +1,7 @@
 //! The source flags every analysing command shares, and turning them into a model.
 
 use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
@@ -132,8 +133,17 @@ impl Progress {
         if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
             bar.set_style(style);
         }
-        bar.set_message(message);
+        bar.set_message(message.clone());
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        // While reading, count the objects as they stream in; a phase() ends the count.
+        let (ticker, start) = (bar.clone(), crate::source::dump::OBJECTS_READ.load(Relaxed));
+        std::thread::spawn(move || {
+            while !ticker.is_finished() && ticker.message().starts_with(&message) {
+                let n = crate::source::dump::OBJECTS_READ.load(Relaxed) - start;
+                ticker.set_message(reading(&message, n));
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
         Progress(Some(bar))
     }
     pub fn phase(&self, message: String) {
@@ -152,6 +162,15 @@ impl Progress {
 impl Drop for Progress {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// The reading phase's message with the objects read so far.
+pub fn reading(message: &str, objects: usize) -> String {
+    if objects == 0 {
+        message.to_string()
+    } else {
+        format!("{message}: {objects} objects read")
     }
 }
 
@@ -253,5 +272,27 @@ impl SourceArgs {
             now,
             origin,
         })
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    #[test]
+    fn reading_counts_objects_as_a_dump_loads() {
+        assert_eq!(super::reading("reading d.yaml", 0), "reading d.yaml");
+        assert_eq!(
+            super::reading("reading d.yaml", 12),
+            "reading d.yaml: 12 objects read"
+        );
+        let before = crate::source::dump::OBJECTS_READ.load(std::sync::atomic::Ordering::Relaxed);
+        let mut c = crate::model::Cluster::default();
+        crate::source::load_str(
+            "t.yaml",
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n2}\n",
+            &mut c,
+        )
+        .unwrap();
+        let after = crate::source::dump::OBJECTS_READ.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(after >= before + 2, "{before} -> {after}");
     }
 }

@@ -680,8 +680,13 @@ fn ingest<'de, D: Deserializer<'de>>(
         }
     }
     notes.loaded += 1;
+    OBJECTS_READ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }
+
+/// Objects loaded from dumps by this process so far, for a progress display to read while
+/// a large dump streams in (a relaxed counter: one add per object).
+pub static OBJECTS_READ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 #[cfg(test)]
 mod tests {
