@@ -241,20 +241,30 @@ fn pod_advice(d: &PodDiagnosis) -> Vec<String> {
     }
     for v in d.nodepools.iter() {
         let Some(r) = v.reasons.first() else { continue };
-        let tip = match r.category {
-            Category::Taints => format!("add a toleration for {}", r.message.trim_start_matches("did not tolerate taint ")),
-            Category::Requirements => "change the pod's nodeSelector/affinity, or add the label to the pool's requirements or template labels".into(),
-            Category::Limits => "raise the pool's spec.limits or free capacity in it".into(),
-            Category::NodepoolNotReady => "fix the pool's readiness (see its conditions)".into(),
-            Category::InstanceTypes => "widen the pool's instance types or lower the pod's requests".into(),
-            Category::Validation => "fix the pod's scheduling constraints (Karpenter rejects them before trying any pool)".into(),
-            Category::Topology => "relax the pod's topology spread or (anti-)affinity".into(),
-            Category::Volumes => "check the zones of the pod's volumes against the pool's zones".into(),
-            Category::Other => r.message.clone(),
-        };
+        let tip = change_for(r).unwrap_or_else(|| r.message.clone());
         out.push(format!("to use {}: {tip}", v.name));
     }
     out
+}
+
+/// What to change so that a pool's first rejection reason goes away; None for a reason
+/// kelp has no advice for (callers fall back to the reason itself). `why pod`'s "What to
+/// change" and the dashboard's expanded verdicts share it.
+pub fn change_for(r: &crate::analysis::provisioning::Reason) -> Option<String> {
+    Some(match r.category {
+        Category::Taints => format!(
+            "add a toleration for {}",
+            r.message.trim_start_matches("did not tolerate taint ")
+        ),
+        Category::Requirements => "change the pod's nodeSelector/affinity, or add the label to the pool's requirements or template labels".into(),
+        Category::Limits => "raise the pool's spec.limits or free capacity in it".into(),
+        Category::NodepoolNotReady => "fix the pool's readiness (see its conditions)".into(),
+        Category::InstanceTypes => "widen the pool's instance types or lower the pod's requests".into(),
+        Category::Validation => "fix the pod's scheduling constraints (Karpenter rejects them before trying any pool)".into(),
+        Category::Topology => "relax the pod's topology spread or (anti-)affinity".into(),
+        Category::Volumes => "check the zones of the pod's volumes against the pool's zones".into(),
+        Category::Other => return None,
+    })
 }
 
 /// What `kelp why node` answers (and the dashboard's node pane).

@@ -97,20 +97,7 @@ pub fn advice(v: &PoolVerdict) -> String {
     let Some(r) = v.reasons.first() else {
         return "run kelp why pod for the whole story".into();
     };
-    match r.category {
-        Category::Taints => format!(
-            "add a toleration for {}",
-            r.message.trim_start_matches("did not tolerate taint ")
-        ),
-        Category::Requirements => "change the pod's nodeSelector/affinity, or add the label to the pool's requirements or template labels".into(),
-        Category::Limits => "raise the pool's spec.limits or free capacity in it".into(),
-        Category::NodepoolNotReady => "fix the pool's readiness (see its conditions)".into(),
-        Category::InstanceTypes => "widen the pool's instance types or lower the pod's requests".into(),
-        Category::Validation => "fix the pod's scheduling constraints (Karpenter rejects them before trying any pool)".into(),
-        Category::Topology => "relax the pod's topology spread or (anti-)affinity".into(),
-        Category::Volumes => "check the zones of the pod's volumes against the pool's zones".into(),
-        Category::Other => "read the reason and Karpenter's event".into(),
-    }
+    crate::cli::why::change_for(r).unwrap_or_else(|| "read the reason and Karpenter's event".into())
 }
 
 /// A budget in words: `0 nodes · 0 6 * * * for 8h · Drifted`.
