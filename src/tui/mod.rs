@@ -143,27 +143,14 @@ impl App {
             .iter()
             .filter(|p| self.matches(&[&p.name]))
             .collect();
-        let desc = |a: f64, b: f64| b.partial_cmp(&a).unwrap_or(std::cmp::Ordering::Equal);
         match self.sort {
             Sort::Default | Sort::Age => {
                 v.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.name.cmp(&b.name)))
             }
             Sort::Name => v.sort_by(|a, b| a.name.cmp(&b.name)),
-            Sort::Cost => v.sort_by(|a, b| {
-                desc(
-                    a.cost_per_hour.unwrap_or(-1.0),
-                    b.cost_per_hour.unwrap_or(-1.0),
-                )
-            }),
-            Sort::Cpu => {
-                v.sort_by(|a, b| desc(a.cpu.ratio().unwrap_or(-1.0), b.cpu.ratio().unwrap_or(-1.0)))
-            }
-            Sort::Memory => v.sort_by(|a, b| {
-                desc(
-                    a.memory.ratio().unwrap_or(-1.0),
-                    b.memory.ratio().unwrap_or(-1.0),
-                )
-            }),
+            Sort::Cost => biggest_first(&mut v, |p| p.cost_per_hour),
+            Sort::Cpu => biggest_first(&mut v, |p| p.cpu.ratio()),
+            Sort::Memory => biggest_first(&mut v, |p| p.memory.ratio()),
         }
         v
     }
@@ -186,20 +173,12 @@ impl App {
                 ])
             })
             .collect();
-        let desc = |a: f64, b: f64| b.partial_cmp(&a).unwrap_or(std::cmp::Ordering::Equal);
         match self.sort {
             Sort::Default => {}
             Sort::Name => v.sort_by(|a, b| a.name.cmp(&b.name)),
-            Sort::Cost => v.sort_by(|a, b| desc(a.price.unwrap_or(-1.0), b.price.unwrap_or(-1.0))),
-            Sort::Cpu => {
-                v.sort_by(|a, b| desc(a.cpu.ratio().unwrap_or(-1.0), b.cpu.ratio().unwrap_or(-1.0)))
-            }
-            Sort::Memory => v.sort_by(|a, b| {
-                desc(
-                    a.memory.ratio().unwrap_or(-1.0),
-                    b.memory.ratio().unwrap_or(-1.0),
-                )
-            }),
+            Sort::Cost => biggest_first(&mut v, |n| n.price),
+            Sort::Cpu => biggest_first(&mut v, |n| n.cpu.ratio()),
+            Sort::Memory => biggest_first(&mut v, |n| n.memory.ratio()),
             // Oldest first; claims with no creation time last.
             Sort::Age => v.sort_by(|a, b| {
                 a.created
@@ -423,6 +402,15 @@ pub fn run(snap: Snapshot, updates: Option<mpsc::Receiver<Refresh>>) -> anyhow::
         }
     }
     Ok(())
+}
+
+/// Sort rows by a number, largest first; rows without one (None) last. Stable, so ties
+/// keep the order they came in.
+fn biggest_first<T>(rows: &mut [&T], key: impl Fn(&T) -> Option<f64>) {
+    rows.sort_by(|a, b| {
+        let (a, b) = (key(a).unwrap_or(-1.0), key(b).unwrap_or(-1.0));
+        b.partial_cmp(&a).unwrap_or(std::cmp::Ordering::Equal)
+    });
 }
 
 #[cfg(test)]
