@@ -441,38 +441,37 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
         !err.contains("reading") && !err.contains("analysing"),
         "{err}"
     );
-    if std::process::Command::new("script")
+    // On a terminal: the phase and what was read (the spinner is cleared at the end).
+    let Some(tty) = doctor_on_a_terminal(&demo, &[]) else {
+        return;
+    };
+    assert!(tty.contains("reading "), "{tty:?}");
+}
+
+/// What a terminal shows while `kelp doctor --from DUMP ARGS > /dev/null` runs under a
+/// pseudo-terminal (script(1)); None where script is not installed.
+fn doctor_on_a_terminal(dump: &std::path::Path, args: &[&str]) -> Option<String> {
+    std::process::Command::new("script")
         .arg("--version")
         .output()
-        .is_err()
-    {
-        return;
-    }
-    // On a terminal: the phase and what was read (the spinner is cleared at the end).
+        .ok()?;
     let cmd = format!(
-        "{} doctor --from {} > /dev/null",
+        "{} doctor --from {} {} > /dev/null",
         assert_cmd::cargo::cargo_bin("kelp").display(),
-        demo.display()
+        dump.display(),
+        args.join(" ")
     );
     let out = std::process::Command::new("script")
         .args(["-qc", &cmd, "/dev/null"])
         .env("TERM", "xterm")
         .output()
         .unwrap();
-    let tty = String::from_utf8_lossy(&out.stdout);
-    assert!(tty.contains("reading "), "{tty:?}");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// While a large dump streams in, the spinner counts the objects read so far.
 #[test]
 fn progress_counts_objects_while_a_big_dump_is_read() {
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let dump = dir.path().join("big.yaml");
     let pods: String = (0..6000)
@@ -485,16 +484,8 @@ fn progress_counts_objects_while_a_big_dump_is_read() {
         })
         .collect();
     std::fs::write(&dump, pods).unwrap();
-    let cmd = format!(
-        "{} doctor --from {} --now 2026-11-21T10:00:00Z > /dev/null",
-        assert_cmd::cargo::cargo_bin("kelp").display(),
-        dump.display()
-    );
-    let out = std::process::Command::new("script")
-        .args(["-qc", &cmd, "/dev/null"])
-        .env("TERM", "xterm")
-        .output()
-        .unwrap();
-    let tty = String::from_utf8_lossy(&out.stdout);
+    let Some(tty) = doctor_on_a_terminal(&dump, &["--now", "2026-11-21T10:00:00Z"]) else {
+        return;
+    };
     assert!(tty.contains("objects read"), "{tty:?}");
 }
