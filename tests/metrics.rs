@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, Utc};
 
-use kelp::analysis::analyze;
-use kelp::findings::Report;
+use kelp::analysis::run;
 use kelp::metrics::seed::SeedMetrics;
 use kelp::metrics::{defs, generate};
 use kelp::model::Cluster;
@@ -36,9 +35,9 @@ fn scrape(seed: &SeedMetrics) -> String {
     kelp::metrics::encode(&r).unwrap()
 }
 
-fn pass(seed: &SeedMetrics, name: &str) -> (Cluster, Report, DateTime<Utc>) {
+fn pass(seed: &SeedMetrics, name: &str) -> (Cluster, kelp::analysis::Pass, DateTime<Utc>) {
     let (c, now) = load(name);
-    let report = analyze(&c, now);
+    let report = run(&c, now);
     seed.update(&report, &c, now);
     (c, report, now)
 }
@@ -65,7 +64,7 @@ fn every_seed_metric_is_exposed_with_its_name_type_and_help() {
     // The empty node is reaped: its delay is observed.
     let (mut c, now) = load("empty-node-not-reaped");
     c.delete_node("ip-10-0-34-249.us-west-2.compute.internal");
-    seed.update(&analyze(&c, now), &c, now + Duration::minutes(10));
+    seed.update(&run(&c, now), &c, now + Duration::minutes(10));
     let text = scrape(&seed);
     // An empty family is not exposed; no fixture has an empty node held by a nomination.
     for d in defs::SEED
@@ -124,7 +123,7 @@ fn series_of_gone_objects_are_dropped_after_the_ttl() {
     assert!(remembered > 0);
     // Everything is deleted: the series stay for the TTL, then go.
     let empty = Cluster::default();
-    let nothing = analyze(&empty, now);
+    let nothing = run(&empty, now);
     seed.update(&nothing, &empty, now + Duration::minutes(5));
     seed.update(&nothing, &empty, now + Duration::minutes(50));
     assert!(!lines(&scrape(&seed), name, &[]).is_empty());
@@ -142,7 +141,7 @@ fn series_of_live_objects_outlive_the_ttl() {
     let seed = SeedMetrics::new(std::time::Duration::from_secs(60));
     let (c, _, now) = pass(&seed, "daemonset-nodepool-mismatch");
     // The finding resolved but the DaemonSet and nodes still exist: the count stays.
-    let nothing = analyze(&Cluster::default(), now);
+    let nothing = run(&Cluster::default(), now);
     seed.update(&nothing, &c, now + Duration::hours(3));
     let name = defs::DAEMONSET_NODEPOOL_MISMATCH.name;
     assert!(!lines(&scrape(&seed), name, &[]).is_empty());
@@ -230,6 +229,7 @@ fn empty_nodes_not_reaped_feed_the_gauge_and_then_the_delay_histogram() {
     let (_, report, now) = pass(&seed, "empty-node-not-reaped");
     let node = "ip-10-0-34-249.us-west-2.compute.internal";
     assert!(report
+        .report
         .findings
         .iter()
         .any(|f| f.code.as_str() == "empty-node-not-reaped" && f.object.name == node));
@@ -238,6 +238,7 @@ fn empty_nodes_not_reaped_feed_the_gauge_and_then_the_delay_histogram() {
     assert!(lines(&scrape(&seed), &count, &[]).is_empty());
     // The gauge is exactly the nominated blockers now.
     let nominated: usize = report
+        .report
         .findings
         .iter()
         .filter(|f| f.code.as_str() == "empty-node-not-reaped")
@@ -254,9 +255,9 @@ fn empty_nodes_not_reaped_feed_the_gauge_and_then_the_delay_histogram() {
     let (mut reaped, _) = load("empty-node-not-reaped");
     reaped.delete_node(node);
     let later = now + Duration::minutes(10);
-    seed.update(&analyze(&reaped, later), &reaped, later);
+    seed.update(&run(&reaped, later), &reaped, later);
     seed.update(
-        &analyze(&reaped, later),
+        &run(&reaped, later),
         &reaped,
         later + Duration::minutes(1),
     );
@@ -283,6 +284,7 @@ fn the_nominated_blocker_gauge_follows_the_report() {
         let seed = SeedMetrics::default();
         let (_, report, _) = pass(&seed, &name);
         let want: usize = report
+            .report
             .findings
             .iter()
             .filter(|f| f.code.as_str() == "empty-node-not-reaped")
@@ -334,7 +336,7 @@ fn every_sli_metric_is_exposed_with_its_name_type_and_help() {
     // A launch failure, then the real capture (the picture of now is its).
     pass(&seed, "nodeclaim-launch-failed-ice-event");
     let (c, now) = real_capture();
-    seed.update(&analyze(&c, now), &c, now);
+    seed.update(&run(&c, now), &c, now);
     let text = scrape(&seed);
     for d in defs::SLI {
         let family = d.name.strip_suffix("_total").unwrap_or(d.name);
@@ -363,7 +365,7 @@ fn every_sli_metric_is_exposed_with_its_name_type_and_help() {
 fn the_real_capture_counts_each_pod_and_nodeclaim_once() {
     let seed = SeedMetrics::default();
     let (c, now) = real_capture();
-    let report = analyze(&c, now);
+    let report = run(&c, now);
     seed.update(&report, &c, now);
     let first = scrape(&seed);
     // Every NodeClaim initialized within the hour before the capture: one observation each.
@@ -397,7 +399,7 @@ fn the_real_capture_counts_each_pod_and_nodeclaim_once() {
     // More passes and a relist (a fresh model) later: nothing counts twice.
     seed.update(&report, &c, now + Duration::seconds(15));
     let (again, _) = real_capture();
-    seed.update(&analyze(&again, now), &again, now + Duration::seconds(30));
+    seed.update(&run(&again, now), &again, now + Duration::seconds(30));
     let text = scrape(&seed);
     let stable = |t: &str| {
         let mut v: Vec<String> = t
@@ -419,12 +421,13 @@ fn the_real_capture_counts_each_pod_and_nodeclaim_once() {
 fn unschedulable_pods_are_held_by_the_pool_meant_for_them() {
     let seed = SeedMetrics::default();
     let (c, now) = real_capture();
-    let report = analyze(&c, now);
+    let report = run(&c, now);
     seed.update(&report, &c, now);
     let text = scrape(&seed);
     let g = defs::UNSCHEDULABLE_PODS.name;
     // Every pending pod is counted once.
     let pending = report
+        .report
         .findings
         .iter()
         .filter(|f| f.code.as_str() == "pod-unschedulable")
@@ -472,6 +475,7 @@ fn the_gauges_follow_the_findings_in_every_fixture() {
         let text = scrape(&seed);
         let n = |code: &str| {
             report
+                .report
                 .findings
                 .iter()
                 .filter(|f| f.code.as_str() == code)
@@ -835,8 +839,10 @@ fn kelp_generate_prints_both() {
 fn a_nominated_blocker_sets_the_gauge_until_it_resolves() {
     use kelp::findings::{Code, Finding, ObjectRef, Severity};
     let (c, now) = load("empty-node-not-reaped");
-    let mut report = analyze(&c, now);
-    report.findings.push(
+    use kelp::analysis::disruption::{Blocker, NotReapedDetails};
+    use kelp::karpenter::events::BlockerKind;
+    let mut report = run(&c, now);
+    std::sync::Arc::make_mut(&mut report.report).findings.push(
         Finding::new(
             Code::EmptyNodeNotReaped,
             Severity::Warning,
@@ -845,8 +851,19 @@ fn a_nominated_blocker_sets_the_gauge_until_it_resolves() {
         )
         .pool(Some("default"))
         .since(Some(now - Duration::minutes(30)))
-        .details(serde_json::json!({"blockers": [{"kind": "nominated",
-            "object": {"kind": "Pod", "namespace": "web", "name": "api-0"}, "message": "m"}]})),
+        .details(NotReapedDetails {
+            blockers: vec![Blocker {
+                kind: BlockerKind::Nominated,
+                object: Some(ObjectRef {
+                    kind: "Pod".into(),
+                    namespace: Some("web".into()),
+                    name: "api-0".into(),
+                }),
+                message: "m".into(),
+            }],
+            consolidate_after: None,
+            empty_for: "30m".into(),
+        }),
     );
     let seed = SeedMetrics::default();
     seed.update(&report, &c, now);
@@ -859,7 +876,7 @@ fn a_nominated_blocker_sets_the_gauge_until_it_resolves() {
         "{text}"
     );
     // Resolved: the gauge series goes, the delay is observed with the blocker's kind.
-    report.findings.pop();
+    std::sync::Arc::make_mut(&mut report.report).findings.pop();
     seed.update(&report, &c, now + Duration::minutes(5));
     let text = scrape(&seed);
     assert!(lines(&text, stuck, &["node=\"n1\""]).is_empty(), "{text}");

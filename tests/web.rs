@@ -8,7 +8,8 @@ use axum::http::{Request, StatusCode};
 use chrono::{DateTime, Utc};
 use http_body_util::BodyExt;
 use kelp::model::Cluster;
-use kelp::serve::Shared;
+use kelp::serve::loaded;
+use kelp::web::Board;
 use kelp::web::view::PriceProblem;
 use kelp::web::{self, Site};
 use scraper::{Html, Selector};
@@ -28,7 +29,7 @@ fn load(yaml: &str) -> Cluster {
     c
 }
 
-fn site_of(clusters: Vec<Arc<Shared>>, token: Option<&str>) -> axum::Router {
+fn site_of(clusters: Vec<Arc<Board>>, token: Option<&str>) -> axum::Router {
     web::router(Arc::new(Site {
         clusters,
         auth_token: token.map(str::to_string),
@@ -38,7 +39,7 @@ fn site_of(clusters: Vec<Arc<Shared>>, token: Option<&str>) -> axum::Router {
 }
 
 fn site(c: Cluster) -> axum::Router {
-    site_of(vec![Shared::loaded("test", c, now())], None)
+    site_of(vec![loaded("test", c, now()).1], None)
 }
 
 struct Got {
@@ -327,12 +328,12 @@ async fn karpenter_missing_is_explained_with_a_fix() {
     assert!(text(&h, "#install").contains("migrate"));
 
     // RBAC: name the permission.
-    let shared = Shared::loaded("test", Cluster::default(), now());
-    *shared.forbidden.write().unwrap() = Some(
+    let (shared, board) = loaded("test", Cluster::default(), now());
+    shared.set_forbidden(Some(
         "list and watch nodepools.karpenter.sh are forbidden (nodepools.karpenter.sh is forbidden: User \"system:serviceaccount:kelp:kelp\" cannot list resource \"nodepools\")".into(),
-    );
+    ));
     shared.pass(now());
-    let h = get(&site_of(vec![shared], None), PAGE).await.html();
+    let h = get(&site_of(vec![board], None), PAGE).await.html();
     assert_eq!(count(&h, "#install[data-state='forbidden']"), 1);
     let t = text(&h, "#install");
     assert!(t.contains("list and watch nodepools.karpenter.sh"), "{t}");
@@ -365,10 +366,10 @@ async fn without_prices_the_cost_columns_hide_and_a_hint_names_the_cause() {
     for (problem, cause) in cases {
         let mut c = demo();
         c.metrics = None;
-        let shared = Shared::loaded("test", c, now());
-        *shared.price_problem.write().unwrap() = Some(problem.clone());
+        let (shared, board) = loaded("test", c, now());
+        shared.set_price_problem(Some(problem.clone()));
         shared.pass(now());
-        let h = get(&site_of(vec![shared], None), PAGE).await.html();
+        let h = get(&site_of(vec![board], None), PAGE).await.html();
         assert_eq!(count(&h, "#nodepools th.cost"), 0, "{cause}");
         assert_eq!(
             count(&h, &format!("#cost-hint[data-cause='{cause}']")),
@@ -591,8 +592,8 @@ async fn the_openapi_document_is_served_and_covers_every_api_route() {
 async fn several_clusters_have_a_switcher() {
     let app = site_of(
         vec![
-            Shared::loaded("prod", demo(), now()),
-            Shared::loaded("staging", Cluster::default(), now()),
+            loaded("prod", demo(), now()).1,
+            loaded("staging", Cluster::default(), now()).1,
         ],
         None,
     );
@@ -616,7 +617,7 @@ async fn several_clusters_have_a_switcher() {
 
 #[tokio::test]
 async fn a_token_guards_everything() {
-    let app = site_of(vec![Shared::loaded("test", demo(), now())], Some("s3cret"));
+    let app = site_of(vec![loaded("test", demo(), now()).1], Some("s3cret"));
     assert_eq!(get(&app, PAGE).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(
         get(&app, "/api/v1/clusters/test/karpenter").await.status,
@@ -647,8 +648,8 @@ async fn a_token_guards_everything() {
 
 #[tokio::test]
 async fn live_updates_are_server_sent_events() {
-    let shared = Shared::loaded("test", demo(), now());
-    let app = site_of(vec![shared.clone()], None);
+    let (_shared, board) = loaded("test", demo(), now());
+    let app = site_of(vec![board.clone()], None);
     let r = app
         .clone()
         .oneshot(
@@ -665,7 +666,7 @@ async fn live_updates_are_server_sent_events() {
     assert!(first.contains("event: update"), "{first}");
     assert!(first.contains("2026-11-21T10:00:00Z"), "{first}");
     // A pass publishes the next one.
-    shared.version.send_modify(|v| *v += 1);
+    board.touch();
     let next = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame())
         .await
         .expect("an event after the pass")
@@ -714,11 +715,11 @@ async fn a_big_cluster_loads_verdicts_when_a_row_is_expanded() {
 #[tokio::test]
 async fn tokens_and_context_names_survive_url_encoding() {
     let app = site_of(
-        vec![Shared::loaded(
+        vec![loaded(
             "arn:aws:eks:us-west-2:1:cluster/prod",
             demo(),
             now(),
-        )],
+        ).1],
         Some("a b/c"),
     );
     let r = get(&app, "/?token=a+b%2Fc").await;

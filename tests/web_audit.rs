@@ -6,7 +6,8 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt;
-use kelp::serve::Shared;
+use kelp::serve::loaded;
+use kelp::web::Board;
 use kelp::web::{self, Site};
 use tower::ServiceExt;
 
@@ -21,7 +22,7 @@ async fn get(app: &axum::Router, uri: &str) {
     get_with(app, Request::get(uri).body(Body::empty()).unwrap()).await
 }
 
-fn site_of(clusters: Vec<Arc<Shared>>, token: Option<&str>) -> axum::Router {
+fn site_of(clusters: Vec<Arc<Board>>, token: Option<&str>) -> axum::Router {
     web::router(Arc::new(Site {
         clusters,
         auth_token: token.map(str::to_string),
@@ -59,7 +60,7 @@ async fn every_read_is_audited() {
         .with_writer(move || b2.clone())
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
-    let app = site_of(vec![Shared::loaded("test", demo(), now())], Some("t"));
+    let app = site_of(vec![loaded("test", demo(), now()).1], Some("t"));
     let ok = Request::get(PAGE)
         .header("authorization", "Bearer t")
         .body(Body::empty())

@@ -13,7 +13,8 @@ use axum::http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use kelp::listener::{self, Limits};
 use kelp::model::Cluster;
-use kelp::serve::Shared;
+use kelp::serve::loaded;
+use kelp::web::Board;
 use kelp::source::live::Connection;
 use kelp::web::{self, Hosts, Site};
 use scraper::{Html, Selector};
@@ -31,7 +32,7 @@ fn load(yaml: &str) -> Cluster {
     c
 }
 
-fn site_with(shared: Arc<Shared>, token: Option<&str>, hosts: Hosts, secure: bool) -> axum::Router {
+fn site_with(shared: Arc<Board>, token: Option<&str>, hosts: Hosts, secure: bool) -> axum::Router {
     web::router(Arc::new(Site {
         clusters: vec![shared],
         auth_token: token.map(str::to_string),
@@ -42,7 +43,7 @@ fn site_with(shared: Arc<Shared>, token: Option<&str>, hosts: Hosts, secure: boo
 
 fn site(c: Cluster) -> axum::Router {
     site_with(
-        Shared::loaded("test", c, kelp::demo::now()),
+        loaded("test", c, kelp::demo::now()).1,
         None,
         Hosts::loopback(),
         false,
@@ -126,7 +127,7 @@ async fn only_allowed_hosts_are_answered() {
 
 #[tokio::test]
 async fn allowed_hosts_and_a_token_on_all_addresses() {
-    let shared = Shared::loaded("test", demo(), kelp::demo::now());
+    let shared = loaded("test", demo(), kelp::demo::now()).1;
     let bound = "0.0.0.0:8081".parse().unwrap();
     // --allowed-host adds a name; others stay out.
     let app = site_with(
@@ -240,9 +241,9 @@ fn live_pod() -> serde_json::Value {
 
 #[tokio::test]
 async fn the_yaml_tab_masks_env_values_and_last_applied() {
-    let shared = Shared::loaded("test", load(POD), kelp::demo::now());
+    let shared = loaded("test", load(POD), kelp::demo::now()).1;
     let (conn, seen) = fake_api(Some(live_pod()));
-    let _ = shared.conn.set(conn);
+    shared.set_client(conn.client.clone());
     let app = site_with(shared, None, Hosts::loopback(), false);
     let r = get(&app, &format!("{PAGE}/pane?sel=Pod/shop/api&tab=yaml")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
@@ -273,9 +274,9 @@ async fn the_yaml_tab_masks_env_values_and_last_applied() {
 
 #[tokio::test]
 async fn the_pane_asks_the_api_server_only_for_modelled_objects() {
-    let shared = Shared::loaded("test", load(POD), kelp::demo::now());
+    let shared = loaded("test", load(POD), kelp::demo::now()).1;
     let (conn, seen) = fake_api(Some(live_pod()));
-    let _ = shared.conn.set(conn);
+    shared.set_client(conn.client.clone());
     let app = site_with(shared, None, Hosts::loopback(), false);
     for sel in [
         "Pod/kube-system/coredns",
@@ -410,8 +411,8 @@ async fn a_context_name_with_a_slash_links_to_its_page() {
     let name = "arn:aws:eks:us-west-2:1:cluster/prod";
     let app = web::router(Arc::new(Site {
         clusters: vec![
-            Shared::loaded(name, demo(), kelp::demo::now()),
-            Shared::loaded("b", Cluster::default(), kelp::demo::now()),
+            loaded(name, demo(), kelp::demo::now()).1,
+            loaded("b", Cluster::default(), kelp::demo::now()).1,
         ],
         auth_token: None,
         hosts: Hosts::loopback(),
@@ -433,7 +434,7 @@ async fn a_context_name_with_a_slash_links_to_its_page() {
 
 #[tokio::test]
 async fn the_token_redirect_stays_on_this_site() {
-    let shared = Shared::loaded("test", demo(), kelp::demo::now());
+    let shared = loaded("test", demo(), kelp::demo::now()).1;
     let app = site_with(shared, Some("T"), Hosts::loopback(), false);
     for (uri, to) in [
         ("//evil.example/x?token=T", "/evil.example/x"),
@@ -450,7 +451,7 @@ async fn the_token_redirect_stays_on_this_site() {
 
 #[tokio::test]
 async fn the_cookie_is_secure_behind_tls() {
-    let shared = Shared::loaded("test", demo(), kelp::demo::now());
+    let shared = loaded("test", demo(), kelp::demo::now()).1;
     let cookie = |app: axum::Router, proto: Option<&'static str>| async move {
         let mut req = Request::get(format!("{PAGE}?token=T"));
         if let Some(p) = proto {
@@ -480,7 +481,7 @@ async fn the_cookie_is_secure_behind_tls() {
 
 #[tokio::test]
 async fn the_bearer_scheme_is_case_insensitive() {
-    let shared = Shared::loaded("test", demo(), kelp::demo::now());
+    let shared = loaded("test", demo(), kelp::demo::now()).1;
     let app = site_with(shared, Some("s3cret"), Hosts::loopback(), false);
     for (v, ok) in [
         ("Bearer s3cret", true),
@@ -532,7 +533,7 @@ const BOUND: Duration = Duration::from_secs(15);
 
 struct Server {
     addr: std::net::SocketAddr,
-    shared: Arc<Shared>,
+    shared: Arc<Board>,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -540,7 +541,7 @@ struct Server {
 async fn start(limits: Limits) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let shared = Shared::loaded("test", demo(), kelp::demo::now());
+    let shared = loaded("test", demo(), kelp::demo::now()).1;
     let app = web::router(Arc::new(Site {
         clusters: vec![shared.clone()],
         auth_token: None,
@@ -690,7 +691,7 @@ async fn live_updates_outlast_the_timeout_and_shutdown_does_not_wait_for_them() 
         assert!(got.starts_with("HTTP/1.1 200"), "{got}");
         // Well past the header timeout, the stream still carries the next pass.
         std::thread::sleep(Duration::from_millis(2500));
-        shared.version.send_modify(|v| *v += 1);
+        shared.touch();
         let n = s.read(&mut buf).expect("the next event");
         let next = String::from_utf8_lossy(&buf[..n]);
         assert!(next.contains("event: update"), "{next}");

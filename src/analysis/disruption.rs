@@ -27,12 +27,55 @@ pub struct Blocker {
     pub message: String,
 }
 
+/// Why Karpenter wants to disrupt a node (serialised as Karpenter names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum WantReason {
+    Drifted,
+    Expired,
+    Empty,
+    Underutilized,
+}
+
+impl WantReason {
+    /// The budget reason that counts this disruption; expiry has none (budgets never hold it).
+    pub fn budget(self) -> Option<DisruptionReason> {
+        match self {
+            Self::Drifted => Some(DisruptionReason::Drifted),
+            Self::Empty => Some(DisruptionReason::Empty),
+            Self::Underutilized => Some(DisruptionReason::Underutilized),
+            Self::Expired => None,
+        }
+    }
+
+    /// Drift and expiry are eventual: a terminationGracePeriod forces them through.
+    pub fn eventual(self) -> bool {
+        matches!(self, Self::Drifted | Self::Expired)
+    }
+}
+
 /// Why Karpenter wants to disrupt a node.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Want {
-    pub reason: String,
+    pub reason: WantReason,
     pub message: String,
+}
+
+/// The details of a `disruption-blocked` finding (fields in the JSON's key order).
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockedDetails {
+    pub blockers: Vec<Blocker>,
+    pub nodeclaim: Option<String>,
+    pub wants: Vec<Want>,
+}
+
+/// The details of an `empty-node-not-reaped` finding: nominations first among the blockers.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotReapedDetails {
+    pub blockers: Vec<Blocker>,
+    pub consolidate_after: Option<String>,
+    pub empty_for: String,
 }
 
 /// Everything about one Karpenter node's disruption.
@@ -317,19 +360,19 @@ pub fn node_disruption(
     let mut wants = Vec::new();
     if let Some(d) = drift {
         wants.push(Want {
-            reason: "Drifted".into(),
+            reason: WantReason::Drifted,
             message: format!("drifted ({})", d.reason.as_deref().unwrap_or("Drifted")),
         });
     }
     if expired {
         wants.push(Want {
-            reason: "Expired".into(),
+            reason: WantReason::Expired,
             message: format!("older than expireAfter {expire_after}"),
         });
     }
     if empty && consolidatable {
         wants.push(Want {
-            reason: "Empty".into(),
+            reason: WantReason::Empty,
             message: "empty and consolidatable".into(),
         });
     }
@@ -343,7 +386,7 @@ pub fn node_disruption(
         && policy != Some("WhenEmpty")
     {
         wants.push(Want {
-            reason: "Underutilized".into(),
+            reason: WantReason::Underutilized,
             message: "a consolidation candidate".into(),
         });
     }
@@ -352,7 +395,7 @@ pub fn node_disruption(
     // Expiry deletes the NodeClaim whatever the node-level state: budgets, nominations,
     // initialisation and the node's own do-not-disrupt do not hold it; only the drain's
     // pod-level blockers do.
-    let only_expiry = !wants.is_empty() && wants.iter().all(|w| w.reason == "Expired");
+    let only_expiry = !wants.is_empty() && wants.iter().all(|w| w.reason == WantReason::Expired);
     if pool.is_none() {
         blockers.push(Blocker {
             kind: BlockerKind::NodepoolMissing,
@@ -392,7 +435,7 @@ pub fn node_disruption(
     let eventual = !wants.is_empty()
         && wants
             .iter()
-            .all(|w| w.reason == "Drifted" || w.reason == "Expired");
+            .all(|w| w.reason.eventual());
     let mut held = pod_blockers(c, &node.metadata.name, now);
     if let (Some(tgp), true) = (tgp, eventual) {
         let deleting_since = claim
@@ -410,10 +453,9 @@ pub fn node_disruption(
     blockers.extend(held);
     if let Some(p) = pool {
         for w in &wants {
-            let reason = match w.reason.as_str() {
-                "Drifted" => DisruptionReason::Drifted,
-                "Empty" => DisruptionReason::Empty,
-                _ => continue,
+            // Underutilized is judged by Karpenter's consolidation itself, not here.
+            let Some(reason) = w.reason.budget().filter(|r| *r != DisruptionReason::Underutilized) else {
+                continue;
             };
             let allowed = pool_allowed(c, p, reason, now);
             if allowed.allowed == 0 {
@@ -491,17 +533,23 @@ fn budget_message(pool: &str, reason: DisruptionReason, a: &budgets::Allowed) ->
 
 // ------------------------------------------------------------------ findings
 
+/// The disruption state of every Karpenter node (one with a NodePool label or a NodeClaim),
+/// by name: once per pass.
+pub fn node_states(c: &Cluster, now: DateTime<Utc>) -> BTreeMap<String, NodeDisruption> {
+    let nominations = Nominations::new(c, now);
+    c.nodes
+        .values()
+        .filter(|n| {
+            Cluster::pool_of(&n.metadata.labels).is_some() || c.nodeclaim_for_node(n).is_some()
+        })
+        .map(|n| (n.metadata.name.clone(), node_disruption(c, n, now, &nominations)))
+        .collect()
+}
+
 pub fn findings(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let mut out = Vec::new();
-    let nominations = Nominations::new(c, ctx.now);
-    let states: Vec<NodeDisruption> = c
-        .nodes
-        .values()
-        .filter(|n| Cluster::pool_of(&n.metadata.labels).is_some())
-        .map(|n| node_disruption(c, n, ctx.now, &nominations))
-        .collect();
-    for s in &states {
+    for s in ctx.nodes.values().filter(|s| s.nodepool.is_some()) {
         let node = ObjectRef::cluster("Node", &s.node);
         let pool = s.nodepool.as_deref();
         if !s.wants.is_empty() && !s.blockers.is_empty() {
@@ -511,13 +559,17 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
                 Finding::new(
                     Code::DisruptionBlocked,
                     // Held back from consolidation only: worth knowing, not yet a problem.
-                    if s.wants.iter().all(|w| w.reason == "Underutilized") { Severity::Info } else { Severity::Warning },
+                    if s.wants.iter().all(|w| w.reason == WantReason::Underutilized) { Severity::Info } else { Severity::Warning },
                     node.clone(),
                     format!("Karpenter wants to disrupt it ({}) but cannot: {}", wants.join(", "), blockers.join("; ")),
                 )
                 .pool(pool)
                 .since(s.drifted_since.or(s.expires_at))
-                .details(serde_json::json!({"wants": s.wants, "blockers": s.blockers, "nodeclaim": s.nodeclaim})),
+                .details(BlockedDetails {
+                    blockers: s.blockers.clone(),
+                    nodeclaim: s.nodeclaim.clone(),
+                    wants: s.wants.clone(),
+                }),
             );
         }
         // An empty node already being deleted is being reaped.
@@ -568,7 +620,7 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
             );
         }
     }
-    out.extend(budget_blocking(ctx, &states));
+    out.extend(budget_blocking(ctx));
     out.extend(spot_interruptions(ctx));
     out
 }
@@ -626,11 +678,15 @@ fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
         )
         .pool(s.nodepool.as_deref())
         .since(Some(since))
-        .details(serde_json::json!({"emptyFor": ago(ctx.now, since), "consolidateAfter": d.consolidate_after, "blockers": blockers})),
+        .details(NotReapedDetails {
+            blockers,
+            consolidate_after: d.consolidate_after.clone(),
+            empty_for: ago(ctx.now, since),
+        }),
     )
 }
 
-fn budget_blocking(ctx: &Context, states: &[NodeDisruption]) -> Vec<Finding> {
+fn budget_blocking(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let mut out = Vec::new();
     for pool in c.nodepools.values() {
@@ -638,8 +694,9 @@ fn budget_blocking(ctx: &Context, states: &[NodeDisruption]) -> Vec<Finding> {
         if pool.spec.replicas.is_some() {
             continue; // static pools are not disrupted for these reasons
         }
-        let mine: Vec<&NodeDisruption> = states
-            .iter()
+        let mine: Vec<&NodeDisruption> = ctx
+            .nodes
+            .values()
             .filter(|s| s.nodepool.as_deref() == Some(name))
             .collect();
         let drifted = mine.iter().filter(|s| s.drifted.is_some()).count();

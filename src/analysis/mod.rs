@@ -8,31 +8,44 @@
 
 pub mod capacity;
 pub mod disruption;
+pub mod hold;
 pub mod install;
 pub mod placement;
 pub mod provisioning;
 pub mod selector;
 
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
 use chrono::{DateTime, Duration, Utc};
 
 use crate::findings::Report;
 use crate::model::Cluster;
+use disruption::NodeDisruption;
+use hold::Hold;
+use provisioning::{PodDiagnosis, PoolUsage};
 
-/// Everything one analysis pass needs, with the per-pod diagnoses computed once and
-/// shared by the findings that depend on them.
+/// Everything one analysis pass needs, each computed once and shared by the findings that
+/// depend on it: per-pool usage, the pending pods' diagnoses, each node's disruption state.
 pub struct Context<'a> {
     pub cluster: &'a Cluster,
     pub now: DateTime<Utc>,
-    pub pending: Vec<std::sync::Arc<provisioning::PodDiagnosis>>,
+    pub pending: Vec<Arc<PodDiagnosis>>,
+    /// Every pool's usage against its limits, by name.
+    pub pools: BTreeMap<String, PoolUsage>,
+    /// The disruption state of every Karpenter node (a NodePool label or a NodeClaim), by name.
+    pub nodes: BTreeMap<String, NodeDisruption>,
 }
 
 impl<'a> Context<'a> {
     pub fn new(cluster: &'a Cluster, now: DateTime<Utc>) -> Self {
-        let pools = provisioning::PoolSet::new(cluster).with_instance_type_events(cluster, now);
+        let usages = provisioning::pool_usages(cluster);
+        let pools =
+            provisioning::PoolSet::with_usage(cluster, &usages).with_instance_type_events(cluster, now);
         let mut cache = provisioning::DiagnosisCache::default();
         let pending = provisioning::unschedulable_pods(cluster, now)
             .map(|(p, events)| {
-                std::sync::Arc::new(provisioning::diagnose_cached(
+                Arc::new(provisioning::diagnose_cached(
                     &pools, p, events, now, &mut cache,
                 ))
             })
@@ -41,6 +54,8 @@ impl<'a> Context<'a> {
             cluster,
             now,
             pending,
+            pools: usages,
+            nodes: disruption::node_states(cluster, now),
         }
     }
 
@@ -50,18 +65,44 @@ impl<'a> Context<'a> {
     }
 }
 
+/// One analysis pass, typed: the report and everything behind it that views show. The
+/// dashboard, `/metrics`, `why` and `top` read these fields; none computes them again.
+pub struct Pass {
+    pub now: DateTime<Utc>,
+    /// Shared as it is with `/metrics` and the dashboard's API.
+    pub report: Arc<Report>,
+    /// Every pod Karpenter has to place, diagnosed (replicas share their verdicts).
+    pub pending: Vec<Arc<PodDiagnosis>>,
+    /// What holds each pending pod, by (namespace, name).
+    pub holds: HashMap<(String, String), Hold>,
+    /// Every pool's usage against its limits, by name.
+    pub pools: BTreeMap<String, PoolUsage>,
+    /// The disruption state of every Karpenter node, by name.
+    pub nodes: BTreeMap<String, NodeDisruption>,
+}
+
+impl Pass {
+    /// A pending pod's diagnosis.
+    pub fn diagnosis(&self, namespace: &str, name: &str) -> Option<&Arc<PodDiagnosis>> {
+        self.pending
+            .iter()
+            .find(|d| d.pod.namespace.as_deref() == Some(namespace) && d.pod.name == name)
+    }
+
+    /// What holds a pending pod.
+    pub fn hold(&self, namespace: &str, name: &str) -> Option<&Hold> {
+        self.holds.get(&(namespace.to_string(), name.to_string()))
+    }
+}
+
 /// Run every check and return the report, findings ordered by severity (worst first),
 /// then code, then object.
 pub fn analyze(cluster: &Cluster, now: DateTime<Utc>) -> Report {
-    analyze_with_pending(cluster, now).0
+    Arc::unwrap_or_clone(run(cluster, now).report)
 }
 
-/// [`analyze`], also returning the pending pods' diagnoses it computed (for views that
-/// show them without diagnosing again).
-pub fn analyze_with_pending(
-    cluster: &Cluster,
-    now: DateTime<Utc>,
-) -> (Report, Vec<std::sync::Arc<provisioning::PodDiagnosis>>) {
+/// One pass: every check, and the typed results behind the report.
+pub fn run(cluster: &Cluster, now: DateTime<Utc>) -> Pass {
     let ctx = Context::new(cluster, now);
     let mut findings = install::findings(&ctx);
     if cluster.karpenter_seen() {
@@ -82,7 +123,14 @@ pub fn analyze_with_pending(
         karpenter: install::info(cluster),
         findings,
     };
-    (report, ctx.pending)
+    Pass {
+        now,
+        report: Arc::new(report),
+        holds: hold::holds(cluster, &ctx.pending),
+        pending: ctx.pending,
+        pools: ctx.pools,
+        nodes: ctx.nodes,
+    }
 }
 
 /// Helper for "how long ago" in messages: `14m`, `2h5m`. As kubectl does, a time up to

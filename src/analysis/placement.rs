@@ -49,17 +49,19 @@ pub fn template_mismatch(
     last
 }
 
-#[derive(Serialize)]
-struct MismatchDetails {
-    daemonset: String,
-    node: String,
-    nodes: Vec<String>,
-    why: String,
+/// The details of a `daemonset-nodepool-mismatch` finding.
+#[derive(Debug, Serialize)]
+pub struct MismatchDetails {
+    pub daemonset: String,
+    pub node: String,
+    /// The nodes the DaemonSet cannot run on.
+    pub nodes: Vec<String>,
+    pub why: String,
 }
 
 fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
-    let pools = PoolSet::new(c);
+    let pools = PoolSet::with_usage(c, &ctx.pools);
     let by_name: BTreeMap<&str, &super::provisioning::PoolInfo> =
         pools.ordered.iter().map(|p| (p.name, p)).collect();
     // (daemonset namespace/name, pool) -> (why, nodes)

@@ -144,8 +144,22 @@ pub struct PoolSet<'a> {
 
 impl<'a> PoolSet<'a> {
     pub fn new(c: &'a Cluster) -> Self {
-        let mut ordered: Vec<PoolInfo<'a>> =
-            c.nodepools.values().map(|p| pool_info(c, p)).collect();
+        Self::with_usage(c, &pool_usages(c))
+    }
+
+    /// The pools with the usage a pass computed already ([`pool_usages`]).
+    pub fn with_usage(c: &'a Cluster, usages: &BTreeMap<String, PoolUsage>) -> Self {
+        let mut ordered: Vec<PoolInfo<'a>> = c
+            .nodepools
+            .values()
+            .map(|p| {
+                let usage = usages
+                    .get(&p.metadata.name)
+                    .cloned()
+                    .unwrap_or_else(|| PoolUsage::of(c, p));
+                pool_info(p, usage)
+            })
+            .collect();
         ordered.sort_by(|a, b| {
             let w = |p: &PoolInfo| p.pool.spec.weight.unwrap_or(0);
             w(b).cmp(&w(a)).then_with(|| b.name.cmp(a.name))
@@ -218,24 +232,59 @@ pub fn pool_requirements_admit(pool: &NodePool, pod: &PodSpec, provider: Provide
     }
 }
 
-fn pool_info<'a>(c: &'a Cluster, pool: &'a NodePool) -> PoolInfo<'a> {
+fn pool_info(pool: &NodePool, usage: PoolUsage) -> PoolInfo<'_> {
     let name = pool.metadata.name.as_str();
     let requirements = pool_requirements(pool);
     PoolInfo {
         pool,
         name,
         requirements,
-        usage: pool_usage(c, pool),
+        usage: usage.used,
         limits: Resources::from_quantities(&pool.spec.limits),
-        node_count: pool_node_count(c, pool) as f64,
+        node_count: usage.nodes as f64,
         not_ready: pool_not_ready(pool),
         no_instance_types: None,
     }
 }
 
+/// What counts against one pool's limits, computed once per pass.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PoolUsage {
+    /// Karpenter's own count (`status.resources`), else its NodeClaims' capacity.
+    pub used: Resources,
+    /// Nodes it has, for the `nodes` limit ([`pool_node_count`]).
+    pub nodes: usize,
+}
+
+impl PoolUsage {
+    pub fn of(c: &Cluster, pool: &NodePool) -> Self {
+        PoolUsage {
+            used: pool_usage(c, pool),
+            nodes: pool_node_count(c, pool),
+        }
+    }
+
+    /// What the limits count: `used`, with `nodes` the larger of Karpenter's count and
+    /// the nodes kelp sees.
+    pub fn counted(&self) -> Resources {
+        let mut r = self.used.clone();
+        let nodes = r.get("nodes").max(self.nodes as f64);
+        r.0.insert("nodes".into(), nodes);
+        r
+    }
+}
+
+/// Every pool's usage, by name.
+pub fn pool_usages(c: &Cluster) -> BTreeMap<String, PoolUsage> {
+    c.nodepools
+        .iter()
+        .map(|(name, p)| (name.clone(), PoolUsage::of(c, p)))
+        .collect()
+}
+
 /// What counts against a pool's limits: its `status.resources` (Karpenter's own count),
 /// else the capacity of its NodeClaims.
-pub fn pool_usage(c: &Cluster, pool: &NodePool) -> Resources {
+fn pool_usage(c: &Cluster, pool: &NodePool) -> Resources {
     if let Ok(r) = Resources::from_quantities(&pool.status.resources) {
         if !r.0.is_empty() {
             return r;
@@ -251,7 +300,7 @@ pub fn pool_usage(c: &Cluster, pool: &NodePool) -> Resources {
 }
 
 /// Nodes a pool has, for the `nodes` limit.
-pub fn pool_node_count(c: &Cluster, pool: &NodePool) -> usize {
+fn pool_node_count(c: &Cluster, pool: &NodePool) -> usize {
     if let Some(n) = pool.status.nodes {
         return n.max(0) as usize;
     }
@@ -373,6 +422,16 @@ pub struct Reason {
     pub message: String,
 }
 
+/// Who decided a verdict (serialised `kelp` or `event`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictSource {
+    /// kelp's own checks, the way Karpenter decides.
+    Kelp,
+    /// The reasons come from Karpenter's FailedScheduling event.
+    Event,
+}
+
 /// One NodePool's verdict for a pod.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -380,9 +439,9 @@ pub struct PoolVerdict {
     pub name: String,
     pub verdict: Verdict,
     pub reasons: Vec<Reason>,
-    /// `kelp` when kelp's own checks decided; `event` when the reasons come from
-    /// Karpenter's event (instance types, topology, volumes: what kelp cannot compute).
-    pub source: &'static str,
+    /// Who decided: kelp's own checks, or Karpenter's event (instance types, topology,
+    /// volumes: what kelp cannot compute).
+    pub source: VerdictSource,
     /// Whether Karpenter's event agrees with kelp's own verdict, where it speaks of this pool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_agrees: Option<bool>,
@@ -529,7 +588,7 @@ pub fn evaluate(
         name: pool.name.to_string(),
         verdict,
         reasons,
-        source: "kelp",
+        source: VerdictSource::Kelp,
         event_agrees: None,
     };
     // 1. readiness
@@ -771,7 +830,7 @@ fn cross_check(verdicts: &mut [PoolVerdict], segments: &[Segment]) {
                     v.event_agrees = Some(false);
                 } else {
                     v.verdict = Verdict::Rejected;
-                    v.source = "event";
+                    v.source = VerdictSource::Event;
                     v.reasons = beyond
                         .iter()
                         .map(|s| reason(s.category, s.message.clone()))
@@ -789,7 +848,7 @@ fn cross_check(verdicts: &mut [PoolVerdict], segments: &[Segment]) {
                     segs.iter()
                         .any(|s| matches!(s.category, Category::InstanceTypes | Category::Limits)),
                 );
-                v.source = "event";
+                v.source = VerdictSource::Event;
                 v.reasons = segs
                     .iter()
                     .map(|s| reason(s.category, s.message.clone()))
@@ -982,11 +1041,13 @@ fn unschedulable(ctx: &Context) -> Vec<Finding> {
         .collect()
 }
 
-#[derive(Serialize)]
+/// The details of a `pod-nominated-not-bound` finding.
+#[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct NominationDetails {
-    nominated_to: Vec<String>,
-    outcome: String,
+pub struct NominationDetails {
+    /// `node/NAME` or `nodeclaim/NAME`, as Karpenter's events name them.
+    pub nominated_to: Vec<String>,
+    pub outcome: String,
 }
 
 fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
@@ -1246,11 +1307,10 @@ fn limits(ctx: &Context) -> Vec<Finding> {
         let Ok(limits) = Resources::from_quantities(&pool.spec.limits) else {
             continue;
         };
-        let mut usage = pool_usage(c, pool);
-        let nodes = pool_node_count(c, pool) as f64;
-        usage
-            .0
-            .insert("nodes".into(), usage.get("nodes").max(nodes));
+        let usage = match ctx.pools.get(name) {
+            Some(u) => u.counted(),
+            None => PoolUsage::of(c, pool).counted(),
+        };
         let waiting_on_limits = waiting_on.contains(name);
         for (res, &limit) in &limits.0 {
             let used = usage.get(res);
@@ -1601,7 +1661,7 @@ mod tests {
             name: name.into(),
             verdict: v,
             reasons,
-            source: "kelp",
+            source: VerdictSource::Kelp,
             event_agrees: None,
         }
     }
@@ -1634,7 +1694,7 @@ mod tests {
         );
         cross_check(&mut v, &fs.segments);
         assert_eq!(v[0].event_agrees, Some(true));
-        assert_eq!((v[1].verdict, v[1].source), (Verdict::Rejected, "event"));
+        assert_eq!((v[1].verdict, v[1].source), (Verdict::Rejected, VerdictSource::Event));
         assert_eq!(v[1].reasons[0].category, Category::InstanceTypes);
     }
 

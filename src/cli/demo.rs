@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         allowed_hosts: args.allowed_host,
         secure_cookie: false,
         karpenter_service: None,
-        series_ttl: crate::metrics::seed::DEFAULT_SERIES_TTL,
+        series_ttl: crate::metrics::common::DEFAULT_SERIES_TTL,
     }))?;
     Ok(ExitCode::SUCCESS)
 }

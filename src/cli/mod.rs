@@ -181,19 +181,7 @@ fn init_logging(format: LogFormat, default: &str) {
     };
 }
 
-/// Text-log fields as `name=value`, the message bare, each escaped by [`output::clean`].
-pub fn text_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
-    use tracing_subscriber::field::MakeExt;
-    tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
-        let text = format!("{value:?}");
-        let text = output::clean(&text);
-        match field.name() {
-            "message" => write!(w, "{text}"),
-            name => write!(w, "{name}={text}"),
-        }
-    })
-    .delimited(" ")
-}
+pub use crate::explain::text::text_fields;
 
 /// A current-thread runtime for one-shot commands that talk to a cluster.
 pub(crate) fn block_on<F: std::future::Future>(f: F) -> anyhow::Result<F::Output> {

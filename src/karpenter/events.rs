@@ -344,6 +344,22 @@ pub enum BlockerKind {
     Other,
 }
 
+impl BlockerKind {
+    /// The name it serialises to (`do-not-disrupt-pod`, `pdb`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DoNotDisruptPod => "do-not-disrupt-pod",
+            Self::DoNotDisruptNode => "do-not-disrupt-node",
+            Self::Pdb => "pdb",
+            Self::Budget => "budget",
+            Self::Nominated => "nominated",
+            Self::NotInitialized => "not-initialized",
+            Self::NodepoolMissing => "nodepool-missing",
+            Self::Other => "other",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedBlocker {
     pub kind: BlockerKind,

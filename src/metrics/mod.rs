@@ -12,6 +12,7 @@ use prometheus_client::registry::Registry;
 
 use crate::findings::Report;
 
+pub mod common;
 pub mod defs;
 pub mod generate;
 pub mod seed;

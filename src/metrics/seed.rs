@@ -15,16 +15,17 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use serde_json::Value;
 
-use super::defs::{self, MetricDef};
-use crate::findings::{Code, Report};
+use super::common::{reg, uid, DEFAULT_SERIES_TTL};
+use super::defs;
+use crate::analysis::disruption::{Blocker, NotReapedDetails};
+use crate::analysis::placement::MismatchDetails;
+use crate::analysis::provisioning::NominationDetails;
+use crate::analysis::Pass;
+use crate::findings::{Code, Finding, Report};
 use crate::karpenter::duration;
-use crate::karpenter::events::{self, NominationTarget};
-use crate::model::{Cluster, Meta};
-
-/// The default `--series-ttl`.
-pub const DEFAULT_SERIES_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+use crate::karpenter::events::{self, BlockerKind, NominationTarget};
+use crate::model::Cluster;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct MismatchLabels {
@@ -144,11 +145,6 @@ impl Default for SeedMetrics {
     }
 }
 
-pub(super) fn reg<M: prometheus_client::registry::Metric>(r: &mut Registry, d: &MetricDef, m: M) {
-    // prometheus-client ends the help with a period itself.
-    r.register(d.registered_name(), d.help.trim_end_matches('.'), m);
-}
-
 impl SeedMetrics {
     pub fn new(series_ttl: std::time::Duration) -> Self {
         SeedMetrics {
@@ -195,8 +191,10 @@ impl SeedMetrics {
             .remembered()
     }
 
-    /// Fold one analysis pass into the metrics.
-    pub fn update(&self, report: &Report, c: &Cluster, now: DateTime<Utc>) {
+    /// Fold one analysis pass into the metrics at `now` (the pass's own time, but for tests
+    /// that age what a pass saw).
+    pub fn update(&self, pass: &Pass, c: &Cluster, now: DateTime<Utc>) {
+        let report = &*pass.report;
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let alive = alive_uids(c);
         let mut found = occurrences(report, c, now);
@@ -268,20 +266,7 @@ impl SeedMetrics {
         }
         state.stuck = stuck;
         drop(state);
-        self.sli.update(report, c, now);
-    }
-}
-
-/// A stable id for an object: its UID, or kind/namespace/name when a dump has none.
-pub fn uid(kind: &str, m: &Meta) -> String {
-    if m.uid.is_empty() {
-        format!(
-            "{kind}/{}/{}",
-            m.namespace.as_deref().unwrap_or_default(),
-            m.name
-        )
-    } else {
-        m.uid.clone()
+        self.sli.update(pass, c, now);
     }
 }
 
@@ -308,16 +293,6 @@ fn pod_uid(c: &Cluster, ns: &str, name: &str) -> String {
         .unwrap_or_else(|| format!("Pod/{ns}/{name}"))
 }
 
-fn strs(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Every counter occurrence visible in one pass (the histogram's come from
 /// [`reaping_delays`]).
 pub fn occurrences(report: &Report, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
@@ -332,7 +307,8 @@ pub fn occurrences(report: &Report, c: &Cluster, now: DateTime<Utc>) -> Vec<Occu
                     .get(&(ns.clone(), f.object.name.clone()))
                     .map(|d| uid("DaemonSet", &d.metadata))
                     .unwrap_or_else(|| format!("DaemonSet/{ns}/{}", f.object.name));
-                for node in strs(&f.details.to_json()["nodes"]) {
+                let nodes = f.details.downcast_ref::<MismatchDetails>().map(|d| d.nodes.as_slice());
+                for node in nodes.unwrap_or_default().iter().cloned() {
                     let n_uid = node_uid(c, &node);
                     out.push(Occurrence {
                         key: format!("mismatch/{ds_uid}/{n_uid}"),
@@ -350,9 +326,9 @@ pub fn occurrences(report: &Report, c: &Cluster, now: DateTime<Utc>) -> Vec<Occu
             Code::PodNominatedNotBound => {
                 let ns = f.object.namespace.clone().unwrap_or_default();
                 let p_uid = pod_uid(c, &ns, &f.object.name);
-                let d = f.details.to_json();
-                let reason = d["outcome"].as_str().unwrap_or("not bound").to_string();
-                for target in strs(&d["nominatedTo"]) {
+                let d = f.details.downcast_ref::<NominationDetails>();
+                let reason = d.map_or("not bound", |d| d.outcome.as_str()).to_string();
+                for target in d.map(|d| d.nominated_to.clone()).unwrap_or_default() {
                     // node/NAME, or nodeclaim/NAME: the node it became, when it did.
                     let node = match target.split_once('/') {
                         Some(("nodeclaim", nc)) => c
@@ -459,20 +435,11 @@ fn created_for_nominated(c: &Cluster) -> Vec<Occurrence> {
     out
 }
 
-/// The first blocker of an empty-node-not-reaped finding: (kind, object).
-fn blockers(f: &crate::findings::Finding) -> Vec<(String, Value)> {
-    f.details.to_json()["blockers"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|b| {
-                    (
-                        b["kind"].as_str().unwrap_or("other").to_string(),
-                        b["object"].clone(),
-                    )
-                })
-                .collect()
-        })
+/// The blockers of an empty-node-not-reaped finding, typed (nominations first).
+fn blockers(f: &Finding) -> &[Blocker] {
+    f.details
+        .downcast_ref::<NotReapedDetails>()
+        .map(|d| d.blockers.as_slice())
         .unwrap_or_default()
 }
 
@@ -484,15 +451,18 @@ fn not_reaped(report: &Report) -> BTreeSet<NotReapedLabels> {
         .iter()
         .filter(|f| f.code == Code::EmptyNodeNotReaped)
     {
-        for (kind, object) in blockers(f) {
-            if kind != "nominated" {
+        for b in blockers(f) {
+            if b.kind != BlockerKind::Nominated {
                 continue;
             }
+            let object = b.object.as_ref();
             out.insert(NotReapedLabels {
                 node: f.object.name.clone(),
                 nodepool: f.nodepool.clone().unwrap_or_default(),
-                nominated_pod: object["name"].as_str().unwrap_or_default().to_string(),
-                nominated_namespace: object["namespace"].as_str().unwrap_or_default().to_string(),
+                nominated_pod: object.map(|o| o.name.clone()).unwrap_or_default(),
+                nominated_namespace: object
+                    .and_then(|o| o.namespace.clone())
+                    .unwrap_or_default(),
             });
         }
     }
@@ -513,10 +483,10 @@ fn reaping_delays(
         .filter(|f| f.code == Code::EmptyNodeNotReaped)
     {
         let reason = blockers(f)
-            .into_iter()
-            .next()
-            .map(|(k, _)| k)
-            .unwrap_or_else(|| "none".into());
+            .first()
+            .map(|b| b.kind.as_str())
+            .unwrap_or("none")
+            .to_string();
         let labels = DelayLabels {
             node: f.object.name.clone(),
             nodepool: f.nodepool.clone().unwrap_or_default(),

@@ -28,19 +28,15 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use serde_json::Value;
-
+use super::common::{label_value, uid};
 use super::defs::{self, MetricDef};
-use super::seed::uid;
 use crate::analysis::capacity::node_price;
-use crate::analysis::provisioning::{
-    claim_pool, cluster_provider, pool_admits, pool_node_count, pool_requirements_admit,
-    pool_usage, PodDiagnosis, Verdict, LAUNCH_ERRORS,
-};
-use crate::findings::{Code, Finding, Report};
+use crate::analysis::disruption::BlockedDetails;
+use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
+use crate::analysis::Pass;
+use crate::findings::{Code, Finding};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
-use crate::karpenter::requirements::Provider;
 use crate::karpenter::resources::Resources;
 use crate::model::*;
 
@@ -157,7 +153,7 @@ pub struct Sli {
 
 impl Default for Sli {
     fn default() -> Self {
-        Sli::new(super::seed::DEFAULT_SERIES_TTL)
+        Sli::new(super::common::DEFAULT_SERIES_TTL)
     }
 }
 
@@ -205,7 +201,7 @@ impl Sli {
 
     /// Register every family and the collector of the picture of now.
     pub fn register(&self, r: &mut Registry) {
-        use super::seed::reg;
+        use super::common::reg;
         reg(r, &defs::POD_PROVISIONING_LATENCY, self.pod_latency.clone());
         reg(r, &defs::NODE_PROVISIONING, self.node_provisioning.clone());
         reg(r, &defs::LAUNCH_FAILURES, self.launch_failures.clone());
@@ -229,7 +225,7 @@ impl Sli {
     }
 
     /// Fold one analysis pass into the metrics.
-    pub fn update(&self, report: &Report, c: &Cluster, now: DateTime<Utc>) {
+    pub fn update(&self, pass: &Pass, c: &Cluster, now: DateTime<Utc>) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut found = pod_latencies(c, now);
         found.extend(node_provisioning(c, now));
@@ -283,7 +279,7 @@ impl Sli {
             };
         }
         drop(st);
-        let families = Arc::new(gauges(report, c));
+        let families = Arc::new(gauges(pass, c));
         if let Ok(mut g) = self.now.write() {
             *g = Some(families);
         }
@@ -309,19 +305,6 @@ fn true_since(conds: &[Condition], type_: &str) -> Option<DateTime<Utc>> {
         .and_then(|c| c.last_transition_time)
 }
 
-/// A label value from free text: a short identifier, else `other` (bounded cardinality).
-fn label_value(s: &str) -> String {
-    let s = s.trim();
-    let ok = !s.is_empty()
-        && s.len() <= 64
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        s.to_string()
-    } else {
-        "other".into()
-    }
-}
 
 /// A disruption reason as the churn and eviction labels write it: `Drifted` -> `drifted`.
 /// Karpenter writes `Drifted`, or `Drifted/Replace` in older versions: the first word counts.
@@ -709,128 +692,12 @@ impl GaugeFamily {
     }
 }
 
-/// What holds a pending pod: (category, nodepool), from its pools' verdicts in Karpenter's
-/// order, each as (pool, verdict, first reason's category).
-///
-/// A pool that rejects the pod for its taints or requirements is not meant for it. The
-/// pod is held by the first pool (in Karpenter's order) that is: rejected after those
-/// checks (topology, volumes, instance types), or before them (not ready, limits) while its
-/// taints and requirements would admit the pod (`admits`); `compatible` when a pool could
-/// take it (the holdup is capacity or Karpenter itself). Else by the first pool rejecting it
-/// for taints whose requirements admit it (`requirements_admit`: only a toleration is
-/// missing). When no pool is meant for the pod, the category is `validation` if the pod is
-/// invalid, else `requirements` (or the first pool's category), with no nodepool.
-pub fn hold(
-    verdicts: &[(String, String, Option<String>)],
-    admits: impl Fn(&str) -> bool,
-    requirements_admit: impl Fn(&str) -> bool,
-) -> (String, String) {
-    if verdicts.is_empty() {
-        return ("no-nodepools".into(), String::new());
-    }
-    if let Some((pool, _, _)) = verdicts.iter().find(|(_, v, _)| v == "compatible") {
-        return ("compatible".into(), pool.clone());
-    }
-    let cats: Vec<String> = verdicts
-        .iter()
-        .map(|(_, verdict, cat)| match verdict.as_str() {
-            "rejected" => label_value(cat.as_deref().unwrap_or("other")),
-            _ => "unknown".to_string(),
-        })
-        .collect();
-    for ((pool, _, _), cat) in verdicts.iter().zip(&cats) {
-        match cat.as_str() {
-            "taints" | "requirements" | "validation" => continue,
-            "topology" | "volumes" => return (cat.clone(), pool.clone()),
-            _ if admits(pool) => return (cat.clone(), pool.clone()),
-            _ => {}
-        }
-    }
-    if cats.iter().any(|c| c == "validation") {
-        return ("validation".into(), String::new());
-    }
-    for ((pool, _, _), cat) in verdicts.iter().zip(&cats) {
-        if cat == "taints" && requirements_admit(pool) {
-            return (cat.clone(), pool.clone());
-        }
-    }
-    let cat = if cats.iter().any(|c| c == "requirements" || c == "taints") {
-        "requirements".to_string()
-    } else {
-        cats[0].clone()
-    };
-    (cat, String::new())
-}
-
-fn verdict_str(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Rejected => "rejected",
-        Verdict::Compatible => "compatible",
-        Verdict::Unknown => "unknown",
-    }
-}
-
-fn kebab<T: serde::Serialize>(v: &T) -> Option<String> {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-}
-
-/// A pod-unschedulable finding's verdicts: typed when the analysis attached its diagnosis,
-/// else read from the details' JSON.
-fn verdicts_of(f: &Finding) -> Vec<(String, String, Option<String>)> {
-    if let Some(d) = f.details.downcast_ref::<PodDiagnosis>() {
-        return d
-            .nodepools
-            .iter()
-            .map(|v| {
-                (
-                    v.name.clone(),
-                    verdict_str(v.verdict).to_string(),
-                    v.reasons.first().and_then(|r| kebab(&r.category)),
-                )
-            })
-            .collect();
-    }
-    let json = f.details.to_json();
-    json["nodepools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|v| {
-                    (
-                        v["name"].as_str().unwrap_or_default().to_string(),
-                        v["verdict"].as_str().unwrap_or("unknown").to_string(),
-                        v["reasons"][0]["category"].as_str().map(str::to_string),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The shared-verdicts key of a finding: replicas share their diagnosis' verdicts.
-fn shared_key(f: &Finding) -> Option<usize> {
+/// The kinds of blocker a disruption-blocked finding names, each once.
+fn blocker_kinds(f: &Finding) -> BTreeSet<&'static str> {
     f.details
-        .downcast_ref::<PodDiagnosis>()
-        .map(|d| Arc::as_ptr(&d.nodepools) as usize)
-}
-
-fn blocker_kinds(f: &Finding) -> BTreeSet<String> {
-    let from = |v: &Value| -> BTreeSet<String> {
-        v["blockers"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|b| label_value(b["kind"].as_str().unwrap_or("other")))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    match f.details.downcast_ref::<Value>() {
-        Some(v) => from(v),
-        None => from(&f.details.to_json()),
-    }
+        .downcast_ref::<BlockedDetails>()
+        .map(|d| d.blockers.iter().map(|b| b.kind.as_str()).collect())
+        .unwrap_or_default()
 }
 
 /// A pool's nodes now: its Node objects (live; a NodeClaim that never launched is no node),
@@ -848,7 +715,7 @@ fn nodes_now(c: &Cluster, pool: &NodePool) -> f64 {
 }
 
 /// The picture of now, from one pass.
-pub fn gauges(report: &Report, c: &Cluster) -> Vec<GaugeFamily> {
+pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
     let mut unschedulable = family(defs::UNSCHEDULABLE_PODS);
     let mut drifted = family(defs::DRIFTED_NODES);
     let mut blocked = family(defs::DISRUPTION_BLOCKED_NODES);
@@ -856,41 +723,21 @@ pub fn gauges(report: &Report, c: &Cluster) -> Vec<GaugeFamily> {
     let mut cost = family(defs::NODEPOOL_COST);
     let mut nodes = family(defs::NODEPOOL_NODES);
 
-    let provider = cluster_provider(c);
-    let held = |f: &Finding| {
-        let o = &f.object;
-        let pod = c
-            .pods
-            .get(&(o.namespace.clone().unwrap_or_default(), o.name.clone()));
-        let check = |pool: &str, admit: fn(&NodePool, &PodSpec, Provider) -> bool| match (
-            c.nodepools.get(pool),
-            pod,
-        ) {
-            (Some(np), Some(p)) => admit(np, &p.spec, provider),
-            _ => false,
-        };
-        hold(
-            &verdicts_of(f),
-            |pool| check(pool, pool_admits),
-            |pool| check(pool, pool_requirements_admit),
-        )
-    };
-    // Replicas share their verdicts: each distinct set is looked at once.
-    let mut holds: HashMap<usize, (String, String)> = HashMap::new();
-    for f in &report.findings {
+    for f in pass.report.findings.iter() {
         let pool = f.nodepool.as_deref().unwrap_or_default();
         match f.code {
             Code::PodUnschedulable => {
-                let (cat, pool) = match shared_key(f) {
-                    Some(k) => holds.entry(k).or_insert_with(|| held(f)).clone(),
-                    None => held(f),
+                let ns = f.object.namespace.as_deref().unwrap_or_default();
+                let (cat, pool) = match pass.hold(ns, &f.object.name) {
+                    Some(h) => (label_value(&h.category), h.nodepool.clone()),
+                    None => ("unknown".to_string(), String::new()),
                 };
                 unschedulable.add(&[&cat, &pool], 1.0);
             }
             Code::NodeclaimDrifted => drifted.add(&[pool], 1.0),
             Code::DisruptionBlocked => {
                 for kind in blocker_kinds(f) {
-                    blocked.add(&[pool, &kind], 1.0);
+                    blocked.add(&[pool, kind], 1.0);
                 }
             }
             _ => {}
@@ -905,10 +752,9 @@ pub fn gauges(report: &Report, c: &Cluster) -> Vec<GaugeFamily> {
             continue;
         };
         // What counts against the limits, as the limit findings count it.
-        let mut used = pool_usage(c, pool);
-        let limited = pool_node_count(c, pool) as f64;
-        used.0
-            .insert("nodes".into(), used.get("nodes").max(limited));
+        let Some(used) = pass.pools.get(name).map(|u| u.counted()) else {
+            continue;
+        };
         for (res, &limit) in &limits.0 {
             let ratio = if limit > 0.0 {
                 used.get(res) / limit
@@ -1147,7 +993,7 @@ lastTimestamp: "{at}"
 
     fn pass(sli: &Sli, c: &Cluster, at: i64) {
         let now = t(at);
-        sli.update(&crate::analysis::analyze(c, now), c, now);
+        sli.update(&crate::analysis::run(c, now), c, now);
     }
 
     fn scrape(sli: &Sli) -> String {
@@ -1376,49 +1222,6 @@ lastTimestamp: "{at}"
         let text = scrape(&sli);
         assert!(!text.contains("nodepool=\"empty\""), "{text}");
         assert!(text.contains(&format!("# TYPE {nodes} gauge")));
-    }
-
-    fn v(pool: &str, verdict: &str, cat: Option<&str>) -> (String, String, Option<String>) {
-        (pool.into(), verdict.into(), cat.map(str::to_string))
-    }
-
-    #[test]
-    fn a_pod_is_held_by_the_first_pool_meant_for_it() {
-        let none = |_: &str| false;
-        let all = |_: &str| true;
-        assert_eq!(hold(&[], none, none), ("no-nodepools".into(), "".into()));
-        // A pool that could take it.
-        let vs = [
-            v("gpu", "rejected", Some("taints")),
-            v("web", "compatible", None),
-        ];
-        assert_eq!(hold(&vs, none, none), ("compatible".into(), "web".into()));
-        // A full pool the pod is not meant for does not hold it; one it is meant for does.
-        let vs = [
-            v("full", "rejected", Some("limits")),
-            v("gpu", "rejected", Some("taints")),
-            v("web", "rejected", Some("requirements")),
-        ];
-        assert_eq!(hold(&vs, none, none), ("requirements".into(), "".into()));
-        let full = |p: &str| p == "full";
-        assert_eq!(hold(&vs, full, all), ("limits".into(), "full".into()));
-        // Only a toleration missing for gpu: its taints hold the pod.
-        let gpu = |p: &str| p == "gpu";
-        assert_eq!(hold(&vs, none, gpu), ("taints".into(), "gpu".into()));
-        // Past the pool's selection checks: that pool holds it.
-        let vs = [
-            v("a", "rejected", Some("requirements")),
-            v("b", "rejected", Some("topology")),
-        ];
-        assert_eq!(hold(&vs, none, none), ("topology".into(), "b".into()));
-        let vs = [
-            v("a", "rejected", Some("validation")),
-            v("b", "rejected", Some("limits")),
-        ];
-        assert_eq!(hold(&vs, none, all), ("validation".into(), "".into()));
-        let vs = [v("a", "unknown", Some("requirements"))];
-        assert_eq!(hold(&vs, none, none), ("unknown".into(), "".into()));
-        assert_eq!(hold(&vs, all, all), ("unknown".into(), "a".into()));
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod dump;
 pub mod limits;
 pub mod live;
 pub mod metrics;
+pub mod status;
 pub mod watch;
 
 pub use dump::{load_paths, load_str, LoadNotes};

@@ -3,7 +3,7 @@
 //! the view's state and keys ([`App`]), the terminal (raw mode and the alternate screen,
 //! restored on exit, on error and on panic) and the event loop; [`model`] builds the
 //! rows and [`render`] draws them. Everything from the cluster is drawn through
-//! [`crate::cli::output::clean`], so no control character reaches the terminal.
+//! [`crate::explain::text::clean`], so no control character reaches the terminal.
 
 pub mod model;
 pub mod render;
@@ -14,9 +14,8 @@ use std::time::Duration;
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::widgets::TableState;
 
-use crate::analysis::Context;
-use crate::cli::output::{clean, Style};
-use crate::cli::why;
+use crate::explain::text::{clean, Style};
+use crate::explain as why;
 pub use model::Snapshot;
 
 /// The tables, in the order Tab visits them.
@@ -256,8 +255,7 @@ impl App {
 
     /// The `why` answer for the selected row; a pool narrows the node list to itself.
     fn open(&mut self) {
-        let ctx = Context::new(&self.snap.cluster, self.snap.top.now);
-        let findings = &self.snap.report.findings;
+        let (c, pass) = (&self.snap.cluster, &self.snap.pass);
         let (title, text) = match self.pane {
             Pane::Pools => {
                 let Some(name) = self
@@ -281,8 +279,8 @@ impl App {
                 else {
                     return;
                 };
-                let text = why::node_answer(&ctx, findings, &name)
-                    .map(|a| why::node_text(&ctx, &a, Style::plain()));
+                let text = why::node_answer(c, pass, &name)
+                    .map(|a| why::node_text(c, pass.now, &a, Style::plain()));
                 (format!("why node {name}"), text)
             }
             Pane::Pending => {
@@ -293,8 +291,8 @@ impl App {
                 }) else {
                     return;
                 };
-                let text = why::pod_answer(&ctx, findings, &ns, &name)
-                    .map(|a| why::pod_text(&ctx, &a, Style::plain()));
+                let text = why::pod_answer(c, pass, &ns, &name)
+                    .map(|a| why::pod_text(c, pass.now, &a, Style::plain()));
                 (format!("why pod {ns}/{name}"), text)
             }
         };

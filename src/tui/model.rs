@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use crate::analysis::{self, capacity, provisioning};
-use crate::findings::{Report, Severity};
+use crate::analysis::{self, capacity, provisioning, Pass};
+use crate::findings::Severity;
 use crate::karpenter::resources::Resources;
 use crate::model::Cluster;
 use crate::web::view;
@@ -94,18 +94,19 @@ pub struct Top {
 /// A model, analysed, with the view built from it.
 pub struct Snapshot {
     pub cluster: Cluster,
-    pub report: Report,
+    /// The analysis pass the view was built from; `why` answers read it.
+    pub pass: Pass,
     pub top: Top,
 }
 
 impl Snapshot {
     /// Analyse `cluster` at `now` and build the view.
     pub fn new(cluster: Cluster, origin: &str, now: DateTime<Utc>) -> Self {
-        let (report, pending) = analysis::analyze_with_pending(&cluster, now);
-        let top = build(&cluster, &report, &pending, origin, now);
+        let pass = analysis::run(&cluster, now);
+        let top = build(&cluster, &pass, origin);
         Snapshot {
             cluster,
-            report,
+            pass,
             top,
         }
     }
@@ -143,23 +144,17 @@ fn node_usage(c: &Cluster) -> BTreeMap<String, (Usage, Usage)> {
         .collect()
 }
 
-pub fn build(
-    c: &Cluster,
-    report: &Report,
-    pending: &[std::sync::Arc<provisioning::PodDiagnosis>],
-    origin: &str,
-    now: DateTime<Utc>,
-) -> Top {
+pub fn build(c: &Cluster, pass: &Pass, origin: &str) -> Top {
+    let (report, pending, now) = (&*pass.report, &pass.pending, pass.now);
     let ov = view::overview(
         c,
+        pass,
         view::Inputs {
             cluster_name: origin,
-            report,
-            pending,
-            now,
             price_problem: None,
             forbidden: None,
             stale: None,
+            fixed_clock: false,
         },
     );
     let usage = node_usage(c);
@@ -244,7 +239,7 @@ pub fn build(
             namespace: d.pod.namespace.clone().unwrap_or_default(),
             name: d.pod.name.clone(),
             pending_for: d.pending_for.clone(),
-            requests: crate::cli::output::requests_line(&d.requests),
+            requests: crate::explain::text::requests_line(&d.requests),
             verdict: d.verdict_summary(),
         })
         .collect();
@@ -288,17 +283,16 @@ mod tests {
         }
         assert!(t.pending.iter().any(|p| p.name == "trainer-0"));
         // The same pods, in the same order, as the dashboard's list.
-        let (report, pending) = analysis::analyze_with_pending(&s.cluster, crate::demo::now());
+        let pass = analysis::run(&s.cluster, crate::demo::now());
         let ov = view::overview(
             &s.cluster,
+            &pass,
             view::Inputs {
                 cluster_name: "demo",
-                report: &report,
-                pending: &pending,
-                now: crate::demo::now(),
                 price_problem: None,
                 forbidden: None,
                 stale: None,
+                fixed_clock: false,
             },
         );
         let mine: Vec<(&str, &str)> = t

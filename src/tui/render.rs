@@ -10,7 +10,7 @@ use ratatui::Frame;
 
 use super::model::{money, Usage};
 use super::{App, Pane};
-use crate::cli::output::clean;
+use crate::explain::text::clean;
 use crate::web::view::display_quantity;
 
 /// A bar of `width` cells and the percentage: `████░░░░  52%`.

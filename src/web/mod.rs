@@ -6,6 +6,7 @@
 //! the overview JSON, and bumps a version that the SSE stream pushes; requests then only
 //! copy cached bytes, except the detail pane, which reads the model for one object.
 
+pub mod board;
 pub mod guard;
 pub mod pane;
 pub mod view;
@@ -23,15 +24,13 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::SecondsFormat;
 use serde::Deserialize;
 
-use crate::analysis::provisioning::PodDiagnosis;
-use crate::analysis::Context;
-use crate::findings::Report;
+use crate::analysis::Pass;
 use crate::model::Cluster;
-use crate::serve::Shared;
 pub use guard::Hosts;
+pub use board::Board;
 use pane::{Selection, TABS};
 use view::{ClaimRow, Overview};
 
@@ -45,9 +44,10 @@ pub struct Page {
     pub overview: Overview,
     pub panels_html: String,
     pub json: Bytes,
-    pub report: Arc<Report>,
-    pub pending: Vec<Arc<PodDiagnosis>>,
-    pub now: DateTime<Utc>,
+    /// The analysis pass the page shows; answers and panes read it.
+    pub pass: Arc<Pass>,
+    /// A dump's fixed clock (its capture time): the page says "as of", never "N ago".
+    pub fixed_clock: bool,
     /// The whole page without a selection, rendered by the first request that wants it.
     pub html: std::sync::OnceLock<Bytes>,
 }
@@ -101,19 +101,17 @@ struct PaneTemplate<'a> {
 }
 
 /// Build the view of one pass: the model, its report and diagnoses.
-pub fn build_page(c: &Cluster, inputs: view::Inputs, report: Arc<Report>) -> Page {
-    let now = inputs.now;
-    let pending = inputs.pending.to_vec();
-    let overview = view::overview(c, inputs);
+pub fn build_page(c: &Cluster, pass: Arc<Pass>, inputs: view::Inputs) -> Page {
+    let fixed_clock = inputs.fixed_clock;
+    let overview = view::overview(c, &pass, inputs);
     let panels_html = render_panels(&overview);
     let json = Bytes::from(serde_json::to_vec(&overview).unwrap_or_default());
     Page {
         overview,
         panels_html,
         json,
-        report,
-        pending,
-        now,
+        pass,
+        fixed_clock,
         html: std::sync::OnceLock::new(),
     }
 }
@@ -129,7 +127,7 @@ pub fn render_panels(o: &Overview) -> String {
 
 /// The dashboard's state: every watched cluster, in flag order.
 pub struct Site {
-    pub clusters: Vec<Arc<Shared>>,
+    pub clusters: Vec<Arc<Board>>,
     pub auth_token: Option<String>,
     /// The `Host` values answered (DNS rebinding); others get 421.
     pub hosts: Hosts,
@@ -138,8 +136,8 @@ pub struct Site {
 }
 
 impl Site {
-    fn cluster(&self, name: &str) -> Option<&Arc<Shared>> {
-        self.clusters.iter().find(|c| c.name == name)
+    fn cluster(&self, name: &str) -> Option<&Arc<Board>> {
+        self.clusters.iter().find(|c| c.name() == name)
     }
 }
 
@@ -234,13 +232,12 @@ fn json<T: serde::Serialize>(v: &T) -> Response {
 
 /// The latest page of a cluster, or the response to send instead.
 #[allow(clippy::result_large_err)]
-fn latest(site: &Site, cluster: &str, path: &str) -> Result<(Arc<Shared>, Arc<Page>), Response> {
+fn latest(site: &Site, cluster: &str, path: &str) -> Result<(Arc<Board>, Arc<Page>), Response> {
     let Some(shared) = site.cluster(cluster) else {
         audit(path, cluster, "not_found");
         return Err(not_found(&format!("cluster {cluster:?}")));
     };
-    let page = shared.page.read().ok().and_then(|p| p.clone());
-    match page {
+    match shared.page() {
         Some(p) => Ok((shared.clone(), p)),
         None => {
             audit(path, cluster, "not_ready");
@@ -257,7 +254,7 @@ fn latest(site: &Site, cluster: &str, path: &str) -> Result<(Arc<Shared>, Arc<Pa
 async fn root(State(site): St) -> Response {
     match site.clusters.first() {
         Some(c) => {
-            Redirect::to(&format!("/clusters/{}/karpenter", urlencode(&c.name))).into_response()
+            Redirect::to(&format!("/clusters/{}/karpenter", urlencode(c.name()))).into_response()
         }
         None => not_found("cluster"),
     }
@@ -309,15 +306,15 @@ async fn page(
         }
     }
     let body = PageTemplate {
-        cluster: &shared.name,
-        base: format!("/clusters/{}/karpenter", urlencode(&shared.name)),
+        cluster: shared.name(),
+        base: format!("/clusters/{}/karpenter", urlencode(shared.name())),
         clusters: site
             .clusters
             .iter()
-            .map(|c| (c.name.as_str(), c.name == shared.name))
+            .map(|c| (c.name(), c.name() == shared.name()))
             .collect(),
-        generated: page.now.to_rfc3339_opts(SecondsFormat::Secs, true),
-        fixed_clock: shared.clock.read().ok().is_some_and(|c| c.is_some()),
+        generated: page.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true),
+        fixed_clock: page.fixed_clock,
         panels: &page.panels_html,
         pane,
     }
@@ -332,7 +329,7 @@ async fn page(
 
 /// The page of a cluster kelp does not serve: the usual chrome, the clusters it does serve, 404.
 fn unknown_cluster(site: &Site, cluster: &str) -> Response {
-    let known: Vec<&str> = site.clusters.iter().map(|c| c.name.as_str()).collect();
+    let known: Vec<&str> = site.clusters.iter().map(|c| c.name()).collect();
     let body = UnknownClusterTemplate {
         cluster,
         known: known.clone(),
@@ -365,7 +362,7 @@ async fn panels(State(site): St, Path(cluster): Path<String>) -> Response {
         Ok((_, page)) => {
             let mut r = html(page.panels_html.clone());
             if let Ok(v) =
-                HeaderValue::from_str(&page.now.to_rfc3339_opts(SecondsFormat::Secs, true))
+                HeaderValue::from_str(&page.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true))
             {
                 r.headers_mut().insert("x-kelp-generated", v);
             }
@@ -422,10 +419,10 @@ async fn pending_detail(
 }
 
 /// The full object from the API server for the yaml tab (live clusters only).
-async fn live_yaml(shared: &Shared, sel: &Selection) -> Option<String> {
-    let conn = shared.conn.get()?;
+async fn live_yaml(shared: &Board, sel: &Selection) -> Option<String> {
+    let client = shared.client()?;
     let req = http::Request::get(sel.api_path()).body(Vec::new()).ok()?;
-    let fut = conn.client.request::<serde_json::Value>(req);
+    let fut = client.request::<serde_json::Value>(req);
     let mut v = tokio::time::timeout(Duration::from_secs(5), fut)
         .await
         .ok()?
@@ -437,7 +434,7 @@ async fn live_yaml(shared: &Shared, sel: &Selection) -> Option<String> {
 /// The pane for `sel`, or None when the model does not hold it (or stays locked past
 /// [`MODEL_DEADLINE`]). The model is read off the async workers.
 async fn render_pane(
-    shared: &Arc<Shared>,
+    shared: &Arc<Board>,
     page: &Arc<Page>,
     sel: &Selection,
     tab: &str,
@@ -455,8 +452,7 @@ async fn render_pane(
     let (page, sel, tab) = (page.clone(), sel.clone(), tab.to_string());
     shared
         .read(MODEL_DEADLINE, move |c| {
-            let ctx = context(c, &page);
-            let p = pane::pane(c, &ctx, &page.report, &sel, &tab, live)?;
+            let p = pane::pane(c, &page.pass, &sel, &tab, live)?;
             PaneTemplate {
                 p: &p,
                 tabs: &TABS,
@@ -496,7 +492,7 @@ async fn events(State(site): St, Path(cluster): Path<String>) -> Response {
     let Some(shared) = site.cluster(&cluster).cloned() else {
         return not_found(&format!("cluster {cluster:?}"));
     };
-    let rx = shared.version.subscribe();
+    let rx = shared.subscribe();
     let stream =
         futures::stream::unfold((rx, shared, true), |(mut rx, shared, first)| async move {
             if !first && rx.changed().await.is_err() {
@@ -504,13 +500,8 @@ async fn events(State(site): St, Path(cluster): Path<String>) -> Response {
             }
             rx.borrow_and_update();
             let generated = shared
-                .page
-                .read()
-                .ok()
-                .and_then(|p| {
-                    p.as_ref()
-                        .map(|p| p.now.to_rfc3339_opts(SecondsFormat::Secs, true))
-                })
+                .page()
+                .map(|p| p.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true))
                 .unwrap_or_default();
             let ev = SseEvent::default().event("update").data(generated);
             Some((Ok::<_, Infallible>(ev), (rx, shared, false)))
@@ -527,9 +518,9 @@ async fn api_clusters(State(site): St) -> Response {
         .iter()
         .map(|c| {
             serde_json::json!({
-                "name": c.name,
+                "name": c.name(),
                 "ready": c.ready(),
-                "href": format!("/clusters/{}/karpenter", urlencode(&c.name)),
+                "href": format!("/clusters/{}/karpenter", urlencode(c.name())),
             })
         })
         .collect();
@@ -569,18 +560,9 @@ async fn api_findings(State(site): St, Path(cluster): Path<String>) -> Response 
     match latest(&site, &cluster, &path) {
         Ok((_, page)) => {
             audit(&path, &cluster, "ok");
-            json(page.report.as_ref())
+            json(page.pass.report.as_ref())
         }
         Err(r) => r,
-    }
-}
-
-/// The analysis context of a page's pass, over the model as it is now.
-fn context<'a>(c: &'a Cluster, page: &Page) -> Context<'a> {
-    Context {
-        cluster: c,
-        now: page.now,
-        pending: page.pending.clone(),
     }
 }
 
@@ -590,14 +572,14 @@ async fn answer<T: serde::Serialize + Send + 'static>(
     site: &Site,
     cluster: &str,
     path: &str,
-    f: impl FnOnce(&Context, &Report) -> anyhow::Result<T> + Send + 'static,
+    f: impl FnOnce(&Cluster, &Pass) -> Result<T, crate::explain::NotFound> + Send + 'static,
 ) -> Response {
     let (shared, page) = match latest(site, cluster, path) {
         Ok(x) => x,
         Err(r) => return r,
     };
     let answered = shared
-        .read(MODEL_DEADLINE, move |c| f(&context(c, &page), &page.report))
+        .read(MODEL_DEADLINE, move |c| f(c, &page.pass))
         .await;
     match answered {
         Some(Ok(a)) => {
@@ -632,16 +614,16 @@ async fn api_why_pod(
     Path((cluster, ns, name)): Path<(String, String, String)>,
 ) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/pods/{ns}/{name}/why");
-    answer(&site, &cluster, &path, move |ctx, report| {
-        crate::cli::why::pod_answer(ctx, &report.findings, &ns, &name)
+    answer(&site, &cluster, &path, move |c, pass| {
+        crate::explain::pod_answer(c, pass, &ns, &name)
     })
     .await
 }
 
 async fn api_why_node(State(site): St, Path((cluster, name)): Path<(String, String)>) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/nodes/{name}/why");
-    answer(&site, &cluster, &path, move |ctx, report| {
-        crate::cli::why::node_answer(ctx, &report.findings, &name)
+    answer(&site, &cluster, &path, move |c, pass| {
+        crate::explain::node_answer(c, pass, &name)
     })
     .await
 }

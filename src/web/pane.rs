@@ -4,10 +4,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::analysis::{ago, Context};
-use crate::cli::output::Style;
-use crate::cli::why;
-use crate::findings::Report;
+use crate::analysis::{ago, Pass};
+use crate::explain::{self as why, text::Style};
 use crate::model::Cluster;
 
 pub const TABS: [&str; 3] = ["describe", "yaml", "events"];
@@ -170,27 +168,26 @@ pub struct Pane {
 /// object as the API server returned it (managedFields removed), when there is one.
 pub fn pane(
     c: &Cluster,
-    ctx: &Context,
-    report: &Report,
+    pass: &Pass,
     sel: &Selection,
     tab: &str,
     live_yaml: Option<String>,
 ) -> Option<Pane> {
-    let now = ctx.now;
+    let now = pass.now;
     let s = Style::plain();
     let (uid, describe, trimmed) = match sel.kind {
         Kind::Pod => {
             let ns = sel.namespace.as_deref().unwrap_or_default();
             let pod = c.pods.get(&(ns.to_string(), sel.name.clone()))?;
-            let text = why::pod_answer(ctx, &report.findings, ns, &sel.name)
-                .map(|a| why::pod_text(ctx, &a, s))
+            let text = why::pod_answer(c, pass, ns, &sel.name)
+                .map(|a| why::pod_text(c, now, &a, s))
                 .unwrap_or_else(|e| e.to_string());
             (pod.metadata.uid.clone(), text, yaml_of(pod, "v1", "Pod"))
         }
         Kind::Node => {
             let node = c.nodes.get(&sel.name)?;
-            let text = why::node_answer(ctx, &report.findings, &sel.name)
-                .map(|a| why::node_text(ctx, &a, s))
+            let text = why::node_answer(c, pass, &sel.name)
+                .map(|a| why::node_text(c, now, &a, s))
                 .unwrap_or_else(|e| e.to_string());
             (node.metadata.uid.clone(), text, yaml_of(node, "v1", "Node"))
         }
@@ -242,9 +239,9 @@ pub fn pane(
                 ));
             }
             if claim.status.node_name.is_some() {
-                if let Ok(a) = why::node_answer(ctx, &report.findings, &sel.name) {
+                if let Ok(a) = why::node_answer(c, pass, &sel.name) {
                     text.push('\n');
-                    text.push_str(&why::node_text(ctx, &a, s));
+                    text.push_str(&why::node_text(c, now, &a, s));
                 }
             }
             (
@@ -265,7 +262,7 @@ pub fn pane(
                     cnd.message.as_deref().unwrap_or("")
                 ));
             }
-            let mine: Vec<_> = report
+            let mine: Vec<_> = pass.report
                 .findings
                 .iter()
                 .filter(|f| {

@@ -8,9 +8,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::analysis::disruption::{self, Nominations};
+use crate::analysis::disruption;
 use crate::analysis::provisioning::{self, PodDiagnosis, Verdict};
-use crate::analysis::{ago, capacity};
+use crate::analysis::{ago, capacity, Pass};
+pub use crate::source::status::PriceProblem;
+use crate::explain::text::{requests_line, serde_name};
 use crate::findings::{Code, Report, Severity};
 use crate::karpenter::budgets::{self, DisruptionReason};
 use crate::karpenter::labels;
@@ -38,49 +40,6 @@ pub const FINDINGS_CAP: usize = 50;
 pub const INLINE_VERDICTS: usize = 400;
 /// How far back the timeline reaches.
 pub const TIMELINE_HOURS: i64 = 3;
-
-/// Why the cost columns are hidden, when they are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "cause", rename_all = "kebab-case")]
-pub enum PriceProblem {
-    /// The API server refused `services/proxy` (403): grant it with this YAML.
-    Forbidden { message: String, rbac: String },
-    /// The scrape did not answer in time.
-    Timeout { message: String },
-    /// The Karpenter service (or its namespace) does not exist.
-    NotFound { message: String },
-    /// Anything else (no endpoints, a parse error...).
-    Other { message: String },
-    /// Reading from a dump with no controller metrics in it.
-    NotScraped { message: String },
-}
-
-impl PriceProblem {
-    pub fn message(&self) -> &str {
-        match self {
-            PriceProblem::Forbidden { message, .. }
-            | PriceProblem::Timeout { message }
-            | PriceProblem::NotFound { message }
-            | PriceProblem::Other { message }
-            | PriceProblem::NotScraped { message } => message,
-        }
-    }
-    pub fn cause(&self) -> &'static str {
-        match self {
-            PriceProblem::Forbidden { .. } => "forbidden",
-            PriceProblem::Timeout { .. } => "timeout",
-            PriceProblem::NotFound { .. } => "not-found",
-            PriceProblem::Other { .. } => "other",
-            PriceProblem::NotScraped { .. } => "not-scraped",
-        }
-    }
-    pub fn rbac(&self) -> Option<&str> {
-        match self {
-            PriceProblem::Forbidden { rbac, .. } => Some(rbac),
-            _ => None,
-        }
-    }
-}
 
 /// Whether the page can show Karpenter at all, and if not, why and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -115,7 +74,7 @@ pub struct Overview {
     pub findings: Vec<FindingRow>,
     /// Set when the model may be out of date: which watches stopped, and since when.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stale: Option<crate::serve::health::Stale>,
+    pub stale: Option<crate::source::status::Stale>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -379,33 +338,32 @@ pub struct FindingRow {
 /// Everything one pass hands to the view, besides the model.
 pub struct Inputs<'a> {
     pub cluster_name: &'a str,
-    pub report: &'a Report,
-    pub pending: &'a [Arc<PodDiagnosis>],
-    pub now: DateTime<Utc>,
     /// The last scrape problem, when prices come from nowhere.
     pub price_problem: Option<PriceProblem>,
     /// A permission the watcher lacks (e.g. `list nodepools.karpenter.sh`), with the API's message.
     pub forbidden: Option<String>,
     /// Kinds whose watches have made no progress for a while (an API server outage).
-    pub stale: Option<crate::serve::health::Stale>,
+    pub stale: Option<crate::source::status::Stale>,
+    /// The clock stands still (a dump's capture time): the page says "as of".
+    pub fixed_clock: bool,
 }
 
-pub fn overview(c: &Cluster, i: Inputs) -> Overview {
-    let now = i.now;
-    let nominations = Nominations::new(c, now);
-    let install = install(c, i.report, i.forbidden.as_deref());
+pub fn overview(c: &Cluster, pass: &Pass, i: Inputs) -> Overview {
+    let now = pass.now;
+    let report = &*pass.report;
+    let install = install(c, report, i.forbidden.as_deref());
     let prices = Prices::of(c);
-    let worst = words::worst_by_object(i.report);
+    let worst = words::worst_by_object(report);
     let mut drifted_by_pool: BTreeMap<String, usize> = BTreeMap::new();
-    let nodeclaims = claim_groups(c, now, &nominations, &mut drifted_by_pool, &worst);
+    let nodeclaims = claim_groups(c, pass, &mut drifted_by_pool, &worst);
     let mut nodepools: Vec<PoolRow> = c
         .nodepools
         .values()
-        .map(|p| pool_row(c, p, now, &prices, &drifted_by_pool, &worst))
+        .map(|p| pool_row(c, pass, p, &prices, &drifted_by_pool, &worst))
         .collect();
     // Karpenter's order: the highest weight first, then by name.
     nodepools.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.name.cmp(&b.name)));
-    let pending = pending(i.pending, now, &worst);
+    let pending = pending(&pass.pending, now, &worst);
     let priced: Vec<f64> = c
         .nodes
         .values()
@@ -421,14 +379,14 @@ pub fn overview(c: &Cluster, i: Inputs) -> Overview {
                 "no prices: no controller metrics were read, and nodes carry no price label".into(),
         }))
     };
-    let sev = |s: Severity| i.report.findings.iter().filter(|f| f.severity == s).count();
+    let sev = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
     let counts = Counts {
-        findings: i.report.findings.len(),
+        findings: report.findings.len(),
         nodepools: c.nodepools.len(),
         nodeclaims: c.nodeclaims.len(),
         nodes: c.nodes.len(),
         pods: c.pods.len(),
-        pending: i.pending.len(),
+        pending: pass.pending.len(),
         drifted: drifted_by_pool.values().sum(),
         critical: sev(Severity::Critical),
         warning: sev(Severity::Warning),
@@ -449,8 +407,7 @@ pub fn overview(c: &Cluster, i: Inputs) -> Overview {
         pending,
         capacity: capacity_panel(c, now),
         timeline: timeline(c, now),
-        findings: i
-            .report
+        findings: report
             .findings
             .iter()
             .take(FINDINGS_CAP)
@@ -574,12 +531,13 @@ fn money(v: f64) -> String {
 
 fn pool_row(
     c: &Cluster,
+    pass: &Pass,
     p: &NodePool,
-    now: DateTime<Utc>,
     prices: &Prices,
     drifted: &BTreeMap<String, usize>,
     worst: &BTreeMap<String, Severity>,
 ) -> PoolRow {
+    let now = pass.now;
     let name = p.metadata.name.clone();
     let d = &p.spec.disruption;
     let default_budgets = [budgets::Budget::default()];
@@ -616,7 +574,13 @@ fn pool_row(
             (r.as_str().to_string(), v)
         })
         .collect();
-    let usage = provisioning::pool_usage(c, p);
+    let usage = pass
+        .pools
+        .get(&name)
+        .cloned()
+        .unwrap_or_else(|| provisioning::PoolUsage::of(c, p));
+    let nodes = usage.nodes;
+    let usage = usage.counted();
     let limits = Resources::from_quantities(&p.spec.limits)
         .map(|l| {
             l.0.iter()
@@ -706,7 +670,7 @@ fn pool_row(
         budgets,
         allowed,
         limits,
-        nodes: provisioning::pool_node_count(c, p),
+        nodes,
         ready: ready.to_string(),
         ready_ok,
         ready_reason,
@@ -759,8 +723,7 @@ fn badge(claim: &NodeClaim, name: &'static str) -> Badge {
 
 fn claim_groups(
     c: &Cluster,
-    now: DateTime<Utc>,
-    nominations: &Nominations,
+    pass: &Pass,
     drifted_by_pool: &mut BTreeMap<String, usize>,
     worst: &BTreeMap<String, Severity>,
 ) -> Vec<ClaimGroup> {
@@ -783,14 +746,13 @@ fn claim_groups(
                 .unwrap_or_default()
         };
         let drifted = is_true(&claim.status.conditions, "Drifted");
-        let (blocked_by, blocked_detail) = match node {
-            Some(n) => {
-                let d = disruption::node_disruption(c, n, now, nominations);
+        let (blocked_by, blocked_detail) = match node.and_then(|n| pass.nodes.get(&n.metadata.name)) {
+            Some(d) => {
                 // Each kind once, in the order the blockers come.
                 let mut kinds: Vec<String> = Vec::new();
                 for b in &d.blockers {
                     // The kind and the object, visibly: `pdb web/storefront`.
-                    let mut k = crate::cli::output::serde_name(b.kind);
+                    let mut k = serde_name(b.kind);
                     if let Some(o) = &b.object {
                         let name = match &o.namespace {
                             Some(ns) => format!("{ns}/{}", o.name),
@@ -839,7 +801,7 @@ fn claim_groups(
             age: claim
                 .metadata
                 .creation_timestamp
-                .map(|t| ago(now, t))
+                .map(|t| ago(pass.now, t))
                 .unwrap_or_default(),
             conditions: [
                 "Launched",
@@ -925,7 +887,7 @@ fn pending(
             namespace: d.pod.namespace.clone().unwrap_or_default(),
             name: d.pod.name.clone(),
             pending_for: d.pending_for.clone(),
-            requests: crate::cli::output::requests_line(&d.requests),
+            requests: requests_line(&d.requests),
             summary: d.verdict_summary(),
             verdict_line: words::verdict_line(d),
             severity: words::worst([worst
@@ -951,7 +913,7 @@ fn pending(
             event: d.event.as_ref().map(|e| EventRow {
                 reason: e.reason.clone(),
                 message: e.message.to_string(),
-                format: match crate::cli::output::serde_name(e.format).as_str() {
+                format: match serde_name(e.format).as_str() {
                     "wrapped" => "v1.0-v1.4",
                     "flat" => "v1.5+",
                     _ => "unrecognised",

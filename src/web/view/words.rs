@@ -97,7 +97,7 @@ pub fn advice(v: &PoolVerdict) -> String {
     let Some(r) = v.reasons.first() else {
         return "run kelp why pod for the whole story".into();
     };
-    crate::cli::why::change_for(r).unwrap_or_else(|| "read the reason and Karpenter's event".into())
+    crate::explain::change_for(r).unwrap_or_else(|| "read the reason and Karpenter's event".into())
 }
 
 /// A budget in words: `0 nodes · 0 6 * * * for 8h · Drifted`.

@@ -1,4 +1,4 @@
-//! serve's health: each watched kind's progress (readiness and the dashboard's "stale
+//! The runtime's health: each watched kind's progress (readiness and the dashboard's "stale
 //! since") and the analysis watchdog (liveness). Time is monotonic; the wall-clock time a
 //! kind started failing is kept only to be shown.
 
@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use crate::source::status::{Stale, StaleKind};
 use crate::source::watch::Progress;
 
 /// A kind with no successful list or watch progress for this long makes serve unready
@@ -24,42 +25,6 @@ struct KindState {
     last_progress: Option<Instant>,
     /// When failures began (monotonic, wall clock) and the latest error.
     failing: Option<(Instant, DateTime<Utc>, String)>,
-}
-
-/// One kind that has had no progress for [`STALE_AFTER`].
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct StaleKind {
-    pub kind: String,
-    /// The latest error, when the kind is failing rather than silent.
-    pub error: Option<String>,
-}
-
-/// Why the model may be out of date.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Stale {
-    /// The earliest moment a stale kind last made progress (or began failing).
-    pub since: DateTime<Utc>,
-    pub kinds: Vec<StaleKind>,
-}
-
-impl Stale {
-    /// One line for `/readyz` and logs.
-    pub fn line(&self) -> String {
-        let kinds: Vec<String> = self
-            .kinds
-            .iter()
-            .map(|k| match &k.error {
-                Some(e) => format!("{}: {e}", k.kind),
-                None => format!("{}: no watch progress", k.kind),
-            })
-            .collect();
-        format!(
-            "stale since {}: {}",
-            self.since
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            kinds.join("; ")
-        )
-    }
 }
 
 /// Per-kind progress and the analysis heartbeat, shared by the watch tasks, the analysis

@@ -1,0 +1,22 @@
+//! The answers to "why": `why pod` and `why node` as typed answers read from one
+//! analysis [`Pass`](crate::analysis::Pass), the advice that goes with them, and their
+//! text. Every view that explains (the CLI, the dashboard's pane and API, the TUI)
+//! answers through this room, and [`text`] renders for all of them.
+
+pub mod node;
+pub mod pod;
+pub mod text;
+
+pub use node::{node_answer, node_text, NodeAnswer};
+pub use pod::{change_for, pod_answer, pod_text, PodAnswer};
+
+/// What `why` was asked about does not exist.
+#[derive(Debug, thiserror::Error)]
+pub enum NotFound {
+    #[error("pod {0} not found")]
+    Pod(String),
+    #[error("node {0} not found")]
+    Node(String),
+    #[error("NodeClaim {0} has no node yet: see `kelp doctor` for launch and registration findings")]
+    ClaimWithoutNode(String),
+}

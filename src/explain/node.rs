@@ -1,0 +1,171 @@
+//! `why node`: one node's disruption state (pool, age against expireAfter, drift,
+//! emptiness), what Karpenter wants to do to it, every blocker and how to lift it.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::text::{clean, columns, serde_name, Style};
+use super::NotFound;
+use crate::analysis::disruption::{self, Blocker, NodeDisruption};
+use crate::analysis::{ago, Pass};
+use crate::findings::Finding;
+use crate::karpenter::events::BlockerKind;
+use crate::model::Cluster;
+
+/// What `kelp why node` answers (and the dashboard's node pane).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeAnswer {
+    #[serde(flatten)]
+    pub state: NodeDisruption,
+    pub advice: Vec<String>,
+    pub findings: Vec<Finding>,
+}
+
+/// Explain one node (or NodeClaim, by its node); an error when there is none.
+pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, NotFound> {
+    let node = c
+        .nodes
+        .get(name)
+        .or_else(|| c.nodeclaims.get(name).and_then(|cl| c.node_for_claim(cl)));
+    let Some(node) = node else {
+        if c.nodeclaims.contains_key(name) {
+            return Err(NotFound::ClaimWithoutNode(name.to_string()));
+        }
+        return Err(NotFound::Node(name.to_string()));
+    };
+    // The pass has every Karpenter node; any other node is judged here (it has no pool).
+    let state = match pass.nodes.get(&node.metadata.name) {
+        Some(s) => s.clone(),
+        None => disruption::node_disruption(c, node, pass.now, &disruption::Nominations::new(c, pass.now)),
+    };
+    let claim = state.nodeclaim.clone().unwrap_or_default();
+    let mine: Vec<Finding> = pass
+        .report
+        .findings
+        .iter()
+        .filter(|f| {
+            (f.object.kind == "Node" && f.object.name == state.node)
+                || (f.object.kind == "NodeClaim" && f.object.name == claim)
+        })
+        .cloned()
+        .collect();
+    Ok(NodeAnswer {
+        advice: state.blockers.iter().map(unblock).collect(),
+        state,
+        findings: mine,
+    })
+}
+
+/// `kelp why node` as text.
+pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style) -> String {
+    let state = &answer.state;
+    let mut out = format!("{} {}\n", s.bold("Node"), s.bold(&state.node));
+    let Some(pool) = &state.nodepool else {
+        out.push_str("Not managed by Karpenter (no karpenter.sh/nodepool label).\n");
+        return out;
+    };
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let rows = vec![
+        vec![
+            "NodePool".to_string(),
+            format!(
+                "{pool}{}",
+                if c.nodepools.contains_key(pool) {
+                    ""
+                } else {
+                    " (missing!)"
+                }
+            ),
+        ],
+        vec![
+            "NodeClaim".into(),
+            state
+                .nodeclaim
+                .clone()
+                .unwrap_or_else(|| "none found".into()),
+        ],
+        vec![
+            "Age".into(),
+            format!(
+                "{} (expireAfter {}{})",
+                state.age.clone().unwrap_or_else(|| "?".into()),
+                state.expire_after.clone().unwrap_or_default(),
+                match state.expires_at {
+                    Some(t) if state.expired =>
+                        format!(", expired {} ago", ago(now, t)),
+                    Some(t) => format!(", expires in {}", ago(t, now)),
+                    None => String::new(),
+                }
+            ),
+        ],
+        vec![
+            "Drifted".into(),
+            state
+                .drifted
+                .clone()
+                .map(|r| format!("yes ({r})"))
+                .unwrap_or_else(|| "no".into()),
+        ],
+        vec!["Empty".into(), yes_no(state.empty).into()],
+        vec!["Consolidatable".into(), yes_no(state.consolidatable).into()],
+    ];
+    out.push_str(&columns(&rows));
+    if state.wants.is_empty() {
+        out.push_str("\nKarpenter has no reason to disrupt this node now.\n");
+    } else {
+        let wants: Vec<&str> = state.wants.iter().map(|w| w.message.as_str()).collect();
+        out.push_str(&format!(
+            "\nKarpenter wants to disrupt it: {}\n",
+            wants.join(", ")
+        ));
+    }
+    if state.blockers.is_empty() {
+        out.push_str("Nothing blocks disruption.\n");
+    } else {
+        out.push_str(&format!("\n{}\n", s.bold("Blockers")));
+        for b in &state.blockers {
+            out.push_str(&format!(
+                "  - {}: {}\n",
+                serde_name(b.kind),
+                clean(&b.message)
+            ));
+        }
+        out.push_str(&format!("\n{}\n", s.bold("To unblock")));
+        for a in &answer.advice {
+            out.push_str(&format!("  - {a}\n"));
+        }
+    }
+    if let Some(e) = &state.blocked_event {
+        out.push_str(&format!(
+            "\nKarpenter's last DisruptionBlocked event: {}\n",
+            clean(e)
+        ));
+    }
+    out
+}
+
+fn unblock(b: &Blocker) -> String {
+    let name = b
+        .object
+        .as_ref()
+        .map(|o| o.name.clone())
+        .unwrap_or_default();
+    let ns = b
+        .object
+        .as_ref()
+        .and_then(|o| o.namespace.clone())
+        .unwrap_or_default();
+    match b.kind {
+        BlockerKind::DoNotDisruptPod => format!(
+            "pod {ns}/{name}: let it finish, or remove the annotation (kubectl annotate pod -n {ns} {name} karpenter.sh/do-not-disrupt-); a NodePool terminationGracePeriod lets drift proceed anyway"
+        ),
+        BlockerKind::DoNotDisruptNode => format!("remove the node annotation: kubectl annotate node {name} karpenter.sh/do-not-disrupt-"),
+        BlockerKind::Pdb => format!("PDB {ns}/{name} allows no disruption: scale the workload up or relax minAvailable/maxUnavailable"),
+        BlockerKind::Budget => "a disruption budget allows 0 now: wait for its window to close or change spec.disruption.budgets".into(),
+        BlockerKind::Nominated => "a pending pod was nominated to this node: Karpenter waits for it to bind".into(),
+        BlockerKind::NotInitialized => "the node never initialized: see nodeclaim-not-initialized in `kelp doctor`".into(),
+        BlockerKind::NodepoolMissing => "its NodePool is gone: recreate it, or delete the NodeClaim to drain the node".into(),
+        BlockerKind::Other => b.message.clone(),
+    }
+}

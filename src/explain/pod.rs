@@ -1,0 +1,188 @@
+//! `why pod`: one pod's state, each NodePool's verdict in Karpenter's order, Karpenter's
+//! event as evidence, and what to change. The CLI, the dashboard's pane and API, and the
+//! TUI all answer through it.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::text::{clean, requests_line, verdict_table, Style};
+use super::NotFound;
+use crate::analysis::provisioning::{self, PodDiagnosis, PoolSet, Reason};
+use crate::analysis::{ago, Pass};
+use crate::findings::Finding;
+use crate::karpenter::events::{Category, MessageFormat};
+use crate::model::Cluster;
+
+/// What `kelp why pod` answers (and the dashboard's pod pane and API).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodAnswer {
+    pub pod: String,
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Arc<PodDiagnosis>>,
+    pub advice: Vec<String>,
+    pub findings: Vec<Finding>,
+}
+
+/// Explain one pod; an error when it does not exist.
+pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodAnswer, NotFound> {
+    let Some(pod) = c.pods.get(&(ns.to_string(), name.to_string())) else {
+        return Err(NotFound::Pod(format!("{ns}/{name}")));
+    };
+    let pending = pass.diagnosis(ns, name);
+    let diagnosis = match pending {
+        Some(d) => Some(d.clone()),
+        None if pod.spec.node_name.is_none()
+            && pod.status.phase.as_deref().unwrap_or("Pending") == "Pending" =>
+        {
+            // Not (yet) marked unschedulable, or nominated: evaluate anyway, it is still useful.
+            Some(Arc::new(provisioning::diagnose(
+                c,
+                &PoolSet::with_usage(c, &pass.pools).with_instance_type_events(c, pass.now),
+                pod,
+                pass.now,
+            )))
+        }
+        None => None,
+    };
+    let state = match (&pod.spec.node_name, pod.status.phase.as_deref()) {
+        (Some(n), phase) => format!("{} on node {n}", phase.unwrap_or("Scheduled")),
+        (None, _) if pending.is_some() => {
+            "Pending: unschedulable".into()
+        }
+        (None, _) if pod.status.nominated_node_name.is_some() => format!(
+            "Pending: nominated to {}",
+            pod.status.nominated_node_name.clone().unwrap_or_default()
+        ),
+        (None, phase) => format!(
+            "{}: not marked unschedulable by the scheduler yet",
+            phase.unwrap_or("Pending")
+        ),
+    };
+    let advice = diagnosis.as_deref().map(pod_advice).unwrap_or_default();
+    let mine: Vec<Finding> = pass
+        .report
+        .findings
+        .iter()
+        .filter(|f| {
+            f.object.kind == "Pod"
+                && f.object.name == name
+                && f.object.namespace.as_deref() == Some(ns)
+        })
+        .cloned()
+        .collect();
+    Ok(PodAnswer {
+        pod: format!("{ns}/{name}"),
+        state,
+        diagnosis,
+        advice,
+        findings: mine,
+    })
+}
+
+/// `kelp why pod` as text.
+pub fn pod_text(c: &Cluster, now: DateTime<Utc>, answer: &PodAnswer, s: Style) -> String {
+    let mut out = format!(
+        "{} {}: {}\n",
+        s.bold("Pod"),
+        s.bold(&answer.pod),
+        answer.state
+    );
+    if let Some(d) = answer.diagnosis.as_deref() {
+        out.push_str(&format!(
+            "Pending for {} · requests {}\n\n",
+            d.pending_for,
+            requests_line(&d.requests)
+        ));
+        if d.nodepools.is_empty() {
+            out.push_str("There are no NodePools.\n");
+        } else {
+            let weight = |name: &str| {
+                c.nodepools
+                    .get(name)
+                    .and_then(|p| p.spec.weight)
+                    .unwrap_or(0)
+            };
+            out.push_str(&verdict_table(
+                d.nodepools.iter().map(|v| (&**v, weight(&v.name))),
+                s,
+            ));
+        }
+        out.push('\n');
+        match &d.event {
+            Some(e) => {
+                out.push_str(&format!(
+                    "{} ({}, {} format, last seen {}):\n  {}\n",
+                    s.bold("Karpenter's event"),
+                    e.reason,
+                    match e.format {
+                        MessageFormat::Wrapped => "v1.0-v1.4",
+                        MessageFormat::Flat => "v1.5+",
+                        MessageFormat::Unknown => "unrecognised",
+                    },
+                    e.last_seen
+                        .map(|t| ago(now, t) + " ago")
+                        .unwrap_or_else(|| "?".into()),
+                    clean(&e.message)
+                ));
+            }
+            None => out.push_str(&format!(
+                "{}: no scheduling event found yet\n",
+                s.bold("Karpenter's event")
+            )),
+        }
+        if let Some(m) = &d.scheduler {
+            out.push_str(&format!("{}: {m}\n", s.bold("kube-scheduler")));
+        }
+    }
+    if !answer.advice.is_empty() {
+        out.push_str(&format!("\n{}\n", s.bold("What to change")));
+        for a in &answer.advice {
+            out.push_str(&format!("  - {a}\n"));
+        }
+    }
+    out
+}
+
+/// One suggestion per pool: what would let that pool take the pod.
+fn pod_advice(d: &PodDiagnosis) -> Vec<String> {
+    let mut out = Vec::new();
+    if d.compatible().next().is_some() {
+        let names: Vec<&str> = d.compatible().map(|v| v.name.as_str()).collect();
+        out.push(format!(
+            "{} can take this pod by kelp's checks: if nothing launches, read Karpenter's event and logs (instance types, topology spread, volumes), and check the controller is running",
+            names.join(", ")
+        ));
+        return out;
+    }
+    for v in d.nodepools.iter() {
+        let Some(r) = v.reasons.first() else { continue };
+        let tip = change_for(r).unwrap_or_else(|| r.message.clone());
+        out.push(format!("to use {}: {tip}", v.name));
+    }
+    out
+}
+
+/// What to change so that a pool's first rejection reason goes away; None for a reason
+/// kelp has no advice for (callers fall back to the reason itself). `why pod`'s "What to
+/// change" and the dashboard's expanded verdicts share it.
+pub fn change_for(r: &Reason) -> Option<String> {
+    Some(match r.category {
+        Category::Taints => format!(
+            "add a toleration for {}",
+            r.message.trim_start_matches("did not tolerate taint ")
+        ),
+        Category::Requirements => "change the pod's nodeSelector/affinity, or add the label to the pool's requirements or template labels".into(),
+        Category::Limits => "raise the pool's spec.limits or free capacity in it".into(),
+        Category::NodepoolNotReady => "fix the pool's readiness (see its conditions)".into(),
+        Category::InstanceTypes => "widen the pool's instance types or lower the pod's requests".into(),
+        Category::Validation => "fix the pod's scheduling constraints (Karpenter rejects them before trying any pool)".into(),
+        Category::Topology => "relax the pod's topology spread or (anti-)affinity".into(),
+        Category::Volumes => "check the zones of the pod's volumes against the pool's zones".into(),
+        Category::Other => return None,
+    })
+}
+

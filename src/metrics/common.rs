@@ -1,0 +1,45 @@
+//! What the seed counters and the SLI metrics share: registration from the definitions
+//! table, stable object ids, label hygiene and the default series TTL. Both depend on
+//! this, never on each other's internals.
+
+use prometheus_client::registry::Registry;
+
+use super::defs::MetricDef;
+use crate::model::Meta;
+
+/// The default `--series-ttl`.
+pub const DEFAULT_SERIES_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Register `m` under its definition's name and help.
+pub(super) fn reg<M: prometheus_client::registry::Metric>(r: &mut Registry, d: &MetricDef, m: M) {
+    // prometheus-client ends the help with a period itself.
+    r.register(d.registered_name(), d.help.trim_end_matches('.'), m);
+}
+
+/// A stable id for an object: its UID, or kind/namespace/name when a dump has none.
+pub fn uid(kind: &str, m: &Meta) -> String {
+    if m.uid.is_empty() {
+        format!(
+            "{kind}/{}/{}",
+            m.namespace.as_deref().unwrap_or_default(),
+            m.name
+        )
+    } else {
+        m.uid.clone()
+    }
+}
+
+/// A label value kelp may export: short, of safe characters; anything else is `other`, so
+/// free text from the cluster never makes unbounded label values.
+pub fn label_value(s: &str) -> String {
+    let s = s.trim();
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        s.to_string()
+    } else {
+        "other".into()
+    }
+}

@@ -1,0 +1,352 @@
+//! Feeding the model: one reflector per watched kind (Karpenter's kinds start when
+//! discovery shows them), a dump followed for changes, or the demo; and [`start`], which
+//! starts a cluster's sources and its analysis loop.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Shared;
+use crate::analysis;
+use crate::model::event::CoreEvent;
+use crate::model::*;
+use crate::source::live::{self, Connection, Resource};
+use crate::source::watch::{reflect, Change, Object};
+
+/// Where `serve` reads a cluster from.
+pub enum Input {
+    Live(live::Target),
+    /// Files re-read when they change (a dump that is rewritten shows up live).
+    Dump(Vec<PathBuf>),
+    /// The bundled demo cluster.
+    Demo,
+}
+
+/// How one kind enters the model.
+trait Kind: Object + Sized {
+    fn apply(self, c: &mut Cluster);
+    fn delete(&self, c: &mut Cluster);
+    /// The keys this reflector owns (for NodeClass: only those of its own kind).
+    fn keys(c: &Cluster, r: &Resource) -> Vec<(Option<String>, String)>;
+    fn delete_key(c: &mut Cluster, ns: Option<&str>, name: &str);
+}
+
+macro_rules! cluster_kind {
+    ($t:ty, $map:ident, $apply:ident, $del:ident) => {
+        impl Kind for $t {
+            fn apply(self, c: &mut Cluster) {
+                c.$apply(self)
+            }
+            fn delete(&self, c: &mut Cluster) {
+                c.$del(&self.metadata.name)
+            }
+            fn keys(c: &Cluster, _: &Resource) -> Vec<(Option<String>, String)> {
+                c.$map.keys().map(|k| (None, k.clone())).collect()
+            }
+            fn delete_key(c: &mut Cluster, _: Option<&str>, name: &str) {
+                c.$del(name)
+            }
+        }
+    };
+    ($t:ty, $map:ident, $apply:ident, $del:ident, namespaced) => {
+        impl Kind for $t {
+            fn apply(self, c: &mut Cluster) {
+                c.$apply(self)
+            }
+            fn delete(&self, c: &mut Cluster) {
+                c.$del(
+                    self.metadata.namespace.as_deref().unwrap_or_default(),
+                    &self.metadata.name,
+                )
+            }
+            fn keys(c: &Cluster, _: &Resource) -> Vec<(Option<String>, String)> {
+                c.$map
+                    .keys()
+                    .map(|(ns, n)| (Some(ns.clone()), n.clone()))
+                    .collect()
+            }
+            fn delete_key(c: &mut Cluster, ns: Option<&str>, name: &str) {
+                c.$del(ns.unwrap_or_default(), name)
+            }
+        }
+    };
+}
+
+cluster_kind!(NodePool, nodepools, apply_nodepool, delete_nodepool);
+cluster_kind!(NodeClaim, nodeclaims, apply_nodeclaim, delete_nodeclaim);
+cluster_kind!(Node, nodes, apply_node, delete_node);
+cluster_kind!(Pod, pods, apply_pod, delete_pod, namespaced);
+cluster_kind!(
+    DaemonSet,
+    daemonsets,
+    apply_daemonset,
+    delete_daemonset,
+    namespaced
+);
+cluster_kind!(PodDisruptionBudget, pdbs, apply_pdb, delete_pdb, namespaced);
+
+impl Kind for NodeClass {
+    fn apply(self, c: &mut Cluster) {
+        c.apply_nodeclass(self)
+    }
+    fn delete(&self, c: &mut Cluster) {
+        c.delete_nodeclass(&self.kind, &self.metadata.name)
+    }
+    /// Keys carry the kind in place of a namespace: EC2NodeClass and KWOKNodeClass share names.
+    fn keys(c: &Cluster, r: &Resource) -> Vec<(Option<String>, String)> {
+        c.nodeclasses
+            .keys()
+            .filter(|(kind, _)| kind == r.kind)
+            .map(|(kind, name)| (Some(kind.clone()), name.clone()))
+            .collect()
+    }
+    fn delete_key(c: &mut Cluster, kind: Option<&str>, name: &str) {
+        c.delete_nodeclass(kind.unwrap_or_default(), name)
+    }
+}
+
+impl Kind for CoreEvent {
+    fn apply(self, c: &mut Cluster) {
+        c.apply_event(self.into());
+    }
+    fn delete(&self, c: &mut Cluster) {
+        let e: Event = self.clone_event();
+        c.delete_event(&e.id);
+    }
+    fn keys(c: &Cluster, _: &Resource) -> Vec<(Option<String>, String)> {
+        c.events.keys().map(|k| (None, k.clone())).collect()
+    }
+    fn delete_key(c: &mut Cluster, _: Option<&str>, id: &str) {
+        c.delete_event(id)
+    }
+}
+
+/// Feed one change of a kind into the model.
+fn feed<T: Kind>(c: &mut Cluster, r: &Resource, change: Change<T>) {
+    match change {
+        Change::Apply(o) => o.apply(c),
+        Change::Delete(o) => o.delete(c),
+        Change::Reset(items) => {
+            for (ns, name) in T::keys(c, r) {
+                T::delete_key(c, ns.as_deref(), &name);
+            }
+            items.into_iter().for_each(|o| o.apply(c));
+        }
+    }
+}
+
+fn spawn_reflector<T>(
+    shared: &Arc<Shared>,
+    conn: &Arc<Connection>,
+    r: Resource,
+    fix: fn(&mut T, &Resource),
+) where
+    T: Kind + serde::de::DeserializeOwned + Clone + Send + 'static,
+{
+    use crate::source::watch::Progress;
+    let (shared, conn) = (shared.clone(), conn.clone());
+    tokio::spawn(async move {
+        let s2 = shared.clone();
+        let mut first = true;
+        let karpenter = r.group.starts_with("karpenter.");
+        reflect::<T, _>(
+            &conn,
+            r,
+            |mut change: Change<T>| {
+                match &mut change {
+                    Change::Apply(o) | Change::Delete(o) => fix(o, &r),
+                    Change::Reset(items) => items.iter_mut().for_each(|o| fix(o, &r)),
+                }
+                shared.update(move |c| feed(c, &r, change));
+            },
+            move |progress| {
+                s2.health.progress(r.kind, &progress);
+                match progress {
+                    Progress::Watching => {}
+                    Progress::Listed => {
+                        if std::mem::take(&mut first) {
+                            s2.synced.fetch_add(1, Ordering::SeqCst);
+                        }
+                        if karpenter && s2.forbidden().is_some_and(|f| f.contains(r.plural)) {
+                            s2.set_forbidden(None);
+                        }
+                    }
+                    Progress::Failed(e) if karpenter && e.is_forbidden() => {
+                        s2.set_forbidden(Some(format!(
+                            "list and watch {}.{} are forbidden ({e})",
+                            r.plural, r.group
+                        )));
+                        s2.changed.notify_one();
+                    }
+                    Progress::Failed(_) => {}
+                }
+            },
+        )
+        .await
+    });
+}
+
+fn no_fix<T>(_: &mut T, _: &Resource) {}
+
+fn node_class_fix(o: &mut NodeClass, r: &Resource) {
+    o.kind = r.kind.to_string();
+    o.group = r.group.to_string();
+}
+
+/// Start watching every kind the cluster serves; Karpenter's kinds start when its APIs
+/// appear (discovery is polled), without a restart.
+async fn watch_cluster(
+    shared: Arc<Shared>,
+    conn: Arc<Connection>,
+    first: crate::model::ApiInfo,
+) -> anyhow::Result<()> {
+    let mut started: Vec<&'static str> = Vec::new();
+    let core = [
+        live::NODES,
+        live::PODS,
+        live::DAEMONSETS,
+        live::PDBS,
+        live::EVENTS,
+    ];
+    // Count every kind discovery already shows before any watch starts, so the first
+    // analysis never runs on a model that has pods but not yet the NodePools.
+    shared
+        .kinds
+        .store(live::resources_for(&first).len(), Ordering::SeqCst);
+    let api = first.clone();
+    shared.update(move |c| c.api = api);
+    spawn_reflector::<Node>(&shared, &conn, live::NODES, no_fix);
+    spawn_reflector::<Pod>(&shared, &conn, live::PODS, no_fix);
+    spawn_reflector::<DaemonSet>(&shared, &conn, live::DAEMONSETS, no_fix);
+    spawn_reflector::<PodDisruptionBudget>(&shared, &conn, live::PDBS, no_fix);
+    spawn_reflector::<CoreEvent>(&shared, &conn, live::EVENTS, no_fix);
+    loop {
+        match live::discover(&conn).await {
+            Ok(api) => {
+                for r in live::resources_for(&api) {
+                    if started.contains(&r.kind) || core.iter().any(|k| k.kind == r.kind) {
+                        continue;
+                    }
+                    tracing::info!(resource = r.plural, "Karpenter API found; watching");
+                    if !live::resources_for(&first).iter().any(|f| f.kind == r.kind) {
+                        shared.kinds.fetch_add(1, Ordering::SeqCst);
+                    }
+                    match r.kind {
+                        "NodePool" => spawn_reflector::<NodePool>(&shared, &conn, r, no_fix),
+                        "NodeClaim" => spawn_reflector::<NodeClaim>(&shared, &conn, r, no_fix),
+                        _ => spawn_reflector::<NodeClass>(&shared, &conn, r, node_class_fix),
+                    }
+                    started.push(r.kind);
+                }
+                shared.update(move |c| c.api = api);
+            }
+            Err(e) => tracing::warn!(error = %e, "discovery failed"),
+        }
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    }
+}
+
+fn dump_name(paths: &[PathBuf]) -> String {
+    paths
+        .first()
+        .and_then(|p| p.file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty() && s != "-")
+        .unwrap_or_else(|| "dump".into())
+}
+
+fn load_dump(paths: &[PathBuf]) -> anyhow::Result<Cluster> {
+    let mut c = Cluster::default();
+    crate::source::load_paths(paths, &mut c)?;
+    Ok(c)
+}
+
+fn set_model(shared: &Shared, c: Cluster) {
+    if let Ok(mut clock) = shared.clock.write() {
+        *clock = c.captured_at.filter(|t| analysis::plausible_clock(*t));
+    }
+    shared.update(move |m| *m = c);
+}
+
+fn mtimes(paths: &[PathBuf]) -> Vec<Option<std::time::SystemTime>> {
+    paths
+        .iter()
+        .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .collect()
+}
+
+/// Re-read a dump when one of its files changes, so `serve --from` follows a file that
+/// is rewritten. A file that does not parse keeps the previous model (and says why).
+async fn follow_dump(shared: Arc<Shared>, paths: Vec<PathBuf>) {
+    if paths.iter().any(|p| p.as_os_str() == "-") {
+        return;
+    }
+    let mut seen = mtimes(&paths);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = mtimes(&paths);
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        let p2 = paths.clone();
+        match tokio::task::spawn_blocking(move || load_dump(&p2)).await {
+            Ok(Ok(c)) => {
+                tracing::info!(paths = ?paths, "dump changed; reloaded");
+                set_model(&shared, c);
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "dump changed but cannot be read; keeping the previous one")
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// How often Karpenter's metrics are scraped for prices and offering availability.
+pub async fn start(
+    input: Input,
+    series_ttl: Duration,
+    karpenter_service: Option<&crate::source::controller::ScrapeTarget>,
+    hook: impl FnOnce(&Arc<Shared>),
+) -> anyhow::Result<Arc<Shared>> {
+    let shared = match input {
+        Input::Dump(paths) => {
+            let shared = Shared::new(&dump_name(&paths), series_ttl);
+            hook(&shared);
+            set_model(&shared, load_dump(&paths)?);
+            shared.kinds.store(0, Ordering::SeqCst);
+            tokio::spawn(follow_dump(shared.clone(), paths));
+            shared
+        }
+        Input::Demo => {
+            let shared = Shared::new("demo", series_ttl);
+            hook(&shared);
+            shared.log_findings.store(false, Ordering::Relaxed);
+            let mut c = crate::demo::cluster()?;
+            c.captured_at = Some(crate::demo::now());
+            set_model(&shared, c);
+            shared.kinds.store(0, Ordering::SeqCst);
+            shared
+        }
+        Input::Live(target) => {
+            let conn = Arc::new(live::connect(&target).await?);
+            // Fail fast, with one clear line, when the cluster cannot be read at all.
+            let api = live::discover(&conn).await?;
+            tracing::info!(server = %conn.server, context = %conn.context, "watching");
+            let shared = Shared::new(&conn.context, series_ttl);
+            let _ = shared.conn.set(conn.clone());
+            hook(&shared);
+            if let Some(t) = karpenter_service {
+                tokio::spawn(super::prices::scrape_prices(shared.clone(), conn.clone(), t.clone()));
+            }
+            tokio::spawn(watch_cluster(shared.clone(), conn, api));
+            shared
+        }
+    };
+    tokio::spawn(super::analyse_forever(shared.clone()));
+    tokio::spawn(super::watchdog(shared.clone()));
+    Ok(shared)
+}
+

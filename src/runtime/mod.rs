@@ -1,0 +1,338 @@
+//! The runtime: one watched cluster's live state. It keeps the model current (edits are
+//! applied by one applier thread, the only writer), re-runs the analysis on change
+//! (debounced) and on a clock tick, folds each pass into the metrics, logs findings as
+//! they appear and resolve, and hands each typed pass to whoever subscribed (the
+//! dashboard). It knows nothing of HTTP or of the views.
+//!
+//! Nothing here blocks the async workers: watch tasks hand their edits to the applier
+//! thread, analysis passes run on the blocking pool, and readers take the model off the
+//! workers with a deadline. [`feed`] starts the sources (watches, a followed dump, the
+//! demo), [`prices`] scrapes Karpenter's metrics, [`health`] tracks watch progress and the
+//! analysis heartbeat, [`log`] writes the appeared/resolved lines.
+
+pub mod feed;
+pub mod health;
+pub mod log;
+pub mod prices;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::Notify;
+
+use crate::analysis::{self, Pass};
+use crate::findings::Report;
+use crate::metrics::{self, LatestReport};
+use crate::model::*;
+use crate::source::live::Connection;
+use crate::source::status::{PriceProblem, Stale};
+
+pub use feed::{start, Input};
+
+/// How long changes are gathered before the analysis re-runs.
+pub const DEBOUNCE: Duration = Duration::from_millis(250);
+/// Time-based findings (pending for more than 5 minutes, budgets...) change with the clock.
+pub const TICK: Duration = Duration::from_secs(15);
+
+/// What a pass's subscribers get besides the model and the pass: the sources' state.
+#[derive(Debug, Clone, Default)]
+pub struct Status {
+    /// Why prices are missing, when the controller scrape failed.
+    pub price_problem: Option<PriceProblem>,
+    /// A Karpenter kind kelp may not list (RBAC), with the API server's words.
+    pub forbidden: Option<String>,
+    /// Kinds whose watches have made no progress for a while.
+    pub stale: Option<Stale>,
+    /// The clock stands still: a dump's capture time.
+    pub fixed_clock: bool,
+}
+
+/// Called after every analysis pass, on the blocking pool, with the model still read-locked.
+pub type PassHook = Box<dyn Fn(&Cluster, &Arc<Pass>, &Status) + Send + Sync>;
+
+/// Everything the tasks of one cluster share. Fields are private: the sources feed it
+/// through [`Shared::update`], readers go through the getters.
+pub struct Shared {
+    /// The kubeconfig context (or the dump's name): `{cluster}` in the dashboard's URLs.
+    name: String,
+    /// The connection, for reads made on demand (a pane's full yaml).
+    conn: std::sync::OnceLock<Arc<Connection>>,
+    price_problem: RwLock<Option<PriceProblem>>,
+    forbidden: RwLock<Option<String>>,
+    /// Log findings as they appear and resolve (not for the demo).
+    log_findings: AtomicBool,
+    /// The model. Only the applier thread writes it (see [`Shared::update`]); passes
+    /// read it on the blocking pool, the dashboard through [`Shared::model`] with a deadline.
+    cluster: Arc<RwLock<Cluster>>,
+    /// Edits for the applier thread.
+    edits: std::sync::mpsc::Sender<Edit>,
+    latest: LatestReport,
+    changed: Arc<Notify>,
+    /// Watch progress per kind and the analysis heartbeat.
+    health: health::Health,
+    /// Kinds whose first list has arrived, of `kinds` expected.
+    synced: AtomicUsize,
+    kinds: AtomicUsize,
+    analysed: AtomicBool,
+    /// When the last analysis pass finished (monotonic), to tell a stalled one.
+    last_pass: std::sync::Mutex<Option<std::time::Instant>>,
+    /// A fixed clock for a dump (its capture time); the wall clock when watching.
+    clock: RwLock<Option<chrono::DateTime<Utc>>>,
+    /// The seed operator's metrics, folded from each analysis pass.
+    seed: metrics::seed::SeedMetrics,
+    /// Who gets each pass (the dashboard builds its page from it).
+    hooks: RwLock<Vec<PassHook>>,
+}
+
+/// A change to the model, applied on the applier thread.
+type Edit = Box<dyn FnOnce(&mut Cluster) + Send>;
+
+/// The applier: takes the write lock (blocking only itself while a pass reads), applies
+/// every queued edit in one go, then wakes the analysis. Ends when the cluster's state is
+/// dropped.
+fn spawn_applier(
+    name: &str,
+    cluster: Arc<RwLock<Cluster>>,
+    changed: Arc<Notify>,
+) -> std::sync::mpsc::Sender<Edit> {
+    let (tx, rx) = std::sync::mpsc::channel::<Edit>();
+    let spawned = std::thread::Builder::new()
+        .name(format!("kelp-model-{name}"))
+        .spawn(move || {
+            while let Ok(first) = rx.recv() {
+                let mut c = cluster.write().unwrap_or_else(|e| e.into_inner());
+                let mut apply = |edit: Edit| {
+                    // One bad edit must not end the applier: the model itself is still whole.
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| edit(&mut c)))
+                        .is_err()
+                    {
+                        tracing::error!("a model update panicked; it was skipped");
+                    }
+                };
+                apply(first);
+                while let Ok(next) = rx.try_recv() {
+                    apply(next);
+                }
+                drop(c);
+                changed.notify_one();
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the model's applier thread");
+    }
+    tx
+}
+
+impl Shared {
+    pub fn new(name: &str, series_ttl: Duration) -> Arc<Self> {
+        let cluster = Arc::new(RwLock::new(Cluster::default()));
+        let changed = Arc::new(Notify::new());
+        let edits = spawn_applier(name, cluster.clone(), changed.clone());
+        Arc::new(Shared {
+            name: name.to_string(),
+            conn: std::sync::OnceLock::new(),
+            price_problem: RwLock::new(None),
+            forbidden: RwLock::new(None),
+            log_findings: AtomicBool::new(true),
+            cluster,
+            edits,
+            latest: Arc::default(),
+            changed,
+            health: health::Health::default(),
+            synced: AtomicUsize::new(0),
+            kinds: AtomicUsize::new(usize::MAX),
+            analysed: AtomicBool::new(false),
+            last_pass: std::sync::Mutex::new(None),
+            clock: RwLock::new(None),
+            seed: metrics::seed::SeedMetrics::new(series_ttl),
+            hooks: RwLock::new(Vec::new()),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The model, for a reader that brings its own deadline (the dashboard).
+    pub fn model(&self) -> Arc<RwLock<Cluster>> {
+        self.cluster.clone()
+    }
+
+    /// The latest report, as `/metrics` reads it.
+    pub fn latest(&self) -> LatestReport {
+        self.latest.clone()
+    }
+
+    pub fn seed(&self) -> &metrics::seed::SeedMetrics {
+        &self.seed
+    }
+
+    pub fn health(&self) -> &health::Health {
+        &self.health
+    }
+
+    /// The live connection (none for a dump or the demo).
+    pub fn connection(&self) -> Option<&Arc<Connection>> {
+        self.conn.get()
+    }
+
+    pub fn forbidden(&self) -> Option<String> {
+        self.forbidden.read().ok().and_then(|f| f.clone())
+    }
+
+    /// Record (or clear) a Karpenter kind kelp may not list; the next pass shows it.
+    pub fn set_forbidden(&self, f: Option<String>) {
+        if let Ok(mut w) = self.forbidden.write() {
+            *w = f;
+        }
+    }
+
+    /// Record (or clear) why prices are missing; the next pass shows it.
+    pub fn set_price_problem(&self, p: Option<PriceProblem>) {
+        if let Ok(mut w) = self.price_problem.write() {
+            *w = p;
+        }
+    }
+
+    /// Hand every later pass to `hook`.
+    pub fn on_pass(&self, hook: PassHook) {
+        if let Ok(mut h) = self.hooks.write() {
+            h.push(hook);
+        }
+    }
+
+    /// The sources' state now, as a pass's subscribers see it.
+    pub fn status(&self) -> Status {
+        Status {
+            price_problem: self.price_problem.read().ok().and_then(|p| p.clone()),
+            forbidden: self.forbidden(),
+            stale: self.health.stale(),
+            fixed_clock: self.clock.read().ok().is_some_and(|c| c.is_some()),
+        }
+    }
+
+    /// Ready once every watched kind has listed and the first analysis ran, and for as
+    /// long as passes keep coming (a stalled analysis would serve a frozen report) and
+    /// every kind's watch keeps making progress (an outage would serve an old model).
+    pub fn ready(&self) -> bool {
+        self.not_ready().is_none()
+    }
+
+    /// Why not ready, in one line; None when ready.
+    pub fn not_ready(&self) -> Option<String> {
+        if self.synced.load(Ordering::SeqCst) < self.kinds.load(Ordering::SeqCst) {
+            return Some("waiting for the first full sync".into());
+        }
+        if !self.analysed.load(Ordering::SeqCst) {
+            return Some("waiting for the first analysis".into());
+        }
+        let fresh = self
+            .last_pass
+            .lock()
+            .map(|t| t.is_some_and(|t| t.elapsed() < TICK * 4))
+            .unwrap_or(false);
+        if !fresh {
+            return Some("the analysis has not run for a minute".into());
+        }
+        self.health.stale().map(|s| s.line())
+    }
+
+    /// One analysis pass (CPU work, blocking): the report, the metrics, and every
+    /// subscriber's share. Returns the report for the caller to log and publish.
+    pub fn pass(&self, now: chrono::DateTime<Utc>) -> Arc<Report> {
+        let cluster = self.cluster.read().unwrap_or_else(|e| e.into_inner());
+        let pass = Arc::new(analysis::run(&cluster, now));
+        self.seed.update(&pass, &cluster, now);
+        let hooks = self.hooks.read().unwrap_or_else(|e| e.into_inner());
+        if !hooks.is_empty() {
+            let status = self.status();
+            for hook in hooks.iter() {
+                hook(&cluster, &pass, &status);
+            }
+        }
+        pass.report.clone()
+    }
+
+    /// Put an already loaded model in place and run one pass at once, so the report and
+    /// every subscriber's share are there (tests, one-off views).
+    pub fn load(&self, c: Cluster, now: chrono::DateTime<Utc>) {
+        *self.cluster.write().unwrap_or_else(|e| e.into_inner()) = c;
+        self.kinds.store(0, Ordering::SeqCst);
+        let report = self.pass(now);
+        if let Ok(mut l) = self.latest.write() {
+            *l = Some(report);
+        }
+    }
+
+    /// Queue an edit of the model for the applier thread; never blocks. The analysis
+    /// is woken once it is applied.
+    pub fn update(&self, f: impl FnOnce(&mut Cluster) + Send + 'static) {
+        if self.edits.send(Box::new(f)).is_err() {
+            tracing::error!("the model's applier thread is gone; an update was lost");
+        }
+    }
+}
+
+pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
+    let mut first = true;
+    loop {
+        shared.health.turn();
+        let changed = tokio::select! {
+            _ = shared.changed.notified() => { tokio::time::sleep(DEBOUNCE).await; true }
+            _ = tokio::time::sleep(TICK) => false,
+        };
+        // Wait for every kind's first list, except one kelp may not read at all: then the
+        // dashboard says which permission is missing (and /readyz stays unready).
+        let forbidden = shared.forbidden().is_some();
+        if shared.synced.load(Ordering::SeqCst) < shared.kinds.load(Ordering::SeqCst) && !forbidden
+        {
+            continue;
+        }
+        // A dump's clock stands still: with no change, another pass would find the same.
+        let fixed_clock = shared.clock.read().ok().is_some_and(|c| c.is_some());
+        if fixed_clock && !changed && !first {
+            if let Ok(mut t) = shared.last_pass.lock() {
+                *t = Some(std::time::Instant::now());
+            }
+            continue;
+        }
+        first = false;
+        let now = shared
+            .clock
+            .read()
+            .ok()
+            .and_then(|c| *c)
+            .unwrap_or_else(Utc::now);
+        // The analysis is CPU work: off the async workers, so scrapes and watches go on.
+        let s2 = shared.clone();
+        shared.health.pass_begins();
+        let outcome = tokio::task::spawn_blocking(move || s2.pass(now)).await;
+        shared.health.pass_ends();
+        let Ok(report) = outcome else {
+            tracing::error!("the analysis failed; keeping the previous report");
+            continue;
+        };
+        let before = shared.latest.read().ok().and_then(|r| r.clone());
+        if shared.log_findings.load(Ordering::Relaxed) {
+            log::log_changes(before.as_deref(), &report);
+        }
+        if let Ok(mut l) = shared.latest.write() {
+            *l = Some(report);
+        }
+        shared.analysed.store(true, Ordering::SeqCst);
+        if let Ok(mut t) = shared.last_pass.lock() {
+            *t = Some(std::time::Instant::now());
+        }
+    }
+}
+
+
+/// Check liveness now and then, so a stuck pass is logged even when nobody probes.
+pub(crate) async fn watchdog(shared: Arc<Shared>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        shared.health.watch();
+    }
+}
