@@ -38,44 +38,42 @@ impl fmt::Display for Severity {
 }
 
 macro_rules! codes {
-    ($($variant:ident => $s:literal, $domain:literal;)*) => {
+    ($($variant:ident => $s:literal;)*) => {
         /// Stable finding codes. Add freely; never rename.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Code { $($variant),* }
         impl Code {
             pub const ALL: &'static [Code] = &[$(Code::$variant),*];
             pub fn as_str(self) -> &'static str { match self { $(Code::$variant => $s),* } }
-            /// provisioning, disruption, placement or install.
-            pub fn domain(self) -> &'static str { match self { $(Code::$variant => $domain),* } }
             pub fn parse(s: &str) -> Option<Code> { match s { $($s => Some(Code::$variant),)* _ => None } }
         }
     };
 }
 
 codes! {
-    PodUnschedulable => "pod-unschedulable", "provisioning";
-    PodNominatedNotBound => "pod-nominated-not-bound", "provisioning";
-    NoNodepoolReady => "no-nodepool-ready", "provisioning";
-    NodepoolNotReady => "nodepool-not-ready", "provisioning";
-    NodepoolLimitsExhausted => "nodepool-limits-exhausted", "provisioning";
-    NodepoolLimitsNear => "nodepool-limits-near", "provisioning";
-    NodepoolNoInstanceTypes => "nodepool-no-instance-types", "provisioning";
-    NodeclaimLaunchFailed => "nodeclaim-launch-failed", "provisioning";
-    NodeclaimNotRegistered => "nodeclaim-not-registered", "provisioning";
-    NodeclaimNotInitialized => "nodeclaim-not-initialized", "provisioning";
-    NodeNotReady => "node-not-ready", "provisioning";
-    InsufficientCapacity => "insufficient-capacity", "provisioning";
-    DaemonsetPodPending => "daemonset-pod-pending", "provisioning";
-    NodeclaimDrifted => "nodeclaim-drifted", "disruption";
-    DisruptionBlocked => "disruption-blocked", "disruption";
-    BudgetBlocking => "budget-blocking", "disruption";
-    EmptyNodeNotReaped => "empty-node-not-reaped", "disruption";
-    NodeExpiredNotReplaced => "node-expired-not-replaced", "disruption";
-    SpotInterruption => "spot-interruption", "disruption";
-    DaemonsetNodepoolMismatch => "daemonset-nodepool-mismatch", "placement";
-    KarpenterNotInstalled => "karpenter-not-installed", "install";
-    KarpenterApiOutdated => "karpenter-api-outdated", "install";
-    KarpenterOnManagedNode => "karpenter-on-managed-node", "placement";
+    PodUnschedulable => "pod-unschedulable";
+    PodNominatedNotBound => "pod-nominated-not-bound";
+    NoNodepoolReady => "no-nodepool-ready";
+    NodepoolNotReady => "nodepool-not-ready";
+    NodepoolLimitsExhausted => "nodepool-limits-exhausted";
+    NodepoolLimitsNear => "nodepool-limits-near";
+    NodepoolNoInstanceTypes => "nodepool-no-instance-types";
+    NodeclaimLaunchFailed => "nodeclaim-launch-failed";
+    NodeclaimNotRegistered => "nodeclaim-not-registered";
+    NodeclaimNotInitialized => "nodeclaim-not-initialized";
+    NodeNotReady => "node-not-ready";
+    InsufficientCapacity => "insufficient-capacity";
+    DaemonsetPodPending => "daemonset-pod-pending";
+    NodeclaimDrifted => "nodeclaim-drifted";
+    DisruptionBlocked => "disruption-blocked";
+    BudgetBlocking => "budget-blocking";
+    EmptyNodeNotReaped => "empty-node-not-reaped";
+    NodeExpiredNotReplaced => "node-expired-not-replaced";
+    SpotInterruption => "spot-interruption";
+    DaemonsetNodepoolMismatch => "daemonset-nodepool-mismatch";
+    KarpenterNotInstalled => "karpenter-not-installed";
+    KarpenterApiOutdated => "karpenter-api-outdated";
+    KarpenterOnManagedNode => "karpenter-on-managed-node";
 }
 
 impl fmt::Display for Code {

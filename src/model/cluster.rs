@@ -362,10 +362,6 @@ impl Cluster {
     pub fn apply_crd(&mut self, o: Crd) {
         self.crds.insert(o.metadata.name.clone(), o);
     }
-    pub fn delete_crd(&mut self, name: &str) {
-        self.crds.remove(name);
-    }
-
     /// Forget every pod (a watch relist replaces them all).
     pub fn reset_pods(&mut self) {
         self.pods.clear();
