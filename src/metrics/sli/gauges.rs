@@ -1,0 +1,130 @@
+//! The picture of now: the gauges computed once per pass from its typed results
+//! (unschedulable pods by what holds them, drifted and disruption-blocked nodes, NodePool
+//! usage against limits, $/hr and node count), encoded at scrape time.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::metrics::common::label_value;
+use crate::metrics::defs::{self, MetricDef};
+use crate::analysis::capacity::node_price;
+use crate::analysis::disruption::BlockedDetails;
+use crate::analysis::Pass;
+use crate::findings::{Code, Finding};
+use crate::karpenter::labels;
+use crate::karpenter::resources::Resources;
+use crate::model::*;
+
+
+/// One gauge family of the picture of now: label values (in the definition's label order)
+/// and the value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GaugeFamily {
+    pub def: MetricDef,
+    pub samples: BTreeMap<Vec<String>, f64>,
+}
+
+pub(super) fn family(def: MetricDef) -> GaugeFamily {
+    GaugeFamily {
+        def,
+        samples: BTreeMap::new(),
+    }
+}
+
+impl GaugeFamily {
+    fn add(&mut self, labels: &[&str], v: f64) {
+        *self
+            .samples
+            .entry(labels.iter().map(|s| s.to_string()).collect())
+            .or_insert(0.0) += v;
+    }
+}
+
+/// The kinds of blocker a disruption-blocked finding names, each once.
+pub(super) fn blocker_kinds(f: &Finding) -> BTreeSet<&'static str> {
+    f.details
+        .downcast_ref::<BlockedDetails>()
+        .map(|d| d.blockers.iter().map(|b| b.kind.as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// A pool's nodes now: its Node objects (live; a NodeClaim that never launched is no node),
+/// else, when kelp sees neither nodes nor NodeClaims of it (a partial dump), what its status
+/// says (Karpenter updates status.nodes a few seconds behind).
+pub(super) fn nodes_now(c: &Cluster, pool: &NodePool) -> f64 {
+    let name = &pool.metadata.name;
+    let nodes = c.nodes_in_pool(name).count();
+    let n = if nodes == 0 && c.claims_in_pool(name).next().is_none() {
+        pool.status.nodes.unwrap_or(0).max(0) as usize
+    } else {
+        nodes
+    };
+    n as f64
+}
+
+/// The picture of now, from one pass.
+pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
+    let mut unschedulable = family(defs::UNSCHEDULABLE_PODS);
+    let mut drifted = family(defs::DRIFTED_NODES);
+    let mut blocked = family(defs::DISRUPTION_BLOCKED_NODES);
+    let mut usage = family(defs::NODEPOOL_USAGE_RATIO);
+    let mut cost = family(defs::NODEPOOL_COST);
+    let mut nodes = family(defs::NODEPOOL_NODES);
+
+    for f in pass.report.findings.iter() {
+        let pool = f.nodepool.as_deref().unwrap_or_default();
+        match f.code {
+            Code::PodUnschedulable => {
+                let ns = f.object.namespace.as_deref().unwrap_or_default();
+                let (cat, pool) = match pass.hold(ns, &f.object.name) {
+                    Some(h) => (label_value(&h.category), h.nodepool.clone()),
+                    None => ("unknown".to_string(), String::new()),
+                };
+                unschedulable.add(&[&cat, &pool], 1.0);
+            }
+            Code::NodeclaimDrifted => drifted.add(&[pool], 1.0),
+            Code::DisruptionBlocked => {
+                for kind in blocker_kinds(f) {
+                    blocked.add(&[pool, kind], 1.0);
+                }
+            }
+            _ => {}
+        }
+    }
+    for (name, pool) in &c.nodepools {
+        // Every pool shows, with 0: "no drifted nodes" and "no nodes" are answers.
+        drifted.add(&[name], 0.0);
+        let count = nodes_now(c, pool);
+        nodes.add(&[name], count);
+        let Ok(limits) = Resources::from_quantities(&pool.spec.limits) else {
+            continue;
+        };
+        // What counts against the limits, as the limit findings count it.
+        let Some(used) = pass.pools.get(name).map(|u| u.counted()) else {
+            continue;
+        };
+        for (res, &limit) in &limits.0 {
+            let ratio = if limit > 0.0 {
+                used.get(res) / limit
+            } else {
+                1.0
+            };
+            if ratio.is_finite() {
+                usage.add(&[name, res], ratio);
+            }
+        }
+    }
+    for node in c.nodes.values() {
+        let Some(pool) = Cluster::pool_of(&node.metadata.labels) else {
+            continue;
+        };
+        if let Some(price) = node_price(c, node).filter(|p| p.is_finite()) {
+            let ct = node
+                .metadata
+                .label(labels::CAPACITY_TYPE)
+                .unwrap_or_default();
+            cost.add(&[pool, ct], price);
+        }
+    }
+    vec![unschedulable, drifted, blocked, usage, cost, nodes]
+}
+

@@ -1,0 +1,402 @@
+//! The SLI occurrences: pod provisioning latency, node provisioning time, launch
+//! failures, node churn and evictions, each read from timestamps the objects carry and
+//! keyed by the UID of the object it is about, so it is counted once.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+use crate::metrics::common::{label_value, uid};
+use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
+use crate::karpenter::duration::{self, NillableDuration};
+use crate::karpenter::labels;
+use crate::model::*;
+
+/// How far back an occurrence is still counted when kelp first sees it (1 hour).
+use super::*;
+
+/// `Some(until)` when `t` lies within the recent window before `now` (or after it: clocks
+/// skew), i.e. an occurrence at `t` may be counted now and can be seen until `until`.
+pub(super) fn recent(t: DateTime<Utc>, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    (now - t <= recent_window()).then(|| t.max(now) + recent_window())
+}
+
+pub(super) fn seconds(d: Duration) -> f64 {
+    d.num_milliseconds().max(0) as f64 / 1000.0
+}
+
+/// When a condition became True, if it is True.
+pub(super) fn true_since(conds: &[Condition], type_: &str) -> Option<DateTime<Utc>> {
+    condition(conds, type_)
+        .filter(|c| c.is_true())
+        .and_then(|c| c.last_transition_time)
+}
+
+
+/// A disruption reason as the churn and eviction labels write it: `Drifted` -> `drifted`.
+/// Karpenter writes `Drifted`, or `Drifted/Replace` in older versions: the first word counts.
+pub(super) fn disruption_reason(s: &str) -> String {
+    let word = s
+        .trim()
+        .split(|c: char| c == '/' || c == ',' || c.is_whitespace())
+        .next()
+        .unwrap_or_default();
+    label_value(&word.to_lowercase())
+}
+
+/// A NodeClaim's pool: its label, else its name's prefix when that pool exists, else "".
+pub(super) fn claim_pool_name(c: &Cluster, claim: &NodeClaim) -> String {
+    Cluster::pool_of(&claim.metadata.labels)
+        .map(str::to_string)
+        .or_else(|| claim_pool(c, &claim.metadata.name))
+        .unwrap_or_default()
+}
+
+/// The id of the object an event is about: its UID, else the object's in the model.
+pub(super) fn regarding_id(c: &Cluster, e: &Event) -> String {
+    if !e.regarding.uid.is_empty() {
+        return e.regarding.uid.clone();
+    }
+    let r = &e.regarding;
+    match r.kind.as_str() {
+        "NodeClaim" => c
+            .nodeclaims
+            .get(&r.name)
+            .map(|x| uid("NodeClaim", &x.metadata)),
+        "Pod" => c
+            .pods
+            .get(&(r.namespace.clone().unwrap_or_default(), r.name.clone()))
+            .map(|x| uid("Pod", &x.metadata)),
+        _ => None,
+    }
+    .unwrap_or_else(|| {
+        format!(
+            "{}/{}/{}",
+            r.kind,
+            r.namespace.as_deref().unwrap_or_default(),
+            r.name
+        )
+    })
+}
+
+/// Karpenter's recent events of these reasons about objects of `kind`, with their window.
+pub(super) fn karpenter_events<'c>(
+    c: &'c Cluster,
+    kind: &'c str,
+    reasons: &'c [&'c str],
+    now: DateTime<Utc>,
+) -> impl Iterator<Item = (&'c Event, DateTime<Utc>)> + 'c {
+    c.events.values().filter_map(move |e| {
+        if !(e.from_karpenter() && e.regarding.kind == kind && reasons.contains(&e.reason.as_str()))
+        {
+            return None;
+        }
+        // An event with no time at all is taken as seen now.
+        Some((e, recent(e.seen().unwrap_or(now), now)?))
+    })
+}
+
+// ------------------------------------------------------------------ occurrences
+
+/// Pods bound in the last hour that waited on new capacity from Karpenter: bound to a
+/// Karpenter node created after the pod, or with a FailedScheduling or Karpenter Nominated
+/// event. Observed: creation to PodScheduled=True.
+pub fn pod_latencies(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    let mut out = Vec::new();
+    for p in c.pods.values() {
+        let Some(node_name) = p.spec.node_name.as_deref() else {
+            continue;
+        };
+        let Some(bound) = true_since(&p.status.conditions, "PodScheduled") else {
+            continue;
+        };
+        let Some(until) = recent(bound, now) else {
+            continue;
+        };
+        let m = &p.metadata;
+        // Karpenter never provisions for DaemonSet or mirror pods.
+        if m.owned_by("DaemonSet") || m.owned_by("Node") {
+            continue;
+        }
+        let (Some(created), Some(node)) = (m.creation_timestamp, c.nodes.get(node_name)) else {
+            continue;
+        };
+        let Some(pool) = Cluster::pool_of(&node.metadata.labels) else {
+            continue;
+        };
+        let node_created = node.metadata.creation_timestamp.or_else(|| {
+            c.nodeclaim_for_node(node)
+                .and_then(|cl| cl.metadata.creation_timestamp)
+        });
+        let waited = node_created.is_some_and(|t| t > created)
+            || c.events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid)
+                .iter()
+                .any(|e| {
+                    e.reason == "FailedScheduling"
+                        || (e.from_karpenter() && e.reason == "Nominated")
+                });
+        if !waited {
+            continue;
+        }
+        out.push(Occurrence {
+            key: format!("pod-latency/{}", uid("Pod", m)),
+            series: SliSeries::PodLatency(PoolLabels {
+                nodepool: pool.to_string(),
+            }),
+            until,
+            value: seconds(bound - created),
+        });
+    }
+    out
+}
+
+/// NodeClaims initialized in the last hour: creation to Initialized=True.
+pub fn node_provisioning(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    let mut out = Vec::new();
+    for claim in c.nodeclaims.values() {
+        let Some(init) = true_since(&claim.status.conditions, "Initialized") else {
+            continue;
+        };
+        let (Some(until), Some(created)) = (recent(init, now), claim.metadata.creation_timestamp)
+        else {
+            continue;
+        };
+        let capacity_type = claim
+            .metadata
+            .label(labels::CAPACITY_TYPE)
+            .or_else(|| {
+                c.node_for_claim(claim)
+                    .and_then(|n| n.metadata.label(labels::CAPACITY_TYPE))
+            })
+            .unwrap_or_default()
+            .to_string();
+        out.push(Occurrence {
+            key: format!("node-provisioning/{}", uid("NodeClaim", &claim.metadata)),
+            series: SliSeries::NodeProvisioning(PoolCapacityLabels {
+                nodepool: claim_pool_name(c, claim),
+                capacity_type,
+            }),
+            until,
+            value: seconds(init - created),
+        });
+    }
+    out
+}
+
+/// NodeClaims whose launch failed in the last hour: Launched not True with a failure reason
+/// (LaunchFailed, provider reasons), or a launch-error event (the NodeClaim is usually deleted right after). Once per NodeClaim.
+pub fn launch_failures(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    let mut out = Vec::new();
+    for claim in c.nodeclaims.values() {
+        // Karpenter marks a failed launch Launched=Unknown (reason LaunchFailed) or False
+        // (provider reasons); a launch still in progress only awaits reconciliation.
+        let Some(l) = condition(&claim.status.conditions, "Launched").filter(|l| {
+            l.status == "False"
+                || (l.status != "True"
+                    && !matches!(
+                        l.reason.as_deref(),
+                        None | Some("" | "AwaitingReconciliation")
+                    ))
+        }) else {
+            continue;
+        };
+        let at = l
+            .last_transition_time
+            .or(claim.metadata.creation_timestamp)
+            .unwrap_or(now);
+        let Some(until) = recent(at, now) else {
+            continue;
+        };
+        out.push(Occurrence {
+            key: format!("launch-failure/{}", uid("NodeClaim", &claim.metadata)),
+            series: SliSeries::LaunchFailure(PoolReasonLabels {
+                nodepool: claim_pool_name(c, claim),
+                reason: label_value(l.reason.as_deref().unwrap_or("LaunchFailed")),
+            }),
+            until,
+            value: 1.0,
+        });
+    }
+    for (e, until) in karpenter_events(c, "NodeClaim", LAUNCH_ERRORS, now) {
+        out.push(Occurrence {
+            key: format!("launch-failure/{}", regarding_id(c, e)),
+            series: SliSeries::LaunchFailure(PoolReasonLabels {
+                nodepool: claim_pool(c, &e.regarding.name).unwrap_or_default(),
+                reason: label_value(&e.reason),
+            }),
+            until,
+            value: 1.0,
+        });
+    }
+    out
+}
+
+pub(super) fn churn_occurrence(
+    id: &str,
+    pool: &str,
+    event: &str,
+    reason: &str,
+    until: DateTime<Utc>,
+) -> Occurrence {
+    // One key per NodeClaim and event: a disruption is counted once, whichever source
+    // (condition or event) names it first.
+    Occurrence {
+        key: format!("churn/{event}/{id}"),
+        series: SliSeries::Churn(ChurnLabels {
+            nodepool: pool.to_string(),
+            event: event.to_string(),
+            reason: reason.to_string(),
+        }),
+        until,
+        value: 1.0,
+    }
+}
+
+/// NodeClaim lifecycle transitions of the last hour: launched, registered, initialized,
+/// and disrupted (its DisruptionReason condition or Karpenter's DisruptionTerminating
+/// event, expiry, interruption). Deletions come from [`deletions`].
+pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    let mut out = Vec::new();
+    for claim in c.nodeclaims.values() {
+        let m = &claim.metadata;
+        let conds = &claim.status.conditions;
+        let id = uid("NodeClaim", m);
+        let pool = claim_pool_name(c, claim);
+        for (event, cond) in [
+            ("launched", "Launched"),
+            ("registered", "Registered"),
+            ("initialized", "Initialized"),
+        ] {
+            if let Some(until) = true_since(conds, cond).and_then(|t| recent(t, now)) {
+                out.push(churn_occurrence(&id, &pool, event, "", until));
+            }
+        }
+        if let Some(d) = condition(conds, "DisruptionReason").filter(|d| d.is_true()) {
+            let at = d
+                .last_transition_time
+                .or(m.deletion_timestamp)
+                .unwrap_or(now);
+            if let Some(until) = recent(at, now) {
+                let reason = disruption_reason(d.reason.as_deref().unwrap_or("other"));
+                out.push(churn_occurrence(&id, &pool, "disrupted", &reason, until));
+            }
+        } else if let Some(deleted) = m.deletion_timestamp {
+            // Expiry deletes the NodeClaim directly (no DisruptionReason in v1).
+            let expire_after = claim
+                .spec
+                .expire_after
+                .clone()
+                .or_else(|| {
+                    c.nodepools
+                        .get(&pool)
+                        .and_then(|p| p.spec.template.spec.expire_after.clone())
+                })
+                .unwrap_or_else(|| crate::analysis::disruption::DEFAULT_EXPIRE_AFTER.into());
+            let expired = match (
+                duration::parse_nillable(&expire_after),
+                m.creation_timestamp,
+            ) {
+                (Ok(NillableDuration::After(d)), Some(created)) => deleted >= created + d,
+                _ => false,
+            };
+            if let Some(until) = recent(deleted, now).filter(|_| expired) {
+                out.push(churn_occurrence(&id, &pool, "disrupted", "expired", until));
+            }
+        }
+    }
+    for (e, until) in karpenter_events(
+        c,
+        "NodeClaim",
+        &["DisruptionTerminating", "TerminatingOnInterruption"],
+        now,
+    ) {
+        let reason = if e.reason == "TerminatingOnInterruption" {
+            "interrupted".to_string()
+        } else {
+            // "Disrupting NodeClaim: Drifted"
+            disruption_reason(e.message.rsplit_once(": ").map_or("", |(_, r)| r))
+        };
+        let pool = claim_pool(c, &e.regarding.name).unwrap_or_default();
+        out.push(churn_occurrence(
+            &regarding_id(c, e),
+            &pool,
+            "disrupted",
+            &reason,
+            until,
+        ));
+    }
+    out
+}
+
+/// NodeClaims of the previous pass that are gone now: deleted.
+pub(super) fn deletions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    let current: HashMap<String, String> = c
+        .nodeclaims
+        .values()
+        .map(|cl| (uid("NodeClaim", &cl.metadata), claim_pool_name(c, cl)))
+        .collect();
+    let before = std::mem::replace(&mut st.claims, current);
+    before
+        .into_iter()
+        .filter(|(id, _)| !st.claims.contains_key(id))
+        .map(|(id, pool)| churn_occurrence(&id, &pool, "deleted", "", now + recent_window()))
+        .collect()
+}
+
+/// Pods Karpenter evicted (`Evicted pod: <reason>`) or deleted for the node's
+/// terminationGracePeriod (`Disrupted`), in the last hour. Once per pod.
+pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    // Pods on nodes being drained, for when the eviction is seen after the pod is gone.
+    for node in c.nodes.values() {
+        let Some(pool) = Cluster::pool_of(&node.metadata.labels) else {
+            continue;
+        };
+        let draining = node.metadata.deletion_timestamp.is_some()
+            || node
+                .spec
+                .taints
+                .iter()
+                .any(|t| t.key == "karpenter.sh/disrupted")
+            || c.nodeclaim_for_node(node)
+                .is_some_and(|cl| cl.metadata.deletion_timestamp.is_some());
+        if draining {
+            for p in c.pods_on(&node.metadata.name) {
+                st.draining
+                    .insert(uid("Pod", &p.metadata), (pool.to_string(), now));
+            }
+        }
+    }
+    st.draining.retain(|_, (_, t)| now - *t <= recent_window());
+    let mut out = Vec::new();
+    for (e, until) in karpenter_events(c, "Pod", &["Evicted", "Disrupted"], now) {
+        let id = regarding_id(c, e);
+        let reason = if e.reason == "Disrupted" {
+            "termination-grace-period".to_string()
+        } else {
+            match e.message.trim().strip_prefix("Evicted pod:") {
+                Some(r) => disruption_reason(r),
+                None => "other".to_string(),
+            }
+        };
+        let r = &e.regarding;
+        let pool = c
+            .pods
+            .get(&(r.namespace.clone().unwrap_or_default(), r.name.clone()))
+            .filter(|p| uid("Pod", &p.metadata) == id)
+            .and_then(|p| c.nodes.get(p.spec.node_name.as_deref()?))
+            .and_then(|n| Cluster::pool_of(&n.metadata.labels))
+            .map(str::to_string)
+            .or_else(|| st.draining.get(&id).map(|(pool, _)| pool.clone()))
+            .unwrap_or_default();
+        out.push(Occurrence {
+            key: format!("eviction/{id}"),
+            series: SliSeries::Eviction(PoolReasonLabels {
+                nodepool: pool,
+                reason,
+            }),
+            until,
+            value: 1.0,
+        });
+    }
+    out
+}
+
