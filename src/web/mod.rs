@@ -7,6 +7,7 @@
 //! copy cached bytes, except the detail pane, which reads the model for one object.
 
 pub mod board;
+mod fail;
 pub mod guard;
 pub mod pane;
 pub mod view;
@@ -31,6 +32,7 @@ use crate::analysis::Pass;
 use crate::model::Cluster;
 pub use guard::Hosts;
 pub use board::Board;
+use fail::{audit, audited, Fail};
 use pane::{Selection, TABS};
 use view::{ClaimRow, Overview};
 
@@ -202,14 +204,9 @@ async fn security_headers(mut r: Response) -> Response {
     r
 }
 
-/// One structured line per read of the dashboard or its API.
-fn audit(path: &str, cluster: &str, op: &str) {
-    tracing::info!(target: "audit", event = "karpenter_read", op, cluster, path);
-}
 
-fn not_found(what: &str) -> Response {
-    (StatusCode::NOT_FOUND, format!("kelp: {what} not found\n")).into_response()
-}
+
+
 
 fn html(body: String) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
@@ -230,25 +227,13 @@ fn json<T: serde::Serialize>(v: &T) -> Response {
     }
 }
 
-/// The latest page of a cluster, or the response to send instead.
-#[allow(clippy::result_large_err)]
-fn latest(site: &Site, cluster: &str, path: &str) -> Result<(Arc<Board>, Arc<Page>), Response> {
-    let Some(shared) = site.cluster(cluster) else {
-        audit(path, cluster, "not_found");
-        return Err(not_found(&format!("cluster {cluster:?}")));
-    };
-    match shared.page() {
-        Some(p) => Ok((shared.clone(), p)),
-        None => {
-            audit(path, cluster, "not_ready");
-            Err((
-                StatusCode::SERVICE_UNAVAILABLE,
-                [(header::RETRY_AFTER, "1")],
-                "kelp: still reading the cluster; try again in a moment\n",
-            )
-                .into_response())
-        }
-    }
+/// The latest page of a cluster, or why there is none.
+fn latest(site: &Site, cluster: &str) -> Result<(Arc<Board>, Arc<Page>), Fail> {
+    let board = site
+        .cluster(cluster)
+        .ok_or_else(|| Fail::NotFound(format!("cluster {cluster:?}")))?;
+    let page = board.page().ok_or(Fail::NotReady)?;
+    Ok((board.clone(), page))
 }
 
 async fn root(State(site): St) -> Response {
@@ -256,7 +241,7 @@ async fn root(State(site): St) -> Response {
         Some(c) => {
             Redirect::to(&format!("/clusters/{}/karpenter", urlencode(c.name()))).into_response()
         }
-        None => not_found("cluster"),
+        None => Fail::NotFound("cluster".into()).into_response(),
     }
 }
 
@@ -284,51 +269,48 @@ async fn page(
     Query(q): Query<PaneQuery>,
 ) -> Response {
     let path = format!("/clusters/{cluster}/karpenter");
-    if site.cluster(&cluster).is_none() {
-        audit(&path, &cluster, "not_found");
-        return unknown_cluster(&site, &cluster);
-    }
-    let (shared, page) = match latest(&site, &cluster, &path) {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
-    let pane = match q.sel.as_deref().and_then(|s| Selection::parse(s).ok()) {
-        Some(sel) => {
-            render_pane(&shared, &page, &sel, q.tab.as_deref().unwrap_or("describe")).await
+    let outcome = async {
+        if site.cluster(&cluster).is_none() {
+            return Err(unknown_cluster(&site, &cluster));
         }
-        None => None,
-    };
-    let plain = pane.is_none();
-    if plain {
-        if let Some(b) = page.html.get() {
-            audit(&path, &cluster, "ok");
-            return html_bytes(b.clone());
+        let (board, page) = latest(&site, &cluster)?;
+        let pane = match q.sel.as_deref().and_then(|s| Selection::parse(s).ok()) {
+            Some(sel) => {
+                render_pane(&board, &page, &sel, q.tab.as_deref().unwrap_or("describe")).await
+            }
+            None => None,
+        };
+        let plain = pane.is_none();
+        if plain {
+            if let Some(b) = page.html.get() {
+                return Ok(html_bytes(b.clone()));
+            }
         }
-    }
-    let body = PageTemplate {
-        cluster: shared.name(),
-        base: format!("/clusters/{}/karpenter", urlencode(shared.name())),
-        clusters: site
-            .clusters
-            .iter()
-            .map(|c| (c.name(), c.name() == shared.name()))
-            .collect(),
-        generated: page.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true),
-        fixed_clock: page.fixed_clock,
-        panels: &page.panels_html,
-        pane,
-    }
-    .render();
-    audit(&path, &cluster, "ok");
-    match body {
-        Ok(b) if plain => html_bytes(page.html.get_or_init(|| Bytes::from(b)).clone()),
-        Ok(b) => html(b),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
-    }
+        let body = PageTemplate {
+            cluster: board.name(),
+            base: format!("/clusters/{}/karpenter", urlencode(board.name())),
+            clusters: site
+                .clusters
+                .iter()
+                .map(|c| (c.name(), c.name() == board.name()))
+                .collect(),
+            generated: page.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true),
+            fixed_clock: page.fixed_clock,
+            panels: &page.panels_html,
+            pane,
+        }
+        .render()?;
+        Ok(if plain {
+            html_bytes(page.html.get_or_init(|| Bytes::from(body)).clone())
+        } else {
+            html(body)
+        })
+    };
+    audited(&path, &cluster, outcome.await)
 }
 
 /// The page of a cluster kelp does not serve: the usual chrome, the clusters it does serve, 404.
-fn unknown_cluster(site: &Site, cluster: &str) -> Response {
+fn unknown_cluster(site: &Site, cluster: &str) -> Fail {
     let known: Vec<&str> = site.clusters.iter().map(|c| c.name()).collect();
     let body = UnknownClusterTemplate {
         cluster,
@@ -348,49 +330,44 @@ fn unknown_cluster(site: &Site, cluster: &str) -> Response {
         .render()
     });
     match body {
-        Ok(b) => (StatusCode::NOT_FOUND, html(b)).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+        Ok(b) => Fail::Page(StatusCode::NOT_FOUND, b),
+        Err(e) => Fail::Render(e),
     }
 }
 
 async fn panels(State(site): St, Path(cluster): Path<String>) -> Response {
-    match latest(
-        &site,
-        &cluster,
-        &format!("/clusters/{cluster}/karpenter/panels"),
-    ) {
-        Ok((_, page)) => {
-            let mut r = html(page.panels_html.clone());
-            if let Ok(v) =
-                HeaderValue::from_str(&page.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true))
-            {
-                r.headers_mut().insert("x-kelp-generated", v);
-            }
-            r
+    let path = format!("/clusters/{cluster}/karpenter/panels");
+    let outcome = latest(&site, &cluster).map(|(_, page)| {
+        let mut r = html(page.panels_html.clone());
+        if let Ok(v) =
+            HeaderValue::from_str(&page.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true))
+        {
+            r.headers_mut().insert("x-kelp-generated", v);
         }
-        Err(r) => r,
-    }
+        r
+    });
+    audited(&path, &cluster, outcome)
 }
 
 async fn claim_rows(State(site): St, Path((cluster, pool)): Path<(String, String)>) -> Response {
     let path = format!("/clusters/{cluster}/karpenter/nodeclaims/{pool}");
-    let (_, page) = match latest(&site, &cluster, &path) {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
-    let pool = if pool == "-" { String::new() } else { pool };
-    let Some(g) = page.overview.nodeclaims.iter().find(|g| g.nodepool == pool) else {
-        return not_found(&format!("NodeClaims of NodePool {pool:?}"));
-    };
-    match (ClaimRowsTemplate {
-        rows: &g.rows,
-        limit: view::CLAIMS_PER_GROUP,
-    })
-    .render()
-    {
-        Ok(b) => html(b),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
-    }
+    let outcome = (|| {
+        let (_, page) = latest(&site, &cluster)?;
+        let pool = if pool == "-" { String::new() } else { pool };
+        let g = page
+            .overview
+            .nodeclaims
+            .iter()
+            .find(|g| g.nodepool == pool)
+            .ok_or_else(|| Fail::NotFound(format!("NodeClaims of NodePool {pool:?}")))?;
+        let body = ClaimRowsTemplate {
+            rows: &g.rows,
+            limit: view::CLAIMS_PER_GROUP,
+        }
+        .render()?;
+        Ok(html(body))
+    })();
+    audited(&path, &cluster, outcome)
 }
 
 /// One pending pod's verdicts, for a row expanded on a page that does not carry them.
@@ -399,23 +376,18 @@ async fn pending_detail(
     Path((cluster, ns, name)): Path<(String, String, String)>,
 ) -> Response {
     let path = format!("/clusters/{cluster}/karpenter/pending/{ns}/{name}");
-    let (_, page) = match latest(&site, &cluster, &path) {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
-    let Some(p) = page
-        .overview
-        .pending
-        .rows
-        .iter()
-        .find(|r| r.namespace == ns && r.name == name)
-    else {
-        return not_found(&format!("pending pod {ns}/{name}"));
-    };
-    match (PendingDetailTemplate { p }).render() {
-        Ok(b) => html(b),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
-    }
+    let outcome = (|| {
+        let (_, page) = latest(&site, &cluster)?;
+        let p = page
+            .overview
+            .pending
+            .rows
+            .iter()
+            .find(|r| r.namespace == ns && r.name == name)
+            .ok_or_else(|| Fail::NotFound(format!("pending pod {ns}/{name}")))?;
+        Ok(html(PendingDetailTemplate { p }.render()?))
+    })();
+    audited(&path, &cluster, outcome)
 }
 
 /// The full object from the API server for the yaml tab (live clusters only).
@@ -469,42 +441,37 @@ async fn pane_fragment(
     Path(cluster): Path<String>,
     Query(q): Query<PaneQuery>,
 ) -> Response {
-    let (shared, page) = match latest(
-        &site,
-        &cluster,
-        &format!("/clusters/{cluster}/karpenter/pane"),
-    ) {
-        Ok(x) => x,
-        Err(r) => return r,
+    let path = format!("/clusters/{cluster}/karpenter/pane");
+    let outcome = async {
+        let (board, page) = latest(&site, &cluster)?;
+        let sel = Selection::parse(q.sel.as_deref().unwrap_or_default())
+            .map_err(|e| Fail::BadRequest(format!("sel: {e}")))?;
+        render_pane(&board, &page, &sel, q.tab.as_deref().unwrap_or("describe"))
+            .await
+            .map(html)
+            .ok_or_else(|| Fail::NotFound(sel.key()))
     };
-    let sel = match Selection::parse(q.sel.as_deref().unwrap_or_default()) {
-        Ok(sel) => sel,
-        Err(e) => return (StatusCode::BAD_REQUEST, format!("kelp: sel: {e}\n")).into_response(),
-    };
-    match render_pane(&shared, &page, &sel, q.tab.as_deref().unwrap_or("describe")).await {
-        Some(b) => html(b),
-        None => not_found(&sel.key()),
-    }
+    audited(&path, &cluster, outcome.await)
 }
 
 /// Server-Sent Events: one `update` event per analysis pass, carrying its time.
 async fn events(State(site): St, Path(cluster): Path<String>) -> Response {
-    let Some(shared) = site.cluster(&cluster).cloned() else {
-        return not_found(&format!("cluster {cluster:?}"));
+    let Some(board) = site.cluster(&cluster).cloned() else {
+        return Fail::NotFound(format!("cluster {cluster:?}")).into_response();
     };
-    let rx = shared.subscribe();
+    let rx = board.subscribe();
     let stream =
-        futures::stream::unfold((rx, shared, true), |(mut rx, shared, first)| async move {
+        futures::stream::unfold((rx, board, true), |(mut rx, board, first)| async move {
             if !first && rx.changed().await.is_err() {
                 return None;
             }
             rx.borrow_and_update();
-            let generated = shared
+            let generated = board
                 .page()
                 .map(|p| p.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true))
                 .unwrap_or_default();
             let ev = SseEvent::default().event("update").data(generated);
-            Some((Ok::<_, Infallible>(ev), (rx, shared, false)))
+            Some((Ok::<_, Infallible>(ev), (rx, board, false)))
         });
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
@@ -529,41 +496,28 @@ async fn api_clusters(State(site): St) -> Response {
 
 async fn api_overview(State(site): St, Path(cluster): Path<String>) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/karpenter");
-    match latest(&site, &cluster, &path) {
-        Ok((_, page)) => {
-            audit(&path, &cluster, "ok");
-            json_bytes(page.json.clone())
-        }
-        Err(r) => r,
-    }
+    let outcome = latest(&site, &cluster).map(|(_, page)| json_bytes(page.json.clone()));
+    audited(&path, &cluster, outcome)
 }
 
 async fn api_nodeclaims(State(site): St, Path(cluster): Path<String>) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/nodeclaims");
-    match latest(&site, &cluster, &path) {
-        Ok((_, page)) => {
-            audit(&path, &cluster, "ok");
-            let groups: Vec<serde_json::Value> = page
-                .overview
-                .nodeclaims
-                .iter()
-                .map(|g| serde_json::json!({"nodepool": g.nodepool, "total": g.total, "drifted": g.drifted, "rows": g.rows}))
-                .collect();
-            json(&serde_json::json!({ "groups": groups }))
-        }
-        Err(r) => r,
-    }
+    let outcome = latest(&site, &cluster).map(|(_, page)| {
+        let groups: Vec<serde_json::Value> = page
+            .overview
+            .nodeclaims
+            .iter()
+            .map(|g| serde_json::json!({"nodepool": g.nodepool, "total": g.total, "drifted": g.drifted, "rows": g.rows}))
+            .collect();
+        json(&serde_json::json!({ "groups": groups }))
+    });
+    audited(&path, &cluster, outcome)
 }
 
 async fn api_findings(State(site): St, Path(cluster): Path<String>) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/findings");
-    match latest(&site, &cluster, &path) {
-        Ok((_, page)) => {
-            audit(&path, &cluster, "ok");
-            json(page.pass.report.as_ref())
-        }
-        Err(r) => r,
-    }
+    let outcome = latest(&site, &cluster).map(|(_, page)| json(page.pass.report.as_ref()));
+    audited(&path, &cluster, outcome)
 }
 
 /// A JSON answer computed from the last pass: 404 (with kelp's words) when `f` fails,
@@ -574,40 +528,21 @@ async fn answer<T: serde::Serialize + Send + 'static>(
     path: &str,
     f: impl FnOnce(&Cluster, &Pass) -> Result<T, crate::explain::NotFound> + Send + 'static,
 ) -> Response {
-    let (shared, page) = match latest(site, cluster, path) {
-        Ok(x) => x,
-        Err(r) => return r,
+    let outcome = async {
+        let (board, page) = latest(site, cluster)?;
+        let answer = board
+            .read(MODEL_DEADLINE, move |c| f(c, &page.pass))
+            .await
+            .ok_or(Fail::Busy)??;
+        Ok(json(&answer))
     };
-    let answered = shared
-        .read(MODEL_DEADLINE, move |c| f(c, &page.pass))
-        .await;
-    match answered {
-        Some(Ok(a)) => {
-            audit(path, cluster, "ok");
-            json(&a)
-        }
-        Some(Err(e)) => {
-            audit(path, cluster, "not_found");
-            (StatusCode::NOT_FOUND, format!("kelp: {e}\n")).into_response()
-        }
-        None => {
-            audit(path, cluster, "busy");
-            busy()
-        }
-    }
+    audited(path, cluster, outcome.await)
 }
 
 /// How long a request waits for the model behind a running analysis pass.
 const MODEL_DEADLINE: Duration = Duration::from_secs(5);
 
-fn busy() -> Response {
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        [(header::RETRY_AFTER, "2")],
-        "kelp: the model is busy (an analysis pass is running); try again\n",
-    )
-        .into_response()
-}
+
 
 async fn api_why_pod(
     State(site): St,
