@@ -20,7 +20,7 @@ mod pools;
 mod words;
 
 use events::{capacity_panel, timeline};
-pub use events::{ice_offering, LANES};
+pub use events::LANES;
 pub use claims::{Badge, ClaimGroup, ClaimRow, Rollout};
 pub use pending::{EventRow, Pending, PendingRow, VerdictRow};
 pub use pools::{BudgetRow, LimitBar, PoolRow};
@@ -349,11 +349,14 @@ mod tests {
 
     #[test]
     fn an_insufficient_capacity_message_names_its_offering() {
+        // The panel reads the offering through the one launch-error parser.
         let m = "NodeClaim gpu-q8w2x event: creating instance, insufficient capacity, with fleet error(s), InsufficientInstanceCapacity: We currently do not have sufficient g6.12xlarge capacity in the Availability Zone you requested (us-west-2c). Our system";
-        assert_eq!(
-            ice_offering(m),
-            (Some("g6.12xlarge".into()), Some("us-west-2c".into()))
+        let p = crate::karpenter::events::parse_launch_error(m);
+        assert_eq!(p.instance_types.first().map(String::as_str), Some("g6.12xlarge"));
+        assert_eq!(p.zones.first().map(String::as_str), Some("us-west-2c"));
+        let p = crate::karpenter::events::parse_launch_error(
+            "insufficient capacity, all requested instance types were unavailable during launch",
         );
-        assert_eq!(ice_offering("insufficient capacity, all requested instance types were unavailable during launch"), (None, None));
+        assert!(p.instance_types.is_empty() && p.zones.is_empty());
     }
 }

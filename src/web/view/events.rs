@@ -57,10 +57,9 @@ pub(super) fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
         };
         // The claim is usually gone (Karpenter deletes it after the error): the message
         // names the type and zone (AWS fleet errors), the claim's name its pool.
-        let (msg_type, msg_zone) = ice_offering(&e.message);
         let parsed = crate::karpenter::events::parse_launch_error(&e.message);
-        let msg_type = msg_type.or_else(|| parsed.instance_types.first().cloned());
-        let msg_zone = msg_zone.or_else(|| parsed.zones.first().cloned());
+        let msg_type = parsed.instance_types.first().cloned();
+        let msg_zone = parsed.zones.first().cloned();
         let or = |v: String, alt: Option<String>| {
             if v.is_empty() {
                 alt.unwrap_or_default()
@@ -127,23 +126,6 @@ pub(super) fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
         unavailable,
         errors: errors.into_values().collect(),
     }
-}
-
-/// The instance type and zone an insufficient-capacity message names, when it does
-/// (AWS: "...sufficient g6.12xlarge capacity in the Availability Zone you requested (us-west-2c)").
-pub fn ice_offering(message: &str) -> (Option<String>, Option<String>) {
-    // Each word that follows `marker`, in order.
-    let words_after = |marker: &'static str| {
-        message.match_indices(marker).filter_map(move |(i, _)| {
-            message[i + marker.len()..]
-                .split(|c: char| c.is_whitespace() || c == ')' || c == '(')
-                .find(|w| !w.is_empty())
-                .map(str::to_string)
-        })
-    };
-    let instance_type = words_after("sufficient ").find(|w| w.contains('.'));
-    let zone = words_after("Availability Zone you requested (").next();
-    (instance_type, zone)
 }
 
 /// The lane an event goes to, if it belongs on the timeline.
