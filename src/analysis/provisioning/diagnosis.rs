@@ -86,9 +86,6 @@ impl PodDiagnosis {
             .map(|v| &**v)
             .filter(|v| v.verdict == Verdict::Compatible)
     }
-    pub fn verdict_for(&self, pool: &str) -> Option<&PoolVerdict> {
-        self.nodepools.iter().map(|v| &**v).find(|v| v.name == pool)
-    }
     /// One line: what holds the pod.
     pub fn summary(&self) -> String {
         format!("Pending {}: {}", self.pending_for, self.verdict_summary())
