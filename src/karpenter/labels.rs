@@ -2,12 +2,9 @@
 
 pub const NODEPOOL: &str = "karpenter.sh/nodepool";
 pub const CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
-pub const INITIALIZED: &str = "karpenter.sh/initialized";
-pub const REGISTERED: &str = "karpenter.sh/registered";
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 pub const ZONE: &str = "topology.kubernetes.io/zone";
-pub const HOSTNAME: &str = "kubernetes.io/hostname";
 /// The kwok provider's per-node price label.
 pub const KWOK_PRICE: &str = "eks-node-viewer/instance-price";
 /// The Helm chart label of the Karpenter controller's pods.

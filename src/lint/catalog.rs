@@ -17,9 +17,6 @@ pub const SIZE: &str = "karpenter.k8s.aws/instance-size";
 pub const CPU: &str = "karpenter.k8s.aws/instance-cpu";
 pub const ARCH: &str = "kubernetes.io/arch";
 
-/// The keys the catalog can answer for.
-pub const KEYS: [&str; 7] = [INSTANCE_TYPE, FAMILY, CATEGORY, GENERATION, SIZE, CPU, ARCH];
-
 const T: &[&str] = &[
     "nano", "micro", "small", "medium", "large", "xlarge", "2xlarge",
 ];

@@ -1,158 +1,16 @@
-//! Node-selector requirement semantics as Karpenter v1.14 computes them (its
-//! `scheduling.Requirements`): per label key a value set or its complement plus
-//! inclusive integer bounds, intersected per key; the pod-vs-NodePool-template
-//! compatibility check with its exact error wording; the well-known, aliased and
-//! restricted label sets (core and per provider); and the pod validation Karpenter
-//! runs before it schedules a pod.
+//! Requirement semantics as Karpenter computes them (its `scheduling.Requirements`): per
+//! label key a value set or its complement plus inclusive integer bounds, intersected per
+//! key; how a NodePool template and a pod term build them; and the pod-vs-template
+//! [`compatible`] check with Karpenter's exact error wording.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 
-const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
-const CAPACITY_TYPE_LABEL: &str = "karpenter.sh/capacity-type";
-
-/// Core well-known labels (`v1.WellKnownLabels` before a provider adds its own): a pod may
-/// constrain these even where a NodePool leaves them undefined.
-pub const WELL_KNOWN_LABELS: &[&str] = &[
-    NODEPOOL_LABEL,
-    "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region",
-    "node.kubernetes.io/instance-type",
-    "kubernetes.io/arch",
-    "kubernetes.io/os",
-    CAPACITY_TYPE_LABEL,
-    "node.kubernetes.io/windows-build",
-];
-
-/// Labels the AWS provider (karpenter-provider-aws) adds to the well-known set at start-up.
-/// Karpenter on AWS allows exactly `WELL_KNOWN_LABELS` plus these to be undefined in a NodePool.
-/// The capacity-reservation-interruptible, instance-nitro-enclaves-supported and instance-tenancy
-/// entries come from the provider's instance-type code of 2026; the rest from its registration list.
-pub const AWS_WELL_KNOWN_LABELS: &[&str] = &[
-    "karpenter.k8s.aws/capacity-reservation-id",
-    "karpenter.k8s.aws/capacity-reservation-interruptible",
-    "karpenter.k8s.aws/capacity-reservation-type",
-    "karpenter.k8s.aws/instance-accelerator-count",
-    "karpenter.k8s.aws/instance-accelerator-manufacturer",
-    "karpenter.k8s.aws/instance-accelerator-name",
-    "karpenter.k8s.aws/instance-category",
-    "karpenter.k8s.aws/instance-cpu",
-    "karpenter.k8s.aws/instance-cpu-manufacturer",
-    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
-    "karpenter.k8s.aws/instance-ebs-bandwidth",
-    "karpenter.k8s.aws/instance-encryption-in-transit-supported",
-    "karpenter.k8s.aws/instance-family",
-    "karpenter.k8s.aws/instance-generation",
-    "karpenter.k8s.aws/instance-gpu-count",
-    "karpenter.k8s.aws/instance-gpu-manufacturer",
-    "karpenter.k8s.aws/instance-gpu-memory",
-    "karpenter.k8s.aws/instance-gpu-name",
-    "karpenter.k8s.aws/instance-hypervisor",
-    "karpenter.k8s.aws/instance-local-nvme",
-    "karpenter.k8s.aws/instance-memory",
-    "karpenter.k8s.aws/instance-network-bandwidth",
-    "karpenter.k8s.aws/instance-nitro-enclaves-supported",
-    "karpenter.k8s.aws/instance-size",
-    "karpenter.k8s.aws/instance-tenancy",
-    "topology.k8s.aws/zone-id",
-];
-
-/// Labels the kwok provider (the project's end-to-end harness) adds to the well-known set.
-pub const KWOK_WELL_KNOWN_LABELS: &[&str] = &[
-    "karpenter.kwok.sh/instance-cpu",
-    "karpenter.kwok.sh/instance-family",
-    "karpenter.kwok.sh/instance-memory",
-    "karpenter.kwok.sh/instance-size",
-];
-
-/// Deprecated label keys and the well-known key Karpenter reads them as (`v1.NormalizedLabels`).
-const LABEL_ALIASES: &[(&str, &str)] = &[
-    (
-        "failure-domain.beta.kubernetes.io/zone",
-        "topology.kubernetes.io/zone",
-    ),
-    (
-        "failure-domain.beta.kubernetes.io/region",
-        "topology.kubernetes.io/region",
-    ),
-    ("beta.kubernetes.io/arch", "kubernetes.io/arch"),
-    ("beta.kubernetes.io/os", "kubernetes.io/os"),
-    (
-        "beta.kubernetes.io/instance-type",
-        "node.kubernetes.io/instance-type",
-    ),
-];
-
-/// Labels a pod may never select on (`v1.RestrictedLabels`).
-const RESTRICTED_LABELS: &[&str] = &["kubernetes.io/hostname"];
-
-/// The only values Karpenter accepts for `karpenter.sh/capacity-type` (sorted).
-const CAPACITY_TYPES: &[&str] = &["on-demand", "reserved", "spot"];
-
-/// Canonical form of a label key: an alias maps to its well-known key, anything else is itself.
-pub fn normalize_key(key: &str) -> &str {
-    LABEL_ALIASES
-        .iter()
-        .find(|(alias, _)| *alias == key)
-        .map_or(key, |(_, canonical)| canonical)
-}
-
-/// Whether `key` (after alias normalization) is one of the core well-known labels.
-pub fn is_well_known(key: &str) -> bool {
-    is_well_known_for(key, &[])
-}
-
-/// Whether `key` (after alias normalization) is a core well-known label or one of `provider_labels`.
-pub fn is_well_known_for(key: &str, provider_labels: &[&str]) -> bool {
-    let key = normalize_key(key);
-    WELL_KNOWN_LABELS.contains(&key) || provider_labels.contains(&key)
-}
-
-/// The cloud provider a Karpenter installation runs with, which widens the well-known labels
-/// and the restricted label domains.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Provider {
-    /// Only the core sets (used when the provider is unknown).
-    #[default]
-    Core,
-    Aws,
-    Kwok,
-}
-
-impl Provider {
-    /// The provider behind a NodeClass label key such as `karpenter.k8s.aws/ec2nodeclass`.
-    pub fn from_nodeclass_label(key: &str) -> Self {
-        match key.split_once('/').map(|(group, _)| group) {
-            Some("karpenter.k8s.aws") => Provider::Aws,
-            Some("karpenter.kwok.sh") => Provider::Kwok,
-            _ => Provider::Core,
-        }
-    }
-
-    /// The well-known labels this provider adds to `WELL_KNOWN_LABELS`.
-    pub fn labels(self) -> &'static [&'static str] {
-        match self {
-            Provider::Core => &[],
-            Provider::Aws => AWS_WELL_KNOWN_LABELS,
-            Provider::Kwok => KWOK_WELL_KNOWN_LABELS,
-        }
-    }
-
-    /// Label domains reserved for Karpenter (`v1.RestrictedLabelDomains`), sorted.
-    fn restricted_domains(self) -> &'static [&'static str] {
-        match self {
-            Provider::Core => &["karpenter.sh"],
-            Provider::Aws => &["karpenter.k8s.aws", "karpenter.sh"],
-            Provider::Kwok => &["karpenter.kwok.sh", "karpenter.sh"],
-        }
-    }
-
-    fn is_well_known(self, key: &str) -> bool {
-        is_well_known_for(key, self.labels())
-    }
-}
+use super::labels::{
+    normalize_key, Provider, NODEPOOL_LABEL, RESTRICTED_LABELS, WELL_KNOWN_LABELS,
+};
 
 /// A node-selector operator Karpenter v1.14 accepts. `Gte` and `Lte` are Karpenter's own
 /// extensions (NodePool and NodeOverlay requirements, v1.9+); Kubernetes rejects them in pods.
@@ -197,7 +55,7 @@ impl Operator {
         }
     }
 
-    fn is_numeric(self) -> bool {
+    pub(super) fn is_numeric(self) -> bool {
         matches!(
             self,
             Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte
@@ -483,7 +341,7 @@ impl Requirements {
         Ok(out)
     }
 
-    fn add_labels(&mut self, labels: &BTreeMap<String, String>) {
+    pub(super) fn add_labels(&mut self, labels: &BTreeMap<String, String>) {
         for (key, value) in labels {
             self.add(
                 key,
@@ -496,7 +354,7 @@ impl Requirements {
         }
     }
 
-    fn add_raw(
+    pub(super) fn add_raw(
         &mut self,
         key: &str,
         op: &str,
@@ -667,277 +525,12 @@ fn typo_hint(pool: &Requirements, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The FailedScheduling text Karpenter uses for a pod that requires `karpenter.sh/nodepool
-/// DoesNotExist`; Karpenter publishes no event for it.
-pub const NOT_FOR_KARPENTER: &str =
-    "configured to not run on a Karpenter provisioned node (requirement=karpenter.sh/nodepool DoesNotExist)";
-
-/// The pod validation Karpenter runs before scheduling (core label sets): see
-/// `validate_pod_requirements_for`.
-pub fn validate_pod_requirements(
-    node_selector: &BTreeMap<String, String>,
-    terms: &[NodeSelectorTerm],
-) -> Result<(), String> {
-    validate_pod_requirements_for(node_selector, terms, Provider::Core)
-}
-
-/// The pod validation Karpenter runs before scheduling, with the provider's label sets: the pod
-/// must not require `karpenter.sh/nodepool DoesNotExist` (`NOT_FOR_KARPENTER`), and every nodeSelector
-/// entry and required node-affinity expression must pass Karpenter's requirement validation
-/// (supported operator, no restricted label or domain, a known capacity type, qualified key, valid
-/// label values, values for In, one non-negative integer for Gt/Lt/Gte/Lte); a term with matchFields
-/// fails. Err is Karpenter's message: its errors joined by "; " (nodeSelector keys sorted; Karpenter
-/// lists the supported operators in map order, kelp in declaration order).
-pub fn validate_pod_requirements_for(
-    node_selector: &BTreeMap<String, String>,
-    terms: &[NodeSelectorTerm],
-    provider: Provider,
-) -> Result<(), String> {
-    let mut errs = Vec::new();
-    if requires_no_nodepool(node_selector, terms.first()) {
-        errs.push(NOT_FOR_KARPENTER.to_string());
-    }
-    for (key, value) in node_selector {
-        validate_requirement(key, "In", std::slice::from_ref(value), provider, &mut errs);
-    }
-    for term in terms {
-        if term.match_fields.is_some() {
-            errs.push("node selector term with matchFields is not supported".to_string());
-        }
-        for r in term.match_expressions.as_deref().unwrap_or_default() {
-            validate_requirement(
-                &r.key,
-                &r.operator,
-                r.values.as_deref().unwrap_or_default(),
-                provider,
-                &mut errs,
-            );
-        }
-    }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs.join("; "))
-    }
-}
-
-/// Whether the pod's requirements leave `karpenter.sh/nodepool` as DoesNotExist. Expressions kelp
-/// cannot parse are skipped: Karpenter reads them as Exists, which changes nothing.
-fn requires_no_nodepool(
-    node_selector: &BTreeMap<String, String>,
-    term: Option<&NodeSelectorTerm>,
-) -> bool {
-    let mut reqs = Requirements::default();
-    reqs.add_labels(node_selector);
-    for r in term
-        .and_then(|t| t.match_expressions.as_deref())
-        .unwrap_or_default()
-    {
-        if normalize_key(&r.key) == NODEPOOL_LABEL {
-            let _ = reqs.add_raw(
-                &r.key,
-                &r.operator,
-                r.values.as_deref().unwrap_or_default(),
-                None,
-            );
-        }
-    }
-    reqs.operator(NODEPOOL_LABEL) == Some(Operator::DoesNotExist)
-}
-
-/// Karpenter's `v1.ValidateRequirement` for a pod requirement (no minValues), in its error order.
-fn validate_requirement(
-    key: &str,
-    op: &str,
-    values: &[String],
-    provider: Provider,
-    errs: &mut Vec<String>,
-) {
-    let key = normalize_key(key);
-    let parsed = Operator::parse(op);
-    if parsed.is_none() {
-        let all: Vec<&str> = Operator::ALL.iter().map(|o| o.as_str()).collect();
-        errs.push(format!(
-            "key {key} has an unsupported operator {op} not in [{}]",
-            all.join(" ")
-        ));
-    }
-    if let Some(e) = restricted_label_error(key, provider) {
-        errs.push(e);
-    }
-    if key == CAPACITY_TYPE_LABEL
-        && parsed == Some(Operator::In)
-        && !values.iter().any(|v| CAPACITY_TYPES.contains(&v.as_str()))
-    {
-        let known: Vec<String> = CAPACITY_TYPES.iter().map(|v| format!("{v}:{{}}")).collect();
-        let got = go_list(values);
-        errs.push(format!(
-            "no valid values found in {got} for {key}, expected one of: map[{}], got: {got}",
-            known.join(" ")
-        ));
-    }
-    errs.extend(
-        qualified_name_errors(key)
-            .into_iter()
-            .map(|e| format!("key {key} is not a qualified name, {e}")),
-    );
-    for v in values {
-        errs.extend(
-            label_value_errors(v)
-                .into_iter()
-                .map(|e| format!("invalid value {v} for key {key}, {e}")),
-        );
-    }
-    if parsed == Some(Operator::In) && values.is_empty() {
-        errs.push(format!(
-            "key {key} with operator {op} must have a value defined"
-        ));
-    }
-    if parsed.is_some_and(Operator::is_numeric)
-        && !matches!(values, [v] if v.parse::<i64>().is_ok_and(|n| n >= 0))
-    {
-        errs.push(format!(
-            "key {key} with operator {op} must have a single positive integer value"
-        ));
-    }
-}
-
-fn restricted_label_error(key: &str, provider: Provider) -> Option<String> {
-    if provider.is_well_known(key) {
-        return None;
-    }
-    let domain = key.split_once('/').map_or("", |(domain, _)| domain);
-    let domains = provider.restricted_domains();
-    let in_domain = domains.iter().any(|d| {
-        domain == *d
-            || domain
-                .strip_suffix(d)
-                .is_some_and(|rest| rest.ends_with('.'))
-    });
-    if !in_domain && !RESTRICTED_LABELS.contains(&key) {
-        return None;
-    }
-    let mut well_known: Vec<&str> = WELL_KNOWN_LABELS
-        .iter()
-        .chain(provider.labels())
-        .copied()
-        .collect();
-    well_known.sort_unstable();
-    Some(format!(
-        "using label {key} is not allowed as it might interfere with the internal provisioning logic; specify a well known label: [{}], or a custom label that does not use a restricted domain: [{}]",
-        well_known.join(" "),
-        domains.join(" ")
-    ))
-}
-
-/// Go's `%v` of a string slice.
-fn go_list(values: &[String]) -> String {
-    format!("[{}]", values.join(" "))
-}
-
-const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const QUALIFIED_NAME_MSG: &str =
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-
-/// Kubernetes' `RegexError` wording (including its doubled spaces between examples).
-fn regex_error(msg: &str, pattern: &str, examples: &[&str]) -> String {
-    let shown: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
-    format!(
-        "{msg} (e.g. {}regex used for validation is '{pattern}')",
-        shown.join(" or ")
-    )
-}
-
-fn is_qualified_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    let ext = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
-    matches!((b.first(), b.last()), (Some(f), Some(l)) if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric())
-        && b.iter().all(ext)
-}
-
-fn is_dns1123_subdomain(s: &str) -> bool {
-    s.split('.').all(|label| {
-        let b = label.as_bytes();
-        let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-        matches!((b.first(), b.last()), (Some(f), Some(l)) if ok(f) && ok(l))
-            && b.iter().all(|c| ok(c) || *c == b'-')
-    })
-}
-
-/// Kubernetes' `IsQualifiedName` messages.
-fn qualified_name_errors(value: &str) -> Vec<String> {
-    let name_error = || {
-        regex_error(
-            QUALIFIED_NAME_MSG,
-            QUALIFIED_NAME_FMT,
-            &["MyName", "my.name", "123-abc"],
-        )
-    };
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                if prefix.len() > 253 {
-                    errs.push("prefix part must be no more than 253 characters".to_string());
-                }
-                if !is_dns1123_subdomain(prefix) {
-                    errs.push(format!(
-                        "prefix part {}",
-                        regex_error(
-                            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-                            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
-                            &["example.com"],
-                        )
-                    ));
-                }
-            }
-            *name
-        }
-        _ => {
-            return vec![format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                name_error()
-            )]
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_string());
-    }
-    if !is_qualified_name_part(name) {
-        errs.push(format!("name part {}", name_error()));
-    }
-    errs
-}
-
-/// Kubernetes' `IsValidLabelValue` messages.
-fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        errs.push(regex_error(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-            &format!("({QUALIFIED_NAME_FMT})?"),
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::testing::*;
+    use super::super::*;
     use super::*;
     use proptest::prelude::*;
-
-    const ZONE: &str = "topology.kubernetes.io/zone";
-    const CPU: &str = "karpenter.k8s.aws/instance-cpu";
 
     fn req(key: &str, op: &str, values: &[&str]) -> Requirement {
         Requirement {
@@ -951,29 +544,6 @@ mod tests {
     fn reqs(list: &[Requirement]) -> Requirements {
         Requirements::from_requirements(list).expect("valid requirements")
     }
-
-    fn nsr(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
-        NodeSelectorRequirement {
-            key: key.into(),
-            operator: op.into(),
-            values: Some(values.iter().map(|v| v.to_string()).collect()),
-        }
-    }
-
-    fn term(exprs: Vec<NodeSelectorRequirement>) -> NodeSelectorTerm {
-        NodeSelectorTerm {
-            match_expressions: Some(exprs),
-            match_fields: None,
-        }
-    }
-
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
     fn errors(pod: &Requirements, pool: &Requirements) -> Vec<String> {
         compatible(pod, pool)
             .err()
@@ -987,7 +557,6 @@ mod tests {
     fn pair(pod: Requirement, pool: Requirement) -> Vec<String> {
         errors(&reqs(&[pod]), &reqs(&[pool]))
     }
-
     #[test]
     fn in_sets_must_intersect_with_karpenters_wording() {
         let pool = reqs(&[req(ZONE, "In", &["us-west-2a", "us-west-2b"])]);
@@ -1398,152 +967,6 @@ mod tests {
         assert_eq!(Operator::parse("Gte"), Some(Operator::Gte));
         assert_eq!(Operator::parse("gte"), None);
         assert_eq!(Operator::Lte.to_string(), "Lte");
-    }
-
-    fn validate(ns: &[(&str, &str)], terms: &[NodeSelectorTerm]) -> Result<(), String> {
-        validate_pod_requirements(&labels(ns), terms)
-    }
-
-    #[test]
-    fn validation_accepts_ordinary_pods() {
-        assert_eq!(validate(&[], &[]), Ok(()));
-        let t = term(vec![
-            nsr(ZONE, "In", &["a"]),
-            nsr("example.com/x", "Exists", &[]),
-            nsr(CPU, "Gt", &["4"]),
-        ]);
-        assert_eq!(
-            validate(
-                &[
-                    ("karpenter.sh/capacity-type", "spot"),
-                    ("karpenter.sh/nodepool", "p")
-                ],
-                &[t]
-            ),
-            Ok(())
-        );
-        assert_eq!(validate(&[("notkarpenter.sh/x", "1")], &[]), Ok(()));
-    }
-
-    #[test]
-    fn validation_rejects_restricted_labels_and_domains() {
-        let core_list = "[karpenter.sh/capacity-type karpenter.sh/nodepool kubernetes.io/arch kubernetes.io/os node.kubernetes.io/instance-type node.kubernetes.io/windows-build topology.kubernetes.io/region topology.kubernetes.io/zone]";
-        assert_eq!(
-            validate(&[("kubernetes.io/hostname", "n1")], &[]).unwrap_err(),
-            format!("using label kubernetes.io/hostname is not allowed as it might interfere with the internal provisioning logic; specify a well known label: {core_list}, or a custom label that does not use a restricted domain: [karpenter.sh]")
-        );
-        assert!(validate(&[("karpenter.sh/custom", "x")], &[])
-            .unwrap_err()
-            .starts_with("using label karpenter.sh/custom is not allowed"));
-        assert!(validate(
-            &[],
-            &[term(vec![nsr("team.karpenter.sh/x", "Exists", &[])])]
-        )
-        .is_err());
-        let aws =
-            |key: &str| validate_pod_requirements_for(&labels(&[(key, "1")]), &[], Provider::Aws);
-        assert_eq!(aws("karpenter.k8s.aws/instance-generation"), Ok(()));
-        let err = aws("karpenter.k8s.aws/custom").unwrap_err();
-        assert!(
-            err.contains("topology.k8s.aws/zone-id")
-                && err.ends_with("restricted domain: [karpenter.k8s.aws karpenter.sh]"),
-            "{err}"
-        );
-        assert_eq!(
-            validate(&[("karpenter.k8s.aws/custom", "1")], &[]),
-            Ok(()),
-            "core Karpenter does not reserve the AWS domain"
-        );
-    }
-
-    #[test]
-    fn validation_messages_match_karpenter() {
-        let one = |r: NodeSelectorRequirement| validate(&[], &[term(vec![r])]).unwrap_err();
-        assert_eq!(one(nsr("k", "Matches", &["a"])), "key k has an unsupported operator Matches not in [In NotIn Exists DoesNotExist Gt Lt Gte Lte]");
-        assert_eq!(
-            one(nsr("k", "In", &[])),
-            "key k with operator In must have a value defined"
-        );
-        assert_eq!(
-            one(nsr("k", "Gt", &["x1"])),
-            "key k with operator Gt must have a single positive integer value"
-        );
-        let negative = one(nsr("k", "Gt", &["-1"]));
-        assert!(
-            negative.starts_with("invalid value -1 for key k, a valid label must be"),
-            "{negative}"
-        );
-        assert!(
-            negative
-                .ends_with("; key k with operator Gt must have a single positive integer value"),
-            "{negative}"
-        );
-        assert_eq!(
-            one(nsr("k", "Lt", &["1", "2"])),
-            "key k with operator Lt must have a single positive integer value"
-        );
-        assert_eq!(
-            one(nsr("karpenter.sh/capacity-type", "In", &["spotty", "cheap"])),
-            "no valid values found in [spotty cheap] for karpenter.sh/capacity-type, expected one of: map[on-demand:{} reserved:{} spot:{}], got: [spotty cheap]"
-        );
-        assert_eq!(
-            one(nsr("k", "In", &["a b"])),
-            "invalid value a b for key k, a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-        );
-        assert_eq!(
-            one(nsr("a/b/c", "Exists", &[])),
-            "key a/b/c is not a qualified name, a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        );
-        assert!(one(nsr("Bad.Prefix/x", "Exists", &[])).starts_with(
-            "key Bad.Prefix/x is not a qualified name, prefix part a lowercase RFC 1123 subdomain"
-        ));
-        assert!(one(nsr("-x", "Exists", &[]))
-            .starts_with("key -x is not a qualified name, name part must consist of"));
-        let t = NodeSelectorTerm {
-            match_expressions: None,
-            match_fields: Some(vec![]),
-        };
-        assert_eq!(
-            validate(&[], &[t]).unwrap_err(),
-            "node selector term with matchFields is not supported"
-        );
-        // Errors accumulate across the nodeSelector and every term, joined by "; ".
-        let err = validate(
-            &[("kubernetes.io/hostname", "n")],
-            &[term(vec![]), term(vec![nsr("k", "In", &[])])],
-        )
-        .unwrap_err();
-        assert!(err.starts_with("using label kubernetes.io/hostname is not allowed"));
-        assert_eq!(
-            err.matches("; ").count(),
-            2,
-            "one inside Karpenter's restricted-label message, one joining"
-        );
-        assert!(err.ends_with("; key k with operator In must have a value defined"));
-        // Aliases are normalized before validation.
-        assert_eq!(
-            validate(&[("beta.kubernetes.io/arch", "amd64")], &[]),
-            Ok(())
-        );
-    }
-
-    #[test]
-    fn validation_flags_pods_that_avoid_karpenter() {
-        let t = term(vec![nsr("karpenter.sh/nodepool", "DoesNotExist", &[])]);
-        assert_eq!(
-            validate(&[], std::slice::from_ref(&t)).unwrap_err(),
-            NOT_FOR_KARPENTER
-        );
-        let emptied = term(vec![nsr("karpenter.sh/nodepool", "NotIn", &["a"])]);
-        assert_eq!(
-            validate(&[("karpenter.sh/nodepool", "a")], &[emptied]).unwrap_err(),
-            NOT_FOR_KARPENTER
-        );
-        // Only the first term counts, as in Karpenter's pod requirements.
-        assert_eq!(
-            validate(&[], &[term(vec![nsr(ZONE, "In", &["a"])]), t]),
-            Ok(())
-        );
     }
 
     fn arb_requirement() -> impl Strategy<Value = Requirement> {

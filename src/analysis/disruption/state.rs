@@ -1,14 +1,16 @@
-//! Disruption: what Karpenter wants to do to a node (drift, expiry, emptiness) and what
-//! stops it: do-not-disrupt pods and nodes, PDBs with no disruptions allowed, nominations,
-//! initialisation, a missing NodePool, and budgets evaluated at `now` in UTC.
+//! One Karpenter node's disruption state: what Karpenter wants to do to it (drift, expiry,
+//! emptiness, consolidation) and what stops it: do-not-disrupt pods and nodes, PDBs with
+//! no disruptions allowed, nominations, initialisation, a missing NodePool, budgets, and
+//! Karpenter's own DisruptionBlocked event for what kelp cannot compute.
 
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::{ago, selector, Context};
-use crate::findings::{Code, Finding, ObjectRef, Severity};
+use super::super::{ago, selector};
+use super::budget::{budget_message, pool_allowed};
+use crate::findings::ObjectRef;
 use crate::karpenter::budgets::{self, DisruptionReason, DoNotDisrupt};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::events::{self, BlockerKind, NominationTarget};
@@ -59,23 +61,6 @@ impl WantReason {
 pub struct Want {
     pub reason: WantReason,
     pub message: String,
-}
-
-/// The details of a `disruption-blocked` finding (fields in the JSON's key order).
-#[derive(Debug, Clone, Serialize)]
-pub struct BlockedDetails {
-    pub blockers: Vec<Blocker>,
-    pub nodeclaim: Option<String>,
-    pub wants: Vec<Want>,
-}
-
-/// The details of an `empty-node-not-reaped` finding: nominations first among the blockers.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NotReapedDetails {
-    pub blockers: Vec<Blocker>,
-    pub consolidate_after: Option<String>,
-    pub empty_for: String,
 }
 
 /// Everything about one Karpenter node's disruption.
@@ -131,46 +116,6 @@ fn tolerates_disruption(p: &Pod) -> bool {
         .tolerations
         .iter()
         .any(|t| crate::karpenter::taints::tolerates(t, &taint))
-}
-
-/// Karpenter's budget arithmetic for a pool: the nodes it counts (managed, initialised,
-/// claim not InstanceTerminating) and, of those, the ones already unavailable (NotReady,
-/// or node or claim deleting).
-fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
-    let (mut total, mut unavailable) = (0, 0);
-    for n in c.nodes_in_pool(pool) {
-        let Some(claim) = c.nodeclaim_for_node(n) else {
-            continue;
-        };
-        let conds = &claim.status.conditions;
-        if !is_true(conds, "Initialized") || is_true(conds, "InstanceTerminating") {
-            continue;
-        }
-        total += 1;
-        let deleting =
-            n.metadata.deletion_timestamp.is_some() || claim.metadata.deletion_timestamp.is_some();
-        if deleting || !is_true(&n.status.conditions, "Ready") {
-            unavailable += 1;
-        }
-    }
-    (total, unavailable)
-}
-
-/// Budget verdict for a pool and reason at `now`.
-pub fn pool_allowed(
-    c: &Cluster,
-    pool: &NodePool,
-    reason: DisruptionReason,
-    now: DateTime<Utc>,
-) -> budgets::Allowed {
-    let (total, unavailable) = budget_counts(c, &pool.metadata.name);
-    budgets::allowed_disruptions(
-        pool.spec.disruption.budgets.as_deref(),
-        reason,
-        now,
-        total,
-        unavailable,
-    )
 }
 
 /// Recent Karpenter nominations by target (`node/<name>` or `nodeclaim/<name>`), built
@@ -511,28 +456,6 @@ fn pod_key(o: &ObjectRef) -> String {
     }
 }
 
-fn budget_message(pool: &str, reason: DisruptionReason, a: &budgets::Allowed) -> String {
-    match (&a.error, a.active_budget) {
-        (Some(e), _) => {
-            format!("NodePool {pool}: a misconfigured budget blocks all disruption ({e})")
-        }
-        (None, Some(i)) => format!(
-            "NodePool {pool}: budget #{i} allows {} {reason} disruptions now{}",
-            a.limit.unwrap_or(0),
-            match a.limit {
-                Some(l) if l > a.allowed => format!(
-                    ", {} already taken by NotReady or deleting nodes",
-                    l - a.allowed
-                ),
-                _ => String::new(),
-            }
-        ),
-        (None, None) => format!("NodePool {pool}: no disruptions allowed for {reason} now"),
-    }
-}
-
-// ------------------------------------------------------------------ findings
-
 /// The disruption state of every Karpenter node (one with a NodePool label or a NodeClaim),
 /// by name: once per pass.
 pub fn node_states(c: &Cluster, now: DateTime<Utc>) -> BTreeMap<String, NodeDisruption> {
@@ -543,278 +466,6 @@ pub fn node_states(c: &Cluster, now: DateTime<Utc>) -> BTreeMap<String, NodeDisr
             Cluster::pool_of(&n.metadata.labels).is_some() || c.nodeclaim_for_node(n).is_some()
         })
         .map(|n| (n.metadata.name.clone(), node_disruption(c, n, now, &nominations)))
-        .collect()
-}
-
-pub fn findings(ctx: &Context) -> Vec<Finding> {
-    let c = ctx.cluster;
-    let mut out = Vec::new();
-    for s in ctx.nodes.values().filter(|s| s.nodepool.is_some()) {
-        let node = ObjectRef::cluster("Node", &s.node);
-        let pool = s.nodepool.as_deref();
-        if !s.wants.is_empty() && !s.blockers.is_empty() {
-            let wants: Vec<&str> = s.wants.iter().map(|w| w.message.as_str()).collect();
-            let blockers: Vec<&str> = s.blockers.iter().map(|b| b.message.as_str()).collect();
-            out.push(
-                Finding::new(
-                    Code::DisruptionBlocked,
-                    // Held back from consolidation only: worth knowing, not yet a problem.
-                    if s.wants.iter().all(|w| w.reason == WantReason::Underutilized) { Severity::Info } else { Severity::Warning },
-                    node.clone(),
-                    format!("Karpenter wants to disrupt it ({}) but cannot: {}", wants.join(", "), blockers.join("; ")),
-                )
-                .pool(pool)
-                .since(s.drifted_since.or(s.expires_at))
-                .details(BlockedDetails {
-                    blockers: s.blockers.clone(),
-                    nodeclaim: s.nodeclaim.clone(),
-                    wants: s.wants.clone(),
-                }),
-            );
-        }
-        // An empty node already being deleted is being reaped.
-        if s.empty && !s.deleting {
-            if let Some(f) = empty_not_reaped(ctx, s) {
-                out.push(f);
-            }
-        }
-        if let Some(at) = s
-            .expires_at
-            .filter(|t| ctx.now - *t > Duration::minutes(10))
-        {
-            out.push(
-                Finding::new(
-                    Code::NodeExpiredNotReplaced,
-                    Severity::Warning,
-                    node.clone(),
-                    format!(
-                        "Expired {} ago (age {}, expireAfter {}) and still here{}",
-                        ago(ctx.now, at),
-                        s.age.clone().unwrap_or_default(),
-                        s.expire_after.clone().unwrap_or_default(),
-                        blockers_suffix(&s.blockers)
-                    ),
-                )
-                .pool(pool)
-                .since(Some(at))
-                .details(serde_json::json!({"age": s.age, "expireAfter": s.expire_after, "blockers": s.blockers})),
-            );
-        }
-    }
-    for claim in c.nodeclaims.values() {
-        if let Some(d) = condition(&claim.status.conditions, "Drifted").filter(|d| d.is_true()) {
-            let reason = d.reason.clone().unwrap_or_else(|| "Drifted".into());
-            out.push(
-                Finding::new(
-                    Code::NodeclaimDrifted,
-                    Severity::Info,
-                    ObjectRef::of("NodeClaim", &claim.metadata),
-                    format!(
-                        "Drifted ({reason}){}; Karpenter replaces it as budgets and blockers allow",
-                        d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.now, t))).unwrap_or_default()
-                    ),
-                )
-                .pool(Cluster::pool_of(&claim.metadata.labels))
-                .since(d.last_transition_time)
-                .details(serde_json::json!({"reason": reason, "since": d.last_transition_time, "node": claim.status.node_name})),
-            );
-        }
-    }
-    out.extend(budget_blocking(ctx));
-    out.extend(spot_interruptions(ctx));
-    out
-}
-
-fn blockers_suffix(blockers: &[Blocker]) -> String {
-    if blockers.is_empty() {
-        String::new()
-    } else {
-        format!(
-            ": {}",
-            blockers
-                .iter()
-                .map(|b| b.message.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
-    }
-}
-
-fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
-    let pool = ctx.cluster.nodepools.get(s.nodepool.as_deref()?)?;
-    let d = &pool.spec.disruption;
-    // Static pools (spec.replicas) are never consolidated.
-    if pool.spec.replicas.is_some() {
-        return None;
-    }
-    if !matches!(
-        d.consolidation_policy.as_deref(),
-        None | Some("WhenEmpty" | "WhenEmptyOrUnderutilized" | "Balanced")
-    ) {
-        return None;
-    }
-    let after = match duration::parse_nillable(d.consolidate_after.as_deref().unwrap_or("0s")) {
-        Ok(NillableDuration::After(a)) => a,
-        _ => return None,
-    };
-    let since = s.empty_since?;
-    if ctx.now - since <= after + Duration::minutes(5) {
-        return None;
-    }
-    // Nominations first: the most common reason an empty node stays.
-    let mut blockers = s.blockers.clone();
-    blockers.sort_by_key(|b| b.kind != BlockerKind::Nominated);
-    Some(
-        Finding::new(
-            Code::EmptyNodeNotReaped,
-            Severity::Warning,
-            ObjectRef::cluster("Node", &s.node),
-            format!(
-                "Empty (no pods but DaemonSets) for {}, past consolidateAfter {} + 5m, and still here{}",
-                ago(ctx.now, since),
-                d.consolidate_after.as_deref().unwrap_or("0s"),
-                blockers_suffix(&blockers)
-            ),
-        )
-        .pool(s.nodepool.as_deref())
-        .since(Some(since))
-        .details(NotReapedDetails {
-            blockers,
-            consolidate_after: d.consolidate_after.clone(),
-            empty_for: ago(ctx.now, since),
-        }),
-    )
-}
-
-fn budget_blocking(ctx: &Context) -> Vec<Finding> {
-    let c = ctx.cluster;
-    let mut out = Vec::new();
-    for pool in c.nodepools.values() {
-        let name = &pool.metadata.name;
-        if pool.spec.replicas.is_some() {
-            continue; // static pools are not disrupted for these reasons
-        }
-        let mine: Vec<&NodeDisruption> = ctx
-            .nodes
-            .values()
-            .filter(|s| s.nodepool.as_deref() == Some(name))
-            .collect();
-        let drifted = mine.iter().filter(|s| s.drifted.is_some()).count();
-        // WhenEmpty pools never consolidate a node that still has pods.
-        let when_empty = pool.spec.disruption.consolidation_policy.as_deref() == Some("WhenEmpty");
-        let candidates = if when_empty {
-            0
-        } else {
-            mine.iter().filter(|s| s.consolidatable).count()
-        };
-        let mut blocked: Vec<(DisruptionReason, budgets::Allowed, usize)> = Vec::new();
-        for (reason, n) in [
-            (DisruptionReason::Drifted, drifted),
-            (DisruptionReason::Underutilized, candidates),
-            (
-                DisruptionReason::Empty,
-                mine.iter().filter(|s| s.consolidatable && s.empty).count(),
-            ),
-        ] {
-            if n == 0 {
-                continue;
-            }
-            let a = pool_allowed(c, pool, reason, ctx.now);
-            if a.allowed == 0 && (a.limit == Some(0) || a.error.is_some()) {
-                blocked.push((reason, a, n));
-            }
-        }
-        if blocked.is_empty() {
-            continue;
-        }
-        let reasons: Vec<String> = blocked
-            .iter()
-            .map(|(r, _, n)| format!("{r} ({n} nodes)"))
-            .collect();
-        let (first_reason, first, _) = &blocked[0];
-        let active = first
-            .active_budget
-            .and_then(|i| pool.spec.disruption.budgets.as_ref()?.get(i).cloned());
-        // The blocking budget names its reasons, or applies to all of them.
-        let reason = match active.as_ref().and_then(|b| b.reasons.as_ref()) {
-            Some(r) if !r.is_empty() => r.join(","),
-            _ if first.error.is_some() => first_reason.to_string(),
-            _ => "all".to_string(),
-        };
-        out.push(
-            Finding::new(
-                Code::BudgetBlocking,
-                Severity::Warning,
-                ObjectRef::of("NodePool", &pool.metadata),
-                format!(
-                    "Disruption budgets allow 0 disruptions now for {}: {}",
-                    reasons.join(", "),
-                    budget_message(name, *first_reason, first)
-                ),
-            )
-            .pool(Some(name))
-            .details(serde_json::json!({
-                "reason": reason,
-                "reasons": blocked.iter().map(|(r, _, _)| r.to_string()).collect::<Vec<_>>(),
-                "activeBudget": active,
-                "error": first.error,
-            })),
-        );
-    }
-    out
-}
-
-fn spot_interruptions(ctx: &Context) -> Vec<Finding> {
-    let c = ctx.cluster;
-    let mut by_pool: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
-    for e in c.events.values() {
-        if !(e.from_karpenter()
-            && events::SPOT_INTERRUPTION_REASONS.contains(&e.reason.as_str())
-            && ctx.within(e.seen(), Duration::hours(24)))
-        {
-            continue;
-        }
-        let pool = match e.regarding.kind.as_str() {
-            "NodeClaim" => super::provisioning::claim_pool(c, &e.regarding.name),
-            "Node" => c
-                .nodes
-                .get(&e.regarding.name)
-                .and_then(|n| Cluster::pool_of(&n.metadata.labels))
-                .map(str::to_string),
-            _ => None,
-        };
-        if let Some(p) = pool {
-            by_pool.entry(p).or_default().push(e);
-        }
-    }
-    by_pool
-        .into_iter()
-        .map(|(pool, evs)| {
-            let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-            let mut nodes: Vec<&str> = Vec::new();
-            for e in &evs {
-                *reasons.entry(e.reason.as_str()).or_default() += 1;
-                if !nodes.contains(&e.regarding.name.as_str()) {
-                    nodes.push(&e.regarding.name);
-                }
-            }
-            nodes.sort_unstable();
-            let last = evs.iter().filter_map(|e| e.seen()).max();
-            let summary: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
-            Finding::new(
-                Code::SpotInterruption,
-                Severity::Info,
-                ObjectRef::cluster("NodePool", &pool),
-                format!(
-                    "{} in the last 24h ({} objects)",
-                    summary.join(", "),
-                    nodes.len()
-                ),
-            )
-            .pool(Some(&pool))
-            .since(last)
-            .details(serde_json::json!({"reasons": reasons, "objects": nodes}))
-        })
         .collect()
 }
 

@@ -1,0 +1,168 @@
+//! Findings about nodes Karpenter wants gone and has not removed: disruption blocked
+//! (with its blockers), empty nodes past consolidateAfter, expired nodes still running,
+//! and drifted NodeClaims.
+
+use chrono::Duration;
+use serde::Serialize;
+
+use super::super::{ago, Context};
+use super::{Blocker, NodeDisruption, Want, WantReason};
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::duration::{self, NillableDuration};
+use crate::karpenter::events::BlockerKind;
+use crate::model::*;
+
+/// The details of a `disruption-blocked` finding (fields in the JSON's key order).
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockedDetails {
+    pub blockers: Vec<Blocker>,
+    pub nodeclaim: Option<String>,
+    pub wants: Vec<Want>,
+}
+
+/// The details of an `empty-node-not-reaped` finding: nominations first among the blockers.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotReapedDetails {
+    pub blockers: Vec<Blocker>,
+    pub consolidate_after: Option<String>,
+    pub empty_for: String,
+}
+
+pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    let mut out = Vec::new();
+    for s in ctx.nodes.values().filter(|s| s.nodepool.is_some()) {
+        let node = ObjectRef::cluster("Node", &s.node);
+        let pool = s.nodepool.as_deref();
+        if !s.wants.is_empty() && !s.blockers.is_empty() {
+            let wants: Vec<&str> = s.wants.iter().map(|w| w.message.as_str()).collect();
+            let blockers: Vec<&str> = s.blockers.iter().map(|b| b.message.as_str()).collect();
+            out.push(
+                Finding::new(
+                    Code::DisruptionBlocked,
+                    // Held back from consolidation only: worth knowing, not yet a problem.
+                    if s.wants.iter().all(|w| w.reason == WantReason::Underutilized) { Severity::Info } else { Severity::Warning },
+                    node.clone(),
+                    format!("Karpenter wants to disrupt it ({}) but cannot: {}", wants.join(", "), blockers.join("; ")),
+                )
+                .pool(pool)
+                .since(s.drifted_since.or(s.expires_at))
+                .details(BlockedDetails {
+                    blockers: s.blockers.clone(),
+                    nodeclaim: s.nodeclaim.clone(),
+                    wants: s.wants.clone(),
+                }),
+            );
+        }
+        // An empty node already being deleted is being reaped.
+        if s.empty && !s.deleting {
+            if let Some(f) = empty_not_reaped(ctx, s) {
+                out.push(f);
+            }
+        }
+        if let Some(at) = s
+            .expires_at
+            .filter(|t| ctx.now - *t > Duration::minutes(10))
+        {
+            out.push(
+                Finding::new(
+                    Code::NodeExpiredNotReplaced,
+                    Severity::Warning,
+                    node.clone(),
+                    format!(
+                        "Expired {} ago (age {}, expireAfter {}) and still here{}",
+                        ago(ctx.now, at),
+                        s.age.clone().unwrap_or_default(),
+                        s.expire_after.clone().unwrap_or_default(),
+                        blockers_suffix(&s.blockers)
+                    ),
+                )
+                .pool(pool)
+                .since(Some(at))
+                .details(serde_json::json!({"age": s.age, "expireAfter": s.expire_after, "blockers": s.blockers})),
+            );
+        }
+    }
+    for claim in c.nodeclaims.values() {
+        if let Some(d) = condition(&claim.status.conditions, "Drifted").filter(|d| d.is_true()) {
+            let reason = d.reason.clone().unwrap_or_else(|| "Drifted".into());
+            out.push(
+                Finding::new(
+                    Code::NodeclaimDrifted,
+                    Severity::Info,
+                    ObjectRef::of("NodeClaim", &claim.metadata),
+                    format!(
+                        "Drifted ({reason}){}; Karpenter replaces it as budgets and blockers allow",
+                        d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.now, t))).unwrap_or_default()
+                    ),
+                )
+                .pool(Cluster::pool_of(&claim.metadata.labels))
+                .since(d.last_transition_time)
+                .details(serde_json::json!({"reason": reason, "since": d.last_transition_time, "node": claim.status.node_name})),
+            );
+        }
+    }
+    out
+}
+
+fn blockers_suffix(blockers: &[Blocker]) -> String {
+    if blockers.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ": {}",
+            blockers
+                .iter()
+                .map(|b| b.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    }
+}
+
+fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
+    let pool = ctx.cluster.nodepools.get(s.nodepool.as_deref()?)?;
+    let d = &pool.spec.disruption;
+    // Static pools (spec.replicas) are never consolidated.
+    if pool.spec.replicas.is_some() {
+        return None;
+    }
+    if !matches!(
+        d.consolidation_policy.as_deref(),
+        None | Some("WhenEmpty" | "WhenEmptyOrUnderutilized" | "Balanced")
+    ) {
+        return None;
+    }
+    let after = match duration::parse_nillable(d.consolidate_after.as_deref().unwrap_or("0s")) {
+        Ok(NillableDuration::After(a)) => a,
+        _ => return None,
+    };
+    let since = s.empty_since?;
+    if ctx.now - since <= after + Duration::minutes(5) {
+        return None;
+    }
+    // Nominations first: the most common reason an empty node stays.
+    let mut blockers = s.blockers.clone();
+    blockers.sort_by_key(|b| b.kind != BlockerKind::Nominated);
+    Some(
+        Finding::new(
+            Code::EmptyNodeNotReaped,
+            Severity::Warning,
+            ObjectRef::cluster("Node", &s.node),
+            format!(
+                "Empty (no pods but DaemonSets) for {}, past consolidateAfter {} + 5m, and still here{}",
+                ago(ctx.now, since),
+                d.consolidate_after.as_deref().unwrap_or("0s"),
+                blockers_suffix(&blockers)
+            ),
+        )
+        .pool(s.nodepool.as_deref())
+        .since(Some(since))
+        .details(NotReapedDetails {
+            blockers,
+            consolidate_after: d.consolidate_after.clone(),
+            empty_for: ago(ctx.now, since),
+        }),
+    )
+}

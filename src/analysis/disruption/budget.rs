@@ -1,0 +1,149 @@
+//! Disruption budgets as Karpenter counts them: the nodes of a pool that count and those
+//! already unavailable, the disruptions a pool's budgets allow for a reason at `now` (in
+//! UTC), and the `budget-blocking` finding for pools whose budgets allow none.
+
+use chrono::{DateTime, Utc};
+
+use super::super::Context;
+use super::NodeDisruption;
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::budgets::{self, DisruptionReason};
+use crate::model::*;
+
+/// Karpenter's budget arithmetic for a pool: the nodes it counts (managed, initialised,
+/// claim not InstanceTerminating) and, of those, the ones already unavailable (NotReady,
+/// or node or claim deleting).
+fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
+    let (mut total, mut unavailable) = (0, 0);
+    for n in c.nodes_in_pool(pool) {
+        let Some(claim) = c.nodeclaim_for_node(n) else {
+            continue;
+        };
+        let conds = &claim.status.conditions;
+        if !is_true(conds, "Initialized") || is_true(conds, "InstanceTerminating") {
+            continue;
+        }
+        total += 1;
+        let deleting =
+            n.metadata.deletion_timestamp.is_some() || claim.metadata.deletion_timestamp.is_some();
+        if deleting || !is_true(&n.status.conditions, "Ready") {
+            unavailable += 1;
+        }
+    }
+    (total, unavailable)
+}
+
+/// Budget verdict for a pool and reason at `now`.
+pub fn pool_allowed(
+    c: &Cluster,
+    pool: &NodePool,
+    reason: DisruptionReason,
+    now: DateTime<Utc>,
+) -> budgets::Allowed {
+    let (total, unavailable) = budget_counts(c, &pool.metadata.name);
+    budgets::allowed_disruptions(
+        pool.spec.disruption.budgets.as_deref(),
+        reason,
+        now,
+        total,
+        unavailable,
+    )
+}
+
+pub(super) fn budget_message(pool: &str, reason: DisruptionReason, a: &budgets::Allowed) -> String {
+    match (&a.error, a.active_budget) {
+        (Some(e), _) => {
+            format!("NodePool {pool}: a misconfigured budget blocks all disruption ({e})")
+        }
+        (None, Some(i)) => format!(
+            "NodePool {pool}: budget #{i} allows {} {reason} disruptions now{}",
+            a.limit.unwrap_or(0),
+            match a.limit {
+                Some(l) if l > a.allowed => format!(
+                    ", {} already taken by NotReady or deleting nodes",
+                    l - a.allowed
+                ),
+                _ => String::new(),
+            }
+        ),
+        (None, None) => format!("NodePool {pool}: no disruptions allowed for {reason} now"),
+    }
+}
+
+pub(super) fn budget_blocking(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    let mut out = Vec::new();
+    for pool in c.nodepools.values() {
+        let name = &pool.metadata.name;
+        if pool.spec.replicas.is_some() {
+            continue; // static pools are not disrupted for these reasons
+        }
+        let mine: Vec<&NodeDisruption> = ctx
+            .nodes
+            .values()
+            .filter(|s| s.nodepool.as_deref() == Some(name))
+            .collect();
+        let drifted = mine.iter().filter(|s| s.drifted.is_some()).count();
+        // WhenEmpty pools never consolidate a node that still has pods.
+        let when_empty = pool.spec.disruption.consolidation_policy.as_deref() == Some("WhenEmpty");
+        let candidates = if when_empty {
+            0
+        } else {
+            mine.iter().filter(|s| s.consolidatable).count()
+        };
+        let mut blocked: Vec<(DisruptionReason, budgets::Allowed, usize)> = Vec::new();
+        for (reason, n) in [
+            (DisruptionReason::Drifted, drifted),
+            (DisruptionReason::Underutilized, candidates),
+            (
+                DisruptionReason::Empty,
+                mine.iter().filter(|s| s.consolidatable && s.empty).count(),
+            ),
+        ] {
+            if n == 0 {
+                continue;
+            }
+            let a = pool_allowed(c, pool, reason, ctx.now);
+            if a.allowed == 0 && (a.limit == Some(0) || a.error.is_some()) {
+                blocked.push((reason, a, n));
+            }
+        }
+        if blocked.is_empty() {
+            continue;
+        }
+        let reasons: Vec<String> = blocked
+            .iter()
+            .map(|(r, _, n)| format!("{r} ({n} nodes)"))
+            .collect();
+        let (first_reason, first, _) = &blocked[0];
+        let active = first
+            .active_budget
+            .and_then(|i| pool.spec.disruption.budgets.as_ref()?.get(i).cloned());
+        // The blocking budget names its reasons, or applies to all of them.
+        let reason = match active.as_ref().and_then(|b| b.reasons.as_ref()) {
+            Some(r) if !r.is_empty() => r.join(","),
+            _ if first.error.is_some() => first_reason.to_string(),
+            _ => "all".to_string(),
+        };
+        out.push(
+            Finding::new(
+                Code::BudgetBlocking,
+                Severity::Warning,
+                ObjectRef::of("NodePool", &pool.metadata),
+                format!(
+                    "Disruption budgets allow 0 disruptions now for {}: {}",
+                    reasons.join(", "),
+                    budget_message(name, *first_reason, first)
+                ),
+            )
+            .pool(Some(name))
+            .details(serde_json::json!({
+                "reason": reason,
+                "reasons": blocked.iter().map(|(r, _, _)| r.to_string()).collect::<Vec<_>>(),
+                "activeBudget": active,
+                "error": first.error,
+            })),
+        );
+    }
+    out
+}

@@ -1,0 +1,35 @@
+//! Disruption: what Karpenter wants to do to a node (drift, expiry, emptiness) and what
+//! stops it: do-not-disrupt pods and nodes, PDBs with no disruptions allowed, nominations,
+//! initialisation, a missing NodePool, and budgets evaluated at `now` in UTC.
+//!
+//! By domain:
+//! - [`state`]: each Karpenter node's disruption state and its blockers, once per pass;
+//! - [`budget`]: Karpenter's budget arithmetic and the `budget-blocking` finding;
+//! - [`blocked`]: nodes Karpenter wants gone and has not removed, and drifted NodeClaims;
+//! - [`spot`]: spot interruptions per NodePool.
+//!
+//! This module owns the wiring ([`findings`]) and re-exports every public item, so
+//! paths such as `crate::analysis::disruption::NodeDisruption` name them here.
+
+pub mod blocked;
+pub mod budget;
+pub mod spot;
+pub mod state;
+
+pub use blocked::{BlockedDetails, NotReapedDetails};
+pub use budget::pool_allowed;
+pub use state::{
+    node_disruption, node_states, workload_pods, Blocker, NodeDisruption, Nominations, Want,
+    WantReason, DEFAULT_EXPIRE_AFTER,
+};
+
+use super::Context;
+use crate::findings::Finding;
+
+/// Every disruption finding, in one pass over the context's node states.
+pub fn findings(ctx: &Context) -> Vec<Finding> {
+    let mut out = blocked::findings(ctx);
+    out.extend(budget::budget_blocking(ctx));
+    out.extend(spot::spot_interruptions(ctx));
+    out
+}

@@ -1,0 +1,460 @@
+//! Why one pending pod waits: each NodePool's verdict for it, computed the way Karpenter
+//! decides (readiness, limits, taints, requirements, then instance types, in Karpenter's
+//! pool order) and then cross-checked with Karpenter's event ([`super::evidence`]). Replicas
+//! share their verdicts through [`DiagnosisCache`]. Also the `pod-unschedulable` finding.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::super::Context;
+use super::evidence::{cross_check, EventEvidence};
+use super::{no_instance_type_left, pod_requests, pod_terms, PodEvents, PoolInfo, PoolSet, GRACE};
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::events::{self, Category, MessageFormat, Segment};
+use crate::karpenter::requirements::{self, Requirements};
+use crate::karpenter::resources::{format_quantity, Resources};
+use crate::karpenter::taints;
+use crate::model::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Rejected,
+    Compatible,
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Reason {
+    pub category: Category,
+    pub message: String,
+}
+
+/// Who decided a verdict (serialised `kelp` or `event`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictSource {
+    /// kelp's own checks, the way Karpenter decides.
+    Kelp,
+    /// The reasons come from Karpenter's FailedScheduling event.
+    Event,
+}
+
+/// One NodePool's verdict for a pod.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolVerdict {
+    pub name: String,
+    pub verdict: Verdict,
+    pub reasons: Vec<Reason>,
+    /// Who decided: kelp's own checks, or Karpenter's event (instance types, topology,
+    /// volumes: what kelp cannot compute).
+    pub source: VerdictSource,
+    /// Whether Karpenter's event agrees with kelp's own verdict, where it speaks of this pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_agrees: Option<bool>,
+}
+
+/// Everything kelp knows about why a pod is pending.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodDiagnosis {
+    #[serde(skip)]
+    pub pod: ObjectRef,
+    #[serde(skip)]
+    pub since: Option<DateTime<Utc>>,
+    #[serde(skip)]
+    pub pending: Duration,
+    pub pending_for: String,
+    pub requests: Arc<BTreeMap<String, String>>,
+    /// Each pool's verdict; equal verdicts (a pool that is not ready, or at its limits,
+    /// rejects every pod alike) are one shared copy.
+    pub nodepools: Arc<Vec<Arc<PoolVerdict>>>,
+    pub event: Option<EventEvidence>,
+    /// The kube-scheduler's own last word, when it left one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<Arc<str>>,
+}
+
+impl PodDiagnosis {
+    pub fn compatible(&self) -> impl Iterator<Item = &PoolVerdict> {
+        self.nodepools
+            .iter()
+            .map(|v| &**v)
+            .filter(|v| v.verdict == Verdict::Compatible)
+    }
+    /// One line: what holds the pod.
+    pub fn summary(&self) -> String {
+        format!("Pending {}: {}", self.pending_for, self.verdict_summary())
+    }
+
+    /// What holds the pod, without how long: the same for every replica that shares
+    /// its verdicts and event.
+    pub fn verdict_summary(&self) -> String {
+        if self.nodepools.is_empty() {
+            return "there are no NodePools, so Karpenter cannot provision for it".into();
+        }
+        let compatible: Vec<&str> = self.compatible().map(|v| v.name.as_str()).collect();
+        if compatible.is_empty() {
+            // The first reason of each pool, without the long requirements/resources dump
+            // of instance-type errors; `kelp why pod` has the whole story.
+            let short = |m: &str| m.split(", requirements=").next().unwrap_or(m).to_string();
+            let mut why: Vec<String> = self
+                .nodepools
+                .iter()
+                .take(4)
+                .map(|v| match v.reasons.first() {
+                    Some(r) if r.category == Category::InstanceTypes => {
+                        format!("{}: instance types: {}", v.name, short(&r.message))
+                    }
+                    Some(r) => format!("{}: {}", v.name, short(&r.message)),
+                    None => format!("{}: cannot tell", v.name),
+                })
+                .collect();
+            if self.nodepools.len() > 4 {
+                why.push(format!("{} more", self.nodepools.len() - 4));
+            }
+            return format!("no NodePool can run it ({})", why.join("; "));
+        }
+        let evidence = match &self.event {
+            Some(e) => format!(
+                "Karpenter says: {}",
+                e.message.trim_start_matches("Failed to schedule pod, ")
+            ),
+            None => {
+                "no Karpenter scheduling event yet: is the Karpenter controller running?".into()
+            }
+        };
+        let pools = if compatible.len() == 1 {
+            format!("NodePool {} could take it", compatible[0])
+        } else {
+            format!("NodePools {} could take it", compatible.join(", "))
+        };
+        format!("{pools}, yet no capacity was launched ({evidence})")
+    }
+}
+
+pub(super) fn reason(category: Category, message: impl Into<String>) -> Reason {
+    Reason {
+        category,
+        message: message.into(),
+    }
+}
+
+/// kelp's own checks of one pool for one pod, in Karpenter's order; the first failing
+/// check gives the reasons.
+pub fn evaluate(
+    pool: &PoolInfo,
+    pod: &PodSpec,
+    requests: &Resources,
+    pod_terms: &Result<Vec<Requirements>, String>,
+) -> PoolVerdict {
+    let verdict = |verdict, reasons| PoolVerdict {
+        name: pool.name.to_string(),
+        verdict,
+        reasons,
+        source: VerdictSource::Kelp,
+        event_agrees: None,
+    };
+    // 1. readiness
+    if let Some(nr) = &pool.not_ready {
+        let msg = match nr.category {
+            Category::Other => nr.message.clone().unwrap_or_default(),
+            _ => format!("NodePool is not ready: {}", nr.describe()),
+        };
+        return verdict(Verdict::Rejected, vec![reason(nr.category, msg)]);
+    }
+    if let Some(msg) = &pool.no_instance_types {
+        return verdict(
+            Verdict::Rejected,
+            vec![reason(Category::InstanceTypes, msg.clone())],
+        );
+    }
+    // 2. limits
+    match &pool.limits {
+        Err(e) => {
+            return verdict(
+                Verdict::Unknown,
+                vec![reason(Category::Limits, format!("cannot read limits: {e}"))],
+            )
+        }
+        Ok(limits) => {
+            // Karpenter drops every instance type bigger than what is left of a limit and
+            // rejects the pool only when none is left, whatever the pod asks for (a pod
+            // too big for what is left fails later, on instance types).
+            let out: Vec<Reason> = limits
+                .0
+                .iter()
+                .filter_map(|(res, &limit)| {
+                    let used = if res == "nodes" { pool.node_count.max(pool.usage.get("nodes")) } else { pool.usage.get(res) };
+                    no_instance_type_left(res, limit - used).then(|| {
+                        let msg = if res == "nodes" {
+                            format!("node limits have been exhausted ({used} of {limit} nodes)")
+                        } else {
+                            format!(
+                                "all available instance types exceed limits: {res} {} of {} in use, {} left is less than any instance type",
+                                format_quantity(res, used),
+                                format_quantity(res, limit),
+                                format_quantity(res, (limit - used).max(0.0))
+                            )
+                        };
+                        reason(Category::Limits, msg)
+                    })
+                })
+                .collect();
+            if !out.is_empty() {
+                return verdict(Verdict::Rejected, out);
+            }
+        }
+    }
+    // 3. taints (startupTaints are not the pod's concern)
+    let untolerated = taints::untolerated(&pod.tolerations, &pool.pool.spec.template.spec.taints);
+    if !untolerated.is_empty() {
+        let reasons = untolerated
+            .into_iter()
+            .map(|t| {
+                reason(
+                    Category::Taints,
+                    format!("did not tolerate taint {}", taints::render(t)),
+                )
+            })
+            .collect();
+        return verdict(Verdict::Rejected, reasons);
+    }
+    // 4. requirements: the pod fits if any of its node-affinity terms is compatible
+    let pool_reqs = match &pool.requirements {
+        Ok(r) => r,
+        Err(e) => {
+            return verdict(
+                Verdict::Unknown,
+                vec![reason(
+                    Category::Requirements,
+                    format!("cannot interpret the NodePool's requirements: {e}"),
+                )],
+            )
+        }
+    };
+    let terms = match pod_terms {
+        Ok(t) => t,
+        Err(e) => {
+            return verdict(
+                Verdict::Rejected,
+                vec![reason(Category::Validation, e.clone())],
+            )
+        }
+    };
+    let mut last_failure = Vec::new();
+    for term in terms {
+        match requirements::compatible(term, pool_reqs) {
+            Ok(()) => {
+                // 5. instance types: every type big enough for the pod is beyond what is
+                // left of a limit, so none both fits and stays under it.
+                let over: Vec<Reason> = pool
+                    .limits
+                    .iter()
+                    .flat_map(|l| l.0.iter())
+                    .filter(|(res, _)| res.as_str() != "nodes")
+                    .filter_map(|(res, &limit)| {
+                        let left = limit - pool.usage.get(res);
+                        (requests.get(res) > left).then(|| {
+                            reason(
+                                Category::InstanceTypes,
+                                format!(
+                                    "no instance type within the pool's remaining limits fits the pod: {res} {} left, the pod requests {}",
+                                    format_quantity(res, left.max(0.0)),
+                                    format_quantity(res, requests.get(res))
+                                ),
+                            )
+                        })
+                    })
+                    .collect();
+                return if over.is_empty() {
+                    verdict(Verdict::Compatible, Vec::new())
+                } else {
+                    verdict(Verdict::Rejected, over)
+                };
+            }
+            Err(incompatibilities) => last_failure = incompatibilities,
+        }
+    }
+    // Karpenter relaxes by dropping leading terms, so the last term's error is the one it reports.
+    let reasons = last_failure
+        .into_iter()
+        .map(|i| {
+            reason(
+                Category::Requirements,
+                format!("incompatible requirements, {i}"),
+            )
+        })
+        .collect();
+    verdict(Verdict::Rejected, reasons)
+}
+
+/// Verdicts already computed in this pass. The verdicts are a function of the pod's
+/// scheduling spec, its affinity and Karpenter's event message alone, and the model shares
+/// one spec and one affinity among all pods that ask the same (the replicas of a
+/// controller, and alike workloads): so they are computed, parsed and held once per
+/// distinct (spec, affinity, message).
+#[derive(Default)]
+pub struct DiagnosisCache<'c> {
+    /// By the addresses of the shared spec, affinity and parsed event message.
+    verdicts: HashMap<(usize, usize, usize), SharedVerdicts>,
+    /// The kube-scheduler's messages, one copy each (replicas get the same one).
+    messages: HashMap<&'c str, Arc<str>>,
+    /// One copy of each distinct pool verdict.
+    pool_verdicts: std::collections::HashSet<Arc<PoolVerdict>>,
+    /// Karpenter's messages, parsed.
+    parses: HashMap<&'c str, ParsedEvent>,
+}
+
+/// A FailedScheduling message parsed: its format, segments and text.
+type ParsedEvent = (MessageFormat, Arc<Vec<Segment>>, Arc<str>);
+
+/// Requests as shown, and verdicts: what replicas share.
+type SharedVerdicts = (Arc<BTreeMap<String, String>>, Arc<Vec<Arc<PoolVerdict>>>);
+
+/// Diagnose one pending pod against every pool.
+pub fn diagnose(c: &Cluster, pools: &PoolSet, pod: &Pod, now: DateTime<Utc>) -> PodDiagnosis {
+    diagnose_cached(
+        pools,
+        pod,
+        PodEvents::of(c, pod),
+        now,
+        &mut DiagnosisCache::default(),
+    )
+}
+
+/// [`diagnose`], sharing work with earlier pods of the same controller.
+pub fn diagnose_cached<'c>(
+    pools: &PoolSet,
+    pod: &'c Pod,
+    events: PodEvents<'c>,
+    now: DateTime<Utc>,
+    cache: &mut DiagnosisCache<'c>,
+) -> PodDiagnosis {
+    let since = condition(&pod.status.conditions, "PodScheduled")
+        .and_then(|c| c.last_transition_time)
+        .or(pod.metadata.creation_timestamp);
+    let pending = since.map(|s| now - s).unwrap_or_else(Duration::zero);
+    let event = events.failed;
+    let DiagnosisCache {
+        verdicts: cached,
+        messages,
+        pool_verdicts,
+        parses,
+    } = cache;
+    // Each distinct message is parsed once, whichever pods it is about; its one shared
+    // copy then stands for it (by address) in the verdicts' key.
+    let parsed = event.map(|e| {
+        parses
+            .entry(e.message.as_str())
+            .or_insert_with(|| {
+                let fs = events::parse_failed_scheduling(&e.message);
+                (
+                    fs.format,
+                    Arc::new(fs.segments),
+                    Arc::from(e.message.as_str()),
+                )
+            })
+            .clone()
+    });
+    let compute = || {
+        let requests = pod_requests(&pod.spec);
+        let terms = pod_terms(&pod.spec, pools.provider);
+        let mut verdicts: Vec<PoolVerdict> = pools
+            .ordered
+            .iter()
+            .map(|p| evaluate(p, &pod.spec, &requests, &terms))
+            .collect();
+        if let Some((_, segments, _)) = &parsed {
+            cross_check(&mut verdicts, segments);
+        }
+        let verdicts = verdicts
+            .into_iter()
+            .map(|v| match pool_verdicts.get(&v) {
+                Some(known) => known.clone(),
+                None => {
+                    let v = Arc::new(v);
+                    pool_verdicts.insert(v.clone());
+                    v
+                }
+            })
+            .collect();
+        let shown = requests
+            .0
+            .iter()
+            .map(|(k, v)| (k.clone(), format_quantity(k, *v)))
+            .collect();
+        (Arc::new(shown), Arc::new(verdicts))
+    };
+    // Addresses only name the spec and affinity while the model is borrowed, as it is for 'c.
+    let spec: &SchedulingSpec = &pod.spec.scheduling;
+    let affinity = pod
+        .spec
+        .affinity
+        .as_deref()
+        .map(|a| a as *const Affinity as usize);
+    let message = parsed
+        .as_ref()
+        .map(|(_, _, m)| Arc::as_ptr(m) as *const u8 as usize);
+    let key = (
+        spec as *const SchedulingSpec as usize,
+        affinity.unwrap_or_default(),
+        message.unwrap_or_default(),
+    );
+    let (requests, nodepools) = cached.entry(key).or_insert_with(compute).clone();
+    let event = event
+        .zip(parsed)
+        .map(|(e, (format, segments, message))| EventEvidence {
+            reason: e.reason.clone(),
+            source: e.source.clone(),
+            message,
+            last_seen: e.seen(),
+            format,
+            segments,
+        });
+    let scheduler = events.scheduler.map(|e| {
+        messages
+            .entry(e.message.as_str())
+            .or_insert_with(|| Arc::from(e.message.as_str()))
+            .clone()
+    });
+    PodDiagnosis {
+        pod: ObjectRef::of("Pod", &pod.metadata),
+        since,
+        pending,
+        pending_for: crate::karpenter::duration::human(pending),
+        requests,
+        nodepools,
+        event,
+        scheduler,
+    }
+}
+
+pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
+    // Replicas share verdicts (the same Arc), so their summaries are written once.
+    let mut summaries: HashMap<(*const Vec<Arc<PoolVerdict>>, Option<*const str>), String> =
+        HashMap::new();
+    ctx.pending
+        .iter()
+        .map(|d| {
+            let key = (
+                Arc::as_ptr(&d.nodepools),
+                d.event.as_ref().map(|e| Arc::as_ptr(&e.message)),
+            );
+            let why = summaries.entry(key).or_insert_with(|| d.verdict_summary());
+            let message = format!("Pending {}: {why}", d.pending_for);
+            let sev = if d.pending > Duration::minutes(GRACE) {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            };
+            Finding::new(Code::PodUnschedulable, sev, d.pod.clone(), message)
+                .since(d.since)
+                .shared_details(d.clone())
+        })
+        .collect()
+}

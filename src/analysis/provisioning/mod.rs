@@ -1,0 +1,61 @@
+//! Provisioning: why pending pods wait. kelp computes each NodePool's verdict for a pod
+//! the way Karpenter decides (readiness, limits, taints, requirements, in Karpenter's pool
+//! order), then reads Karpenter's FailedScheduling event beside it as evidence: since
+//! v1.5 that text no longer names the pools, so the verdict cannot come from it alone.
+//!
+//! By domain:
+//! - [`pools`]: the NodePools once per pass (requirements, usage, readiness), what a pool
+//!   admits, and the readiness and no-instance-type findings;
+//! - [`pending`]: which pods Karpenter considers, their requests and requirement terms,
+//!   and DaemonSet pods with no room;
+//! - [`diagnosis`]: each pool's verdict for a pod, and `pod-unschedulable`;
+//! - [`evidence`]: Karpenter's event cross-checked with those verdicts;
+//! - [`limits`]: pools at or near their limits;
+//! - [`nominations`]: nominations that never bound;
+//! - [`nodeclaims`]: NodeClaims stuck launching, registering or initialising, and
+//!   NotReady nodes.
+//!
+//! This module owns the wiring ([`findings`]) and re-exports every public item, so
+//! paths such as `crate::analysis::provisioning::PoolSet` name them here.
+
+pub mod diagnosis;
+pub mod evidence;
+pub mod limits;
+pub mod nodeclaims;
+pub mod nominations;
+pub mod pending;
+pub mod pools;
+
+pub use diagnosis::{
+    diagnose, diagnose_cached, evaluate, DiagnosisCache, PodDiagnosis, PoolVerdict, Reason,
+    Verdict, VerdictSource,
+};
+pub use evidence::EventEvidence;
+pub use limits::{every_instance_has, no_instance_type_left};
+pub use nodeclaims::{claim_pool, LAUNCH_ERRORS};
+pub use nominations::NominationDetails;
+pub use pending::{daemonset_target, pod_requests, pod_terms, unschedulable_pods, PodEvents};
+pub use pools::{
+    cluster_provider, pool_admits, pool_not_ready, pool_requirements_admit, pool_usages, NotReady,
+    PoolInfo, PoolSet, PoolUsage,
+};
+
+use super::Context;
+use crate::findings::Finding;
+
+/// How long a pod may wait before kelp calls it critical; also the nomination deadline.
+pub const GRACE: i64 = 5;
+
+/// Every provisioning finding, in one pass over the context.
+pub fn findings(ctx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    out.extend(diagnosis::unschedulable(ctx));
+    out.extend(nominations::nominated_not_bound(ctx));
+    out.extend(pools::pool_readiness(ctx));
+    out.extend(limits::limits(ctx));
+    out.extend(pools::no_instance_types(ctx));
+    out.extend(nodeclaims::nodeclaims(ctx));
+    out.extend(nodeclaims::nodes_not_ready(ctx));
+    out.extend(pending::daemonset_pods_pending(ctx));
+    out
+}

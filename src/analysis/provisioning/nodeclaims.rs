@@ -1,0 +1,216 @@
+//! NodeClaims and the nodes they become: claims stuck launching, registering or
+//! initialising, launch errors Karpenter wrote on claims since deleted ([`LAUNCH_ERRORS`]),
+//! and Karpenter nodes NotReady past the grace period.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::Duration;
+use serde::Serialize;
+
+use super::super::{ago, Context};
+use super::GRACE;
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::events;
+use crate::model::*;
+
+#[derive(Serialize)]
+struct ClaimDetails {
+    reason: Option<String>,
+    message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<&'static str>,
+}
+
+/// A NodeClaim's pool: its label, else its name's prefix when that pool exists.
+pub fn claim_pool(c: &Cluster, name: &str) -> Option<String> {
+    if let Some(p) = c
+        .nodeclaims
+        .get(name)
+        .and_then(|n| Cluster::pool_of(&n.metadata.labels))
+    {
+        return Some(p.to_string());
+    }
+    let (prefix, _) = name.rsplit_once('-')?;
+    c.nodepools.contains_key(prefix).then(|| prefix.to_string())
+}
+
+/// Event reasons Karpenter writes on a NodeClaim whose launch failed.
+pub const LAUNCH_ERRORS: &[&str] = &[
+    "InsufficientCapacityError",
+    "NodeClassNotReady",
+    "LaunchFailed",
+    "FailedLaunch",
+];
+
+pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    let mut out = Vec::new();
+    let mut launch_reported = BTreeSet::new();
+    for claim in c.nodeclaims.values() {
+        let m = &claim.metadata;
+        let conds = &claim.status.conditions;
+        let pool = Cluster::pool_of(&m.labels);
+        let obj = ObjectRef::of("NodeClaim", m);
+        if m.deletion_timestamp.is_some() {
+            continue;
+        }
+        let launched = condition(conds, "Launched");
+        let registered = condition(conds, "Registered");
+        let initialized = condition(conds, "Initialized");
+        let created = m.creation_timestamp;
+        if !launched.is_some_and(Condition::is_true) {
+            if created.is_some_and(|t| ctx.now - t > Duration::minutes(GRACE)) {
+                let msg = launched.and_then(|l| l.message.clone());
+                let hint = msg
+                    .as_deref()
+                    .and_then(|m| events::parse_launch_error(m).hint);
+                launch_reported.insert(m.name.clone());
+                out.push(
+                    Finding::new(
+                        Code::NodeclaimLaunchFailed,
+                        Severity::Critical,
+                        obj,
+                        format!(
+                            "Not launched {} after creation{}",
+                            created.map(|t| ago(ctx.now, t)).unwrap_or_default(),
+                            msg.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
+                        ),
+                    )
+                    .pool(pool)
+                    .since(created)
+                    .details(ClaimDetails {
+                        reason: launched.and_then(|l| l.reason.clone()),
+                        message: msg,
+                        hint,
+                    }),
+                );
+            }
+            continue;
+        }
+        let after = |cond: Option<&Condition>, mins| {
+            cond.and_then(|c| c.last_transition_time)
+                .filter(|t| ctx.now - *t > Duration::minutes(mins))
+        };
+        if !registered.is_some_and(Condition::is_true) {
+            if let Some(t) = after(launched, 10) {
+                out.push(
+                    Finding::new(
+                        Code::NodeclaimNotRegistered,
+                        Severity::Critical,
+                        obj,
+                        format!(
+                            "Launched {} ago but its node never joined the cluster (check the node's bootstrap/user data, security groups reaching the API server, and the node IAM role's access entry)",
+                            ago(ctx.now, t)
+                        ),
+                    )
+                    .pool(pool)
+                    .since(Some(t))
+                    .details(ClaimDetails { reason: registered.and_then(|r| r.reason.clone()), message: registered.and_then(|r| r.message.clone()), hint: None }),
+                );
+            }
+            continue;
+        }
+        if !initialized.is_some_and(Condition::is_true) {
+            if let Some(t) = after(registered, 10) {
+                let reason = initialized.and_then(|i| i.reason.clone());
+                let hint = match reason.as_deref() {
+                    Some("NodeNotReady") => Some("the kubelet never reported Ready: check the CNI and kubelet logs"),
+                    Some("StartupTaintsExist") => Some("a startupTaint was never removed: the agent that should remove it is missing or failing"),
+                    Some("ResourceNotRegistered") => Some("an extended resource (e.g. a GPU) never appeared: check its device plugin"),
+                    _ => None,
+                };
+                out.push(
+                    Finding::new(
+                        Code::NodeclaimNotInitialized,
+                        Severity::Warning,
+                        obj,
+                        format!(
+                            "Registered {} ago but not initialized{}",
+                            ago(ctx.now, t),
+                            reason
+                                .as_deref()
+                                .map(|r| format!(" ({r})"))
+                                .unwrap_or_default()
+                        ),
+                    )
+                    .pool(pool)
+                    .since(Some(t))
+                    .details(ClaimDetails {
+                        reason,
+                        message: initialized.and_then(|i| i.message.clone()),
+                        hint,
+                    }),
+                );
+            }
+        }
+    }
+    // Launch errors from events: the NodeClaim is usually deleted by then.
+    let mut latest: BTreeMap<&str, &Event> = BTreeMap::new();
+    for e in c.events.values() {
+        if e.from_karpenter()
+            && e.regarding.kind == "NodeClaim"
+            && LAUNCH_ERRORS.contains(&e.reason.as_str())
+            && ctx.within(e.seen(), Duration::hours(1))
+        {
+            let slot = latest.entry(e.regarding.name.as_str()).or_insert(e);
+            if (e.seen(), &e.id) > (slot.seen(), &slot.id) {
+                *slot = e;
+            }
+        }
+    }
+    for (name, e) in latest {
+        if launch_reported.contains(name) {
+            continue;
+        }
+        let parsed = events::parse_launch_error(&e.message);
+        out.push(
+            Finding::new(
+                Code::NodeclaimLaunchFailed,
+                Severity::Warning,
+                ObjectRef::cluster("NodeClaim", name),
+                format!("{}: {}", e.reason, e.message),
+            )
+            .pool(claim_pool(c, name).as_deref())
+            .since(e.seen())
+            .details(ClaimDetails {
+                reason: Some(e.reason.clone()),
+                message: Some(e.message.clone()),
+                hint: parsed.hint,
+            }),
+        );
+    }
+    out
+}
+
+pub(super) fn nodes_not_ready(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    c.nodes
+        .values()
+        // A node being terminated goes NotReady on its way out: not lost capacity.
+        .filter(|n| n.metadata.deletion_timestamp.is_none())
+        .filter_map(|n| {
+            let pool = Cluster::pool_of(&n.metadata.labels)?;
+            let ready = condition(&n.status.conditions, "Ready")?;
+            let since = ready.last_transition_time?;
+            if ready.is_true() || ctx.now - since <= Duration::minutes(GRACE) {
+                return None;
+            }
+            Some(
+                Finding::new(
+                    Code::NodeNotReady,
+                    Severity::Critical,
+                    ObjectRef::of("Node", &n.metadata),
+                    format!(
+                        "Ready={} for {}{}",
+                        ready.status,
+                        ago(ctx.now, since),
+                        ready.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+                    ),
+                )
+                .pool(Some(pool))
+                .since(Some(since))
+                .details(serde_json::json!({"status": ready.status, "reason": ready.reason, "message": ready.message})),
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,194 @@
+//! Pods nominated to capacity that never bound them: Karpenter's Nominated events (the
+//! newest per pod) whose pod is still pending, bound elsewhere or gone past the deadline,
+//! and a `status.nominatedNodeName` with no Karpenter nomination behind it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::Duration;
+use serde::Serialize;
+
+use super::super::{ago, Context};
+use super::pending::is_unschedulable;
+use super::{PodEvents, GRACE};
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::events::{self, NominationTarget};
+use crate::model::*;
+
+/// The details of a `pod-nominated-not-bound` finding.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NominationDetails {
+    /// `node/NAME` or `nodeclaim/NAME`, as Karpenter's events name them.
+    pub nominated_to: Vec<String>,
+    pub outcome: String,
+}
+
+pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    let deadline = Duration::minutes(GRACE);
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    // Karpenter's Nominated events, newest per pod.
+    let mut nominations: BTreeMap<(Option<String>, String), &Event> = BTreeMap::new();
+    for e in c
+        .events
+        .values()
+        .filter(|e| e.from_karpenter() && e.reason == "Nominated" && e.regarding.kind == "Pod")
+    {
+        let key = (e.regarding.namespace.clone(), e.regarding.name.clone());
+        let newer = nominations
+            .get(&key)
+            .is_none_or(|old| (e.seen(), &e.id) > (old.seen(), &old.id));
+        if newer {
+            nominations.insert(key, e);
+        }
+    }
+    for ((ns, name), e) in nominations {
+        // Karpenter re-nominates on every pass, so the same event's first sighting is when
+        // the wait began; its last sighting must be recent for the nomination to matter.
+        let (Some(at), Some(last)) = (e.first_seen.or(e.seen()), e.seen()) else {
+            continue;
+        };
+        if ctx.now - at <= deadline || ctx.now - last > Duration::hours(1) {
+            continue;
+        }
+        let targets = events::parse_nominated(&e.message);
+        let nodes: BTreeSet<String> = targets
+            .iter()
+            .filter_map(|t| match t {
+                NominationTarget::Node(n) => Some(n.clone()),
+                NominationTarget::NodeClaim(nc) => c
+                    .nodeclaims
+                    .get(nc)
+                    .and_then(|x| x.status.node_name.clone()),
+            })
+            .collect();
+        // The nomination must be about this pod, not an earlier one of the same name.
+        let pod = c
+            .pods
+            .get(&(ns.clone().unwrap_or_default(), name.clone()))
+            .filter(|p| {
+                e.regarding.uid.is_empty()
+                    || p.metadata.uid.is_empty()
+                    || p.metadata.uid == e.regarding.uid
+            });
+        // Bound within the deadline of the nomination: it was served in time, wherever it
+        // runs now (consolidation or drift may have moved it since).
+        let bound_in_time = |p: &Pod| {
+            condition(&p.status.conditions, "PodScheduled")
+                .filter(|c| c.is_true())
+                .and_then(|c| c.last_transition_time)
+                .is_some_and(|t| t - at <= deadline)
+        };
+        let outcome = match pod {
+            // Gone: only while Karpenter was still renewing the nomination lately.
+            None if ctx.now - last > deadline => continue,
+            None => "gone: the pod no longer exists".to_string(),
+            Some(p) if matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed")) => {
+                continue
+            }
+            Some(p) if bound_in_time(p) => continue,
+            Some(p) => match &p.spec.node_name {
+                Some(n) if nodes.contains(n.as_str()) => continue,
+                Some(n) => {
+                    format!("bound elsewhere: it runs on {n}, not where Karpenter nominated it")
+                }
+                // Failed again since: pod-unschedulable speaks.
+                None if PodEvents::of(c, p)
+                    .nominated_since_failure(ctx.now)
+                    .is_none() =>
+                {
+                    continue
+                }
+                None => "still pending".to_string(),
+            },
+        };
+        let to: Vec<String> = targets
+            .iter()
+            .map(|t| match t {
+                NominationTarget::Node(n) => format!("node/{n}"),
+                NominationTarget::NodeClaim(n) => format!("nodeclaim/{n}"),
+            })
+            .collect();
+        let pool = targets.iter().find_map(|t| match t {
+            NominationTarget::NodeClaim(n) => c
+                .nodeclaims
+                .get(n)
+                .and_then(|x| Cluster::pool_of(&x.metadata.labels)),
+            NominationTarget::Node(n) => c
+                .nodes
+                .get(n)
+                .and_then(|x| Cluster::pool_of(&x.metadata.labels)),
+        });
+        seen.insert((ns.clone().unwrap_or_default(), name.clone()));
+        let object = ObjectRef {
+            kind: "Pod".into(),
+            namespace: ns,
+            name,
+        };
+        out.push(
+            Finding::new(
+                Code::PodNominatedNotBound,
+                Severity::Warning,
+                object,
+                format!(
+                    "Nominated to {} {} ago, {outcome}",
+                    to.join(", "),
+                    ago(ctx.now, at)
+                ),
+            )
+            .pool(pool)
+            .since(Some(at))
+            .details(NominationDetails {
+                nominated_to: to,
+                outcome,
+            }),
+        );
+    }
+    // status.nominatedNodeName with no Karpenter nomination behind it (the scheduler's own, after preemption).
+    for (key, p) in &c.pods {
+        let Some(node) = p
+            .status
+            .nominated_node_name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+        else {
+            continue;
+        };
+        if seen.contains(key)
+            || p.spec.node_name.is_some()
+            || !is_unschedulable(p) && p.status.phase.as_deref() != Some("Pending")
+        {
+            continue;
+        }
+        let since = condition(&p.status.conditions, "PodScheduled")
+            .and_then(|c| c.last_transition_time)
+            .or(p.metadata.creation_timestamp);
+        if since.is_none_or(|s| ctx.now - s <= deadline) {
+            continue;
+        }
+        let pool = c
+            .nodes
+            .get(node)
+            .and_then(|n| Cluster::pool_of(&n.metadata.labels));
+        let outcome = "still pending".to_string();
+        out.push(
+            Finding::new(
+                Code::PodNominatedNotBound,
+                Severity::Warning,
+                ObjectRef::of("Pod", &p.metadata),
+                format!(
+                    "status.nominatedNodeName is {node}, yet the pod is {outcome} after {}",
+                    since.map(|s| ago(ctx.now, s)).unwrap_or_default()
+                ),
+            )
+            .pool(pool)
+            .since(since)
+            .details(NominationDetails {
+                nominated_to: vec![format!("node/{node}")],
+                outcome,
+            }),
+        );
+    }
+    out
+}

@@ -1,0 +1,178 @@
+//! The pods Karpenter would provision for: unschedulable, not nominated since their last
+//! failure, not owned by a DaemonSet or a Node; with the events about each, the requests
+//! Karpenter sums and the requirement alternatives it validates. Also DaemonSet pods
+//! pinned to a Karpenter node with no room, which Karpenter never provisions for.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::super::Context;
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::requirements::{self, Provider, Requirements};
+use crate::karpenter::resources::{self, Resources};
+use crate::model::*;
+
+/// The pod's effective resource requests.
+pub fn pod_requests(spec: &PodSpec) -> Resources {
+    let containers: Vec<_> = spec
+        .containers
+        .iter()
+        .map(|c| c.resources.effective_requests())
+        .collect();
+    let inits: Vec<_> = spec
+        .init_containers
+        .iter()
+        .map(|c| {
+            (
+                c.resources.effective_requests(),
+                c.restart_policy.as_deref() == Some("Always"),
+            )
+        })
+        .collect();
+    resources::pod_requests(&containers, &inits, spec.overhead.as_ref())
+}
+
+pub(super) fn is_unschedulable(pod: &Pod) -> bool {
+    pod.spec.node_name.is_none()
+        && matches!(pod.status.phase.as_deref(), None | Some("Pending"))
+        && condition(&pod.status.conditions, "PodScheduled")
+            .is_some_and(|c| c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+}
+
+/// The events about a pod that the analysis reads, found in one lookup.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PodEvents<'c> {
+    /// Karpenter's latest FailedScheduling.
+    pub failed: Option<&'c Event>,
+    /// Karpenter's latest Nominated.
+    pub nominated: Option<&'c Event>,
+    /// The kube-scheduler's latest FailedScheduling.
+    pub scheduler: Option<&'c Event>,
+}
+
+impl<'c> PodEvents<'c> {
+    pub fn of(c: &'c Cluster, pod: &Pod) -> Self {
+        let m = &pod.metadata;
+        let mut out = PodEvents::default();
+        // Newest first, so the first of each kind is the latest.
+        for e in c.events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid) {
+            let slot = match (e.from_karpenter(), e.reason.as_str()) {
+                (true, "FailedScheduling") => &mut out.failed,
+                (true, "Nominated") => &mut out.nominated,
+                (false, "FailedScheduling") => &mut out.scheduler,
+                _ => continue,
+            };
+            slot.get_or_insert(e);
+        }
+        out
+    }
+
+    /// Nominated by Karpenter after its last failure to schedule: capacity is on its way.
+    /// Only a nomination seen within the last hour counts: an old one whose NodeClaim is
+    /// long gone must not hide a pod that still waits.
+    pub(super) fn nominated_since_failure(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let nominated = self
+            .nominated?
+            .seen()
+            .filter(|t| now - *t <= Duration::hours(1))?;
+        match self.failed.and_then(Event::seen) {
+            Some(failed) if failed > nominated => None,
+            _ => Some(nominated),
+        }
+    }
+}
+
+/// Pods Karpenter would try to provision for (facts section 6), with their events.
+pub fn unschedulable_pods(
+    c: &Cluster,
+    now: DateTime<Utc>,
+) -> impl Iterator<Item = (&Pod, PodEvents<'_>)> {
+    c.pods
+        .values()
+        .filter(|p| {
+            is_unschedulable(p)
+                && p.status
+                    .nominated_node_name
+                    .as_deref()
+                    .unwrap_or("")
+                    .is_empty()
+                && !p.metadata.owned_by("DaemonSet")
+                && !p.metadata.owned_by("Node")
+                && p.metadata.deletion_timestamp.is_none()
+        })
+        .map(move |p| (p, PodEvents::of(c, p)))
+        .filter(move |(_, ev)| ev.nominated_since_failure(now).is_none())
+}
+
+/// The pod's requirement alternatives: nodeSelector with each required node-affinity
+/// term (or alone), after Karpenter's validation.
+pub fn pod_terms(spec: &PodSpec, provider: Provider) -> Result<Vec<Requirements>, String> {
+    let terms: Vec<_> = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|r| r.node_selector_terms.clone())
+        .unwrap_or_default();
+    requirements::validate_pod_requirements_for(&spec.node_selector, &terms, provider)?;
+    if terms.is_empty() {
+        return Requirements::for_pod(&spec.node_selector, None)
+            .map(|r| vec![r])
+            .map_err(|e| e.to_string());
+    }
+    terms
+        .iter()
+        .map(|t| Requirements::for_pod(&spec.node_selector, Some(t)).map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// The node a DaemonSet pod is pinned to (`matchFields metadata.name In [node]`).
+pub fn daemonset_target(spec: &PodSpec) -> Option<&str> {
+    let terms = &spec
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    terms
+        .iter()
+        .flat_map(|t| t.match_fields.iter().flatten())
+        .find_map(|f| {
+            (f.key == "metadata.name" && f.operator == "In")
+                .then(|| f.values.as_ref()?.first().map(String::as_str))
+                .flatten()
+        })
+}
+
+pub(super) fn daemonset_pods_pending(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    c.pods
+        .values()
+        .filter(|p| p.metadata.owned_by("DaemonSet") && is_unschedulable(p))
+        .filter_map(|p| {
+            let node = daemonset_target(&p.spec)?;
+            let pool = Cluster::pool_of(&c.nodes.get(node)?.metadata.labels)?;
+            let cond = condition(&p.status.conditions, "PodScheduled");
+            let since = cond.and_then(|c| c.last_transition_time).or(p.metadata.creation_timestamp);
+            let ds = p.metadata.owner_references.iter().find(|o| o.kind == "DaemonSet").map(|o| o.name.clone());
+            Some(
+                Finding::new(
+                    Code::DaemonsetPodPending,
+                    Severity::Warning,
+                    ObjectRef::of("Pod", &p.metadata),
+                    format!(
+                        "DaemonSet pod cannot fit on Karpenter node {node}{}; Karpenter never provisions for DaemonSet pods. Give the DaemonSet a PriorityClass that preempts, or make room in the pool's instance sizes",
+                        cond.and_then(|c| c.message.as_deref()).map(|m| format!(" ({m})")).unwrap_or_default()
+                    ),
+                )
+                .pool(Some(pool))
+                .since(since)
+                .details(serde_json::json!({"daemonset": ds, "node": node})),
+            )
+        })
+        .collect()
+}

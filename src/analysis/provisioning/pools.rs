@@ -1,0 +1,395 @@
+//! NodePools as Karpenter sees them when it schedules: each pool's requirements, usage
+//! and limits computed once per pass ([`PoolSet`], in Karpenter's order), its readiness
+//! the way Karpenter filters pools, and whether a pool's taints and requirements admit a
+//! pod. Also the pool-level findings: NodePools that are not ready (or none that is) and
+//! pools Karpenter reported to match no instance type.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::super::Context;
+use super::pending::pod_terms;
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::events::Category;
+use crate::karpenter::requirements::{self, Provider, Requirements};
+use crate::karpenter::resources::Resources;
+use crate::karpenter::taints;
+use crate::model::*;
+
+/// A NodePool with what every pod evaluation needs, computed once.
+pub struct PoolInfo<'a> {
+    pub pool: &'a NodePool,
+    pub name: &'a str,
+    pub requirements: Result<Requirements, String>,
+    pub usage: Resources,
+    pub limits: Result<Resources, String>,
+    /// NodeClaims (or nodes) the pool has: what the `nodes` limit counts.
+    pub node_count: f64,
+    /// Why Karpenter skips this pool entirely, if it does.
+    pub not_ready: Option<NotReady>,
+    /// A recent NoCompatibleInstanceTypes event: Karpenter drops the pool before scheduling.
+    pub no_instance_types: Option<String>,
+}
+
+/// Why a NodePool takes no pods.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotReady {
+    pub condition: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    #[serde(skip)]
+    pub category: Category,
+}
+
+impl NotReady {
+    pub(super) fn describe(&self) -> String {
+        let mut s = format!("{}={}", self.condition, self.status);
+        if let Some(r) = &self.reason {
+            s.push_str(&format!(" ({r}"));
+            if let Some(m) = self.message.as_ref().filter(|m| !m.is_empty()) {
+                s.push_str(&format!(": {m}"));
+            }
+            s.push(')');
+        }
+        s
+    }
+}
+
+/// The pool's readiness the way Karpenter filters pools before scheduling.
+pub fn pool_not_ready(pool: &NodePool) -> Option<NotReady> {
+    let nr = |condition: &str,
+              status: &str,
+              reason: Option<String>,
+              message: Option<String>,
+              category| NotReady {
+        condition: condition.into(),
+        status: status.into(),
+        reason,
+        message,
+        category,
+    };
+    if pool.metadata.deletion_timestamp.is_some() {
+        return Some(nr(
+            "Deleting",
+            "True",
+            None,
+            Some("the NodePool is being deleted".into()),
+            Category::NodepoolNotReady,
+        ));
+    }
+    if pool.spec.replicas.is_some() {
+        let msg = "static NodePool (spec.replicas is set): Karpenter does not provision it for pending pods";
+        return Some(nr(
+            "Static",
+            "True",
+            None,
+            Some(msg.into()),
+            Category::Other,
+        ));
+    }
+    let conds = &pool.status.conditions;
+    match condition(conds, "Ready") {
+        Some(c) if c.is_true() => None,
+        ready => {
+            // Name the dependent that is failing, which says more than Ready does. Ready
+            // depends only on these two (NodeRegistrationHealthy is informational).
+            let failing = conds.iter().find(|c| {
+                matches!(c.type_.as_str(), "ValidationSucceeded" | "NodeClassReady")
+                    && !c.is_true()
+                    && !c.status.is_empty()
+            });
+            Some(match (failing, ready) {
+                (Some(c), _) => nr(
+                    &c.type_,
+                    &c.status,
+                    c.reason.clone(),
+                    c.message.clone(),
+                    Category::NodepoolNotReady,
+                ),
+                (None, Some(c)) => nr(
+                    "Ready",
+                    &c.status,
+                    c.reason.clone(),
+                    c.message.clone(),
+                    Category::NodepoolNotReady,
+                ),
+                (None, None) => nr(
+                    "Ready",
+                    "Unknown",
+                    Some("NoStatus".into()),
+                    Some("the NodePool has no Ready condition yet".into()),
+                    Category::NodepoolNotReady,
+                ),
+            })
+        }
+    }
+}
+
+/// Every NodePool, in the order Karpenter tries them: weight descending, then name descending.
+pub struct PoolSet<'a> {
+    pub ordered: Vec<PoolInfo<'a>>,
+    /// The cloud provider behind the pools, which widens well-known labels and validation.
+    pub provider: Provider,
+}
+
+impl<'a> PoolSet<'a> {
+    pub fn new(c: &'a Cluster) -> Self {
+        Self::with_usage(c, &pool_usages(c))
+    }
+
+    /// The pools with the usage a pass computed already ([`pool_usages`]).
+    pub fn with_usage(c: &'a Cluster, usages: &BTreeMap<String, PoolUsage>) -> Self {
+        let mut ordered: Vec<PoolInfo<'a>> = c
+            .nodepools
+            .values()
+            .map(|p| {
+                let usage = usages
+                    .get(&p.metadata.name)
+                    .cloned()
+                    .unwrap_or_else(|| PoolUsage::of(c, p));
+                pool_info(p, usage)
+            })
+            .collect();
+        ordered.sort_by(|a, b| {
+            let w = |p: &PoolInfo| p.pool.spec.weight.unwrap_or(0);
+            w(b).cmp(&w(a)).then_with(|| b.name.cmp(a.name))
+        });
+        PoolSet {
+            ordered,
+            provider: cluster_provider(c),
+        }
+    }
+
+    /// Mark pools whose requirements Karpenter reported (in the last hour) to match no
+    /// instance type: it drops them before scheduling, and no later event names them.
+    pub fn with_instance_type_events(mut self, c: &Cluster, now: DateTime<Utc>) -> Self {
+        for p in &mut self.ordered {
+            let m = &p.pool.metadata;
+            p.no_instance_types = c
+                .events_for("NodePool", None, &m.name, &m.uid)
+                .into_iter()
+                .find(|e| {
+                    e.from_karpenter()
+                        && e.reason == "NoCompatibleInstanceTypes"
+                        && e.seen().is_some_and(|t| now - t <= Duration::hours(1))
+                })
+                .map(|e| e.message.clone());
+        }
+        self
+    }
+}
+
+/// The provider Karpenter runs with, from the node classes the pools reference.
+pub fn cluster_provider(c: &Cluster) -> Provider {
+    c.nodepools
+        .values()
+        .filter_map(|p| p.spec.template.spec.node_class_ref.as_ref()?.label())
+        .map(|(key, _)| Provider::from_nodeclass_label(&key))
+        .find(|p| *p != Provider::Core)
+        .unwrap_or_default()
+}
+
+/// A pool template's requirements as Karpenter builds them (requirements, template labels,
+/// the pool's own label and its node class label).
+fn pool_requirements(pool: &NodePool) -> Result<Requirements, String> {
+    let t = &pool.spec.template;
+    let class_label = t.spec.node_class_ref.as_ref().and_then(|r| r.label());
+    Requirements::for_nodepool(
+        &pool.metadata.name,
+        &t.spec.requirements,
+        &t.metadata.labels,
+        class_label.as_ref().map(|(k, v)| (k.as_str(), *v)),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Whether a pool's taints and requirements (checks 3 and 4 alone) admit a pod: for a pool
+/// that rejected the pod before those checks (not ready, limits), whether the pod is one
+/// the pool is meant for.
+pub fn pool_admits(pool: &NodePool, pod: &PodSpec, provider: Provider) -> bool {
+    taints::untolerated(&pod.tolerations, &pool.spec.template.spec.taints).is_empty()
+        && pool_requirements_admit(pool, pod, provider)
+}
+
+/// Whether a pool's requirements alone (check 4) admit a pod: for a pool that rejected it
+/// for its taints, whether a toleration is all the pod lacks.
+pub fn pool_requirements_admit(pool: &NodePool, pod: &PodSpec, provider: Provider) -> bool {
+    match (pool_requirements(pool), pod_terms(pod, provider)) {
+        (Ok(reqs), Ok(terms)) => terms
+            .iter()
+            .any(|t| requirements::compatible(t, &reqs).is_ok()),
+        _ => false,
+    }
+}
+
+fn pool_info(pool: &NodePool, usage: PoolUsage) -> PoolInfo<'_> {
+    let name = pool.metadata.name.as_str();
+    let requirements = pool_requirements(pool);
+    PoolInfo {
+        pool,
+        name,
+        requirements,
+        usage: usage.used,
+        limits: Resources::from_quantities(&pool.spec.limits),
+        node_count: usage.nodes as f64,
+        not_ready: pool_not_ready(pool),
+        no_instance_types: None,
+    }
+}
+
+/// What counts against one pool's limits, computed once per pass.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PoolUsage {
+    /// Karpenter's own count (`status.resources`), else its NodeClaims' capacity.
+    pub used: Resources,
+    /// Nodes it has, for the `nodes` limit ([`pool_node_count`]).
+    pub nodes: usize,
+}
+
+impl PoolUsage {
+    pub fn of(c: &Cluster, pool: &NodePool) -> Self {
+        PoolUsage {
+            used: pool_usage(c, pool),
+            nodes: pool_node_count(c, pool),
+        }
+    }
+
+    /// What the limits count: `used`, with `nodes` the larger of Karpenter's count and
+    /// the nodes kelp sees.
+    pub fn counted(&self) -> Resources {
+        let mut r = self.used.clone();
+        let nodes = r.get("nodes").max(self.nodes as f64);
+        r.0.insert("nodes".into(), nodes);
+        r
+    }
+}
+
+/// Every pool's usage, by name.
+pub fn pool_usages(c: &Cluster) -> BTreeMap<String, PoolUsage> {
+    c.nodepools
+        .iter()
+        .map(|(name, p)| (name.clone(), PoolUsage::of(c, p)))
+        .collect()
+}
+
+/// What counts against a pool's limits: its `status.resources` (Karpenter's own count),
+/// else the capacity of its NodeClaims.
+fn pool_usage(c: &Cluster, pool: &NodePool) -> Resources {
+    if let Ok(r) = Resources::from_quantities(&pool.status.resources) {
+        if !r.0.is_empty() {
+            return r;
+        }
+    }
+    let mut sum = Resources::default();
+    for claim in c.claims_in_pool(&pool.metadata.name) {
+        if let Ok(r) = Resources::from_quantities(&claim.status.capacity) {
+            sum.add(&r);
+        }
+    }
+    sum
+}
+
+/// Nodes a pool has, for the `nodes` limit.
+fn pool_node_count(c: &Cluster, pool: &NodePool) -> usize {
+    if let Some(n) = pool.status.nodes {
+        return n.max(0) as usize;
+    }
+    let claims = c.claims_in_pool(&pool.metadata.name).count();
+    if claims > 0 {
+        claims
+    } else {
+        c.nodes_in_pool(&pool.metadata.name).count()
+    }
+}
+
+pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    let waiting = !ctx.pending.is_empty();
+    let sev = if waiting {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    let mut out = Vec::new();
+    let mut any_ready = false;
+    for pool in c.nodepools.values() {
+        match pool_not_ready(pool) {
+            None => any_ready = true,
+            Some(nr) if nr.category == Category::Other => {} // static pools are not meant to take pods
+            Some(nr) => {
+                let since = condition(&pool.status.conditions, &nr.condition)
+                    .and_then(|c| c.last_transition_time);
+                let hint = match nr.reason.as_deref() {
+                    Some("NodeClassNotFound") => " Create the node class it references, or fix spec.template.spec.nodeClassRef.",
+                    Some("NodeClassNotReady" | "NodeClassReadinessUnknown") => " Check the node class's own conditions.",
+                    _ => "",
+                };
+                out.push(
+                    Finding::new(
+                        Code::NodepoolNotReady,
+                        sev,
+                        ObjectRef::of("NodePool", &pool.metadata),
+                        format!("NodePool is not ready: {}; Karpenter will not launch nodes from it.{hint}", nr.describe()),
+                    )
+                    .pool(Some(&pool.metadata.name))
+                    .since(since)
+                    .details(nr),
+                );
+            }
+        }
+    }
+    if !any_ready {
+        let msg = if c.nodepools.is_empty() {
+            "Karpenter is installed but there is no NodePool, so it provisions nothing".to_string()
+        } else {
+            format!(
+                "Karpenter is installed but none of its {} NodePools is Ready, so it provisions nothing and writes no FailedScheduling events{}",
+                c.nodepools.len(),
+                if waiting { format!(" ({} pods wait)", ctx.pending.len()) } else { String::new() }
+            )
+        };
+        out.push(Finding::new(
+            Code::NoNodepoolReady,
+            sev,
+            ObjectRef::cluster("Cluster", "karpenter"),
+            msg,
+        ));
+    }
+    out
+}
+
+pub(super) fn no_instance_types(ctx: &Context) -> Vec<Finding> {
+    let c = ctx.cluster;
+    c.nodepools
+        .values()
+        .filter_map(|pool| {
+            let m = &pool.metadata;
+            let e = c
+                .events_for("NodePool", None, &m.name, &m.uid)
+                .into_iter()
+                .find(|e| {
+                    e.from_karpenter()
+                        && e.reason == "NoCompatibleInstanceTypes"
+                        && ctx.within(e.seen(), Duration::hours(1))
+                })?;
+            Some(
+                Finding::new(
+                    Code::NodepoolNoInstanceTypes,
+                    Severity::Warning,
+                    ObjectRef::of("NodePool", m),
+                    format!(
+                        "{} (widen the pool's instance requirements or relax minValues)",
+                        e.message
+                    ),
+                )
+                .pool(Some(&m.name))
+                .since(e.seen())
+                .details(serde_json::json!({"event": e.message})),
+            )
+        })
+        .collect()
+}
