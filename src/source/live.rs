@@ -128,7 +128,13 @@ fn api_error(conn: &Connection, verb: &str, resource: &str, e: kube::Error) -> E
         },
         kube::Error::Api(s) => Error::Api {
             resource: resource.into(),
-            message: format!("{} ({})", s.message, s.code),
+            code: Some(s.code),
+            message: s.message,
+        },
+        kube::Error::BuildRequest(e) => Error::Api {
+            resource: resource.into(),
+            code: None,
+            message: e.to_string(),
         },
         other => Error::Unreachable {
             server: conn.server.clone(),
@@ -271,6 +277,7 @@ pub async fn list_all<T: DeserializeOwned>(
             .list(&lp)
             .map_err(|e| Error::Api {
                 resource: r.plural.into(),
+                code: None,
                 message: e.to_string(),
             })?;
         let page: Page<T> = conn
