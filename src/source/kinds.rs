@@ -3,9 +3,9 @@
 //! through the [`Kind`] trait on its projection, how an object enters the [`Cluster`]:
 //! applied, deleted, reset by a full relist, and fixed up after decoding.
 //!
-//! A kind's name is dispatched to its projection type here only ([`with_kind`]); dumps
-//! ([`super::dump`]), one-shot lists ([`super::live`]) and watch streams (`serve`) all go
-//! through it.
+//! A kind's name is dispatched to its projection type here only ([`with_kind`]): dumps
+//! ([`super::dump`]), one-shot lists ([`super::live`]) and the watch streams of
+//! `kelp serve` all go through it.
 
 use serde::de::DeserializeOwned;
 
@@ -102,7 +102,7 @@ const LEGACY_KINDS: [&str; 6] = [
     "AWSNodeTemplate",
 ];
 
-/// Whether an object of `kind` in one of Karpenter's groups, which no entry of [`TABLE`]
+/// Whether an object of `kind` in one of Karpenter's groups, which no entry of the table
 /// reads, is a legacy Karpenter object (rather than an unknown kind).
 pub fn is_legacy(kind: &str) -> bool {
     LEGACY_KINDS.contains(&kind)
@@ -133,8 +133,8 @@ enum Listed {
 
 /// One row of [`TABLE`].
 #[derive(Debug, Clone, Copy)]
-pub struct Entry {
-    pub resource: Resource,
+struct Entry {
+    resource: Resource,
     in_dump: InDump,
     listed: Listed,
 }
@@ -148,7 +148,7 @@ const fn entry(resource: Resource, in_dump: InDump, listed: Listed) -> Entry {
 }
 
 /// Every kind kelp reads, in the order a live cluster is listed.
-pub const TABLE: [Entry; 11] = [
+const TABLE: [Entry; 11] = [
     entry(NODEPOOLS, InDump::Exact, Listed::IfServed),
     entry(NODECLAIMS, InDump::Exact, Listed::IfServed),
     entry(EC2NODECLASSES, InDump::KarpenterNotBeta, Listed::IfServed),
@@ -425,7 +425,7 @@ pub trait ForKind {
     fn run<T: Kind>(self, r: &Resource) -> Self::Output;
 }
 
-/// Run `f` with the projection type of `r` (one of [`TABLE`]'s resources, or a node
+/// Run `f` with the projection type of `r` (one of the table's resources, or a node
 /// class from [`in_dump`]); None for a kind kelp does not read.
 pub fn with_kind<F: ForKind>(r: &Resource, f: F) -> Option<F::Output> {
     Some(match r.kind {

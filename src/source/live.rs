@@ -1,6 +1,8 @@
-//! One-shot reads of a live cluster with kube-rs: discovery of the Karpenter APIs, then
-//! one paginated (so consistent) list of each kind, deserialised straight into the
-//! trimmed projections. Read-only: only GETs, and never Secrets.
+//! One-shot reads of a live cluster with kube-rs: the connection, discovery of the
+//! Karpenter APIs, then one paginated (so consistent) list of each kind [`kinds`] names,
+//! deserialised straight into the trimmed projections (`paged` is the one loop over
+//! `continue` tokens, which the watch's relists use too). Read-only: only GETs, and never
+//! Secrets.
 
 use std::path::PathBuf;
 
@@ -151,10 +153,8 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     cur.to_string()
 }
 
-pub use super::kinds::{
-    Resource, DAEMONSETS, EC2NODECLASSES, EVENTS, KWOKNODECLASSES, NODECLAIMS, NODEPOOLS, NODES,
-    PDBS, PODS,
-};
+// Where `serve`'s watch wiring finds them; the table is `kinds`.
+pub use super::kinds::{Resource, DAEMONSETS, EVENTS, NODES, PDBS, PODS};
 
 /// The Karpenter API versions the cluster serves, from discovery.
 pub async fn discover(conn: &Connection) -> Result<ApiInfo> {
@@ -350,7 +350,7 @@ mod tests {
         ]);
         assert_eq!(names(&api)[..3], ["NodePool", "NodeClaim", "KWOKNodeClass"]);
         assert_eq!(
-            EC2NODECLASSES.path(),
+            kinds::EC2NODECLASSES.path(),
             "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"
         );
         assert_eq!(NODES.path(), "/api/v1/nodes");
