@@ -366,4 +366,116 @@ mod tests {
             serde_json::json!({"metadata": {"name": "x", "annotations": {"a": "b"}}})
         );
     }
+
+    /// A connection to a fake API server on loopback that answers each GET with
+    /// `answer(path and query)`: a status code and a JSON body.
+    async fn fake_api(answer: fn(&str) -> (u16, String)) -> Connection {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match s.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&head);
+                    let target = head.split(' ').nth(1).unwrap_or_default();
+                    let (code, body) = answer(target);
+                    let reply = format!(
+                        "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = s.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("config");
+        std::fs::write(
+            &kubeconfig,
+            format!("apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"http://127.0.0.1:{port}\"}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: ctx, context: {{cluster: c, user: u}}}}]\ncurrent-context: ctx\n"),
+        )
+        .unwrap();
+        connect(&Target {
+            kubeconfig: Some(kubeconfig),
+            context: None,
+        })
+        .await
+        .unwrap()
+    }
+
+    fn answer(target: &str) -> (u16, String) {
+        let json = |v: serde_json::Value| (200, v.to_string());
+        let node = |name: &str| serde_json::json!({"metadata": {"name": name}});
+        match target {
+            "/apis" => json(serde_json::json!({"kind": "APIGroupList", "groups": [{
+                "name": "karpenter.kwok.sh",
+                "versions": [{"groupVersion": "karpenter.kwok.sh/v1alpha1", "version": "v1alpha1"}]}]})),
+            "/api/v1/nodes?&limit=500" => json(serde_json::json!({
+                "metadata": {"continue": "t1", "resourceVersion": "41"}, "items": [node("a")]})),
+            "/api/v1/nodes?&limit=500&continue=t1" => json(serde_json::json!({
+                "metadata": {"resourceVersion": "42"}, "items": [node("b")]})),
+            t if t.starts_with("/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses?") => {
+                json(serde_json::json!({"items": [node("x")]}))
+            }
+            t if t.starts_with("/api/v1/refused?") => (
+                500,
+                serde_json::json!({"kind": "Status", "message": "boom", "code": 500}).to_string(),
+            ),
+            _ => json(serde_json::json!({"items": []})),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_load_follows_continue_tokens_and_the_kind_table() {
+        let conn = fake_api(answer).await;
+        let mut names = Vec::new();
+        let version = paged(&conn.client, &NODES, |n: Node| names.push(n.metadata.name))
+            .await
+            .unwrap();
+        assert_eq!(
+            (names, version.as_str()),
+            (vec!["a".to_string(), "b".to_string()], "42")
+        );
+
+        let c = load(&conn).await.unwrap();
+        assert_eq!(c.nodes.keys().collect::<Vec<_>>(), ["a", "b"]);
+        let key = ("KWOKNodeClass".to_string(), "x".to_string());
+        assert_eq!(
+            c.nodeclasses[&key].group, "karpenter.kwok.sh",
+            "fixed up from the resource"
+        );
+        assert!(
+            c.nodepools.is_empty(),
+            "karpenter.sh is not served, so not listed"
+        );
+
+        let refused = Resource {
+            plural: "refused",
+            ..NODES
+        };
+        let e = list_all(&conn, &refused, |_: serde_json::Value| {})
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Api {
+                    code: Some(500),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "the API server refused to list refused: boom (500)"
+        );
+    }
 }
