@@ -935,6 +935,30 @@ mod tests {
     }
 
     #[test]
+    fn crds_and_events_k8s_io_events_load_through_the_kind_table() {
+        let mut c = Cluster::default();
+        let notes = load_str(
+            "k.yaml",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: nodepools.karpenter.sh}\nspec: {group: karpenter.sh, versions: [{name: v1, served: true}, {name: v1beta1, served: false}]}\n---\napiVersion: events.k8s.io/v1\nkind: Event\nmetadata: {name: e1, namespace: ml, uid: u1}\nregarding: {kind: Pod, namespace: ml, name: p}\nreason: FailedScheduling\nnote: no nodes\n---\napiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\n",
+            &mut c,
+        )
+        .unwrap();
+        assert_eq!(notes.loaded, 3);
+        assert!(c.api.authoritative);
+        assert_eq!(
+            c.api.served.iter().collect::<Vec<_>>(),
+            ["karpenter.k8s.aws/v1", "karpenter.sh/v1"]
+        );
+        assert!(c.crds.contains_key("nodepools.karpenter.sh"));
+        assert_eq!(
+            c.events_for("Pod", Some("ml"), "p", "")[0].message,
+            "no nodes"
+        );
+        let class = &c.nodeclasses[&("EC2NodeClass".to_string(), "default".to_string())];
+        assert_eq!(class.group, "karpenter.k8s.aws");
+    }
+
+    #[test]
     fn legacy_karpenter_objects_are_recorded_not_loaded() {
         let mut c = Cluster::default();
         load_str("old.yaml", "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: default}\nspec: {}\n", &mut c).unwrap();
