@@ -356,6 +356,35 @@ mod tests {
     }
 
     #[test]
+    fn failures_are_told_apart_by_status_code() {
+        let api = |code: u16, message: &str| {
+            kube::Error::Api(
+                kube::core::Status::failure(message, "Reason")
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        assert!(matches!(classify(&api(410, "too old")), Stop::Gone));
+        // The words do not matter, the code does.
+        let Stop::Failed(f) = classify(&api(403, "no")) else {
+            panic!("a 403 is not a relist")
+        };
+        assert!(f.is_forbidden() && !f.is_gone());
+        let Stop::Failed(f) = classify(&api(500, "forbidden")) else {
+            panic!("a 500 is not a relist")
+        };
+        assert!(!f.is_forbidden());
+        assert_eq!(f.status, Some(500));
+        let watch_error = kube::core::Status::failure("expired", "Expired").with_code(410);
+        assert!(matches!(
+            Stop::from(Failure::from_status(&watch_error)),
+            Stop::Gone
+        ));
+        let local = Failure::from_kube(&kube::Error::LinesCodecMaxLineLengthExceeded);
+        assert_eq!(local.status, None);
+    }
+
+    #[test]
     fn backoff_doubles_to_a_short_cap_with_jitter() {
         let mut b = FIRST_BACKOFF;
         let mut seen = vec![];
