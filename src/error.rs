@@ -31,8 +31,14 @@ pub enum Error {
         resource: String,
         message: String,
     },
-    #[error("the API server refused to list {resource}: {message}")]
-    Api { resource: String, message: String },
+    /// Any other refusal, with the HTTP status when the API server answered (none: the
+    /// request could not be made).
+    #[error("the API server refused to list {resource}: {message}{}", .code.map(|c| format!(" ({c})")).unwrap_or_default())]
+    Api {
+        resource: String,
+        code: Option<u16>,
+        message: String,
+    },
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,

@@ -102,11 +102,11 @@ pub struct CoreEvent {
 }
 
 /// events.k8s.io/v1 Event.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventsV1Event {
     #[serde(default)]
-    metadata: Meta,
+    pub(crate) metadata: Meta,
     #[serde(default)]
     regarding: ObjectRef,
     #[serde(default, deserialize_with = "null_default")]
@@ -151,6 +151,13 @@ impl CoreEvent {
             regarding: self.involved_object.clone(),
             ..Event::default()
         }
+    }
+}
+
+impl EventsV1Event {
+    /// The id of the normalised event.
+    pub fn id(&self) -> String {
+        id(&self.metadata)
     }
 }
 

@@ -270,7 +270,7 @@ impl ScrapeError {
         let user = self.forbidden_user()?;
         Some(match service_account(user) {
             Some((ns, name)) => rbac_yaml(t, ns, name),
-            None => role_and_binding(t, &Subject::User(user)),
+            None => role_and_binding(t, &Grantee::User(user)),
         })
     }
 }
@@ -283,22 +283,10 @@ pub fn service_account(user: &str) -> Option<(&str, &str)> {
     (!ns.is_empty() && !name.is_empty()).then_some((ns, name))
 }
 
-enum Subject<'a> {
+/// Whom the RoleBinding binds.
+enum Grantee<'a> {
     ServiceAccount { namespace: &'a str, name: &'a str },
     User(&'a str),
-}
-
-/// A YAML double-quoted scalar: JSON's escaping (JSON strings are valid YAML), plus the
-/// characters YAML 1.1 also reads as line breaks.
-fn q(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    for c in serde_json::Value::from(s).to_string().chars() {
-        match c {
-            '\u{85}' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The Role and RoleBinding (two YAML documents) that let a ServiceAccount read
@@ -308,73 +296,86 @@ fn q(s: &str) -> String {
 pub fn rbac_yaml(t: &ScrapeTarget, sa_namespace: &str, sa_name: &str) -> String {
     role_and_binding(
         t,
-        &Subject::ServiceAccount {
+        &Grantee::ServiceAccount {
             namespace: sa_namespace,
             name: sa_name,
         },
     )
 }
 
-fn role_and_binding(t: &ScrapeTarget, subject: &Subject) -> String {
-    let (who, subject_yaml) = match subject {
-        Subject::ServiceAccount { namespace, name } => (
-            format!("ServiceAccount {namespace}/{name}"),
-            format!(
-                "  - kind: ServiceAccount\n    name: {}\n    namespace: {}\n",
-                q(name),
-                q(namespace)
-            ),
-        ),
-        Subject::User(user) => (
-            format!("user {user}"),
-            format!(
-                "  - apiGroup: rbac.authorization.k8s.io\n    kind: User\n    name: {}\n",
-                q(user)
-            ),
-        ),
-    };
-    // A comment ends at a line break: keep the name on its line.
-    let who: String = who
+/// A YAML comment line: `#` and `text` on one line, whatever `text` holds.
+fn comment(text: &str) -> String {
+    let one_line: String = text
         .chars()
         .map(|c| match c {
             c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => ' ',
             c => c,
         })
         .collect();
-    let ns = q(&t.namespace);
-    let role = [
-        format!("# Lets {who} read Karpenter's /metrics through the API server's service proxy"),
-        format!("# (GET {}), and nothing else.", t.path()),
-        "apiVersion: rbac.authorization.k8s.io/v1".into(),
-        "kind: Role".into(),
-        "metadata:".into(),
-        format!("  name: {ROLE_NAME}"),
-        format!("  namespace: {ns}"),
-        "rules:".into(),
-        "  - apiGroups: [\"\"]".into(),
-        "    resources: [services/proxy]".into(),
-        format!(
-            "    resourceNames: [{}, {}]",
-            q(&t.service),
-            q(&t.resource_name())
+    format!("# {one_line}\n")
+}
+
+/// The Role and RoleBinding as k8s-openapi objects, written as two YAML documents under
+/// a comment that says what they grant.
+fn role_and_binding(t: &ScrapeTarget, grantee: &Grantee) -> String {
+    use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    let (who, subject) = match *grantee {
+        Grantee::ServiceAccount { namespace, name } => (
+            format!("ServiceAccount {namespace}/{name}"),
+            Subject {
+                kind: "ServiceAccount".into(),
+                name: name.into(),
+                namespace: Some(namespace.into()),
+                api_group: None,
+            },
         ),
-        "    verbs: [get]".into(),
-        "---".into(),
-        "apiVersion: rbac.authorization.k8s.io/v1".into(),
-        "kind: RoleBinding".into(),
-        "metadata:".into(),
-        format!("  name: {ROLE_NAME}"),
-        format!("  namespace: {ns}"),
-        "roleRef:".into(),
-        "  apiGroup: rbac.authorization.k8s.io".into(),
-        "  kind: Role".into(),
-        format!("  name: {ROLE_NAME}"),
-        "subjects:".into(),
-    ];
-    let mut out = role.join("\n");
-    out.push('\n');
-    out.push_str(&subject_yaml);
-    out
+        Grantee::User(user) => (
+            format!("user {user}"),
+            Subject {
+                api_group: Some("rbac.authorization.k8s.io".into()),
+                kind: "User".into(),
+                name: user.into(),
+                namespace: None,
+            },
+        ),
+    };
+    let metadata = ObjectMeta {
+        name: Some(ROLE_NAME.into()),
+        namespace: Some(t.namespace.clone()),
+        ..ObjectMeta::default()
+    };
+    let role = Role {
+        metadata: metadata.clone(),
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["services/proxy".into()]),
+            resource_names: Some(vec![t.service.clone(), t.resource_name()]),
+            verbs: vec!["get".into()],
+            non_resource_urls: None,
+        }]),
+    };
+    let binding = RoleBinding {
+        metadata,
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: ROLE_NAME.into(),
+        },
+        subjects: Some(vec![subject]),
+    };
+    // Neither can fail: both are maps, lists and strings only.
+    let yaml = |v: &dyn erased_serde::Serialize| serde_norway::to_string(v).unwrap_or_default();
+    [
+        comment(&format!(
+            "Lets {who} read Karpenter's /metrics through the API server's service proxy"
+        )),
+        comment(&format!("(GET {}), and nothing else.", t.path())),
+        yaml(&role),
+        "---\n".into(),
+        yaml(&binding),
+    ]
+    .concat()
 }
 
 /// Classify a non-2xx answer to the proxy GET. The API server's own refusals are JSON

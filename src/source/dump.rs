@@ -12,14 +12,13 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use chrono::{DateTime, Utc};
-use serde::de::{DeserializeOwned, Deserializer};
+use serde::de::Deserializer;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::kinds;
 use super::limits::{self, JsonGuard, Limit};
 use crate::error::{Error, Result};
-use crate::karpenter::labels::{AWS_GROUP, GROUP, KWOK_GROUP};
-use crate::model::event::{CoreEvent, EventsV1Event};
 use crate::model::*;
 
 /// The annotation on a `kelp snapshot` List that records when it was captured.
@@ -606,11 +605,24 @@ fn load_value(
 
 // ------------------------------------------------------------------ dispatch
 
-fn parse<'de, T: DeserializeOwned, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
-    T::deserialize(d)
+/// Decodes one object into its kind's projection and applies it (see [`kinds::with_kind`]).
+struct Decode<'c, 'de, D> {
+    cluster: &'c mut Cluster,
+    de: D,
+    input: std::marker::PhantomData<&'de ()>,
 }
 
-/// Route one object to its projection by apiVersion and kind.
+impl<'de, D: Deserializer<'de>> kinds::ForKind for Decode<'_, 'de, D> {
+    type Output = Result<(), D::Error>;
+    fn run<T: kinds::Kind>(self, r: &kinds::Resource) -> Self::Output {
+        let mut o = T::deserialize(self.de)?;
+        o.fix(r);
+        o.apply(self.cluster);
+        Ok(())
+    }
+}
+
+/// Route one object to its projection by apiVersion and kind (see [`kinds::in_dump`]).
 fn ingest<'de, D: Deserializer<'de>>(
     c: &mut Cluster,
     notes: &mut LoadNotes,
@@ -619,57 +631,36 @@ fn ingest<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<(), D::Error> {
     let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-    let karpenter_group = matches!(group, GROUP | AWS_GROUP | KWOK_GROUP);
+    let karpenter_group = kinds::is_karpenter_group(group);
     if karpenter_group {
         c.api.served.insert(api_version.to_string());
     }
-    let is_v1 = api_version == "karpenter.sh/v1";
-    match kind {
-        "NodePool" if is_v1 => c.apply_nodepool(parse(d)?),
-        "NodeClaim" if is_v1 => c.apply_nodeclaim(parse(d)?),
-        "EC2NodeClass" | "KWOKNodeClass" if karpenter_group && !api_version.ends_with("beta1") => {
-            let mut nc: NodeClass = parse(d)?;
-            nc.kind = kind.to_string();
-            nc.group = group.to_string();
-            c.apply_nodeclass(nc);
-        }
-        "NodePool" | "NodeClaim" | "EC2NodeClass" | "Provisioner" | "Machine"
-        | "AWSNodeTemplate"
-            if karpenter_group =>
-        {
+    let read = match kinds::in_dump(api_version, kind) {
+        Some(r) => kinds::with_kind(
+            &r,
+            Decode {
+                cluster: c,
+                de: d,
+                input: std::marker::PhantomData,
+            },
+        ),
+        None if karpenter_group && kinds::is_legacy(kind) => {
             #[derive(Deserialize)]
             struct Named {
                 #[serde(default)]
                 metadata: Meta,
             }
-            let n: Named = parse(d)?;
+            let n = Named::deserialize(d)?;
             c.api
                 .legacy_objects
                 .push(format!("{api_version} {kind} {}", n.metadata.name));
+            Some(Ok(()))
         }
-        "Node" if api_version == "v1" => c.apply_node(parse(d)?),
-        "Pod" if api_version == "v1" => c.apply_pod(parse(d)?),
-        "DaemonSet" if group == "apps" => c.apply_daemonset(parse(d)?),
-        "PodDisruptionBudget" if group == "policy" => c.apply_pdb(parse(d)?),
-        "Event" if api_version == "v1" => {
-            c.apply_event(parse::<CoreEvent, _>(d)?.into());
-        }
-        "Event" if group == "events.k8s.io" => {
-            c.apply_event(parse::<EventsV1Event, _>(d)?.into());
-        }
-        "CustomResourceDefinition" => {
-            let crd: Crd = parse(d)?;
-            if matches!(crd.spec.group.as_str(), GROUP | AWS_GROUP | KWOK_GROUP) {
-                c.api.authoritative = true;
-                for v in crd.spec.versions.iter().filter(|v| v.served) {
-                    c.api
-                        .served
-                        .insert(format!("{}/{}", crd.spec.group, v.name));
-                }
-            }
-            c.apply_crd(crd);
-        }
-        _ => {
+        None => None,
+    };
+    match read {
+        Some(done) => done?,
+        None => {
             let label = if kind.is_empty() {
                 "untyped (no kind)".to_string()
             } else {
@@ -941,6 +932,30 @@ mod tests {
         );
         assert_eq!(p.status.conditions.len(), 1);
         assert_eq!(p.status.conditions[0].type_, "PodScheduled");
+    }
+
+    #[test]
+    fn crds_and_events_k8s_io_events_load_through_the_kind_table() {
+        let mut c = Cluster::default();
+        let notes = load_str(
+            "k.yaml",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: nodepools.karpenter.sh}\nspec: {group: karpenter.sh, versions: [{name: v1, served: true}, {name: v1beta1, served: false}]}\n---\napiVersion: events.k8s.io/v1\nkind: Event\nmetadata: {name: e1, namespace: ml, uid: u1}\nregarding: {kind: Pod, namespace: ml, name: p}\nreason: FailedScheduling\nnote: no nodes\n---\napiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\n",
+            &mut c,
+        )
+        .unwrap();
+        assert_eq!(notes.loaded, 3);
+        assert!(c.api.authoritative);
+        assert_eq!(
+            c.api.served.iter().collect::<Vec<_>>(),
+            ["karpenter.k8s.aws/v1", "karpenter.sh/v1"]
+        );
+        assert!(c.crds.contains_key("nodepools.karpenter.sh"));
+        assert_eq!(
+            c.events_for("Pod", Some("ml"), "p", "")[0].message,
+            "no nodes"
+        );
+        let class = &c.nodeclasses[&("EC2NodeClass".to_string(), "default".to_string())];
+        assert_eq!(class.group, "karpenter.k8s.aws");
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! One-shot reads of a live cluster with kube-rs: discovery of the Karpenter APIs, then
-//! one paginated (so consistent) list of each kind, deserialised straight into the
-//! trimmed projections. Read-only: only GETs, and never Secrets.
+//! One-shot reads of a live cluster with kube-rs: the connection, discovery of the
+//! Karpenter APIs, then one paginated (so consistent) list of each kind [`kinds`] names,
+//! deserialised straight into the trimmed projections (`paged` is the one loop over
+//! `continue` tokens, which the watch's relists use too). Read-only: only GETs, and never
+//! Secrets.
 
 use std::path::PathBuf;
 
@@ -10,8 +12,8 @@ use kube::{Client, Config};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
+use super::kinds;
 use crate::error::{Error, Result};
-use crate::karpenter::labels::{AWS_GROUP, GROUP, KWOK_GROUP};
 use crate::model::event::CoreEvent;
 use crate::model::*;
 
@@ -128,7 +130,13 @@ fn api_error(conn: &Connection, verb: &str, resource: &str, e: kube::Error) -> E
         },
         kube::Error::Api(s) => Error::Api {
             resource: resource.into(),
-            message: format!("{} ({})", s.message, s.code),
+            code: Some(s.code),
+            message: s.message,
+        },
+        kube::Error::BuildRequest(e) => Error::Api {
+            resource: resource.into(),
+            code: None,
+            message: e.to_string(),
         },
         other => Error::Unreachable {
             server: conn.server.clone(),
@@ -145,61 +153,8 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     cur.to_string()
 }
 
-/// A resource kelp lists.
-#[derive(Debug, Clone, Copy)]
-pub struct Resource {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub plural: &'static str,
-    pub kind: &'static str,
-}
-
-impl Resource {
-    const fn new(
-        group: &'static str,
-        version: &'static str,
-        plural: &'static str,
-        kind: &'static str,
-    ) -> Self {
-        Resource {
-            group,
-            version,
-            plural,
-            kind,
-        }
-    }
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.to_string()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
-    }
-    pub fn path(&self) -> String {
-        if self.group.is_empty() {
-            format!("/api/{}/{}", self.version, self.plural)
-        } else {
-            format!("/apis/{}/{}/{}", self.group, self.version, self.plural)
-        }
-    }
-}
-
-pub const NODEPOOLS: Resource = Resource::new(GROUP, "v1", "nodepools", "NodePool");
-pub const NODECLAIMS: Resource = Resource::new(GROUP, "v1", "nodeclaims", "NodeClaim");
-pub const EC2NODECLASSES: Resource =
-    Resource::new(AWS_GROUP, "v1", "ec2nodeclasses", "EC2NodeClass");
-pub const KWOKNODECLASSES: Resource =
-    Resource::new(KWOK_GROUP, "v1alpha1", "kwoknodeclasses", "KWOKNodeClass");
-pub const NODES: Resource = Resource::new("", "v1", "nodes", "Node");
-pub const PODS: Resource = Resource::new("", "v1", "pods", "Pod");
-pub const DAEMONSETS: Resource = Resource::new("apps", "v1", "daemonsets", "DaemonSet");
-pub const PDBS: Resource = Resource::new(
-    "policy",
-    "v1",
-    "poddisruptionbudgets",
-    "PodDisruptionBudget",
-);
-pub const EVENTS: Resource = Resource::new("", "v1", "events", "Event");
+// Where `serve`'s watch wiring finds them; the table is `kinds`.
+pub use super::kinds::{Resource, DAEMONSETS, EVENTS, NODES, PDBS, PODS};
 
 /// The Karpenter API versions the cluster serves, from discovery.
 pub async fn discover(conn: &Connection) -> Result<ApiInfo> {
@@ -215,7 +170,7 @@ pub async fn discover(conn: &Connection) -> Result<ApiInfo> {
     for g in groups
         .groups
         .iter()
-        .filter(|g| matches!(g.name.as_str(), GROUP | AWS_GROUP | KWOK_GROUP))
+        .filter(|g| kinds::is_karpenter_group(&g.name))
     {
         for v in &g.versions {
             info.served.insert(v.group_version.clone());
@@ -226,41 +181,37 @@ pub async fn discover(conn: &Connection) -> Result<ApiInfo> {
 
 /// The resources to list, given what discovery found.
 pub fn resources_for(api: &ApiInfo) -> Vec<Resource> {
-    let mut out = Vec::new();
-    for r in [NODEPOOLS, NODECLAIMS, EC2NODECLASSES, KWOKNODECLASSES] {
-        if api.served.contains(&r.api_version()) {
-            out.push(r);
-        }
-    }
-    out.extend([NODES, PODS, DAEMONSETS, PDBS, EVENTS]);
-    out
+    kinds::listed(api)
 }
 
 /// One page of a list response.
 #[derive(Deserialize)]
 #[serde(bound = "T: DeserializeOwned")]
-pub(crate) struct Page<T> {
+struct Page<T> {
     #[serde(default)]
-    pub metadata: PageMeta,
+    metadata: PageMeta,
     #[serde(default)]
-    pub items: Vec<T>,
+    items: Vec<T>,
 }
 
 #[derive(Deserialize, Default)]
-pub(crate) struct PageMeta {
+struct PageMeta {
     #[serde(default, rename = "continue")]
-    pub continue_: Option<String>,
+    continue_: Option<String>,
     /// Where a watch starts after the last page.
     #[serde(default, rename = "resourceVersion")]
-    pub resource_version: Option<String>,
+    resource_version: Option<String>,
 }
 
-/// List every object of a resource, page by page, into `T`.
-pub async fn list_all<T: DeserializeOwned>(
-    conn: &Connection,
+/// List every object of a resource, 500 a page (following `continue` tokens, so the list
+/// is one consistent read), handing each item to `each` as its page arrives. Returns the
+/// list's resourceVersion, where a watch picks up. A request that cannot be built is a
+/// [`kube::Error::BuildRequest`].
+pub(crate) async fn paged<T: DeserializeOwned>(
+    client: &Client,
     r: &Resource,
     mut each: impl FnMut(T),
-) -> Result<()> {
+) -> Result<String, kube::Error> {
     let mut token: Option<String> = None;
     loop {
         let mut lp = ListParams::default().limit(500);
@@ -269,20 +220,45 @@ pub async fn list_all<T: DeserializeOwned>(
         }
         let req = kube::core::Request::new(r.path())
             .list(&lp)
-            .map_err(|e| Error::Api {
-                resource: r.plural.into(),
-                message: e.to_string(),
-            })?;
-        let page: Page<T> = conn
-            .client
-            .request(req)
-            .await
-            .map_err(|e| api_error(conn, "list", r.plural, e))?;
+            .map_err(kube::Error::BuildRequest)?;
+        let page: Page<T> = client.request(req).await?;
         page.items.into_iter().for_each(&mut each);
         match page.metadata.continue_ {
             Some(t) if !t.is_empty() => token = Some(t),
-            _ => return Ok(()),
+            _ => return Ok(page.metadata.resource_version.unwrap_or_default()),
         }
+    }
+}
+
+/// List every object of a resource, page by page, into `T`.
+pub async fn list_all<T: DeserializeOwned>(
+    conn: &Connection,
+    r: &Resource,
+    each: impl FnMut(T),
+) -> Result<()> {
+    paged(&conn.client, r, each)
+        .await
+        .map(drop)
+        .map_err(|e| api_error(conn, "list", r.plural, e))
+}
+
+/// Lists one kind into a model (see [`kinds::with_kind`]).
+struct ListInto<'a> {
+    conn: &'a Connection,
+    cluster: &'a mut Cluster,
+}
+
+impl<'a> kinds::ForKind for ListInto<'a> {
+    type Output = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>>;
+    fn run<T: kinds::Kind>(self, r: &Resource) -> Self::Output {
+        let r = *r;
+        Box::pin(async move {
+            list_all(self.conn, &r, |mut o: T| {
+                o.fix(&r);
+                o.apply(self.cluster)
+            })
+            .await
+        })
     }
 }
 
@@ -291,28 +267,9 @@ pub async fn load(conn: &Connection) -> Result<Cluster> {
     let mut c = Cluster::default();
     c.api = discover(conn).await?;
     for r in resources_for(&c.api) {
-        match r.kind {
-            "NodePool" => list_all(conn, &r, |o| c.apply_nodepool(o)).await?,
-            "NodeClaim" => list_all(conn, &r, |o| c.apply_nodeclaim(o)).await?,
-            "EC2NodeClass" | "KWOKNodeClass" => {
-                list_all(conn, &r, |mut o: NodeClass| {
-                    o.kind = r.kind.into();
-                    o.group = r.group.into();
-                    c.apply_nodeclass(o)
-                })
-                .await?
-            }
-            "Node" => list_all(conn, &r, |o| c.apply_node(o)).await?,
-            "Pod" => list_all(conn, &r, |o| c.apply_pod(o)).await?,
-            "DaemonSet" => list_all(conn, &r, |o| c.apply_daemonset(o)).await?,
-            "PodDisruptionBudget" => list_all(conn, &r, |o| c.apply_pdb(o)).await?,
-            "Event" => {
-                list_all(conn, &r, |o: CoreEvent| {
-                    c.apply_event(o.into());
-                })
-                .await?
-            }
-            _ => {}
+        let cluster = &mut c;
+        if let Some(listing) = kinds::with_kind(&r, ListInto { conn, cluster }) {
+            listing.await?;
         }
     }
     Ok(c)
@@ -323,19 +280,12 @@ pub async fn load(conn: &Connection) -> Result<Cluster> {
 pub async fn snapshot_items(conn: &Connection) -> Result<Vec<serde_json::Value>> {
     let api = discover(conn).await?;
     let mut items = Vec::new();
-    for name in [
-        "nodepools.karpenter.sh",
-        "nodeclaims.karpenter.sh",
-        "ec2nodeclasses.karpenter.k8s.aws",
-        "kwoknodeclasses.karpenter.kwok.sh",
-    ] {
-        let req = http_get(&format!(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
-        ));
+    for r in kinds::karpenter() {
+        let req = http_get(&format!("{}/{}", kinds::CRDS.path(), r.crd_name()));
         // Optional: absent CRDs (404) and missing RBAC (403) leave discovery to speak for the install.
         if let Ok(mut crd) = conn.client.request::<serde_json::Value>(req).await {
-            crd["apiVersion"] = "apiextensions.k8s.io/v1".into();
-            crd["kind"] = "CustomResourceDefinition".into();
+            crd["apiVersion"] = kinds::CRDS.api_version().into();
+            crd["kind"] = kinds::CRDS.kind.into();
             strip(&mut crd);
             items.push(crd);
         }
@@ -345,7 +295,8 @@ pub async fn snapshot_items(conn: &Connection) -> Result<Vec<serde_json::Value>>
             o["apiVersion"] = r.api_version().into();
             o["kind"] = r.kind.into();
             strip(&mut o);
-            let keep = r.kind != "Event" || {
+            // Only the events kelp reads: the rest are most of a cluster's objects.
+            let keep = r != EVENTS || {
                 let e: Event = serde_json::from_value::<CoreEvent>(o.clone())
                     .map(Into::into)
                     .unwrap_or_default();
@@ -399,7 +350,7 @@ mod tests {
         ]);
         assert_eq!(names(&api)[..3], ["NodePool", "NodeClaim", "KWOKNodeClass"]);
         assert_eq!(
-            EC2NODECLASSES.path(),
+            kinds::EC2NODECLASSES.path(),
             "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"
         );
         assert_eq!(NODES.path(), "/api/v1/nodes");
@@ -413,6 +364,118 @@ mod tests {
         assert_eq!(
             o,
             serde_json::json!({"metadata": {"name": "x", "annotations": {"a": "b"}}})
+        );
+    }
+
+    /// A connection to a fake API server on loopback that answers each GET with
+    /// `answer(path and query)`: a status code and a JSON body.
+    async fn fake_api(answer: fn(&str) -> (u16, String)) -> Connection {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match s.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&head);
+                    let target = head.split(' ').nth(1).unwrap_or_default();
+                    let (code, body) = answer(target);
+                    let reply = format!(
+                        "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = s.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("config");
+        std::fs::write(
+            &kubeconfig,
+            format!("apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"http://127.0.0.1:{port}\"}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: ctx, context: {{cluster: c, user: u}}}}]\ncurrent-context: ctx\n"),
+        )
+        .unwrap();
+        connect(&Target {
+            kubeconfig: Some(kubeconfig),
+            context: None,
+        })
+        .await
+        .unwrap()
+    }
+
+    fn answer(target: &str) -> (u16, String) {
+        let json = |v: serde_json::Value| (200, v.to_string());
+        let node = |name: &str| serde_json::json!({"metadata": {"name": name}});
+        match target {
+            "/apis" => json(serde_json::json!({"kind": "APIGroupList", "groups": [{
+                "name": "karpenter.kwok.sh",
+                "versions": [{"groupVersion": "karpenter.kwok.sh/v1alpha1", "version": "v1alpha1"}]}]})),
+            "/api/v1/nodes?&limit=500" => json(serde_json::json!({
+                "metadata": {"continue": "t1", "resourceVersion": "41"}, "items": [node("a")]})),
+            "/api/v1/nodes?&limit=500&continue=t1" => json(serde_json::json!({
+                "metadata": {"resourceVersion": "42"}, "items": [node("b")]})),
+            t if t.starts_with("/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses?") => {
+                json(serde_json::json!({"items": [node("x")]}))
+            }
+            t if t.starts_with("/api/v1/refused?") => (
+                500,
+                serde_json::json!({"kind": "Status", "message": "boom", "code": 500}).to_string(),
+            ),
+            _ => json(serde_json::json!({"items": []})),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_load_follows_continue_tokens_and_the_kind_table() {
+        let conn = fake_api(answer).await;
+        let mut names = Vec::new();
+        let version = paged(&conn.client, &NODES, |n: Node| names.push(n.metadata.name))
+            .await
+            .unwrap();
+        assert_eq!(
+            (names, version.as_str()),
+            (vec!["a".to_string(), "b".to_string()], "42")
+        );
+
+        let c = load(&conn).await.unwrap();
+        assert_eq!(c.nodes.keys().collect::<Vec<_>>(), ["a", "b"]);
+        let key = ("KWOKNodeClass".to_string(), "x".to_string());
+        assert_eq!(
+            c.nodeclasses[&key].group, "karpenter.kwok.sh",
+            "fixed up from the resource"
+        );
+        assert!(
+            c.nodepools.is_empty(),
+            "karpenter.sh is not served, so not listed"
+        );
+
+        let refused = Resource {
+            plural: "refused",
+            ..NODES
+        };
+        let e = list_all(&conn, &refused, |_: serde_json::Value| {})
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Api {
+                    code: Some(500),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "the API server refused to list refused: boom (500)"
         );
     }
 }

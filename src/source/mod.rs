@@ -1,9 +1,11 @@
 //! Where objects come from: dumps (files, folders, stdin), one-shot lists from a live
 //! cluster, and a Karpenter controller's metrics (from a file, or scraped through the API
-//! server's service proxy). Each fills the same [`Cluster`](crate::model::Cluster).
+//! server's service proxy). Each fills the same [`Cluster`](crate::model::Cluster), each
+//! kind the way [`kinds`] says.
 
 pub mod controller;
 pub mod dump;
+pub mod kinds;
 pub mod limits;
 pub mod live;
 pub mod metrics;

@@ -12,13 +12,14 @@
 use std::time::Duration;
 
 use futures::TryStreamExt;
-use kube::api::{ListParams, WatchParams};
+use kube::api::WatchParams;
 use kube::core::WatchEvent;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use super::live::{Connection, Page, Resource};
-use crate::model::event::CoreEvent;
+pub use super::kinds::Object;
+use super::kinds::Resource;
+use super::live::{paged, Connection};
 use crate::model::*;
 
 /// A change for the model, per kind: the linkerd-style apply / delete / reset.
@@ -29,25 +30,6 @@ pub enum Change<T> {
     /// A full relist: the complete current set.
     Reset(Vec<T>),
 }
-
-/// Objects that carry kelp's trimmed metadata.
-pub trait Object {
-    fn meta(&self) -> &Meta;
-}
-
-macro_rules! objects {
-    ($($t:ty),*) => { $(impl Object for $t { fn meta(&self) -> &Meta { &self.metadata } })* };
-}
-objects!(
-    NodePool,
-    NodeClaim,
-    NodeClass,
-    Node,
-    Pod,
-    DaemonSet,
-    PodDisruptionBudget,
-    CoreEvent
-);
 
 /// How long the API server keeps one watch open before ending it cleanly; the watch
 /// client's read timeout ([`super::live::WATCH_READ_TIMEOUT`]) is a little longer.
@@ -80,6 +62,39 @@ impl Failure {
     pub fn is_forbidden(&self) -> bool {
         matches!(self.status, Some(401 | 403))
     }
+
+    /// Gone (410): the resourceVersion expired; only a relist resumes.
+    pub fn is_gone(&self) -> bool {
+        self.status == Some(410)
+    }
+
+    /// A failure without an HTTP status (the request never got an answer).
+    fn local(message: impl Into<String>) -> Self {
+        Failure {
+            status: None,
+            message: message.into(),
+        }
+    }
+
+    /// A refusal the API server sent as a `Status` (an HTTP error, or a watch's ERROR event).
+    fn from_status(s: &kube::core::Status) -> Self {
+        Failure {
+            status: Some(s.code),
+            message: s.message.clone(),
+        }
+    }
+
+    /// A failed request: the status code when the API server answered.
+    fn from_kube(e: &kube::Error) -> Self {
+        match e {
+            kube::Error::Api(s) => Failure {
+                status: Some(s.code),
+                message: e.to_string(),
+            },
+            kube::Error::BuildRequest(e) => Failure::local(e.to_string()),
+            other => Failure::local(other.to_string()),
+        }
+    }
 }
 
 impl std::fmt::Display for Failure {
@@ -97,34 +112,32 @@ enum Stop {
     Failed(Failure),
 }
 
-fn failed(message: impl Into<String>) -> Stop {
-    Stop::Failed(Failure {
-        status: None,
-        message: message.into(),
-    })
+impl From<Failure> for Stop {
+    fn from(f: Failure) -> Self {
+        if f.is_gone() {
+            Stop::Gone
+        } else {
+            Stop::Failed(f)
+        }
+    }
 }
 
+fn classify(e: &kube::Error) -> Stop {
+    Failure::from_kube(e).into()
+}
+
+/// The whole list (objects kelp cannot read are skipped) and its resourceVersion.
 async fn list<T: DeserializeOwned>(
     conn: &Connection,
     r: &Resource,
 ) -> Result<(Vec<T>, String), Stop> {
     let mut items = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let mut lp = ListParams::default().limit(500);
-        if let Some(t) = &token {
-            lp = lp.continue_token(t);
-        }
-        let req = kube::core::Request::new(r.path())
-            .list(&lp)
-            .map_err(|e| failed(e.to_string()))?;
-        let page: Page<Box<RawValue>> = conn.client.request(req).await.map_err(|e| classify(&e))?;
-        items.extend(page.items.iter().filter_map(|raw| decode(r, raw)));
-        match page.metadata.continue_ {
-            Some(t) if !t.is_empty() => token = Some(t),
-            _ => return Ok((items, page.metadata.resource_version.unwrap_or_default())),
-        }
-    }
+    let version = paged(&conn.client, r, |raw: Box<RawValue>| {
+        items.extend(decode(r, &raw))
+    })
+    .await
+    .map_err(|e| classify(&e))?;
+    Ok((items, version))
 }
 
 /// One object into its projection; one kelp cannot read is skipped with a warning rather
@@ -144,17 +157,6 @@ fn version_of(raw: &RawValue) -> Option<String> {
     serde_json::from_str::<Versioned>(raw.get())
         .ok()
         .map(|v| v.metadata.resource_version)
-}
-
-fn classify(e: &kube::Error) -> Stop {
-    match e {
-        kube::Error::Api(s) if s.code == 410 => Stop::Gone,
-        kube::Error::Api(s) => Stop::Failed(Failure {
-            status: Some(s.code),
-            message: e.to_string(),
-        }),
-        other => failed(other.to_string()),
-    }
 }
 
 /// The next wait: doubled up to [`MAX_BACKOFF`], and jittered by up to a quarter so that
@@ -182,7 +184,7 @@ where
     let wp = WatchParams::default().timeout(WATCH_SECONDS); // bookmarks are on by default
     let req = kube::core::Request::new(r.path())
         .watch(&wp, version)
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| Stop::Failed(Failure::local(e.to_string())))?;
     let stream = conn
         .watch_client
         .request_events::<Box<RawValue>>(req)
@@ -208,13 +210,7 @@ where
                 None => *version = version_of(&raw).unwrap_or_else(|| version.clone()),
             },
             WatchEvent::Bookmark(b) => *version = b.metadata.resource_version,
-            WatchEvent::Error(s) if s.code == 410 => return Err(Stop::Gone),
-            WatchEvent::Error(s) => {
-                return Err(Stop::Failed(Failure {
-                    status: Some(s.code),
-                    message: s.message.clone(),
-                }))
-            }
+            WatchEvent::Error(s) => return Err(Failure::from_status(&s).into()),
         }
     }
     Ok(())
@@ -357,6 +353,35 @@ mod tests {
             .find(|l| l.to_ascii_lowercase().starts_with("user-agent:"))
             .unwrap_or_default();
         assert!(agent.contains(super::super::live::USER_AGENT), "{head}");
+    }
+
+    #[test]
+    fn failures_are_told_apart_by_status_code() {
+        let api = |code: u16, message: &str| {
+            kube::Error::Api(
+                kube::core::Status::failure(message, "Reason")
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        assert!(matches!(classify(&api(410, "too old")), Stop::Gone));
+        // The words do not matter, the code does.
+        let Stop::Failed(f) = classify(&api(403, "no")) else {
+            panic!("a 403 is not a relist")
+        };
+        assert!(f.is_forbidden() && !f.is_gone());
+        let Stop::Failed(f) = classify(&api(500, "forbidden")) else {
+            panic!("a 500 is not a relist")
+        };
+        assert!(!f.is_forbidden());
+        assert_eq!(f.status, Some(500));
+        let watch_error = kube::core::Status::failure("expired", "Expired").with_code(410);
+        assert!(matches!(
+            Stop::from(Failure::from_status(&watch_error)),
+            Stop::Gone
+        ));
+        let local = Failure::from_kube(&kube::Error::LinesCodecMaxLineLengthExceeded);
+        assert_eq!(local.status, None);
     }
 
     #[test]
