@@ -29,6 +29,5 @@ fuzz_target!(|data: &[u8]| {
     );
 
     let _ = events::parse_launch_error(message);
-    let _ = kelp::web::view::ice_offering(message);
     let _ = events::SPOT_INTERRUPTION_REASONS.contains(&message);
 });

@@ -12,7 +12,6 @@ use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, Method, Request, StatusCode};
 use futures::FutureExt;
 use http_body_util::BodyExt;
-use kelp::serve::Shared;
 use kelp::web::{self, Site};
 use libfuzzer_sys::fuzz_target;
 use tower::ServiceExt;
@@ -26,13 +25,14 @@ struct Fixture {
 static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
     let now = kelp_fuzz::fixed_now();
     let clusters = vec![
-        Shared::loaded("test", kelp_fuzz::small(), now),
-        Shared::loaded(
+        kelp::serve::loaded("test", kelp_fuzz::small(), now).1,
+        kelp::serve::loaded(
             "demo",
             kelp::demo::cluster().expect("the demo loads"),
             kelp::demo::now(),
-        ),
-        Shared::loaded("ctx/with:odd chars", kelp_fuzz::small(), now),
+        )
+        .1,
+        kelp::serve::loaded("ctx/with:odd chars", kelp_fuzz::small(), now).1,
     ];
     let site = |token: Option<&str>| {
         web::router(Arc::new(Site {

@@ -57,20 +57,17 @@ pub fn small() -> Cluster {
 /// Analysis, then the dashboard's page (view model, panels HTML, overview JSON) and the
 /// detail pane of a few objects in each tab.
 pub fn analyse_and_render(c: &Cluster, now: DateTime<Utc>) {
-    let (report, pending) = kelp::analysis::analyze_with_pending(c, now);
-    let report = Arc::new(report);
+    let pass = Arc::new(kelp::analysis::run(c, now));
     let page = kelp::web::build_page(
         c,
+        pass.clone(),
         Inputs {
             cluster_name: "fuzz",
-            report: &report,
-            pending: &pending,
-            now,
             price_problem: None,
             forbidden: None,
             stale: None,
+            fixed_clock: false,
         },
-        report.clone(),
     );
     assert!(
         !page.panels_html.contains("rendering failed"),
@@ -78,7 +75,6 @@ pub fn analyse_and_render(c: &Cluster, now: DateTime<Utc>) {
     );
     serde_json::from_slice::<serde_json::Value>(&page.json).expect("the overview JSON is JSON");
 
-    let ctx = kelp::analysis::Context::new(c, now);
     let keys = c
         .nodepools
         .keys()
@@ -97,7 +93,7 @@ pub fn analyse_and_render(c: &Cluster, now: DateTime<Utc>) {
             continue;
         };
         for tab in kelp::web::pane::TABS {
-            let _ = kelp::web::pane::pane(c, &ctx, &report, &sel, tab, None);
+            let _ = kelp::web::pane::pane(c, &pass, &sel, tab, None);
         }
     }
 }
