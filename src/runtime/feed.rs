@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use super::Shared;
 use crate::analysis;
-use crate::model::event::CoreEvent;
 use crate::model::*;
+use crate::source::kinds::{self, Kind};
 use crate::source::live::{self, Connection, Resource};
-use crate::source::watch::{reflect, Change, Object};
+use crate::source::watch::{reflect, Change};
 
 /// Where `serve` reads a cluster from.
 pub enum Input {
@@ -23,127 +23,7 @@ pub enum Input {
     Demo,
 }
 
-/// How one kind enters the model.
-trait Kind: Object + Sized {
-    fn apply(self, c: &mut Cluster);
-    fn delete(&self, c: &mut Cluster);
-    /// The keys this reflector owns (for NodeClass: only those of its own kind).
-    fn keys(c: &Cluster, r: &Resource) -> Vec<(Option<String>, String)>;
-    fn delete_key(c: &mut Cluster, ns: Option<&str>, name: &str);
-}
-
-macro_rules! cluster_kind {
-    ($t:ty, $map:ident, $apply:ident, $del:ident) => {
-        impl Kind for $t {
-            fn apply(self, c: &mut Cluster) {
-                c.$apply(self)
-            }
-            fn delete(&self, c: &mut Cluster) {
-                c.$del(&self.metadata.name)
-            }
-            fn keys(c: &Cluster, _: &Resource) -> Vec<(Option<String>, String)> {
-                c.$map.keys().map(|k| (None, k.clone())).collect()
-            }
-            fn delete_key(c: &mut Cluster, _: Option<&str>, name: &str) {
-                c.$del(name)
-            }
-        }
-    };
-    ($t:ty, $map:ident, $apply:ident, $del:ident, namespaced) => {
-        impl Kind for $t {
-            fn apply(self, c: &mut Cluster) {
-                c.$apply(self)
-            }
-            fn delete(&self, c: &mut Cluster) {
-                c.$del(
-                    self.metadata.namespace.as_deref().unwrap_or_default(),
-                    &self.metadata.name,
-                )
-            }
-            fn keys(c: &Cluster, _: &Resource) -> Vec<(Option<String>, String)> {
-                c.$map
-                    .keys()
-                    .map(|(ns, n)| (Some(ns.clone()), n.clone()))
-                    .collect()
-            }
-            fn delete_key(c: &mut Cluster, ns: Option<&str>, name: &str) {
-                c.$del(ns.unwrap_or_default(), name)
-            }
-        }
-    };
-}
-
-cluster_kind!(NodePool, nodepools, apply_nodepool, delete_nodepool);
-cluster_kind!(NodeClaim, nodeclaims, apply_nodeclaim, delete_nodeclaim);
-cluster_kind!(Node, nodes, apply_node, delete_node);
-cluster_kind!(Pod, pods, apply_pod, delete_pod, namespaced);
-cluster_kind!(
-    DaemonSet,
-    daemonsets,
-    apply_daemonset,
-    delete_daemonset,
-    namespaced
-);
-cluster_kind!(PodDisruptionBudget, pdbs, apply_pdb, delete_pdb, namespaced);
-
-impl Kind for NodeClass {
-    fn apply(self, c: &mut Cluster) {
-        c.apply_nodeclass(self)
-    }
-    fn delete(&self, c: &mut Cluster) {
-        c.delete_nodeclass(&self.kind, &self.metadata.name)
-    }
-    /// Keys carry the kind in place of a namespace: EC2NodeClass and KWOKNodeClass share names.
-    fn keys(c: &Cluster, r: &Resource) -> Vec<(Option<String>, String)> {
-        c.nodeclasses
-            .keys()
-            .filter(|(kind, _)| kind == r.kind)
-            .map(|(kind, name)| (Some(kind.clone()), name.clone()))
-            .collect()
-    }
-    fn delete_key(c: &mut Cluster, kind: Option<&str>, name: &str) {
-        c.delete_nodeclass(kind.unwrap_or_default(), name)
-    }
-}
-
-impl Kind for CoreEvent {
-    fn apply(self, c: &mut Cluster) {
-        c.apply_event(self.into());
-    }
-    fn delete(&self, c: &mut Cluster) {
-        let e: Event = self.clone_event();
-        c.delete_event(&e.id);
-    }
-    fn keys(c: &Cluster, _: &Resource) -> Vec<(Option<String>, String)> {
-        c.events.keys().map(|k| (None, k.clone())).collect()
-    }
-    fn delete_key(c: &mut Cluster, _: Option<&str>, id: &str) {
-        c.delete_event(id)
-    }
-}
-
-/// Feed one change of a kind into the model.
-fn feed<T: Kind>(c: &mut Cluster, r: &Resource, change: Change<T>) {
-    match change {
-        Change::Apply(o) => o.apply(c),
-        Change::Delete(o) => o.delete(c),
-        Change::Reset(items) => {
-            for (ns, name) in T::keys(c, r) {
-                T::delete_key(c, ns.as_deref(), &name);
-            }
-            items.into_iter().for_each(|o| o.apply(c));
-        }
-    }
-}
-
-fn spawn_reflector<T>(
-    shared: &Arc<Shared>,
-    conn: &Arc<Connection>,
-    r: Resource,
-    fix: fn(&mut T, &Resource),
-) where
-    T: Kind + serde::de::DeserializeOwned + Clone + Send + 'static,
-{
+fn spawn_reflector<T: Kind>(shared: &Arc<Shared>, conn: &Arc<Connection>, r: Resource) {
     use crate::source::watch::Progress;
     let (shared, conn) = (shared.clone(), conn.clone());
     tokio::spawn(async move {
@@ -153,13 +33,7 @@ fn spawn_reflector<T>(
         reflect::<T, _>(
             &conn,
             r,
-            |mut change: Change<T>| {
-                match &mut change {
-                    Change::Apply(o) | Change::Delete(o) => fix(o, &r),
-                    Change::Reset(items) => items.iter_mut().for_each(|o| fix(o, &r)),
-                }
-                shared.update(move |c| feed(c, &r, change));
-            },
+            |change: Change<T>| shared.update(move |c| kinds::feed(c, &r, change)),
             move |progress| {
                 s2.health.progress(r.kind, &progress);
                 match progress {
@@ -187,11 +61,17 @@ fn spawn_reflector<T>(
     });
 }
 
-fn no_fix<T>(_: &mut T, _: &Resource) {}
+/// Starts a reflector for whichever projection a resource is read into.
+struct Spawn<'a> {
+    shared: &'a Arc<Shared>,
+    conn: &'a Arc<Connection>,
+}
 
-fn node_class_fix(o: &mut NodeClass, r: &Resource) {
-    o.kind = r.kind.to_string();
-    o.group = r.group.to_string();
+impl kinds::ForKind for Spawn<'_> {
+    type Output = ();
+    fn run<T: Kind>(self, r: &Resource) {
+        spawn_reflector::<T>(self.shared, self.conn, *r)
+    }
 }
 
 /// Start watching every kind the cluster serves; Karpenter's kinds start when its APIs
@@ -216,11 +96,13 @@ async fn watch_cluster(
         .store(live::resources_for(&first).len(), Ordering::SeqCst);
     let api = first.clone();
     shared.update(move |c| c.api = api);
-    spawn_reflector::<Node>(&shared, &conn, live::NODES, no_fix);
-    spawn_reflector::<Pod>(&shared, &conn, live::PODS, no_fix);
-    spawn_reflector::<DaemonSet>(&shared, &conn, live::DAEMONSETS, no_fix);
-    spawn_reflector::<PodDisruptionBudget>(&shared, &conn, live::PDBS, no_fix);
-    spawn_reflector::<CoreEvent>(&shared, &conn, live::EVENTS, no_fix);
+    let spawn = || Spawn {
+        shared: &shared,
+        conn: &conn,
+    };
+    for r in core {
+        kinds::with_kind(&r, spawn());
+    }
     loop {
         match live::discover(&conn).await {
             Ok(api) => {
@@ -232,11 +114,7 @@ async fn watch_cluster(
                     if !live::resources_for(&first).iter().any(|f| f.kind == r.kind) {
                         shared.kinds.fetch_add(1, Ordering::SeqCst);
                     }
-                    match r.kind {
-                        "NodePool" => spawn_reflector::<NodePool>(&shared, &conn, r, no_fix),
-                        "NodeClaim" => spawn_reflector::<NodeClaim>(&shared, &conn, r, no_fix),
-                        _ => spawn_reflector::<NodeClass>(&shared, &conn, r, node_class_fix),
-                    }
+                    kinds::with_kind(&r, spawn());
                     started.push(r.kind);
                 }
                 shared.update(move |c| c.api = api);
@@ -339,7 +217,11 @@ pub async fn start(
             let _ = shared.conn.set(conn.clone());
             hook(&shared);
             if let Some(t) = karpenter_service {
-                tokio::spawn(super::prices::scrape_prices(shared.clone(), conn.clone(), t.clone()));
+                tokio::spawn(super::prices::scrape_prices(
+                    shared.clone(),
+                    conn.clone(),
+                    t.clone(),
+                ));
             }
             tokio::spawn(watch_cluster(shared.clone(), conn, api));
             shared
@@ -349,4 +231,3 @@ pub async fn start(
     tokio::spawn(super::watchdog(shared.clone()));
     Ok(shared)
 }
-
