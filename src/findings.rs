@@ -6,6 +6,8 @@ use std::fmt;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Serialize, Serializer};
 
+use crate::model::ObjectKind;
+
 /// How bad a finding is. Ordered: `Info < Warning < Critical`.
 #[derive(
     Debug,
@@ -91,31 +93,31 @@ impl Serialize for Code {
 /// The object a finding is about; `namespace` is omitted for cluster-scoped kinds.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct ObjectRef {
-    pub kind: String,
+    pub kind: ObjectKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub name: String,
 }
 
 impl ObjectRef {
-    pub fn cluster(kind: &str, name: &str) -> Self {
+    pub fn cluster(kind: ObjectKind, name: &str) -> Self {
         ObjectRef {
-            kind: kind.into(),
+            kind,
             namespace: None,
             name: name.into(),
         }
     }
-    pub fn namespaced(kind: &str, namespace: &str, name: &str) -> Self {
+    pub fn namespaced(kind: ObjectKind, namespace: &str, name: &str) -> Self {
         ObjectRef {
-            kind: kind.into(),
+            kind,
             namespace: Some(namespace.into()),
             name: name.into(),
         }
     }
     /// From trimmed metadata.
-    pub fn of(kind: &str, meta: &crate::model::Meta) -> Self {
+    pub fn of(kind: ObjectKind, meta: &crate::model::Meta) -> Self {
         ObjectRef {
-            kind: kind.into(),
+            kind,
             namespace: meta.namespace.as_deref().map(str::to_string),
             name: meta.name.clone(),
         }
@@ -294,7 +296,7 @@ mod tests {
         let f = Finding::new(
             Code::PodUnschedulable,
             Severity::Critical,
-            ObjectRef::namespaced("Pod", "ml", "trainer-0"),
+            ObjectRef::namespaced(ObjectKind::Pod, "ml", "trainer-0"),
             "m",
         )
         .since(Some(t));
@@ -305,7 +307,7 @@ mod tests {
                 "object": {"kind": "Pod", "namespace": "ml", "name": "trainer-0"},
                 "nodepool": null, "message": "m", "since": "2026-11-21T09:46:00Z", "details": {}})
         );
-        let node = serde_json::to_value(ObjectRef::cluster("Node", "n1")).unwrap();
+        let node = serde_json::to_value(ObjectRef::cluster(ObjectKind::Node, "n1")).unwrap();
         assert_eq!(node, serde_json::json!({"kind": "Node", "name": "n1"}));
     }
 }

@@ -841,12 +841,13 @@ fn a_nominated_blocker_sets_the_gauge_until_it_resolves() {
     let (c, now) = load("empty-node-not-reaped");
     use kelp::analysis::disruption::{Blocker, NotReapedDetails};
     use kelp::karpenter::events::BlockerKind;
+    use kelp::model::ObjectKind;
     let mut report = run(&c, now);
     std::sync::Arc::make_mut(&mut report.report).findings.push(
         Finding::new(
             Code::EmptyNodeNotReaped,
             Severity::Warning,
-            ObjectRef::cluster("Node", "n1"),
+            ObjectRef::cluster(ObjectKind::Node, "n1"),
             "m",
         )
         .pool(Some("default"))
@@ -855,7 +856,7 @@ fn a_nominated_blocker_sets_the_gauge_until_it_resolves() {
             blockers: vec![Blocker {
                 kind: BlockerKind::Nominated,
                 object: Some(ObjectRef {
-                    kind: "Pod".into(),
+                    kind: ObjectKind::Pod,
                     namespace: Some("web".into()),
                     name: "api-0".into(),
                 }),

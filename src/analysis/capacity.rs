@@ -67,8 +67,8 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
         claims.sort();
         claims.dedup();
         let object = match &pool {
-            Some(p) => ObjectRef::cluster("NodePool", p),
-            None => ObjectRef::cluster("NodeClaim", &claims[0]),
+            Some(p) => ObjectRef::cluster(ObjectKind::NodePool, p),
+            None => ObjectRef::cluster(ObjectKind::NodeClaim, &claims[0]),
         };
         out.push(
             Finding::new(
@@ -108,7 +108,7 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
                     Code::InsufficientCapacity,
                     Severity::Info,
                     ObjectRef::cluster(
-                        "Offering",
+                        ObjectKind::Offering,
                         "karpenter_cloudprovider_instance_type_offering_available",
                     ),
                     format!(

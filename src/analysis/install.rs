@@ -2,7 +2,7 @@
 
 use super::Context;
 use crate::findings::{Code, Finding, KarpenterInfo, ObjectRef, Severity};
-use crate::model::Cluster;
+use crate::model::{Cluster, ObjectKind};
 
 pub fn info(c: &Cluster) -> KarpenterInfo {
     KarpenterInfo {
@@ -24,7 +24,7 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
     let has_v1 = core.iter().any(|v| v.as_str() == "karpenter.sh/v1")
         || !c.nodepools.is_empty()
         || !c.nodeclaims.is_empty();
-    let obj = ObjectRef::cluster("CustomResourceDefinition", "nodepools.karpenter.sh");
+    let obj = ObjectRef::cluster(ObjectKind::CustomResourceDefinition, "nodepools.karpenter.sh");
     if has_v1 {
         return Vec::new();
     }

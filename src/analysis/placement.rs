@@ -115,7 +115,7 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
             Finding::new(
                 Code::DaemonsetNodepoolMismatch,
                 Severity::Warning,
-                ObjectRef::namespaced("DaemonSet", &ns, &ds),
+                ObjectRef::namespaced(ObjectKind::DaemonSet, &ns, &ds),
                 format!(
                     "Runs on {} node(s) of NodePool {pool} (e.g. {}) although its pod template is incompatible with the pool ({why}); Karpenter leaves it out of the pool's DaemonSet overhead, so new nodes are sized too small for it",
                     nodes.len(),
@@ -145,7 +145,7 @@ fn controller_on_managed_node(ctx: &Context) -> Vec<Finding> {
                 Finding::new(
                     Code::KarpenterOnManagedNode,
                     Severity::Warning,
-                    ObjectRef::of("Pod", &p.metadata),
+                    ObjectRef::of(ObjectKind::Pod, &p.metadata),
                     format!(
                         "The Karpenter controller runs on {node}, a node of NodePool {pool} that it manages: it can disrupt itself. Run it on a managed node group or Fargate (nodeAffinity karpenter.sh/nodepool DoesNotExist)"
                     ),

@@ -8,6 +8,7 @@ use super::output::{self, Format, Style};
 use super::source::SourceArgs;
 use crate::analysis;
 use crate::findings::{Report, Severity};
+use crate::model::ObjectKind;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -164,13 +165,13 @@ impl Filter {
                     || f.nodepool
                         .as_ref()
                         .is_some_and(|p| self.nodepool.contains(p))
-                    || (f.object.kind == "NodePool" && self.nodepool.contains(&f.object.name)))
+                    || (f.object.kind == ObjectKind::NodePool && self.nodepool.contains(&f.object.name)))
                 && self
                     .namespace
                     .as_ref()
                     .is_none_or(|ns| f.object.namespace.as_ref() == Some(ns))
                 && selector.as_ref().is_none_or(|terms| {
-                    f.object.kind == "Pod"
+                    f.object.kind == ObjectKind::Pod
                         && cluster
                             .pods
                             .get(&(

@@ -10,7 +10,7 @@ use crate::analysis::disruption::{self, Blocker, NodeDisruption};
 use crate::analysis::{ago, Pass};
 use crate::findings::Finding;
 use crate::karpenter::events::BlockerKind;
-use crate::model::Cluster;
+use crate::model::{Cluster, ObjectKind};
 
 /// What `kelp why node` answers (and the dashboard's node pane).
 #[derive(Serialize)]
@@ -45,8 +45,8 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
         .findings
         .iter()
         .filter(|f| {
-            (f.object.kind == "Node" && f.object.name == state.node)
-                || (f.object.kind == "NodeClaim" && f.object.name == claim)
+            (f.object.kind == ObjectKind::Node && f.object.name == state.node)
+                || (f.object.kind == ObjectKind::NodeClaim && f.object.name == claim)
         })
         .cloned()
         .collect();

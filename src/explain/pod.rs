@@ -13,7 +13,7 @@ use crate::analysis::provisioning::{self, PodDiagnosis, PoolSet, Reason};
 use crate::analysis::{ago, Pass};
 use crate::findings::Finding;
 use crate::karpenter::events::{Category, MessageFormat};
-use crate::model::Cluster;
+use crate::model::{Cluster, ObjectKind};
 
 /// What `kelp why pod` answers (and the dashboard's pod pane and API).
 #[derive(Serialize)]
@@ -68,7 +68,7 @@ pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodA
         .findings
         .iter()
         .filter(|f| {
-            f.object.kind == "Pod"
+            f.object.kind == ObjectKind::Pod
                 && f.object.name == name
                 && f.object.namespace.as_deref() == Some(ns)
         })

@@ -4,10 +4,12 @@ pub mod cluster;
 pub mod event;
 pub mod kinds;
 pub mod meta;
+pub mod object_kind;
 pub mod shared;
 
 pub use cluster::{ApiInfo, Cluster, ControllerMetrics, ObjKey, Offering};
 pub use event::Event;
 pub use kinds::*;
 pub use meta::{condition, is_true, Condition, Meta, StringMap};
+pub use object_kind::ObjectKind;
 pub use shared::Shared;

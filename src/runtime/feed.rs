@@ -35,7 +35,7 @@ fn spawn_reflector<T: Kind>(shared: &Arc<Shared>, conn: &Arc<Connection>, r: Res
             r,
             |change: Change<T>| shared.update(move |c| kinds::feed(c, &r, change)),
             move |progress| {
-                s2.health.progress(r.kind, &progress);
+                s2.health.progress(r.kind.as_str(), &progress);
                 match progress {
                     Progress::Watching => {}
                     Progress::Listed => {
@@ -81,7 +81,7 @@ async fn watch_cluster(
     conn: Arc<Connection>,
     first: crate::model::ApiInfo,
 ) -> anyhow::Result<()> {
-    let mut started: Vec<&'static str> = Vec::new();
+    let mut started: Vec<ObjectKind> = Vec::new();
     let core = [
         live::NODES,
         live::PODS,

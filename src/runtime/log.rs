@@ -46,6 +46,7 @@ pub fn log_changes(before: Option<&Report>, after: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ObjectKind;
     use chrono::Utc;
     use std::sync::Arc;
     use crate::findings::{Code, ObjectRef};
@@ -81,7 +82,7 @@ mod tests {
             findings: vec![Finding::new(
                 Code::PodUnschedulable,
                 Severity::Warning,
-                ObjectRef::namespaced("Pod", "ml", "web\n2026-01-01T00:00:00Z ERROR forged"),
+                ObjectRef::namespaced(ObjectKind::Pod, "ml", "web\n2026-01-01T00:00:00Z ERROR forged"),
                 "pending \x1b]0;title\x07 for\nERROR forged too",
             )],
         };

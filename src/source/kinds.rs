@@ -20,7 +20,7 @@ pub struct Resource {
     pub group: &'static str,
     pub version: &'static str,
     pub plural: &'static str,
-    pub kind: &'static str,
+    pub kind: ObjectKind,
 }
 
 impl Resource {
@@ -28,7 +28,7 @@ impl Resource {
         group: &'static str,
         version: &'static str,
         plural: &'static str,
-        kind: &'static str,
+        kind: ObjectKind,
     ) -> Self {
         Resource {
             group,
@@ -58,30 +58,26 @@ impl Resource {
     }
 }
 
-pub const NODEPOOLS: Resource = Resource::new(GROUP, "v1", "nodepools", "NodePool");
-pub const NODECLAIMS: Resource = Resource::new(GROUP, "v1", "nodeclaims", "NodeClaim");
+pub const NODEPOOLS: Resource = Resource::new(GROUP, "v1", "nodepools", ObjectKind::NodePool);
+pub const NODECLAIMS: Resource = Resource::new(GROUP, "v1", "nodeclaims", ObjectKind::NodeClaim);
 pub const EC2NODECLASSES: Resource =
-    Resource::new(AWS_GROUP, "v1", "ec2nodeclasses", "EC2NodeClass");
+    Resource::new(AWS_GROUP, "v1", "ec2nodeclasses", ObjectKind::EC2NodeClass);
 pub const KWOKNODECLASSES: Resource =
-    Resource::new(KWOK_GROUP, "v1alpha1", "kwoknodeclasses", "KWOKNodeClass");
-pub const NODES: Resource = Resource::new("", "v1", "nodes", "Node");
-pub const PODS: Resource = Resource::new("", "v1", "pods", "Pod");
-pub const DAEMONSETS: Resource = Resource::new("apps", "v1", "daemonsets", "DaemonSet");
+    Resource::new(KWOK_GROUP, "v1alpha1", "kwoknodeclasses", ObjectKind::KWOKNodeClass);
+pub const NODES: Resource = Resource::new("", "v1", "nodes", ObjectKind::Node);
+pub const PODS: Resource = Resource::new("", "v1", "pods", ObjectKind::Pod);
+pub const DAEMONSETS: Resource = Resource::new("apps", "v1", "daemonsets", ObjectKind::DaemonSet);
 pub const PDBS: Resource = Resource::new(
     "policy",
     "v1",
-    "poddisruptionbudgets",
-    "PodDisruptionBudget",
-);
-pub const EVENTS: Resource = Resource::new("", "v1", "events", "Event");
+    "poddisruptionbudgets", ObjectKind::PodDisruptionBudget);
+pub const EVENTS: Resource = Resource::new("", "v1", "events", ObjectKind::Event);
 /// events.k8s.io Events: read from dumps; a live cluster is read through core/v1 [`EVENTS`].
-pub const EVENTS_V1: Resource = Resource::new("events.k8s.io", "v1", "events", "Event");
+pub const EVENTS_V1: Resource = Resource::new("events.k8s.io", "v1", "events", ObjectKind::Event);
 pub const CRDS: Resource = Resource::new(
     "apiextensions.k8s.io",
     "v1",
-    "customresourcedefinitions",
-    "CustomResourceDefinition",
-);
+    "customresourcedefinitions", ObjectKind::CustomResourceDefinition);
 
 /// Karpenter's API groups: core, AWS and KWOK.
 pub const KARPENTER_GROUPS: [&str; 3] = [GROUP, AWS_GROUP, KWOK_GROUP];
@@ -190,7 +186,7 @@ pub fn in_dump(api_version: &str, kind: &str) -> Option<Resource> {
     let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
     TABLE
         .iter()
-        .filter(|e| e.resource.kind == kind)
+        .filter(|e| e.resource.kind.as_str() == kind)
         .find_map(|e| {
             let r = e.resource;
             match e.in_dump {
@@ -328,7 +324,7 @@ impl Kind for NodeClass {
         let keys: Vec<(String, String)> = c
             .nodeclasses
             .keys()
-            .filter(|(kind, _)| kind == r.kind)
+            .filter(|(kind, _)| kind == r.kind.as_str())
             .cloned()
             .collect();
         replace(
@@ -340,7 +336,7 @@ impl Kind for NodeClass {
     }
     /// The kind and group come from the resource, not the object's body.
     fn fix(&mut self, r: &Resource) {
-        self.kind = r.kind.to_string();
+        self.kind = r.kind.as_str().to_string();
         self.group = r.group.to_string();
     }
 }
@@ -428,18 +424,19 @@ pub trait ForKind {
 /// Run `f` with the projection type of `r` (one of the table's resources, or a node
 /// class from [`in_dump`]); None for a kind kelp does not read.
 pub fn with_kind<F: ForKind>(r: &Resource, f: F) -> Option<F::Output> {
+    use ObjectKind as K;
     Some(match r.kind {
-        "NodePool" => f.run::<NodePool>(r),
-        "NodeClaim" => f.run::<NodeClaim>(r),
-        "EC2NodeClass" | "KWOKNodeClass" => f.run::<NodeClass>(r),
-        "Node" => f.run::<Node>(r),
-        "Pod" => f.run::<Pod>(r),
-        "DaemonSet" => f.run::<DaemonSet>(r),
-        "PodDisruptionBudget" => f.run::<PodDisruptionBudget>(r),
-        "Event" if r.group == EVENTS_V1.group => f.run::<EventsV1Event>(r),
-        "Event" => f.run::<CoreEvent>(r),
-        "CustomResourceDefinition" => f.run::<Crd>(r),
-        _ => return None,
+        K::NodePool => f.run::<NodePool>(r),
+        K::NodeClaim => f.run::<NodeClaim>(r),
+        K::EC2NodeClass | K::KWOKNodeClass => f.run::<NodeClass>(r),
+        K::Node => f.run::<Node>(r),
+        K::Pod => f.run::<Pod>(r),
+        K::DaemonSet => f.run::<DaemonSet>(r),
+        K::PodDisruptionBudget => f.run::<PodDisruptionBudget>(r),
+        K::Event if r.group == EVENTS_V1.group => f.run::<EventsV1Event>(r),
+        K::Event => f.run::<CoreEvent>(r),
+        K::CustomResourceDefinition => f.run::<Crd>(r),
+        K::Cluster | K::Offering => return None,
     })
 }
 
@@ -481,7 +478,7 @@ mod tests {
         assert_eq!(
             with_kind(
                 &Resource {
-                    kind: "Secret",
+                    kind: ObjectKind::Offering,
                     ..NODES
                 },
                 TypeName
@@ -492,7 +489,7 @@ mod tests {
 
     #[test]
     fn dumps_match_kinds_by_api_version() {
-        let read_as = |v: &str, k: &str| in_dump(v, k).map(|r| (r.group, r.kind));
+        let read_as = |v: &str, k: &str| in_dump(v, k).map(|r| (r.group, r.kind.as_str()));
         assert_eq!(
             read_as("karpenter.sh/v1", "NodePool"),
             Some((GROUP, "NodePool"))

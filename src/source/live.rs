@@ -285,7 +285,7 @@ pub async fn snapshot_items(conn: &Connection) -> Result<Vec<serde_json::Value>>
         // Optional: absent CRDs (404) and missing RBAC (403) leave discovery to speak for the install.
         if let Ok(mut crd) = conn.client.request::<serde_json::Value>(req).await {
             crd["apiVersion"] = kinds::CRDS.api_version().into();
-            crd["kind"] = kinds::CRDS.kind.into();
+            crd["kind"] = kinds::CRDS.kind.as_str().into();
             strip(&mut crd);
             items.push(crd);
         }
@@ -293,7 +293,7 @@ pub async fn snapshot_items(conn: &Connection) -> Result<Vec<serde_json::Value>>
     for r in resources_for(&api) {
         list_all(conn, &r, |mut o: serde_json::Value| {
             o["apiVersion"] = r.api_version().into();
-            o["kind"] = r.kind.into();
+            o["kind"] = r.kind.as_str().into();
             strip(&mut o);
             // Only the events kelp reads: the rest are most of a cluster's objects.
             let keep = r != EVENTS || {
@@ -337,7 +337,7 @@ mod tests {
         let names = |api: &ApiInfo| {
             resources_for(api)
                 .iter()
-                .map(|r| r.kind)
+                .map(|r| r.kind.as_str())
                 .collect::<Vec<_>>()
         };
         assert_eq!(

@@ -393,7 +393,7 @@ async fn pending_detail(
 /// The full object from the API server for the yaml tab (live clusters only).
 async fn live_yaml(shared: &Board, sel: &Selection) -> Option<String> {
     let client = shared.client()?;
-    let req = http::Request::get(sel.api_path()).body(Vec::new()).ok()?;
+    let req = http::Request::get(sel.api_path()?).body(Vec::new()).ok()?;
     let fut = client.request::<serde_json::Value>(req);
     let mut v = tokio::time::timeout(Duration::from_secs(5), fut)
         .await

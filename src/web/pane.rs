@@ -6,49 +6,33 @@ use serde_json::Value;
 
 use crate::analysis::{ago, Pass};
 use crate::explain::{self as why, text::Style};
-use crate::model::Cluster;
+use crate::model::{Cluster, ObjectKind};
 
 pub const TABS: [&str; 3] = ["describe", "yaml", "events"];
 
 /// Which object the pane shows, parsed from `Kind/name` or `Kind/namespace/name`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Selection {
-    pub kind: Kind,
+    pub kind: ObjectKind,
     pub namespace: Option<String>,
     pub name: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Kind {
-    NodePool,
-    NodeClaim,
-    Node,
-    Pod,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::NodePool => "NodePool",
-            Kind::NodeClaim => "NodeClaim",
-            Kind::Node => "Node",
-            Kind::Pod => "Pod",
-        }
-    }
-    /// The API path of one object, for the live yaml tab (each name percent-encoded).
-    pub fn path(self, namespace: Option<&str>, name: &str) -> String {
-        let name = super::urlencode(name);
-        let namespace = namespace.map(super::urlencode);
-        match self {
-            Kind::NodePool => format!("/apis/karpenter.sh/v1/nodepools/{name}"),
-            Kind::NodeClaim => format!("/apis/karpenter.sh/v1/nodeclaims/{name}"),
-            Kind::Node => format!("/api/v1/nodes/{name}"),
-            Kind::Pod => format!(
-                "/api/v1/namespaces/{}/pods/{name}",
-                namespace.as_deref().unwrap_or("default")
-            ),
-        }
-    }
+/// The API path of one object the pane shows, for the live yaml tab (each name
+/// percent-encoded); None for a kind the pane does not show.
+fn api_path(kind: ObjectKind, namespace: Option<&str>, name: &str) -> Option<String> {
+    let name = super::urlencode(name);
+    let namespace = namespace.map(super::urlencode);
+    Some(match kind {
+        ObjectKind::NodePool => format!("/apis/karpenter.sh/v1/nodepools/{name}"),
+        ObjectKind::NodeClaim => format!("/apis/karpenter.sh/v1/nodeclaims/{name}"),
+        ObjectKind::Node => format!("/api/v1/nodes/{name}"),
+        ObjectKind::Pod => format!(
+            "/api/v1/namespaces/{}/pods/{name}",
+            namespace.as_deref().unwrap_or("default")
+        ),
+        _ => return None,
+    })
 }
 
 /// Whether `s` can be the name (or namespace, up to 63 bytes) of an object kelp shows.
@@ -82,11 +66,8 @@ impl Selection {
         let (kind, rest) = s
             .split_once('/')
             .ok_or_else(|| format!("{s:?} is not one of {SEL_FORMS}"))?;
-        let kind = match kind {
-            "NodePool" => Kind::NodePool,
-            "NodeClaim" => Kind::NodeClaim,
-            "Node" => Kind::Node,
-            "Pod" => Kind::Pod,
+        let kind = match ObjectKind::parse(kind) {
+            Some(k @ (ObjectKind::NodePool | ObjectKind::NodeClaim | ObjectKind::Node | ObjectKind::Pod)) => k,
             _ => {
                 return Err(format!(
                     "{kind:?} is not a kind the pane shows: use {SEL_FORMS}"
@@ -94,7 +75,7 @@ impl Selection {
             }
         };
         match (kind, rest.split_once('/')) {
-            (Kind::Pod, Some((ns, name))) => {
+            (ObjectKind::Pod, Some((ns, name))) => {
                 check_name("namespace", ns, 63)?;
                 check_name("name", name, 253)?;
                 Ok(Selection {
@@ -103,7 +84,7 @@ impl Selection {
                     name: name.into(),
                 })
             }
-            (Kind::Pod, None) => Err(format!("a Pod is Pod/NAMESPACE/NAME, not {s:?}")),
+            (ObjectKind::Pod, None) => Err(format!("a Pod is Pod/NAMESPACE/NAME, not {s:?}")),
             (_, Some(_)) => Err(format!(
                 "a {} is {}/NAME (a name holds no '/'), not {s:?}",
                 kind.as_str(),
@@ -123,20 +104,21 @@ impl Selection {
         super::view::select_key(self.kind.as_str(), self.namespace.as_deref(), &self.name)
     }
     /// The object's path on the API server.
-    pub fn api_path(&self) -> String {
-        self.kind.path(self.namespace.as_deref(), &self.name)
+    pub fn api_path(&self) -> Option<String> {
+        api_path(self.kind, self.namespace.as_deref(), &self.name)
     }
 }
 
 /// Whether the model holds the selected object.
 pub fn exists(c: &Cluster, sel: &Selection) -> bool {
     match sel.kind {
-        Kind::Pod => c
+        ObjectKind::Pod => c
             .pods
             .contains_key(&(sel.namespace.clone().unwrap_or_default(), sel.name.clone())),
-        Kind::Node => c.nodes.contains_key(&sel.name),
-        Kind::NodeClaim => c.nodeclaims.contains_key(&sel.name),
-        Kind::NodePool => c.nodepools.contains_key(&sel.name),
+        ObjectKind::Node => c.nodes.contains_key(&sel.name),
+        ObjectKind::NodeClaim => c.nodeclaims.contains_key(&sel.name),
+        ObjectKind::NodePool => c.nodepools.contains_key(&sel.name),
+        _ => false,
     }
 }
 
@@ -176,7 +158,7 @@ pub fn pane(
     let now = pass.now;
     let s = Style::plain();
     let (uid, describe, trimmed) = match sel.kind {
-        Kind::Pod => {
+        ObjectKind::Pod => {
             let ns = sel.namespace.as_deref().unwrap_or_default();
             let pod = c.pods.get(&(ns.to_string(), sel.name.clone()))?;
             let text = why::pod_answer(c, pass, ns, &sel.name)
@@ -184,14 +166,14 @@ pub fn pane(
                 .unwrap_or_else(|e| e.to_string());
             (pod.metadata.uid.clone(), text, yaml_of(pod, "v1", "Pod"))
         }
-        Kind::Node => {
+        ObjectKind::Node => {
             let node = c.nodes.get(&sel.name)?;
             let text = why::node_answer(c, pass, &sel.name)
                 .map(|a| why::node_text(c, now, &a, s))
                 .unwrap_or_else(|e| e.to_string());
             (node.metadata.uid.clone(), text, yaml_of(node, "v1", "Node"))
         }
-        Kind::NodeClaim => {
+        ObjectKind::NodeClaim => {
             let claim = c.nodeclaims.get(&sel.name)?;
             let mut text = format!("NodeClaim {}\n", claim.metadata.name);
             let field = |k: &str, v: String| format!("  {k:<14} {v}\n");
@@ -250,7 +232,7 @@ pub fn pane(
                 yaml_of(claim, "karpenter.sh/v1", "NodeClaim"),
             )
         }
-        Kind::NodePool => {
+        ObjectKind::NodePool => {
             let pool = c.nodepools.get(&sel.name)?;
             let mut text = format!("NodePool {}\n", pool.metadata.name);
             for cnd in &pool.status.conditions {
@@ -267,7 +249,7 @@ pub fn pane(
                 .iter()
                 .filter(|f| {
                     f.nodepool.as_deref() == Some(sel.name.as_str())
-                        || (f.object.kind == "NodePool" && f.object.name == sel.name)
+                        || (f.object.kind == ObjectKind::NodePool && f.object.name == sel.name)
                 })
                 .collect();
             text.push_str(&format!("\nFindings ({}):\n", mine.len()));
@@ -283,6 +265,8 @@ pub fn pane(
                 yaml_of(pool, "karpenter.sh/v1", "NodePool"),
             )
         }
+        // The pane shows only the kinds a selection parses to.
+        _ => return None,
     };
     let (yaml, yaml_note) = match live_yaml {
         Some(y) => (y, String::new()),
@@ -490,9 +474,9 @@ mod tests {
     #[test]
     fn api_paths_encode_names() {
         let sel = Selection::parse("Pod/web/a b?c#d").unwrap();
-        assert_eq!(sel.api_path(), "/api/v1/namespaces/web/pods/a%20b%3Fc%23d");
+        assert_eq!(sel.api_path().as_deref(), Some("/api/v1/namespaces/web/pods/a%20b%3Fc%23d"));
         let sel = Selection::parse("NodePool/general").unwrap();
-        assert_eq!(sel.api_path(), "/apis/karpenter.sh/v1/nodepools/general");
+        assert_eq!(sel.api_path().as_deref(), Some("/apis/karpenter.sh/v1/nodepools/general"));
     }
 
     #[test]

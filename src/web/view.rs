@@ -254,7 +254,7 @@ pub fn overview(c: &Cluster, pass: &Pass, i: Inputs) -> Overview {
                     .contains(&f.object.kind.as_str())
                 {
                     select_key(
-                        &f.object.kind,
+                        f.object.kind.as_str(),
                         f.object.namespace.as_deref(),
                         &f.object.name,
                     )

@@ -33,7 +33,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let mut out = Vec::new();
     for s in ctx.nodes.values().filter(|s| s.nodepool.is_some()) {
-        let node = ObjectRef::cluster("Node", &s.node);
+        let node = ObjectRef::cluster(ObjectKind::Node, &s.node);
         let pool = s.nodepool.as_deref();
         if !s.wants.is_empty() && !s.blockers.is_empty() {
             let wants: Vec<&str> = s.wants.iter().map(|w| w.message.as_str()).collect();
@@ -91,7 +91,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
                 Finding::new(
                     Code::NodeclaimDrifted,
                     Severity::Info,
-                    ObjectRef::of("NodeClaim", &claim.metadata),
+                    ObjectRef::of(ObjectKind::NodeClaim, &claim.metadata),
                     format!(
                         "Drifted ({reason}){}; Karpenter replaces it as budgets and blockers allow",
                         d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.now, t))).unwrap_or_default()
@@ -149,7 +149,7 @@ fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
         Finding::new(
             Code::EmptyNodeNotReaped,
             Severity::Warning,
-            ObjectRef::cluster("Node", &s.node),
+            ObjectRef::cluster(ObjectKind::Node, &s.node),
             format!(
                 "Empty (no pods but DaemonSets) for {}, past consolidateAfter {} + 5m, and still here{}",
                 ago(ctx.now, since),

@@ -129,7 +129,7 @@ pub(super) fn budget_blocking(ctx: &Context) -> Vec<Finding> {
             Finding::new(
                 Code::BudgetBlocking,
                 Severity::Warning,
-                ObjectRef::of("NodePool", &pool.metadata),
+                ObjectRef::of(ObjectKind::NodePool, &pool.metadata),
                 format!(
                     "Disruption budgets allow 0 disruptions now for {}: {}",
                     reasons.join(", "),

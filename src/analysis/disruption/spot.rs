@@ -51,7 +51,7 @@ pub(super) fn spot_interruptions(ctx: &Context) -> Vec<Finding> {
             Finding::new(
                 Code::SpotInterruption,
                 Severity::Info,
-                ObjectRef::cluster("NodePool", &pool),
+                ObjectRef::cluster(ObjectKind::NodePool, &pool),
                 format!(
                     "{} in the last 24h ({} objects)",
                     summary.join(", "),

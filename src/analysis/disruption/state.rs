@@ -134,7 +134,7 @@ impl Nominations {
         });
         for e in recent {
             let pod = ObjectRef {
-                kind: "Pod".into(),
+                kind: ObjectKind::Pod,
                 namespace: e.regarding.namespace.clone(),
                 name: e.regarding.name.clone(),
             };
@@ -188,7 +188,7 @@ fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
         if let Some(until) = until {
             out.push(Blocker {
                 kind: BlockerKind::DoNotDisruptPod,
-                object: Some(ObjectRef::of("Pod", &p.metadata)),
+                object: Some(ObjectRef::of(ObjectKind::Pod, &p.metadata)),
                 message: format!(
                     "pod {} has \"karpenter.sh/do-not-disrupt: {v}\"{until}",
                     p.metadata.key()
@@ -218,7 +218,7 @@ fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
             let names: Vec<String> = covering.iter().map(|pdb| pdb.metadata.key()).collect();
             out.push(Blocker {
                 kind: BlockerKind::Pdb,
-                object: Some(ObjectRef::of("PodDisruptionBudget", &covering[0].metadata)),
+                object: Some(ObjectRef::of(ObjectKind::PodDisruptionBudget, &covering[0].metadata)),
                 message: format!("pod {} is covered by several PDBs ({}): eviction does not support multiple PDBs", p.metadata.key(), names.join(", ")),
             });
             continue;
@@ -238,7 +238,7 @@ fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
             if !already {
                 out.push(Blocker {
                     kind: BlockerKind::Pdb,
-                    object: Some(ObjectRef::of("PodDisruptionBudget", &pdb.metadata)),
+                    object: Some(ObjectRef::of(ObjectKind::PodDisruptionBudget, &pdb.metadata)),
                     message: format!(
                         "PDB {} allows 0 disruptions (it covers pod {})",
                         pdb.metadata.key(),
@@ -346,7 +346,7 @@ pub fn node_disruption(
             kind: BlockerKind::NodepoolMissing,
             object: pool_name
                 .as_deref()
-                .map(|p| ObjectRef::cluster("NodePool", p)),
+                .map(|p| ObjectRef::cluster(ObjectKind::NodePool, p)),
             message: match &pool_name {
                 Some(p) => format!("NodePool {p} not found"),
                 None => "node has no karpenter.sh/nodepool label".into(),
@@ -363,7 +363,7 @@ pub fn node_disruption(
     if !only_expiry && node.metadata.annotation(labels::DO_NOT_DISRUPT) == Some("true") {
         blockers.push(Blocker {
             kind: BlockerKind::DoNotDisruptNode,
-            object: Some(ObjectRef::of("Node", &node.metadata)),
+            object: Some(ObjectRef::of(ObjectKind::Node, &node.metadata)),
             message: "the node has \"karpenter.sh/do-not-disrupt: true\"".into(),
         });
     }
@@ -406,7 +406,7 @@ pub fn node_disruption(
             if allowed.allowed == 0 {
                 blockers.push(Blocker {
                     kind: BlockerKind::Budget,
-                    object: Some(ObjectRef::of("NodePool", &p.metadata)),
+                    object: Some(ObjectRef::of(ObjectKind::NodePool, &p.metadata)),
                     message: budget_message(&p.metadata.name, reason, &allowed),
                 });
             }

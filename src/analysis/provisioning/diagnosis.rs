@@ -423,7 +423,7 @@ pub fn diagnose_cached<'c>(
             .clone()
     });
     PodDiagnosis {
-        pod: ObjectRef::of("Pod", &pod.metadata),
+        pod: ObjectRef::of(ObjectKind::Pod, &pod.metadata),
         since,
         pending,
         pending_for: crate::karpenter::duration::human(pending),

@@ -12,6 +12,7 @@ use super::{PoolUsage, PoolVerdict, Verdict};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::Category;
 use crate::karpenter::resources::{format_quantity, Resources};
+use crate::model::ObjectKind;
 
 /// Resources every instance type has, so that none is left once such a limit is used up.
 pub fn every_instance_has(resource: &str) -> bool {
@@ -96,7 +97,7 @@ pub(super) fn limits(ctx: &Context) -> Vec<Finding> {
                 Finding::new(
                     Code::NodepoolLimitsExhausted,
                     sev,
-                    ObjectRef::of("NodePool", &pool.metadata),
+                    ObjectRef::of(ObjectKind::NodePool, &pool.metadata),
                     format!(
                         "{res} limit reached: {} of {} in use{}; Karpenter launches no more nodes {} from this pool{}",
                         details.usage,
@@ -110,7 +111,7 @@ pub(super) fn limits(ctx: &Context) -> Vec<Finding> {
                 Finding::new(
                     Code::NodepoolLimitsNear,
                     Severity::Info,
-                    ObjectRef::of("NodePool", &pool.metadata),
+                    ObjectRef::of(ObjectKind::NodePool, &pool.metadata),
                     format!(
                         "{res} at {:.0}% of its limit ({} of {})",
                         ratio * 100.0,

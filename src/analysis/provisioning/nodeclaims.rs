@@ -50,7 +50,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
         let m = &claim.metadata;
         let conds = &claim.status.conditions;
         let pool = Cluster::pool_of(&m.labels);
-        let obj = ObjectRef::of("NodeClaim", m);
+        let obj = ObjectRef::of(ObjectKind::NodeClaim, m);
         if m.deletion_timestamp.is_some() {
             continue;
         }
@@ -167,7 +167,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
             Finding::new(
                 Code::NodeclaimLaunchFailed,
                 Severity::Warning,
-                ObjectRef::cluster("NodeClaim", name),
+                ObjectRef::cluster(ObjectKind::NodeClaim, name),
                 format!("{}: {}", e.reason, e.message),
             )
             .pool(claim_pool(c, name).as_deref())
@@ -199,7 +199,7 @@ pub(super) fn nodes_not_ready(ctx: &Context) -> Vec<Finding> {
                 Finding::new(
                     Code::NodeNotReady,
                     Severity::Critical,
-                    ObjectRef::of("Node", &n.metadata),
+                    ObjectRef::of(ObjectKind::Node, &n.metadata),
                     format!(
                         "Ready={} for {}{}",
                         ready.status,

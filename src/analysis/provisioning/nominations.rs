@@ -122,7 +122,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
         });
         seen.insert((ns.clone().unwrap_or_default(), name.clone()));
         let object = ObjectRef {
-            kind: "Pod".into(),
+            kind: ObjectKind::Pod,
             namespace: ns,
             name,
         };
@@ -176,7 +176,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
             Finding::new(
                 Code::PodNominatedNotBound,
                 Severity::Warning,
-                ObjectRef::of("Pod", &p.metadata),
+                ObjectRef::of(ObjectKind::Pod, &p.metadata),
                 format!(
                     "status.nominatedNodeName is {node}, yet the pod is {outcome} after {}",
                     since.map(|s| ago(ctx.now, s)).unwrap_or_default()

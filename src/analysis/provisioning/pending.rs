@@ -163,7 +163,7 @@ pub(super) fn daemonset_pods_pending(ctx: &Context) -> Vec<Finding> {
                 Finding::new(
                     Code::DaemonsetPodPending,
                     Severity::Warning,
-                    ObjectRef::of("Pod", &p.metadata),
+                    ObjectRef::of(ObjectKind::Pod, &p.metadata),
                     format!(
                         "DaemonSet pod cannot fit on Karpenter node {node}{}; Karpenter never provisions for DaemonSet pods. Give the DaemonSet a PriorityClass that preempts, or make room in the pool's instance sizes",
                         cond.and_then(|c| c.message.as_deref()).map(|m| format!(" ({m})")).unwrap_or_default()

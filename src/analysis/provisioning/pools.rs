@@ -332,7 +332,7 @@ pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
                     Finding::new(
                         Code::NodepoolNotReady,
                         sev,
-                        ObjectRef::of("NodePool", &pool.metadata),
+                        ObjectRef::of(ObjectKind::NodePool, &pool.metadata),
                         format!("NodePool is not ready: {}; Karpenter will not launch nodes from it.{hint}", nr.describe()),
                     )
                     .pool(Some(&pool.metadata.name))
@@ -355,7 +355,7 @@ pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
         out.push(Finding::new(
             Code::NoNodepoolReady,
             sev,
-            ObjectRef::cluster("Cluster", "karpenter"),
+            ObjectRef::cluster(ObjectKind::Cluster, "karpenter"),
             msg,
         ));
     }
@@ -380,7 +380,7 @@ pub(super) fn no_instance_types(ctx: &Context) -> Vec<Finding> {
                 Finding::new(
                     Code::NodepoolNoInstanceTypes,
                     Severity::Warning,
-                    ObjectRef::of("NodePool", m),
+                    ObjectRef::of(ObjectKind::NodePool, m),
                     format!(
                         "{} (widen the pool's instance requirements or relax minValues)",
                         e.message

@@ -130,7 +130,7 @@ pub fn worst_by_object(report: &Report) -> BTreeMap<String, Severity> {
     let mut out: BTreeMap<String, Severity> = BTreeMap::new();
     for f in &report.findings {
         let key = super::select_key(
-            &f.object.kind,
+            f.object.kind.as_str(),
             f.object.namespace.as_deref(),
             &f.object.name,
         );
