@@ -43,13 +43,6 @@ pub(super) fn disruption_reason(s: &str) -> String {
     label_value(&word.to_lowercase())
 }
 
-/// A NodeClaim's pool: its label, else its name's prefix when that pool exists, else "".
-pub(super) fn claim_pool_name(c: &Cluster, claim: &NodeClaim) -> String {
-    Cluster::pool_of(&claim.metadata.labels)
-        .map(str::to_string)
-        .or_else(|| claim_pool(c, &claim.metadata.name))
-        .unwrap_or_default()
-}
 
 /// The id of the object an event is about: its UID, else the object's in the model.
 pub(super) fn regarding_id(c: &Cluster, e: &Event) -> String {
@@ -172,7 +165,7 @@ pub fn node_provisioning(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
         out.push(Occurrence {
             key: format!("node-provisioning/{}", uid("NodeClaim", &claim.metadata)),
             series: SliSeries::NodeProvisioning(PoolCapacityLabels {
-                nodepool: claim_pool_name(c, claim),
+                nodepool: claim_pool(c, &claim.metadata.name).unwrap_or_default(),
                 capacity_type,
             }),
             until,
@@ -209,7 +202,7 @@ pub fn launch_failures(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
         out.push(Occurrence {
             key: format!("launch-failure/{}", uid("NodeClaim", &claim.metadata)),
             series: SliSeries::LaunchFailure(PoolReasonLabels {
-                nodepool: claim_pool_name(c, claim),
+                nodepool: claim_pool(c, &claim.metadata.name).unwrap_or_default(),
                 reason: label_value(l.reason.as_deref().unwrap_or("LaunchFailed")),
             }),
             until,
@@ -260,7 +253,7 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
         let m = &claim.metadata;
         let conds = &claim.status.conditions;
         let id = uid("NodeClaim", m);
-        let pool = claim_pool_name(c, claim);
+        let pool = claim_pool(c, &claim.metadata.name).unwrap_or_default();
         for (event, cond) in [
             ("launched", "Launched"),
             ("registered", "Registered"),
@@ -332,7 +325,7 @@ pub(super) fn deletions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
     let current: HashMap<String, String> = c
         .nodeclaims
         .values()
-        .map(|cl| (uid("NodeClaim", &cl.metadata), claim_pool_name(c, cl)))
+        .map(|cl| (uid("NodeClaim", &cl.metadata), claim_pool(c, &cl.metadata.name).unwrap_or_default()))
         .collect();
     let before = std::mem::replace(&mut st.claims, current);
     before
