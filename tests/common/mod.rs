@@ -232,10 +232,23 @@ spec:
     )
 }
 
+/// Create a namespace and wait for its `default` ServiceAccount: until the controller
+/// manager makes it, the API server refuses pods there (slow right after an API server
+/// restart).
 pub fn namespace(e: &Env, ns: &str) {
     e.apply(&format!(
         "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
     ));
+    wait_for(
+        &format!("the default ServiceAccount of {ns}"),
+        Duration::from_secs(120),
+        || {
+            e.kubectl(&["get", "serviceaccount", "default", "-n", ns], None)
+                .status
+                .success()
+                .then_some(())
+        },
+    );
 }
 
 pub fn verdict<'a>(why: &'a Value, pool: &str) -> &'a Value {
