@@ -328,7 +328,7 @@ fn strip(o: &mut serde_json::Value) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -395,6 +395,12 @@ mod tests {
                 });
             }
         });
+        connect_to_port(port).await
+    }
+
+    /// A connection to a fake API server on 127.0.0.1:`port` (plain HTTP, no credentials),
+    /// through a kubeconfig as a user would have one.
+    pub(crate) async fn connect_to_port(port: u16) -> Connection {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("config");
         std::fs::write(

@@ -320,19 +320,7 @@ mod tests {
                 });
             }
         });
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("config");
-        std::fs::write(
-            &kubeconfig,
-            format!("apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"http://127.0.0.1:{port}\"}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: ctx, context: {{cluster: c, user: u}}}}]\ncurrent-context: ctx\n"),
-        )
-        .unwrap();
-        let conn = super::super::live::connect(&super::super::live::Target {
-            kubeconfig: Some(kubeconfig),
-            context: None,
-        })
-        .await
-        .unwrap();
+        let conn = super::super::live::tests::connect_to_port(port).await;
         let r = super::super::live::NODES;
         let mut version = "1".to_string();
         let mut progress = Vec::new();
