@@ -337,15 +337,7 @@ impl Space {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn req(key: &str, op: &str, values: &[&str]) -> Requirement {
-        Requirement {
-            key: key.into(),
-            operator: op.into(),
-            values: values.iter().map(|v| v.to_string()).collect(),
-            min_values: None,
-        }
-    }
+    use crate::karpenter::requirements::testing::req;
 
     fn space(raw: &[Requirement]) -> Space {
         Space::of(&Requirements::from_requirements(raw).unwrap(), raw)

@@ -24,15 +24,25 @@ pub use labels::{
 pub use set::{compatible, Incompatibility, Operator, Requirement, RequirementError, Requirements};
 pub use validation::{validate_pod_requirements, validate_pod_requirements_for, NOT_FOR_KARPENTER};
 
-/// Builders the requirement tests share.
+/// Builders the requirement tests (and the lint catalogue's) share.
 #[cfg(test)]
-mod testing {
+pub(crate) mod testing {
     use std::collections::BTreeMap;
 
     use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 
     pub(super) const ZONE: &str = "topology.kubernetes.io/zone";
     pub(super) const CPU: &str = "karpenter.k8s.aws/instance-cpu";
+
+    /// A pool requirement `key op values`.
+    pub(crate) fn req(key: &str, op: &str, values: &[&str]) -> super::Requirement {
+        super::Requirement {
+            key: key.into(),
+            operator: op.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+            min_values: None,
+        }
+    }
 
     pub(super) fn nsr(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
         NodeSelectorRequirement {

@@ -532,15 +532,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn req(key: &str, op: &str, values: &[&str]) -> Requirement {
-        Requirement {
-            key: key.into(),
-            operator: op.into(),
-            values: values.iter().map(|v| v.to_string()).collect(),
-            min_values: None,
-        }
-    }
-
     fn reqs(list: &[Requirement]) -> Requirements {
         Requirements::from_requirements(list).expect("valid requirements")
     }
