@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 
-const DEPTH_ERROR: &str = "nested deeper than 100 levels, the most kelp reads";
+const DEPTH_ERROR: &str = "nested deeper than 127 levels, the most kelp reads";
 
 fn kelp() -> Command {
     let mut c = Command::cargo_bin("kelp").unwrap();
@@ -103,15 +103,15 @@ fn yaml_nested_20000_deep_is_refused_by_every_reader() {
 #[test]
 fn indented_yaml_is_refused_at_the_line_it_goes_too_deep() {
     let dir = tempfile::tempdir().unwrap();
-    let text: String = (0..150)
+    let text: String = (0..180)
         .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
         .collect();
     let f = write(dir.path(), "indented.yaml", &text);
     let out = kelp().args(["doctor", "--from", s(&f)]).output().unwrap();
-    assert!(one_error(&out).ends_with(&format!("indented.yaml: line 101: {DEPTH_ERROR}")));
+    assert!(one_error(&out).ends_with(&format!("indented.yaml: line 128: {DEPTH_ERROR}")));
     let out = kelp().args(["lint", s(&f)]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout)
-        .starts_with(&format!("{}:101: critical parse-error", s(&f))));
+        .starts_with(&format!("{}:128: critical parse-error", s(&f))));
 }
 
 #[test]
@@ -149,33 +149,59 @@ fn pod_list(annotation: &str) -> String {
     )
 }
 
-#[test]
-fn a_string_over_2_mib_is_refused_and_a_large_secret_sized_one_is_not() {
+/// `text` gzipped into `dir/name`.
+fn write_gzip(dir: &Path, name: &str, text: &str) -> PathBuf {
+    use std::io::Write;
+    let p = dir.join(name);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(text.as_bytes()).unwrap();
+    std::fs::write(&p, gz.finish().unwrap()).unwrap();
+    p
+}
+
+/// `kelp doctor` on `text`, streamed three ways (stdin, a gzip file, gzip on stdin) and
+/// read from a plain file, which is mapped and parsed in place.
+fn doctor_four_ways(text: &str) -> ([Output; 3], Output) {
     let dir = tempfile::tempdir().unwrap();
-    let long = write(dir.path(), "long.json", &pod_list(&"x".repeat(3 << 20)));
-    let out = kelp()
-        .args(["doctor", "--from", s(&long)])
+    let gz = write_gzip(dir.path(), "dump.json.gz", text);
+    let plain = write(dir.path(), "dump.json", text);
+    let stdin = kelp()
+        .args(["doctor", "--from", "-"])
+        .write_stdin(text.to_string())
         .output()
         .unwrap();
-    assert!(one_error(&out)
-        .ends_with("long.json: line 3: a string longer than 2 MiB, the longest kelp reads"));
-    // A Secret's 1 MiB, base64-encoded, is 1.4 MiB: read (and skipped) as before.
-    let fine = write(dir.path(), "fine.json", &pod_list(&"x".repeat(1400 << 10)));
-    let out = kelp()
-        .args(["doctor", "--from", s(&fine)])
+    let gzip = kelp().args(["doctor", "--from", s(&gz)]).output().unwrap();
+    let gzip_stdin = kelp()
+        .args(["doctor", "--from", "-"])
+        .write_stdin(std::fs::read(&gz).unwrap())
         .output()
         .unwrap();
-    assert_ne!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let file = kelp().args(["doctor", "--from", s(&plain)]).output().unwrap();
+    ([stdin, gzip, gzip_stdin], file)
 }
 
 #[test]
-fn an_object_over_32_mib_is_refused_before_it_is_held() {
-    let dir = tempfile::tempdir().unwrap();
+fn a_streamed_string_over_2_mib_is_refused_and_a_large_secret_sized_one_is_not() {
+    let text = pod_list(&"x".repeat(3 << 20));
+    let (streamed, file) = doctor_four_ways(&text);
+    for (out, name) in streamed.iter().zip(["<stdin>", "dump.json.gz", "<stdin>"]) {
+        let e = one_error(out);
+        assert!(
+            e.ends_with(&format!("{name}: line 3: a string longer than 2 MiB, the longest kelp reads")),
+            "{e}"
+        );
+    }
+    // A file is held to its own size: what it holds is read.
+    assert_ne!(file.status.code(), Some(2), "{}", String::from_utf8_lossy(&file.stderr));
+    // A Secret's 1 MiB, base64-encoded, is 1.4 MiB: read (and skipped) as before.
+    let (streamed, _) = doctor_four_ways(&pod_list(&"x".repeat(1400 << 10)));
+    for out in streamed {
+        assert_ne!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn a_streamed_object_over_32_mib_is_refused_before_it_is_held() {
     let mib = format!("\"{}\"", "x".repeat(1 << 20));
     let labels: Vec<String> = (0..40).map(|i| format!("\"l{i}\": {mib}")).collect();
     let text = pod_list("a").replace(
@@ -185,10 +211,15 @@ fn an_object_over_32_mib_is_refused_before_it_is_held() {
             labels.join(",\n")
         ),
     );
-    let f = write(dir.path(), "big.json", &text);
-    let out = kelp().args(["doctor", "--from", s(&f)]).output().unwrap();
-    assert!(one_error(&out)
-        .ends_with("big.json: line 2: an object larger than 32 MiB, the largest kelp reads"));
+    let (streamed, file) = doctor_four_ways(&text);
+    for (out, name) in streamed.iter().zip(["<stdin>", "dump.json.gz", "<stdin>"]) {
+        let e = one_error(out);
+        assert!(
+            e.ends_with(&format!("{name}: line 2: an object larger than 32 MiB, the largest kelp reads")),
+            "{e}"
+        );
+    }
+    assert_ne!(file.status.code(), Some(2), "{}", String::from_utf8_lossy(&file.stderr));
 }
 
 #[test]

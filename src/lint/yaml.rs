@@ -276,7 +276,7 @@ mod tests {
         assert!(e.over_limit);
         assert_eq!(
             e.message,
-            "nested deeper than 100 levels, the most kelp reads"
+            format!("nested deeper than {MAX_DEPTH} levels, the most kelp reads")
         );
         let e = parse(&("- ".repeat(20_000) + "x\n")).unwrap_err();
         assert_eq!((e.line, e.over_limit), (1, true));

@@ -282,7 +282,9 @@ impl Compact for String {
 /// the model holds.
 pub struct Interner<T> {
     /// By fingerprint; distinct values with one fingerprint (rare) share a bucket.
-    buckets: HashMap<u64, Bucket<T>>,
+    buckets: HashMap<u64, Bucket<T>, foldhash::fast::RandomState>,
+    /// This table's own seed: equal values must give equal fingerprints within it.
+    seed: foldhash::quality::RandomState,
     len: usize,
     purge_at: usize,
 }
@@ -328,7 +330,8 @@ impl<T> Bucket<T> {
 impl<T> Default for Interner<T> {
     fn default() -> Self {
         Interner {
-            buckets: HashMap::new(),
+            buckets: HashMap::default(),
+            seed: Default::default(),
             len: 0,
             purge_at: MIN_PURGE,
         }
@@ -362,7 +365,8 @@ pub trait Fingerprint {
     fn fingerprint(&self, h: &mut DefaultHasher);
 }
 
-pub type DefaultHasher = std::collections::hash_map::DefaultHasher;
+/// A fast hasher, seeded at random per table (so no input can pick its collisions).
+pub type DefaultHasher = foldhash::quality::FoldHasher<'static>;
 
 /// The fingerprint of a value's JSON form, for types without `Hash` (k8s-openapi's).
 pub fn serde_fingerprint<T: Serialize + ?Sized>(value: &T, h: &mut DefaultHasher) {
@@ -395,7 +399,7 @@ impl<T: Compact + Fingerprint + PartialEq> Interner<T> {
     /// Point `value` at the shared copy of an equal value, keeping it as that copy when it
     /// is the first.
     pub fn intern(&mut self, value: &mut Shared<T>) {
-        let mut h = DefaultHasher::new();
+        let mut h = std::hash::BuildHasher::build_hasher(&self.seed);
         value.fingerprint(&mut h);
         let fingerprint = h.finish();
         if let Some(bucket) = self.buckets.get_mut(&fingerprint) {
@@ -437,7 +441,7 @@ impl<T: Compact + Fingerprint + PartialEq> Interner<T> {
 /// Interned strings (node names, phases, namespaces).
 #[derive(Default)]
 pub struct Strings {
-    set: std::collections::HashSet<Arc<str>>,
+    set: std::collections::HashSet<Arc<str>, foldhash::fast::RandomState>,
     purge_at: usize,
 }
 

@@ -136,7 +136,7 @@ fn dump_name(paths: &[PathBuf]) -> String {
 
 fn load_dump(paths: &[PathBuf]) -> anyhow::Result<Cluster> {
     let mut c = Cluster::default();
-    crate::source::load_paths(paths, &mut c)?;
+    crate::source::load_paths_copied(paths, &mut c)?;
     Ok(c)
 }
 

@@ -4,16 +4,19 @@
 //!
 //! - **Depth.** Every tree kelp builds or walks (serde's visitors, saphyr's loader, the
 //!   lint tree, the dump loader's lists of lists, their drops) recurses once per level, so
-//!   nothing nested deeper than [`MAX_DEPTH`] gets past the first look: JSON is followed
-//!   by a [`JsonGuard`] as it is read, a chunk ahead of the parser, and YAML on saphyr's
+//!   nothing nested deeper than [`MAX_DEPTH`] gets past the first look: JSON in memory is
+//!   held to it by serde_json's own recursion limit, streamed JSON is followed by a
+//!   [`JsonGuard`] as it is read, a chunk ahead of the parser, and YAML on saphyr's
 //!   event stream ([`yaml_events`], driven here without recursion) before any tree
 //!   exists. Both are linear, which also keeps the YAML scanners' cost per flow level
-//!   (quadratic in the nesting) from ever being paid: a deep `[[[...` stops at level 101.
+//!   (quadratic in the nesting) from ever being paid: a deep `[[[...` stops at level 128.
 //! - **Size.** YAML (and every file `kelp lint` reads) is parsed whole, through a
-//!   generic tree, so one file is at most [`MAX_WHOLE_BYTES`]; JSON dumps are streamed
-//!   one object at a time, so they may be any size, but one object (an item of a `List`
-//!   or of an array, or a lone object) is at most [`MAX_OBJECT_BYTES`] and one string at
-//!   most [`MAX_STRING_BYTES`].
+//!   generic tree, so one file is at most [`MAX_WHOLE_BYTES`]. A JSON dump may be any
+//!   size. Read from a file, it is mapped into memory and parsed in place, its pages let
+//!   go behind the parser, so what it holds is bounded by the file itself and what the
+//!   model keeps of it. Streamed (stdin, a gzip file), it is read one object at a time,
+//!   and one object (an item of a `List` or of an array, or a lone object) is at most
+//!   [`MAX_OBJECT_BYTES`] and one string at most [`MAX_STRING_BYTES`].
 //!
 //! The limits sit well above what real clusters hold (an API server stores no object over
 //! about 1.5 MiB by default, a Secret's 1 MiB is 1.4 MiB in base64; the real cluster dump
@@ -25,8 +28,10 @@ use std::io::Read;
 
 use saphyr_parser::{Event, Parser, ScanError, Span};
 
-/// The deepest nesting of mappings and sequences (JSON objects and arrays) kelp reads.
-pub const MAX_DEPTH: usize = 100;
+/// The deepest nesting of mappings and sequences (JSON objects and arrays) kelp reads:
+/// the most serde_json's own recursion limit (128) lets through, which guards JSON parsed
+/// in memory.
+pub const MAX_DEPTH: usize = 127;
 /// The largest file kelp parses whole: any YAML, and every file `kelp lint` reads.
 pub const MAX_WHOLE_BYTES: u64 = 32 << 20;
 /// The largest single object in a streamed JSON dump.
@@ -104,9 +109,8 @@ pub fn read_at_most(
 /// at the first byte over a limit. It knows strings, nesting and lines, and as much of a
 /// dump's shape as its reader needs: what is one object (a top-level value; the items of
 /// a top-level array; the items of a top-level object's `items` array, i.e. a `List`'s,
-/// whose other fields are objects of their own), for the size limit; and the line where
-/// each of the values the reader takes one by one starts (top-level values, their fields
-/// or elements, a `List`'s items), in order, for its error messages.
+/// whose other fields are objects of their own), for the size limit, and the line each
+/// limit is crossed on, for its error message.
 #[derive(Debug, Clone)]
 pub struct JsonGuard {
     /// The line of the next byte.
@@ -133,10 +137,6 @@ pub struct JsonGuard {
     /// which it is too large (`u64::MAX` when none is counted).
     object: Option<(usize, usize)>,
     object_limit: u64,
-    /// Whether to keep the lines where values start, and those lines (a chunk's worth at
-    /// most: the reader takes them as it parses).
-    record: bool,
-    starts: std::collections::VecDeque<usize>,
     failed: Option<Limit>,
 }
 
@@ -150,13 +150,11 @@ enum Want {
 const ITEMS: &[u8] = b"items";
 
 impl JsonGuard {
-    /// A guard for a stream whose first byte is on `line`: objects are capped and the
-    /// lines of values recorded ([`JsonGuard::next_start`]).
+    /// A guard for a stream whose first byte is on `line`: objects are capped too.
     pub fn stream(line: usize) -> Self {
         JsonGuard {
             line,
             objects: true,
-            record: true,
             ..JsonGuard::text()
         }
     }
@@ -179,15 +177,8 @@ impl JsonGuard {
             object_depth: 1,
             object: None,
             object_limit: u64::MAX,
-            record: false,
-            starts: Default::default(),
             failed: None,
         }
-    }
-
-    /// The line where the next value the reader takes starts.
-    pub fn next_start(&mut self) -> Option<usize> {
-        self.starts.pop_front()
     }
 
     /// The limit that stopped the input, once.
@@ -285,7 +276,6 @@ impl JsonGuard {
             return true;
         }
         match std::mem::replace(&mut self.want, Want::Nothing) {
-            Want::Value if self.record && self.starts_value() => self.starts.push_back(self.line),
             Want::Key if b == b'"' && self.depth == 1 => {
                 self.key = Some(0);
                 self.items_key = false;
@@ -305,11 +295,6 @@ impl JsonGuard {
             _ => {}
         }
         true
-    }
-
-    /// A value starting here is one the reader takes by itself.
-    fn starts_value(&self) -> bool {
-        self.depth <= 1 || (self.depth == 2 && self.in_items)
     }
 
     fn in_object(&self) -> bool {
@@ -548,26 +533,22 @@ mod tests {
     }
 
     #[test]
-    fn the_values_a_reader_takes_one_by_one_have_their_lines_in_order() {
+    fn the_guard_ends_in_the_same_state_whatever_the_chunks() {
         let text = "{\"apiVersion\": \"v1\",\n\"items\": [\n {\"a\": [1,\n2]},\n \"b\"\n],\n\"kind\":\n\"List\"}\n\n[{\"x\": {}}, 3,\n[]]";
-        let mut g = JsonGuard::stream(10);
-        g.feed(text.as_bytes()).unwrap();
-        let starts: Vec<usize> = std::iter::from_fn(|| g.next_start()).collect();
-        // The List, its fields and items; then the array and its elements.
-        assert_eq!(starts, [10, 10, 11, 12, 14, 17, 19, 19, 19, 20]);
-        // The same whatever the chunks the reader hands over, escapes and all.
         let text = format!("{text}\n{{\"a\\\"\\\\\": \"\\\"{}\\\"\"}}", "[".repeat(50));
         for chunk in 1..9 {
             let mut g = JsonGuard::stream(10);
             for part in text.as_bytes().chunks(chunk) {
                 g.feed(part).unwrap();
             }
-            let got: Vec<usize> = std::iter::from_fn(|| g.next_start()).collect();
-            assert_eq!(got[..10], starts[..], "chunks of {chunk}");
-            assert_eq!(
-                (g.depth, g.in_string, g.line, got.len()),
-                (0, false, 21, 12)
-            );
+            assert_eq!((g.depth, g.in_string, g.line), (0, false, 21), "chunks of {chunk}");
+        }
+        // A string over the limit is found on its line, however the bytes arrive.
+        let long = format!("[\n\n\"{}\"]", "x".repeat(MAX_STRING_BYTES as usize + 1));
+        for chunk in [1 << 10, 1 << 16, 1 << 20] {
+            let mut g = JsonGuard::stream(1);
+            let got = long.as_bytes().chunks(chunk).try_for_each(|part| g.feed(part));
+            assert_eq!(got, Err(Limit::String { line: 3 }), "chunks of {chunk}");
         }
     }
 
@@ -590,7 +571,7 @@ mod tests {
                 line: MAX_DEPTH + 1
             })
         );
-        // 200,000 levels: refused at level 101, in well under a second.
+        // 200,000 levels: refused at level 128, in well under a second.
         let deep = format!("a: {}\n", nested("[", "]", 200_000));
         let t = std::time::Instant::now();
         assert_eq!(check_yaml(&deep), Err(Limit::Depth { line: 1 }));

@@ -5,6 +5,7 @@
 
 pub mod controller;
 pub mod dump;
+mod json;
 pub mod kinds;
 pub mod limits;
 pub mod live;
@@ -12,4 +13,4 @@ pub mod metrics;
 pub mod status;
 pub mod watch;
 
-pub use dump::{load_paths, load_str, LoadNotes};
+pub use dump::{load_paths, load_paths_copied, load_str, LoadNotes};
