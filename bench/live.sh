@@ -3,7 +3,7 @@
 # eks-node-viewer: memory, CPU to a complete first view, steady and churn CPU, freshness.
 #
 #   bench/live.sh                                   # 1,000 nodes, 30,000 pods, 120 s windows
-#   NODES=100 PODS=3000 WINDOW=30 bench/live.sh     # a quick run (about 6 min)
+#   NODES=100 PODS=3000 WINDOW=30 bench/live.sh     # a quick run (about 3 min)
 #   KELP_BIN=/tmp/kelp bench/live.sh                # measure that binary (no cargo)
 #
 # It starts the project's real control plane with the real Karpenter (testenv/up, in its
@@ -43,7 +43,8 @@
 #      node's create until kelp's dashboard API (counts and its pool's row) and /metrics show
 #      it, eks-node-viewer's screen counts it, and (for a second node, so its large scrapes
 #      do not disturb the others) KSM's /metrics has its kube_node_info (scraped back to back,
-#      the time the line arrives);
+#      the time the line arrives). The pool row's node count is also timed, for information:
+#      kelp shows Karpenter's own count there (NodePool status.nodes), so it waits on Karpenter;
 # then each kelp figure over each peer's. Results also go to $KELP_LIVE_DIR/results.txt.
 # Everything is stopped at the end (trap): the tools, the helpers, the tmux server and
 # testenv/down; the generated files and etcd's data go too (logs stay in $KELP_LIVE_DIR/logs).
@@ -350,6 +351,7 @@ class Api:
                 os.unlink(os.path.join(d, f))
             os.rmdir(d)
         self.conn = None
+        self.last_error = b""
 
     def req(self, method, path, body=None, ctype="application/json"):
         for attempt in range(5):
@@ -364,7 +366,8 @@ class Api:
                     time.sleep(0.2 * (attempt + 1))
                     continue
                 return r.status, out
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException) as e:
+                self.last_error = repr(e).encode()
                 self.conn = None
                 time.sleep(0.2 * (attempt + 1))
         return 0, b""
@@ -423,42 +426,54 @@ def cmd_leases(args):
 
 
 def cmd_churn(args):
-    """churn KUBECONFIG RATE SECONDS NODES PODS NAMESPACES: each second, delete RATE of the
-    bench's pods (oldest first) and create RATE new ones on the same nodes. Prints a summary."""
+    """churn KUBECONFIG RATE SECONDS NODES PODS NAMESPACES: for SECONDS, delete RATE of the
+    bench's pods a second (in name order) and create as many new ones on the same nodes;
+    never faster than RATE (it does not burst to catch up). Prints a JSON summary."""
     kubeconfig, rate, seconds = args[0], float(args[1]), float(args[2])
     nodes, pods, namespaces = map(int, args[3:6])
     api = Api(kubeconfig)
     names = {}
-    step, t0 = 1.0 / rate, time.monotonic()
+    step = 1.0 / rate
+    t0 = time.monotonic()
+    end, report = t0 + seconds, t0 + 10
     done = dels = creates = errs = 0
-    k = 0
-    while True:
-        due = t0 + done * step
-        now = time.monotonic()
-        if due - t0 >= seconds:
-            break
-        if due > now:
-            time.sleep(due - now)
-        i = k % pods
+    lat = []
+    while time.monotonic() < end:
+        d = t0 + done * step - time.monotonic()
+        if d > 0:
+            time.sleep(min(d, max(0.0, end - time.monotonic())))
+            if time.monotonic() >= end:
+                break
+        elif d < -1.0:
+            t0 = time.monotonic() - done * step  # more than 1 s behind: slip, do not burst
+        i = done % pods
         name, ns, node = pod_args(i, nodes, namespaces)
         old = names.get(i, name)
-        new = "%s-g%d" % (name, 1 + k // pods)
-        st, _ = api.req("DELETE", "/api/v1/namespaces/%s/pods/%s" % (ns, old))
-        if st == 200 or st == 202:
+        new = "%s-g%d" % (name, 1 + done // pods)
+        t = time.monotonic()
+        st, body = api.req("DELETE", "/api/v1/namespaces/%s/pods/%s" % (ns, old))
+        if st in (200, 202):
             dels += 1
         else:
             errs += 1
-        st, _ = api.req("POST", "/api/v1/namespaces/%s/pods" % ns, pod_obj(new, ns, node, i))
+            print("churn: DELETE %s/%s: HTTP %s %s" % (ns, old, st, (body or api.last_error)[:200]), file=sys.stderr, flush=True)
+        st, body = api.req("POST", "/api/v1/namespaces/%s/pods" % ns, pod_obj(new, ns, node, i))
         if st == 201:
             creates += 1
         else:
             errs += 1
+            print("churn: POST %s/%s: HTTP %s %s" % (ns, new, st, (body or api.last_error)[:200]), file=sys.stderr, flush=True)
+        lat.append(time.monotonic() - t)
         names[i] = new
         done += 1
-        k += 1
-    took = time.monotonic() - t0
+        if time.monotonic() >= report:
+            report += 10
+            print("churn: %d deleted, %d created, %d errors, %.0f ms per delete+create" %
+                  (dels, creates, errs, 1000 * sum(lat[-100:]) / len(lat[-100:])), file=sys.stderr, flush=True)
+    took = time.monotonic() - (end - seconds)
     print(json.dumps({"seconds": round(took, 1), "deleted": dels, "created": creates, "errors": errs,
-                      "rate": round(creates / took, 2) if took else 0}), flush=True)
+                      "rate": round(creates / took, 2) if took else 0,
+                      "ms_per_pair": round(1000 * sum(lat) / len(lat)) if lat else None}), flush=True)
 
 
 def http_get(url, timeout=10):
@@ -905,7 +920,8 @@ ratio() { awk -v a="${1:--}" -v b="${2:--}" 'BEGIN {if (a == "-" || b == "-" || 
   echo "  kelp $("$kelp" --version 2>/dev/null | awk '{print $2}') ($kelp)$(has ksm && echo ", kube-state-metrics $KSM_VERSION")$(has env && echo ", eks-node-viewer $ENV_VERSION")"
   echo "  Kubernetes $KUBERNETES_VERSION, Karpenter $KARPENTER_VERSION (kwok provider), kwok $KWOK_VERSION; $nodes_total nodes ($pooled in $NODEPOOLS NodePools), $pods_total pods"
   echo "  loading: nodes ${node_load_s} s, pods ${pod_load_s} s ($(awk -v n="$bench_pods" -v s="$pod_load_s" 'BEGIN {printf "%.0f", n / s}')/s, LOAD_PARALLEL=$LOAD_PARALLEL), all Running ${settle_s} s later"
-  echo "  steady: ${R[events.steady]}, load average ${R[load.steady]}; churn: ${R[events.churn]}, load average ${R[load.churn]}, achieved ${churn_rate} pods/s"
+  echo "  steady: ${R[events.steady]} (and $(awk -v n="$bench_nodes" -v i="$LEASE_INTERVAL" 'BEGIN {printf "%.0f", n / i}') lease renewals/s), load average ${R[load.steady]}"
+  echo "  churn: ${R[events.churn]}, load average ${R[load.churn]}, achieved ${churn_rate} pods/s deleted and created"
   echo
   printf '%-44s %10s %10s %10s %9s %9s\n' "figure" "kelp" "KSM" "e-n-viewer" "kelp/KSM" "kelp/ENV"
   row() { # LABEL KELP KSM ENV
@@ -919,7 +935,7 @@ ratio() { awk -v a="${1:--}" -v b="${2:--}" 'BEGIN {if (a == "-" || b == "-" || 
   row "churn ${CHURN_WINDOW} s at ${CHURN_RATE} pods/s: CPU s" "${R[kelp.churn]:-}" "${R[ksm.churn]:-}" "${R[env.churn]:-}"
   row "new node seen: /metrics (s, median of $FRESH_REPEATS)" "${R[kelp.fresh_metrics]}" "${R[ksm.fresh_metrics]}" ""
   row "new node seen: dashboard API / screen (s)" "${R[kelp.fresh_api]}" "" "${R[env.fresh_screen]}"
-  row "new node seen: its pool's row in the API (s)" "${R[kelp.fresh_pool]}" "" ""
+  row "new node: pool row in the API, via Karpenter (s)" "${R[kelp.fresh_pool]}" "" ""
   echo
   echo "CPU in % of one core: steady$(for t in "${tools[@]}"; do awk -v t="$t" -v c="${R[$t.steady]:-0}" -v w="$WINDOW" 'BEGIN {printf " %s %.1f%%", t, 100 * c / w}'; done);" \
     "churn$(for t in "${tools[@]}"; do awk -v t="$t" -v c="${R[$t.churn]:-0}" -v w="$CHURN_WINDOW" 'BEGIN {printf " %s %.1f%%", t, 100 * c / w}'; done)"

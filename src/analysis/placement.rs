@@ -64,8 +64,10 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
     let pools = PoolSet::with_usage(c, &ctx.pools);
     let by_name: BTreeMap<&str, &super::provisioning::PoolInfo> =
         pools.ordered.iter().map(|p| (p.name, p)).collect();
-    // (daemonset namespace/name, pool) -> (why, nodes)
-    let mut found: BTreeMap<(String, String, String), (String, Vec<&str>)> = BTreeMap::new();
+    // (daemonset namespace/name, pool) -> (why, nodes), or None once found compatible:
+    // each pair is judged once, not once per pod.
+    let mut found: BTreeMap<(String, String, String), Option<(String, Vec<&str>)>> =
+        BTreeMap::new();
     for pod in c.pods.values() {
         let Some(owner) = pod
             .metadata
@@ -101,16 +103,18 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
             .map(|d| &d.spec.template.spec)
             .unwrap_or(&pod.spec);
         let key = (ns, owner.name.clone(), pool.to_string());
-        if let Some((_, nodes)) = found.get_mut(&key) {
-            nodes.push(node);
-            continue;
-        }
-        if let Some(why) = template_mismatch(spec, info, pools.provider) {
-            found.insert(key, (why, vec![node]));
+        match found.get_mut(&key) {
+            Some(Some((_, nodes))) => nodes.push(node),
+            Some(None) => {}
+            None => {
+                let judged = template_mismatch(spec, info, pools.provider).map(|why| (why, vec![node]));
+                found.insert(key, judged);
+            }
         }
     }
     found
         .into_iter()
+        .filter_map(|(key, found)| Some((key, found?)))
         .map(|((ns, ds, pool), (why, nodes))| {
             Finding::new(
                 Code::DaemonsetNodepoolMismatch,

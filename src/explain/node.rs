@@ -37,7 +37,7 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
     // The pass has every Karpenter node; any other node is judged here (it has no pool).
     let state = match pass.nodes.get(&node.metadata.name) {
         Some(s) => s.clone(),
-        None => disruption::node_disruption(c, node, pass.now, &disruption::Nominations::new(c, pass.now)),
+        None => disruption::node_disruption(c, node, pass.now, &disruption::NodeInputs::new(c, pass.now)),
     };
     let claim = state.nodeclaim.clone().unwrap_or_default();
     let mine: Vec<Finding> = pass

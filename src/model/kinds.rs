@@ -30,7 +30,7 @@ pub type SharedResources = Shared<ResourceList>;
 
 // ---------------------------------------------------------------- karpenter.sh/v1
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodePool {
     #[serde(default)]
@@ -41,7 +41,7 @@ pub struct NodePool {
     pub status: NodePoolStatus,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodePoolSpec {
     #[serde(default)]
@@ -61,7 +61,7 @@ pub struct NodePoolSpec {
     pub replicas: Option<i64>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Disruption {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,7 +73,7 @@ pub struct Disruption {
     pub budgets: Option<Vec<Budget>>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeClaimTemplate {
     #[serde(default)]
@@ -82,7 +82,7 @@ pub struct NodeClaimTemplate {
     pub spec: NodeClaimSpec,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TemplateMeta {
     #[serde(
@@ -94,7 +94,7 @@ pub struct TemplateMeta {
 }
 
 /// Shared by NodePool templates and NodeClaims.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeClaimSpec {
     #[serde(
@@ -146,7 +146,7 @@ impl NodeClassRef {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodePoolStatus {
     #[serde(
@@ -165,7 +165,7 @@ pub struct NodePoolStatus {
     pub conditions: Vec<Condition>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeClaim {
     #[serde(default)]
@@ -176,7 +176,7 @@ pub struct NodeClaim {
     pub status: NodeClaimStatus,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeClaimStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -213,7 +213,7 @@ pub struct NodeClaimStatus {
 }
 
 /// EC2NodeClass (karpenter.k8s.aws) or KWOKNodeClass (karpenter.kwok.sh).
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeClass {
     #[serde(default)]
@@ -227,7 +227,7 @@ pub struct NodeClass {
     pub status: NodeClassStatus,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeClassStatus {
     #[serde(
@@ -244,7 +244,7 @@ pub struct NodeClassStatus {
     pub conditions: Vec<Condition>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Ami {
     #[serde(default)]
@@ -257,7 +257,7 @@ pub struct Ami {
 
 // ---------------------------------------------------------------- core
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Node {
     #[serde(default)]
@@ -268,7 +268,7 @@ pub struct Node {
     pub status: NodeStatus,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeSpec {
     /// Karpenter and Kubernetes spell it `providerID`.
@@ -288,7 +288,7 @@ pub struct NodeSpec {
     pub unschedulable: Option<bool>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeStatus {
     #[serde(
@@ -316,7 +316,7 @@ pub struct NodeStatus {
 /// pointer per pod rather than mostly empty B-tree slots of whole pods, and the index of
 /// pods by node holds the same pod, not a copy of its key. Cloning a `Pod` shares it;
 /// changing a shared one (`DerefMut`) changes a copy of its own.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(transparent)]
 pub struct Pod(Shared<PodFields>);
 
@@ -333,7 +333,7 @@ impl std::ops::DerefMut for Pod {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodFields {
     #[serde(default)]
@@ -639,7 +639,7 @@ fn no_conditions(c: &PodConditions) -> bool {
     c.is_empty()
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodStatus {
     /// A shared string (`Running`, `Pending`, ...).
@@ -660,7 +660,7 @@ pub struct PodStatus {
 
 // ---------------------------------------------------------------- apps, policy
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonSet {
     #[serde(default)]
@@ -669,21 +669,21 @@ pub struct DaemonSet {
     pub spec: DaemonSetSpec,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonSetSpec {
     #[serde(default)]
     pub template: PodTemplate,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodTemplate {
     #[serde(default)]
     pub spec: PodSpec,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodDisruptionBudget {
     #[serde(default)]
@@ -694,7 +694,7 @@ pub struct PodDisruptionBudget {
     pub status: PdbStatus,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PdbSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -705,7 +705,7 @@ pub struct PdbSpec {
     pub max_unavailable: Option<IntOrString>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PdbStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -721,7 +721,7 @@ pub struct PdbStatus {
 // ---------------------------------------------------------------- apiextensions
 
 /// A CustomResourceDefinition, reduced to group, kind and served versions.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Crd {
     #[serde(default)]
@@ -730,7 +730,7 @@ pub struct Crd {
     pub spec: CrdSpec,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrdSpec {
     #[serde(default)]
@@ -741,14 +741,14 @@ pub struct CrdSpec {
     pub versions: Vec<CrdVersion>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrdNames {
     #[serde(default)]
     pub kind: String,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrdVersion {
     #[serde(default)]

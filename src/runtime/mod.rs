@@ -86,12 +86,12 @@ pub struct Shared {
     hooks: RwLock<Vec<PassHook>>,
 }
 
-/// A change to the model, applied on the applier thread.
-type Edit = Box<dyn FnOnce(&mut Cluster) + Send>;
+/// A change to the model, applied on the applier thread; returns whether it changed anything.
+type Edit = Box<dyn FnOnce(&mut Cluster) -> bool + Send>;
 
 /// The applier: takes the write lock (blocking only itself while a pass reads), applies
-/// every queued edit in one go, then wakes the analysis. Ends when the cluster's state is
-/// dropped.
+/// every queued edit in one go, then wakes the analysis if any of them changed the model
+/// (a node's heartbeat does not). Ends when the cluster's state is dropped.
 fn spawn_applier(
     name: &str,
     cluster: Arc<RwLock<Cluster>>,
@@ -103,12 +103,12 @@ fn spawn_applier(
         .spawn(move || {
             while let Ok(first) = rx.recv() {
                 let mut c = cluster.write().unwrap_or_else(|e| e.into_inner());
+                let mut any = false;
                 let mut apply = |edit: Edit| {
                     // One bad edit must not end the applier: the model itself is still whole.
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| edit(&mut c)))
-                        .is_err()
-                    {
-                        tracing::error!("a model update panicked; it was skipped");
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| edit(&mut c))) {
+                        Ok(changed) => any |= changed,
+                        Err(_) => tracing::error!("a model update panicked; it was skipped"),
                     }
                 };
                 apply(first);
@@ -116,7 +116,9 @@ fn spawn_applier(
                     apply(next);
                 }
                 drop(c);
-                changed.notify_one();
+                if any {
+                    changed.notify_one();
+                }
             }
         });
     if let Err(e) = spawned {
@@ -269,6 +271,15 @@ impl Shared {
     /// Queue an edit of the model for the applier thread; never blocks. The analysis
     /// is woken once it is applied.
     pub fn update(&self, f: impl FnOnce(&mut Cluster) + Send + 'static) {
+        self.update_if(move |c| {
+            f(c);
+            true
+        })
+    }
+
+    /// As [`Shared::update`], for an edit that says whether it changed the model: one
+    /// that did not (a watch's update of nothing kelp keeps) wakes no analysis.
+    pub fn update_if(&self, f: impl FnOnce(&mut Cluster) -> bool + Send + 'static) {
         if self.edits.send(Box::new(f)).is_err() {
             tracing::error!("the model's applier thread is gone; an update was lost");
         }
@@ -334,5 +345,33 @@ pub(crate) async fn watchdog(shared: Arc<Shared>) {
     loop {
         tokio::time::sleep(Duration::from_secs(5)).await;
         shared.health.watch();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the analysis is woken within a short while.
+    async fn woken(shared: &Shared) -> bool {
+        tokio::time::timeout(Duration::from_millis(300), shared.changed.notified())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn only_an_edit_that_changed_the_model_wakes_the_analysis() {
+        let shared = Shared::new("t", Duration::from_secs(60));
+        shared.update_if(|_| false);
+        shared.update_if(|_| false);
+        assert!(!woken(&shared).await, "a heartbeat woke a pass");
+        shared.update_if(|_| false);
+        shared.update_if(|c| {
+            c.captured_at = None;
+            true
+        });
+        assert!(woken(&shared).await, "a change woke no pass");
+        shared.update(|_| {});
+        assert!(woken(&shared).await, "an unconditional update woke no pass");
     }
 }

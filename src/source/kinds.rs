@@ -207,10 +207,14 @@ pub fn in_dump(api_version: &str, kind: &str) -> Option<Resource> {
 /// Objects that carry kelp's trimmed metadata.
 pub trait Object {
     fn meta(&self) -> &Meta;
+    fn meta_mut(&mut self) -> &mut Meta;
 }
 
 macro_rules! objects {
-    ($($t:ty),*) => { $(impl Object for $t { fn meta(&self) -> &Meta { &self.metadata } })* };
+    ($($t:ty),*) => { $(impl Object for $t {
+        fn meta(&self) -> &Meta { &self.metadata }
+        fn meta_mut(&mut self) -> &mut Meta { &mut self.metadata }
+    })* };
 }
 objects!(
     NodePool,
@@ -235,6 +239,12 @@ pub trait Kind: Object + DeserializeOwned + Clone + Send + 'static {
     fn reset(c: &mut Cluster, r: &Resource, items: Vec<Self>);
     /// Fill in what decoding cannot know, from the resource it was read as.
     fn fix(&mut self, _r: &Resource) {}
+    /// Whether the model already holds this very object, as kept (a watch's update that
+    /// changed nothing kelp reads: a node's heartbeat, a status field kelp drops). Kinds
+    /// that cannot tell say no.
+    fn unchanged(&self, _c: &Cluster) -> bool {
+        false
+    }
 }
 
 /// Remove each of `keys`, then apply every item.
@@ -263,6 +273,9 @@ macro_rules! cluster_kind {
                 let keys: Vec<String> = c.$map.keys().cloned().collect();
                 replace(c, keys, |c, name| c.$del(name), items);
             }
+            fn unchanged(&self, c: &Cluster) -> bool {
+                c.$map.get(&self.metadata.name) == Some(self)
+            }
         }
     };
     ($t:ty, $map:ident, $apply:ident, $del:ident, namespaced) => {
@@ -279,6 +292,13 @@ macro_rules! cluster_kind {
             fn reset(c: &mut Cluster, _: &Resource, items: Vec<Self>) {
                 let keys: Vec<ObjKey> = c.$map.keys().cloned().collect();
                 replace(c, keys, |c, (ns, name)| c.$del(ns, name), items);
+            }
+            fn unchanged(&self, c: &Cluster) -> bool {
+                let key = (
+                    self.metadata.namespace.as_deref().unwrap_or_default().to_string(),
+                    self.metadata.name.clone(),
+                );
+                c.$map.get(&key) == Some(self)
             }
         }
     };
@@ -310,6 +330,13 @@ impl Kind for Pod {
         c.reset_pods();
         items.into_iter().for_each(|o| o.apply(c));
     }
+    fn unchanged(&self, c: &Cluster) -> bool {
+        let key = (
+            self.metadata.namespace.as_deref().unwrap_or_default().to_string(),
+            self.metadata.name.clone(),
+        );
+        c.pods.get(&key) == Some(self)
+    }
 }
 
 impl Kind for NodeClass {
@@ -318,6 +345,11 @@ impl Kind for NodeClass {
     }
     fn delete(&self, c: &mut Cluster) {
         c.delete_nodeclass(&self.kind, &self.metadata.name)
+    }
+    fn unchanged(&self, c: &Cluster) -> bool {
+        c.nodeclasses
+            .get(&(self.kind.clone(), self.metadata.name.clone()))
+            == Some(self)
     }
     /// Only the node classes of `r`'s kind: EC2NodeClass and KWOKNodeClass share names.
     fn reset(c: &mut Cluster, r: &Resource, items: Vec<Self>) {
@@ -397,19 +429,30 @@ impl Kind for Crd {
 
 /// Feed one change of a kind read as `r` into the model: each object is fixed up
 /// ([`Kind::fix`]), then applied, deleted, or (a relist) replaces the kind's objects.
-pub fn feed<T: Kind>(c: &mut Cluster, r: &Resource, change: Change<T>) {
+///
+/// Returns whether the model changed: an update to an object whose kept projection is the
+/// same (a node's heartbeat, a resourceVersion bump) changes nothing, and wakes no pass.
+pub fn feed<T: Kind>(c: &mut Cluster, r: &Resource, change: Change<T>) -> bool {
     match change {
         Change::Apply(mut o) => {
             o.fix(r);
-            o.apply(c)
+            // The model keeps no resourceVersion (the watch has read it already).
+            o.meta_mut().resource_version.clear();
+            if o.unchanged(c) {
+                return false;
+            }
+            o.apply(c);
+            true
         }
         Change::Delete(mut o) => {
             o.fix(r);
-            o.delete(c)
+            o.delete(c);
+            true
         }
         Change::Reset(mut items) => {
             items.iter_mut().for_each(|o| o.fix(r));
-            T::reset(c, r, items)
+            T::reset(c, r, items);
+            true
         }
     }
 }
@@ -552,5 +595,36 @@ mod tests {
         assert_eq!(c.nodeclasses[&keys[0]].group, AWS_GROUP);
         feed(&mut c, &EC2NODECLASSES, Change::Delete(class("a")));
         assert_eq!(c.nodeclasses.len(), 1);
+    }
+
+    #[test]
+    fn an_update_of_nothing_kelp_keeps_changes_nothing() {
+        let node = |rv: &str, heartbeat: &str, ready: &str| -> Node {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "n1", "resourceVersion": rv, "labels": {"karpenter.sh/nodepool": "a"}},
+                "status": {"conditions": [{"type": "Ready", "status": ready,
+                    "lastHeartbeatTime": heartbeat, "lastTransitionTime": "2026-11-21T09:00:00Z"}]}
+            }))
+            .unwrap()
+        };
+        let pod = |rv: &str, phase: &str| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "p", "namespace": "d", "resourceVersion": rv},
+                "spec": {"nodeName": "n1", "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]},
+                "status": {"phase": phase}
+            }))
+            .unwrap()
+        };
+        let mut c = Cluster::default();
+        assert!(feed(&mut c, &NODES, Change::Apply(node("1", "2026-11-21T09:59:00Z", "True"))));
+        // A heartbeat: a new resourceVersion and heartbeat time, nothing kelp keeps.
+        assert!(!feed(&mut c, &NODES, Change::Apply(node("2", "2026-11-21T09:59:40Z", "True"))));
+        assert!(feed(&mut c, &NODES, Change::Apply(node("3", "2026-11-21T09:59:50Z", "False"))));
+        assert!(feed(&mut c, &PODS, Change::Apply(pod("1", "Pending"))));
+        assert!(!feed(&mut c, &PODS, Change::Apply(pod("2", "Pending"))));
+        assert!(feed(&mut c, &PODS, Change::Apply(pod("3", "Running"))));
+        assert_eq!(c.pods_on("n1").count(), 1);
+        assert!(feed(&mut c, &PODS, Change::Delete(pod("4", "Running"))));
+        assert_eq!(c.pods_on("n1").count(), 0);
     }
 }

@@ -13,7 +13,7 @@ use crate::model::*;
 /// Karpenter's budget arithmetic for a pool: the nodes it counts (managed, initialised,
 /// claim not InstanceTerminating) and, of those, the ones already unavailable (NotReady,
 /// or node or claim deleting).
-fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
+pub(super) fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
     let (mut total, mut unavailable) = (0, 0);
     for n in c.nodes_in_pool(pool) {
         let Some(claim) = c.nodeclaim_for_node(n) else {
@@ -40,7 +40,16 @@ pub fn pool_allowed(
     reason: DisruptionReason,
     now: DateTime<Utc>,
 ) -> budgets::Allowed {
-    let (total, unavailable) = budget_counts(c, &pool.metadata.name);
+    allowed_of(budget_counts(c, &pool.metadata.name), pool, reason, now)
+}
+
+/// Budget verdict for a pool whose (total, unavailable) counts are known.
+pub(super) fn allowed_of(
+    (total, unavailable): (usize, usize),
+    pool: &NodePool,
+    reason: DisruptionReason,
+    now: DateTime<Utc>,
+) -> budgets::Allowed {
     budgets::allowed_disruptions(
         pool.spec.disruption.budgets.as_deref(),
         reason,

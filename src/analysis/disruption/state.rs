@@ -9,7 +9,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::super::{ago, selector};
-use super::budget::{budget_message, pool_allowed};
+use super::budget::{allowed_of, budget_counts, budget_message};
 use crate::findings::ObjectRef;
 use crate::karpenter::budgets::{self, DisruptionReason, DoNotDisrupt};
 use crate::karpenter::duration::{self, NillableDuration};
@@ -163,6 +163,34 @@ impl Nominations {
     }
 }
 
+/// What every node's analysis in one pass reads alike, made once: recent nominations, and
+/// each pool's budget counts (which count the pool's other nodes).
+#[derive(Debug, Default)]
+pub struct NodeInputs {
+    pub nominations: Nominations,
+    budgets: HashMap<String, (usize, usize)>,
+}
+
+impl NodeInputs {
+    pub fn new(c: &Cluster, now: DateTime<Utc>) -> Self {
+        NodeInputs {
+            nominations: Nominations::new(c, now),
+            budgets: c
+                .nodepools
+                .keys()
+                .map(|p| (p.clone(), budget_counts(c, p)))
+                .collect(),
+        }
+    }
+
+    fn budget_counts(&self, c: &Cluster, pool: &str) -> (usize, usize) {
+        self.budgets
+            .get(pool)
+            .copied()
+            .unwrap_or_else(|| budget_counts(c, pool))
+    }
+}
+
 /// Pod-level blockers: do-not-disrupt pods and PDBs that allow no disruption.
 fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
     let mut out = Vec::new();
@@ -256,8 +284,9 @@ pub fn node_disruption(
     c: &Cluster,
     node: &Node,
     now: DateTime<Utc>,
-    nominations: &Nominations,
+    inputs: &NodeInputs,
 ) -> NodeDisruption {
+    let nominations = &inputs.nominations;
     let claim = c.nodeclaim_for_node(node);
     let pool_name = Cluster::pool_of(&node.metadata.labels).map(str::to_string);
     let pool = pool_name.as_deref().and_then(|p| c.nodepools.get(p));
@@ -402,7 +431,7 @@ pub fn node_disruption(
             let Some(reason) = w.reason.budget().filter(|r| *r != DisruptionReason::Underutilized) else {
                 continue;
             };
-            let allowed = pool_allowed(c, p, reason, now);
+            let allowed = allowed_of(inputs.budget_counts(c, &p.metadata.name), p, reason, now);
             if allowed.allowed == 0 {
                 blockers.push(Blocker {
                     kind: BlockerKind::Budget,
@@ -459,13 +488,13 @@ fn pod_key(o: &ObjectRef) -> String {
 /// The disruption state of every Karpenter node (one with a NodePool label or a NodeClaim),
 /// by name: once per pass.
 pub fn node_states(c: &Cluster, now: DateTime<Utc>) -> BTreeMap<String, NodeDisruption> {
-    let nominations = Nominations::new(c, now);
+    let inputs = NodeInputs::new(c, now);
     c.nodes
         .values()
         .filter(|n| {
             Cluster::pool_of(&n.metadata.labels).is_some() || c.nodeclaim_for_node(n).is_some()
         })
-        .map(|n| (n.metadata.name.clone(), node_disruption(c, n, now, &nominations)))
+        .map(|n| (n.metadata.name.clone(), node_disruption(c, n, now, &inputs)))
         .collect()
 }
 
@@ -501,7 +530,7 @@ status: {conditions: [{type: Ready, status: "True"}]}
         let now = DateTime::parse_from_rfc3339(NOW)
             .unwrap()
             .with_timezone(&Utc);
-        node_disruption(&c, &c.nodes["n1"], now, &Nominations::new(&c, now))
+        node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::new(&c, now))
     }
 
     fn kinds(s: &NodeDisruption) -> Vec<BlockerKind> {
@@ -582,7 +611,7 @@ status: {conditions: [{type: Ready, status: "True"}]}
         let now = DateTime::parse_from_rfc3339(NOW)
             .unwrap()
             .with_timezone(&Utc);
-        let s = node_disruption(&c, &c.nodes["n1"], now, &Nominations::default());
+        let s = node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::default());
         assert!(s.expired);
         assert!(s.blockers.is_empty(), "{:?}", s.blockers);
     }

@@ -293,17 +293,17 @@ fn pool_usage(c: &Cluster, pool: &NodePool) -> Resources {
     sum
 }
 
-/// Nodes a pool has, for the `nodes` limit.
+/// Nodes a pool has, for the `nodes` limit: the larger of Karpenter's count
+/// (`status.nodes`, written a while after a node comes or goes) and the claims (else the
+/// nodes) kelp sees now, so a new node counts at once.
 fn pool_node_count(c: &Cluster, pool: &NodePool) -> usize {
-    if let Some(n) = pool.status.nodes {
-        return n.max(0) as usize;
-    }
     let claims = c.claims_in_pool(&pool.metadata.name).count();
-    if claims > 0 {
+    let seen = if claims > 0 {
         claims
     } else {
         c.nodes_in_pool(&pool.metadata.name).count()
-    }
+    };
+    pool.status.nodes.map_or(seen, |n| seen.max(n.max(0) as usize))
 }
 
 pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {

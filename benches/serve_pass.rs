@@ -1,0 +1,85 @@
+//! `kelp serve`'s analysis pass on a large cluster: a full pass, and a pass after one pod
+//! changes or one NodePool changes (issue: "a live path whose cost follows the change").
+//!
+//! The model is `bench/gen-dump.py`'s 5,000-node / 150,000-pod / 50,000-event dump (about
+//! 1 GB, generated once into `$KELP_BENCH_DIR`, default /tmp/kelp-bench, if missing; smaller
+//! with `KELP_BENCH_NODES`/`KELP_BENCH_PODS`/`KELP_BENCH_EVENTS`), loaded as `kelp serve
+//! --from` loads it. Each pass is what serve runs: the analysis, the seed metrics and the
+//! dashboard board's share.
+//!
+//!     cargo bench --bench serve_pass
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use criterion::{criterion_group, criterion_main, Criterion};
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The generated dump, made once.
+fn dump() -> PathBuf {
+    let (nodes, pods, events) = (
+        env("KELP_BENCH_NODES", 5000),
+        env("KELP_BENCH_PODS", 150_000),
+        env("KELP_BENCH_EVENTS", 50_000),
+    );
+    let dir = PathBuf::from(std::env::var("KELP_BENCH_DIR").unwrap_or("/tmp/kelp-bench".into()));
+    let file = dir.join(format!("dump-n{nodes}-p{pods}-e{events}-np20-s1.json"));
+    if !file.exists() {
+        std::fs::create_dir_all(&dir).expect("bench dir");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench/gen-dump.py");
+        let ok = std::process::Command::new("python3")
+            .arg(script)
+            .args(["--nodes", &nodes.to_string(), "--pods", &pods.to_string()])
+            .args(["--events", &events.to_string(), "--nodepools", "20", "--seed", "1"])
+            .arg("-o")
+            .arg(&file)
+            .status()
+            .expect("python3 runs bench/gen-dump.py")
+            .success();
+        assert!(ok, "bench/gen-dump.py failed");
+    }
+    file
+}
+
+fn now() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z").unwrap().to_utc()
+}
+
+fn benches(c: &mut Criterion) {
+    let mut cluster = kelp::model::Cluster::default();
+    kelp::source::load_paths(&[dump()], &mut cluster).expect("the dump loads");
+    // One running pod and one NodePool to change, back and forth.
+    let pod = cluster.pods.values().find(|p| p.spec.node_name.is_some()).cloned().expect("a pod");
+    let pool = cluster.nodepools.values().next().cloned().expect("a pool");
+    let (shared, _board) = kelp::serve::loaded("bench", cluster, now());
+    let model = shared.model();
+    let mut g = c.benchmark_group("serve-pass");
+    g.sample_size(10);
+    g.bench_function("full-150k-pods", |b| b.iter(|| shared.pass(now())));
+    let mut flip = false;
+    g.bench_function("one-pod-change-150k-pods", |b| {
+        b.iter(|| {
+            flip = !flip;
+            let mut p = pod.clone();
+            p.metadata.resource_version = flip.to_string();
+            model.write().unwrap().apply_pod(p);
+            shared.pass(now())
+        })
+    });
+    g.bench_function("one-pool-change-150k-pods", |b| {
+        b.iter(|| {
+            flip = !flip;
+            let mut p = pool.clone();
+            p.spec.weight = Some(if flip { 7 } else { 8 });
+            model.write().unwrap().apply_nodepool(p);
+            shared.pass(now())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(serve_pass, benches);
+criterion_main!(serve_pass);
