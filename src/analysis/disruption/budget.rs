@@ -87,10 +87,11 @@ pub(super) fn budget_blocking(ctx: &Context) -> Vec<Finding> {
         if pool.spec.replicas.is_some() {
             continue; // static pools are not disrupted for these reasons
         }
+        // Nodes Karpenter is already deleting wait for no budget.
         let mine: Vec<&NodeDisruption> = ctx
             .nodes
             .values()
-            .filter(|s| s.nodepool.as_deref() == Some(name))
+            .filter(|s| s.nodepool.as_deref() == Some(name) && !s.deleting)
             .collect();
         let drifted = mine.iter().filter(|s| s.drifted.is_some()).count();
         // WhenEmpty pools never consolidate a node that still has pods.

@@ -425,7 +425,12 @@ pub fn node_disruption(
         held.iter_mut().for_each(|b| b.message.push_str(&note));
     }
     blockers.extend(held);
-    if let Some(p) = pool {
+    // A node Karpenter is already deleting waits for no budget: it was chosen (or expired)
+    // already, and counts only against the others' (seen on the real controller: an
+    // expired claim, replaced and deleted, is no budget's to hold).
+    let deleting = node.metadata.deletion_timestamp.is_some()
+        || claim.is_some_and(|cl| cl.metadata.deletion_timestamp.is_some());
+    if let (Some(p), false) = (pool, deleting) {
         for w in &wants {
             // Underutilized is judged by Karpenter's consolidation itself, not here.
             let Some(reason) = w.reason.budget().filter(|r| *r != DisruptionReason::Underutilized) else {
@@ -466,8 +471,7 @@ pub fn node_disruption(
         drifted: drift.map(|d| d.reason.clone().unwrap_or_else(|| "Drifted".into())),
         empty,
         consolidatable,
-        deleting: node.metadata.deletion_timestamp.is_some()
-            || claim.is_some_and(|cl| cl.metadata.deletion_timestamp.is_some()),
+        deleting,
         wants,
         blockers,
         created,
@@ -581,6 +585,46 @@ status: {disruptionsAllowed: 1}
             "{}",
             s.blockers[2].message
         );
+    }
+
+    #[test]
+    fn a_node_being_deleted_is_not_held_by_the_budget_it_uses_up() {
+        let yaml = |deleting: &str| {
+            format!(
+                r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: default}}
+spec: {{disruption: {{budgets: [{{nodes: "1"}}]}}, template: {{spec: {{expireAfter: Never}}}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {{name: default-a, creationTimestamp: "2026-10-01T00:00:00Z", labels: {{karpenter.sh/nodepool: default}}{deleting}}}
+spec: {{expireAfter: Never}}
+status:
+  nodeName: n1
+  conditions: [{{type: Initialized, status: "True"}}, {{type: Drifted, status: "True", reason: NodePoolDrifted}}]
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: n1, creationTimestamp: "2026-10-01T00:00:00Z", labels: {{karpenter.sh/nodepool: default}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+"#
+            )
+        };
+        let state = |deleting: &str| {
+            let mut c = Cluster::default();
+            crate::source::load_str("t.yaml", &yaml(deleting), &mut c).unwrap();
+            let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
+            node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::new(&c, now))
+        };
+        // Not deleting: one node, budget one, none taken: drift may go ahead.
+        assert_eq!(kinds(&state("")), []);
+        // Deleting: it takes the one disruption itself, and waits for nothing.
+        let s = state(r#", deletionTimestamp: "2026-11-21T09:59:00Z", finalizers: [karpenter.sh/termination]"#);
+        assert!(s.deleting);
+        assert!(!kinds(&s).contains(&BlockerKind::Budget), "{:?}", s.blockers);
     }
 
     #[test]
