@@ -427,53 +427,108 @@ def cmd_leases(args):
 
 def cmd_churn(args):
     """churn KUBECONFIG RATE SECONDS NODES PODS NAMESPACES: for SECONDS, delete RATE of the
-    bench's pods a second (in name order) and create as many new ones on the same nodes;
-    never faster than RATE (it does not burst to catch up). Prints a JSON summary."""
+    bench's pods a second (in name order) and create RATE new ones a second on the same nodes,
+    each on its own connection; never faster than RATE (more than 1 s behind, the schedule
+    slips rather than bursting). Prints a JSON summary; progress every 10 s on stderr."""
     kubeconfig, rate, seconds = args[0], float(args[1]), float(args[2])
     nodes, pods, namespaces = map(int, args[3:6])
-    api = Api(kubeconfig)
-    names = {}
+    tag = "%05d" % (int(time.time()) % 100000)  # new names never clash with an earlier run's
     step = 1.0 / rate
-    t0 = time.monotonic()
-    end, report = t0 + seconds, t0 + 10
-    done = dels = creates = errs = 0
-    lat = []
-    while time.monotonic() < end:
-        d = t0 + done * step - time.monotonic()
-        if d > 0:
-            time.sleep(min(d, max(0.0, end - time.monotonic())))
-            if time.monotonic() >= end:
+    start = time.monotonic()
+    end = start + seconds
+    st = {"delete": [0, 0, 0.0], "create": [0, 0, 0.0]}  # ok, errors, seconds spent
+
+    def worker(kind):
+        api = Api(kubeconfig)
+        t0, k = start, 0
+        while time.monotonic() < end:
+            d = t0 + k * step - time.monotonic()
+            if d > 0:
+                time.sleep(min(d, max(0.0, end - time.monotonic())))
+                if time.monotonic() >= end:
+                    break
+            elif d < -1.0:
+                t0 = time.monotonic() - k * step
+            i = k % pods
+            name, ns, node = pod_args(i, nodes, namespaces)
+            t = time.monotonic()
+            if kind == "delete":
+                target = name if k < pods else "%s-c%s-%d" % (name, tag, k // pods)
+                code, body = api.req("DELETE", "/api/v1/namespaces/%s/pods/%s" % (ns, target))
+                ok = code in (200, 202)
+            else:
+                target = "%s-c%s-%d" % (name, tag, 1 + k // pods)
+                code, body = api.req("POST", "/api/v1/namespaces/%s/pods" % ns, pod_obj(target, ns, node, i))
+                ok = code == 201
+            st[kind][2] += time.monotonic() - t
+            st[kind][0 if ok else 1] += 1
+            if not ok:
+                print("churn: %s %s/%s: HTTP %s %s" % (kind, ns, target, code, (body or api.last_error)[:200]),
+                      file=sys.stderr, flush=True)
+            k += 1
+
+    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in ("delete", "create")]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        for t in threads:
+            t.join(10)
+        print("churn: %d deleted, %d created, %d errors" % (st["delete"][0], st["create"][0],
+              st["delete"][1] + st["create"][1]), file=sys.stderr, flush=True)
+    took = time.monotonic() - start
+    def ms(kind):
+        n = st[kind][0] + st[kind][1]
+        return round(1000 * st[kind][2] / n) if n else None
+    print(json.dumps({"seconds": round(took, 1), "deleted": st["delete"][0], "created": st["create"][0],
+                      "errors": st["delete"][1] + st["create"][1], "rate": round(st["create"][0] / took, 2),
+                      "ms_per_delete": ms("delete"), "ms_per_create": ms("create")}), flush=True)
+
+
+def cmd_count_events(args):
+    """count-events KUBECONFIG SECONDS OUT: watch nodes and pods (all namespaces) from now for
+    SECONDS, then write "NODE_EVENTS POD_EVENTS" to OUT (no initial list is replayed)."""
+    kubeconfig, seconds, out = args[0], float(args[1]), args[2]
+    counts = {}
+    end = time.monotonic() + seconds
+
+    def watch(kind, path):
+        api = Api(kubeconfig)
+        st, body = api.req("GET", path + "?limit=1")
+        rv = json.loads(body)["metadata"]["resourceVersion"] if st == 200 else "0"
+        n = 0
+        conn = http.client.HTTPSConnection(api.host, api.port, context=api.ctx, timeout=5)
+        conn.request("GET", "%s?watch=1&resourceVersion=%s&timeoutSeconds=%d" % (path, rv, int(seconds) + 5))
+        r = conn.getresponse()
+        while time.monotonic() < end:
+            try:
+                line = r.readline()
+            except (OSError, http.client.HTTPException):  # a quiet watch: the 5 s read timeout
+                if time.monotonic() >= end:
+                    break
+                conn.close()
+                conn = http.client.HTTPSConnection(api.host, api.port, context=api.ctx, timeout=5)
+                conn.request("GET", "%s?watch=1&resourceVersion=%s&timeoutSeconds=%d" % (path, rv, int(seconds) + 5))
+                r = conn.getresponse()
+                continue
+            if not line:
                 break
-        elif d < -1.0:
-            t0 = time.monotonic() - done * step  # more than 1 s behind: slip, do not burst
-        i = done % pods
-        name, ns, node = pod_args(i, nodes, namespaces)
-        old = names.get(i, name)
-        new = "%s-g%d" % (name, 1 + done // pods)
-        t = time.monotonic()
-        st, body = api.req("DELETE", "/api/v1/namespaces/%s/pods/%s" % (ns, old))
-        if st in (200, 202):
-            dels += 1
-        else:
-            errs += 1
-            print("churn: DELETE %s/%s: HTTP %s %s" % (ns, old, st, (body or api.last_error)[:200]), file=sys.stderr, flush=True)
-        st, body = api.req("POST", "/api/v1/namespaces/%s/pods" % ns, pod_obj(new, ns, node, i))
-        if st == 201:
-            creates += 1
-        else:
-            errs += 1
-            print("churn: POST %s/%s: HTTP %s %s" % (ns, new, st, (body or api.last_error)[:200]), file=sys.stderr, flush=True)
-        lat.append(time.monotonic() - t)
-        names[i] = new
-        done += 1
-        if time.monotonic() >= report:
-            report += 10
-            print("churn: %d deleted, %d created, %d errors, %.0f ms per delete+create" %
-                  (dels, creates, errs, 1000 * sum(lat[-100:]) / len(lat[-100:])), file=sys.stderr, flush=True)
-    took = time.monotonic() - (end - seconds)
-    print(json.dumps({"seconds": round(took, 1), "deleted": dels, "created": creates, "errors": errs,
-                      "rate": round(creates / took, 2) if took else 0,
-                      "ms_per_pair": round(1000 * sum(lat) / len(lat)) if lat else None}), flush=True)
+            try:
+                ev = json.loads(line)
+                rv = ev["object"]["metadata"].get("resourceVersion", rv)
+                if ev.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                    n += 1
+            except (ValueError, KeyError, TypeError):
+                pass
+        counts[kind] = n
+        conn.close()
+
+    ts = [threading.Thread(target=watch, args=a, daemon=True) for a in (("nodes", "/api/v1/nodes"), ("pods", "/api/v1/pods"))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(seconds + 30)
+    with open(out, "w") as f:
+        f.write("%d %d\n" % (counts.get("nodes", 0), counts.get("pods", 0)))
 
 
 def http_get(url, timeout=10):
@@ -581,7 +636,8 @@ def cmd_fresh(args):
 
 if __name__ == "__main__":
     cmd = sys.argv[1]
-    {"gen": cmd_gen, "leases": cmd_leases, "churn": cmd_churn, "fresh": cmd_fresh}[cmd](sys.argv[2:])
+    {"gen": cmd_gen, "leases": cmd_leases, "churn": cmd_churn, "fresh": cmd_fresh,
+     "count-events": cmd_count_events}[cmd](sys.argv[2:])
 PY
 
 # ---- the control plane, loaded ------------------------------------------------------------
@@ -704,21 +760,22 @@ declare -A R=()   # results: R[tool.figure]
 tools=(kelp)
 kelp_pid="" ksm_pid="" env_pid=""
 
+name_of() { case $1 in kelp) echo "kelp serve" ;; ksm) echo kube-state-metrics ;; env) echo eks-node-viewer ;; esac; }
 # first_view TOOL PID CHECK-FUNCTION: poll until CHECK succeeds; records the wall time and the
 # CPU read just before the check that passed (the check's own reads are not counted).
 first_view() {
   local tool=$1 pid=$2 check=$3 start=$4 t c deadline=$((SECONDS + VIEW_TIMEOUT))
   while :; do
     t=$EPOCHREALTIME
-    c=$(cpu_ticks "$pid") || { warn "$tool exited before its first view"; return 1; }
+    c=$(cpu_ticks "$pid") || { warn "$(name_of "$tool") exited before its first view"; return 1; }
     if "$check"; then
       R[$tool.view_cpu]=$(ticks_s "$c")
       R[$tool.view_wall]=$(awk -v a="$start" -v b="$t" 'BEGIN {printf "%.2f", b - a}')
-      log "$tool: complete first view after ${R[$tool.view_wall]} s, ${R[$tool.view_cpu]} CPU s (RSS $(($(rss_kib "$pid") / 1024)) MiB)"
+      log "$(name_of "$tool"): complete first view after ${R[$tool.view_wall]} s, ${R[$tool.view_cpu]} CPU s (RSS $(($(rss_kib "$pid") / 1024)) MiB)"
       return 0
     fi
-    alive "$pid" || { warn "$tool exited before its first view"; return 1; }
-    ((SECONDS < deadline)) || { warn "$tool: no complete first view within ${VIEW_TIMEOUT} s"; return 1; }
+    alive "$pid" || { warn "$(name_of "$tool") exited before its first view"; return 1; }
+    ((SECONDS < deadline)) || { warn "$(name_of "$tool"): no complete first view within ${VIEW_TIMEOUT} s"; return 1; }
     sleep "${poll_every:-0.2}"
   done
 }
@@ -814,11 +871,10 @@ pid_of() { case $1 in kelp) echo "$kelp_pid" ;; ksm) echo "$ksm_pid" ;; env) ech
 window() {
   local name=$1 secs=$2 tool pid i end w0
   local -A c0=()
-  timeout $((secs + 60)) "$KUBECTL" get nodes --watch-only -o name >"$gen/watch-nodes" 2>/dev/null &
-  local wn=$!
-  timeout $((secs + 60)) "$KUBECTL" get pods -A --watch-only -o name >"$gen/watch-pods" 2>/dev/null &
-  local wp=$!
-  bg_pids+=("$wn" "$wp")
+  rm -f "$gen/events-$name"
+  python3 "$kapi" count-events "$KUBECONFIG" "$secs" "$gen/events-$name" 2>>"$dir/logs/count-events.log" &
+  local wc_pid=$!
+  bg_pids+=("$wc_pid")
   sleep 1
   for tool in "${tools[@]}"; do c0[$tool]=$(cpu_ticks "$(pid_of "$tool")"); done
   w0=$EPOCHREALTIME
@@ -844,17 +900,19 @@ window() {
   took=$(awk -v a="$w0" -v b="$EPOCHREALTIME" 'BEGIN {print b - a}')
   for tool in "${tools[@]}"; do
     pid=$(pid_of "$tool")
-    alive "$pid" || { warn "$tool died during the $name window"; continue; }
+    alive "$pid" || { warn "$(name_of "$tool") died during the $name window"; continue; }
     R[$tool.$name]=$(ticks_s $(($(cpu_ticks "$pid") - ${c0[$tool]})))
     R[$tool.rss_$name]=$(rss_kib "$pid")
   done
-  kill "$wn" "$wp" 2>/dev/null || true
-  wait "$wn" "$wp" 2>/dev/null || true
-  R[events.$name]="$(awk -v n="$(wc -l <"$gen/watch-nodes")" -v p="$(wc -l <"$gen/watch-pods")" -v s="$took" \
-    'BEGIN {printf "%.1f node and %.1f pod watch events/s", n / s, p / s}')"
+  timeout 60 tail --pid="$wc_pid" -f /dev/null || true
+  local ev
+  ev="$(cat "$gen/events-$name" 2>/dev/null || echo "? ?")"
+  R[events.$name]="$(awk -v n="${ev% *}" -v p="${ev#* }" -v s="$took" \
+    'BEGIN {if (n == "?") print "? node and ? pod watch events/s"; else printf "%.1f node and %.1f pod watch events/s", n / s, p / s}')"
   R[load.$name]=$(cut -d' ' -f1 /proc/loadavg)
   local line="$name window (${secs} s): ${R[events.$name]}, load average ${R[load.$name]}; CPU s:"
-  for tool in "${tools[@]}"; do line+=" $tool ${R[$tool.$name]:-?}"; done
+  for tool in "${tools[@]}"; do line+=" $(name_of "$tool") ${R[$tool.$name]:-?},"; done
+  line=${line%,}
   log "$line"
 }
 

@@ -18,12 +18,15 @@ fn env(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// The generated dump, made once.
+/// The generated dump, made once. `cargo test` runs each bench once, unoptimised, as a
+/// smoke test: then a small cluster does.
 fn dump() -> PathBuf {
+    let benching = std::env::args().any(|a| a == "--bench");
+    let scale = |n: usize| if benching { n } else { n / 100 };
     let (nodes, pods, events) = (
-        env("KELP_BENCH_NODES", 5000),
-        env("KELP_BENCH_PODS", 150_000),
-        env("KELP_BENCH_EVENTS", 50_000),
+        env("KELP_BENCH_NODES", scale(5000)),
+        env("KELP_BENCH_PODS", scale(150_000)),
+        env("KELP_BENCH_EVENTS", scale(50_000)),
     );
     let dir = PathBuf::from(std::env::var("KELP_BENCH_DIR").unwrap_or("/tmp/kelp-bench".into()));
     let file = dir.join(format!("dump-n{nodes}-p{pods}-e{events}-np20-s1.json"));

@@ -701,9 +701,10 @@ lastTimestamp: "{at}"
             value(&text, ratio, "nodepool=\"web\",resource=\"cpu\""),
             Some(0.4)
         );
+        // Its two nodes of a limit of four, like the node count (the status still says one).
         assert_eq!(
             value(&text, ratio, "nodepool=\"web\",resource=\"nodes\""),
-            Some(0.25)
+            Some(0.5)
         );
         let cost = defs::NODEPOOL_COST.name;
         assert_eq!(
