@@ -15,7 +15,10 @@ use chrono::{DateTime, Utc};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn env(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// The generated dump, made once. `cargo test` runs each bench once, unoptimised, as a
@@ -36,7 +39,14 @@ fn dump() -> PathBuf {
         let ok = std::process::Command::new("python3")
             .arg(script)
             .args(["--nodes", &nodes.to_string(), "--pods", &pods.to_string()])
-            .args(["--events", &events.to_string(), "--nodepools", "20", "--seed", "1"])
+            .args([
+                "--events",
+                &events.to_string(),
+                "--nodepools",
+                "20",
+                "--seed",
+                "1",
+            ])
             .arg("-o")
             .arg(&file)
             .status()
@@ -48,14 +58,21 @@ fn dump() -> PathBuf {
 }
 
 fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z").unwrap().to_utc()
+    DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z")
+        .unwrap()
+        .to_utc()
 }
 
 fn benches(c: &mut Criterion) {
     let mut cluster = kelp::model::Cluster::default();
     kelp::source::load_paths(&[dump()], &mut cluster).expect("the dump loads");
     // One running pod and one NodePool to change, back and forth.
-    let pod = cluster.pods.values().find(|p| p.spec.node_name.is_some()).cloned().expect("a pod");
+    let pod = cluster
+        .pods
+        .values()
+        .find(|p| p.spec.node_name.is_some())
+        .cloned()
+        .expect("a pod");
     let pool = cluster.nodepools.values().next().cloned().expect("a pool");
     let (shared, _board) = kelp::serve::loaded("bench", cluster, now());
     let model = shared.model();

@@ -19,15 +19,52 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("demo", &["source", "model"]),
     ("analysis", &["model", "karpenter", "findings"]),
     ("explain", &["analysis", "model", "karpenter", "findings"]),
-    ("lint", &["analysis", "source", "model", "karpenter", "findings"]),
-    ("metrics", &["analysis", "source", "model", "karpenter", "findings"]),
-    ("web", &["explain", "analysis", "source", "model", "karpenter", "findings"]),
-    ("tui", &["web", "explain", "analysis", "model", "karpenter", "findings"]),
+    (
+        "lint",
+        &["analysis", "source", "model", "karpenter", "findings"],
+    ),
+    (
+        "metrics",
+        &["analysis", "source", "model", "karpenter", "findings"],
+    ),
+    (
+        "web",
+        &[
+            "explain",
+            "analysis",
+            "source",
+            "model",
+            "karpenter",
+            "findings",
+        ],
+    ),
+    (
+        "tui",
+        &[
+            "web",
+            "explain",
+            "analysis",
+            "model",
+            "karpenter",
+            "findings",
+        ],
+    ),
     (
         "runtime",
-        &["metrics", "analysis", "source", "demo", "model", "karpenter", "findings"],
+        &[
+            "metrics",
+            "analysis",
+            "source",
+            "demo",
+            "model",
+            "karpenter",
+            "findings",
+        ],
     ),
-    ("serve", &["runtime", "web", "metrics", "listener", "source", "model"]),
+    (
+        "serve",
+        &["runtime", "web", "metrics", "listener", "source", "model"],
+    ),
 ];
 
 /// Rooms that may import anything: the entry points.
@@ -53,7 +90,12 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn room(file: &Path) -> String {
     let rel = file.strip_prefix(src()).unwrap();
-    let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
     let name = first.trim_end_matches(".rs").to_string();
     if name == "error" {
         "source".into()
@@ -143,9 +185,8 @@ fn the_floors_form_no_cycle() {
     }
     // And the checker itself catches one.
     let looped: BTreeMap<&str, &[&str]> = [("a", &["b"][..]), ("b", &["a"][..])].into();
-    let caught = std::panic::catch_unwind(|| {
-        visit("a", &looped, &mut Vec::new(), &mut BTreeSet::new())
-    });
+    let caught =
+        std::panic::catch_unwind(|| visit("a", &looped, &mut Vec::new(), &mut BTreeSet::new()));
     assert!(caught.is_err());
 }
 
@@ -156,12 +197,18 @@ fn no_file_is_over_the_line_limit() {
     let mut long: Vec<String> = all
         .iter()
         .filter_map(|f| {
-            let n = non_test(&std::fs::read_to_string(f).unwrap()).lines().count();
+            let n = non_test(&std::fs::read_to_string(f).unwrap())
+                .lines()
+                .count();
             (n > MAX_LINES).then(|| format!("{} has {n} lines of non-test code", f.display()))
         })
         .collect();
     long.sort();
-    assert!(long.is_empty(), "over {MAX_LINES} lines:\n{}", long.join("\n"));
+    assert!(
+        long.is_empty(),
+        "over {MAX_LINES} lines:\n{}",
+        long.join("\n")
+    );
 }
 
 #[test]

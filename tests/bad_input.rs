@@ -176,7 +176,10 @@ fn doctor_four_ways(text: &str) -> ([Output; 3], Output) {
         .write_stdin(std::fs::read(&gz).unwrap())
         .output()
         .unwrap();
-    let file = kelp().args(["doctor", "--from", s(&plain)]).output().unwrap();
+    let file = kelp()
+        .args(["doctor", "--from", s(&plain)])
+        .output()
+        .unwrap();
     ([stdin, gzip, gzip_stdin], file)
 }
 
@@ -187,16 +190,28 @@ fn a_streamed_string_over_2_mib_is_refused_and_a_large_secret_sized_one_is_not()
     for (out, name) in streamed.iter().zip(["<stdin>", "dump.json.gz", "<stdin>"]) {
         let e = one_error(out);
         assert!(
-            e.ends_with(&format!("{name}: line 3: a string longer than 2 MiB, the longest kelp reads")),
+            e.ends_with(&format!(
+                "{name}: line 3: a string longer than 2 MiB, the longest kelp reads"
+            )),
             "{e}"
         );
     }
     // A file is held to its own size: what it holds is read.
-    assert_ne!(file.status.code(), Some(2), "{}", String::from_utf8_lossy(&file.stderr));
+    assert_ne!(
+        file.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&file.stderr)
+    );
     // A Secret's 1 MiB, base64-encoded, is 1.4 MiB: read (and skipped) as before.
     let (streamed, _) = doctor_four_ways(&pod_list(&"x".repeat(1400 << 10)));
     for out in streamed {
-        assert_ne!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_ne!(
+            out.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -215,11 +230,18 @@ fn a_streamed_object_over_32_mib_is_refused_before_it_is_held() {
     for (out, name) in streamed.iter().zip(["<stdin>", "dump.json.gz", "<stdin>"]) {
         let e = one_error(out);
         assert!(
-            e.ends_with(&format!("{name}: line 2: an object larger than 32 MiB, the largest kelp reads")),
+            e.ends_with(&format!(
+                "{name}: line 2: an object larger than 32 MiB, the largest kelp reads"
+            )),
             "{e}"
         );
     }
-    assert_ne!(file.status.code(), Some(2), "{}", String::from_utf8_lossy(&file.stderr));
+    assert_ne!(
+        file.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&file.stderr)
+    );
 }
 
 #[test]

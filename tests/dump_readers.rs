@@ -13,7 +13,16 @@ use assert_cmd::Command;
 
 const NOW: &str = "2026-11-21T10:00:00Z";
 const GEN: [&str; 10] = [
-    "--nodes", "20", "--pods", "600", "--events", "200", "--nodepools", "20", "--seed", "7",
+    "--nodes",
+    "20",
+    "--pods",
+    "600",
+    "--events",
+    "200",
+    "--nodepools",
+    "20",
+    "--seed",
+    "7",
 ];
 
 fn kelp() -> Command {
@@ -81,10 +90,18 @@ fn every_reader_gives_the_answer_the_previous_reader_gave() {
     let cases: Vec<(&str, Vec<String>, Option<Vec<u8>>)> = vec![
         ("mapped", vec![s(&compact)], None),
         ("indented", vec![s(&indented)], None),
-        ("stdin", vec!["-".into()], Some(std::fs::read(&indented).unwrap())),
+        (
+            "stdin",
+            vec!["-".into()],
+            Some(std::fs::read(&indented).unwrap()),
+        ),
         ("gzip file", vec![s(&gz)], None),
         ("gzip in a folder", vec![s(&folder)], None),
-        ("gzip on stdin", vec!["-".into()], Some(std::fs::read(&gz).unwrap())),
+        (
+            "gzip on stdin",
+            vec!["-".into()],
+            Some(std::fs::read(&gz).unwrap()),
+        ),
     ];
     for (name, paths, stdin) in cases {
         let mut args = vec![];

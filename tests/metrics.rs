@@ -256,11 +256,7 @@ fn empty_nodes_not_reaped_feed_the_gauge_and_then_the_delay_histogram() {
     reaped.delete_node(node);
     let later = now + Duration::minutes(10);
     seed.update(&run(&reaped, later), &reaped, later);
-    seed.update(
-        &run(&reaped, later),
-        &reaped,
-        later + Duration::minutes(1),
-    );
+    seed.update(&run(&reaped, later), &reaped, later + Duration::minutes(1));
     let text = scrape(&seed);
     let got = lines(
         &text,

@@ -205,9 +205,14 @@ fn top_shows_the_demo_filters_explains_a_pod_and_quits() {
     // The title and the body are drawn in one frame, but tmux may capture a half-drawn
     // screen: wait for the body's last part too.
     let s = t.wait_for("the why panel", |s| {
-        ["why pod ml/trainer-0", "Pending: unschedulable", "What to change", "nvidia.com/gpu"]
-            .iter()
-            .all(|part| s.contains(part))
+        [
+            "why pod ml/trainer-0",
+            "Pending: unschedulable",
+            "What to change",
+            "nvidia.com/gpu",
+        ]
+        .iter()
+        .all(|part| s.contains(part))
     });
     assert!(s.contains("Pending: unschedulable"), "{s}");
     assert!(s.contains("What to change"), "{s}");

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use http_body_util::BodyExt;
 use kelp::model::Cluster;
 use kelp::serve::loaded;
-use kelp::web::Board;
 use kelp::web::view::PriceProblem;
+use kelp::web::Board;
 use kelp::web::{self, Site};
 use scraper::{Html, Selector};
 use tower::ServiceExt;
@@ -715,11 +715,7 @@ async fn a_big_cluster_loads_verdicts_when_a_row_is_expanded() {
 #[tokio::test]
 async fn tokens_and_context_names_survive_url_encoding() {
     let app = site_of(
-        vec![loaded(
-            "arn:aws:eks:us-west-2:1:cluster/prod",
-            demo(),
-            now(),
-        ).1],
+        vec![loaded("arn:aws:eks:us-west-2:1:cluster/prod", demo(), now()).1],
         Some("a b/c"),
     );
     let r = get(&app, "/?token=a+b%2Fc").await;

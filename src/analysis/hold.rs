@@ -34,11 +34,12 @@ pub fn holds(c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> HashMap<(String, Str
             Some(h) => h.clone(),
             None => {
                 let pod = c.pods.get(&(ns.clone(), d.pod.name.clone()));
-                let check = |pool: &str, admit: fn(&NodePool, &PodSpec, Provider) -> bool| {
-                    match (c.nodepools.get(pool), pod) {
-                        (Some(np), Some(p)) => admit(np, &p.spec, provider),
-                        _ => false,
-                    }
+                let check = |pool: &str, admit: fn(&NodePool, &PodSpec, Provider) -> bool| match (
+                    c.nodepools.get(pool),
+                    pod,
+                ) {
+                    (Some(np), Some(p)) => admit(np, &p.spec, provider),
+                    _ => false,
                 };
                 let h = hold(
                     &verdicts(d),
@@ -137,7 +138,11 @@ pub fn hold(
 mod tests {
     use super::*;
 
-    fn v(pool: &str, verdict: &'static str, cat: Option<&str>) -> (String, &'static str, Option<String>) {
+    fn v(
+        pool: &str,
+        verdict: &'static str,
+        cat: Option<&str>,
+    ) -> (String, &'static str, Option<String>) {
         (pool.into(), verdict, cat.map(str::to_string))
     }
 

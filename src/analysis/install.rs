@@ -24,7 +24,10 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
     let has_v1 = core.iter().any(|v| v.as_str() == "karpenter.sh/v1")
         || !c.nodepools.is_empty()
         || !c.nodeclaims.is_empty();
-    let obj = ObjectRef::cluster(ObjectKind::CustomResourceDefinition, "nodepools.karpenter.sh");
+    let obj = ObjectRef::cluster(
+        ObjectKind::CustomResourceDefinition,
+        "nodepools.karpenter.sh",
+    );
     if has_v1 {
         return Vec::new();
     }

@@ -40,8 +40,8 @@ pub struct Context<'a> {
 impl<'a> Context<'a> {
     pub fn new(cluster: &'a Cluster, now: DateTime<Utc>) -> Self {
         let usages = provisioning::pool_usages(cluster);
-        let pools =
-            provisioning::PoolSet::with_usage(cluster, &usages).with_instance_type_events(cluster, now);
+        let pools = provisioning::PoolSet::with_usage(cluster, &usages)
+            .with_instance_type_events(cluster, now);
         let mut cache = provisioning::DiagnosisCache::default();
         let pending = provisioning::unschedulable_pods(cluster, now)
             .map(|(p, events)| {

@@ -107,7 +107,8 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
             Some(Some((_, nodes))) => nodes.push(node),
             Some(None) => {}
             None => {
-                let judged = template_mismatch(spec, info, pools.provider).map(|why| (why, vec![node]));
+                let judged =
+                    template_mismatch(spec, info, pools.provider).map(|why| (why, vec![node]));
                 found.insert(key, judged);
             }
         }

@@ -165,7 +165,8 @@ impl Filter {
                     || f.nodepool
                         .as_ref()
                         .is_some_and(|p| self.nodepool.contains(p))
-                    || (f.object.kind == ObjectKind::NodePool && self.nodepool.contains(&f.object.name)))
+                    || (f.object.kind == ObjectKind::NodePool
+                        && self.nodepool.contains(&f.object.name)))
                 && self
                     .namespace
                     .as_ref()

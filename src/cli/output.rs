@@ -2,11 +2,11 @@
 
 use serde::Serialize;
 
-use crate::findings::{Report, Severity};
 pub use crate::explain::text::{
     clean, columns, display_width, pad, requests_line, serde_name, terminal_safe, verdict_table,
     Style,
 };
+use crate::findings::{Report, Severity};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
 pub enum Format {

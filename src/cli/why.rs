@@ -63,7 +63,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn why_pod(c: &Cluster, pass: &Pass, ns: &str, name: &str, format: Format) -> anyhow::Result<ExitCode> {
+fn why_pod(
+    c: &Cluster,
+    pass: &Pass,
+    ns: &str,
+    name: &str,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
     let answer = explain::pod_answer(c, pass, ns, name)?;
     if format != Format::Table {
         output::emit(&output::structured(format, &answer)?, Style::detect())?;

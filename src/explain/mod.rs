@@ -17,6 +17,8 @@ pub enum NotFound {
     Pod(String),
     #[error("node {0} not found")]
     Node(String),
-    #[error("NodeClaim {0} has no node yet: see `kelp doctor` for launch and registration findings")]
+    #[error(
+        "NodeClaim {0} has no node yet: see `kelp doctor` for launch and registration findings"
+    )]
     ClaimWithoutNode(String),
 }

@@ -37,7 +37,12 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
     // The pass has every Karpenter node; any other node is judged here (it has no pool).
     let state = match pass.nodes.get(&node.metadata.name) {
         Some(s) => s.clone(),
-        None => disruption::node_disruption(c, node, pass.now, &disruption::NodeInputs::new(c, pass.now)),
+        None => disruption::node_disruption(
+            c,
+            node,
+            pass.now,
+            &disruption::NodeInputs::new(c, pass.now),
+        ),
     };
     let claim = state.nodeclaim.clone().unwrap_or_default();
     let mine: Vec<Finding> = pass
@@ -92,8 +97,7 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
                 state.age.clone().unwrap_or_else(|| "?".into()),
                 state.expire_after.clone().unwrap_or_default(),
                 match state.expires_at {
-                    Some(t) if state.expired =>
-                        format!(", expired {} ago", ago(now, t)),
+                    Some(t) if state.expired => format!(", expired {} ago", ago(now, t)),
                     Some(t) => format!(", expires in {}", ago(t, now)),
                     None => String::new(),
                 }

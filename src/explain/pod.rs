@@ -33,8 +33,15 @@ pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodA
         return Err(NotFound::Pod(format!("{ns}/{name}")));
     };
     let pending = pass.diagnosis(ns, name);
+    let gates = &pod.spec.scheduling_gates;
+    // Nominated by Karpenter after it failed to place the pod: capacity is on its way.
+    let nominated = provisioning::pending::PodEvents::of(c, pod)
+        .nominated_since_failure(pass.now)
+        .filter(|_| pod.spec.node_name.is_none());
     let diagnosis = match pending {
         Some(d) => Some(d.clone()),
+        // A gated pod is no one's to place yet: no pool's verdict means anything.
+        None if !gates.is_empty() => None,
         None if pod.spec.node_name.is_none()
             && pod.status.phase.as_deref().unwrap_or("Pending") == "Pending" =>
         {
@@ -50,19 +57,40 @@ pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodA
     };
     let state = match (&pod.spec.node_name, pod.status.phase.as_deref()) {
         (Some(n), phase) => format!("{} on node {n}", phase.unwrap_or("Scheduled")),
-        (None, _) if pending.is_some() => {
-            "Pending: unschedulable".into()
-        }
+        (None, _) if !gates.is_empty() => format!(
+            "Pending: held by scheduling gate{} {}; neither kube-scheduler nor Karpenter acts on it until {} removed",
+            if gates.len() == 1 { "" } else { "s" },
+            gates.join(", "),
+            if gates.len() == 1 { "it is" } else { "they are" },
+        ),
+        (None, _) if pending.is_some() => "Pending: unschedulable".into(),
+        (None, _) if nominated.is_some() => format!(
+            "Pending: unschedulable; Karpenter nominated it {} ago, capacity is on its way",
+            nominated.map(|t| ago(pass.now, t)).unwrap_or_default()
+        ),
         (None, _) if pod.status.nominated_node_name.is_some() => format!(
             "Pending: nominated to {}",
             pod.status.nominated_node_name.clone().unwrap_or_default()
         ),
+        (None, phase) if provisioning::pending::is_unschedulable(pod) => {
+            format!("{}: unschedulable", phase.unwrap_or("Pending"))
+        }
         (None, phase) => format!(
             "{}: not marked unschedulable by the scheduler yet",
             phase.unwrap_or("Pending")
         ),
     };
-    let advice = diagnosis.as_deref().map(pod_advice).unwrap_or_default();
+    let advice = if !gates.is_empty() {
+        vec![format!(
+            "remove the gate{} when the pod may be scheduled (usually the controller that set {} does): kubectl get pod -n {ns} {name} -o jsonpath='{{.spec.schedulingGates}}'",
+            if gates.len() == 1 { "" } else { "s" },
+            if gates.len() == 1 { "it" } else { "them" },
+        )]
+    } else if nominated.is_some() && pending.is_none() {
+        vec!["wait for the launched node: the pod binds once it registers and is initialised; if it stays nominated, look at the NodeClaim's conditions (a startup taint never removed, a node that never gets Ready)".into()]
+    } else {
+        diagnosis.as_deref().map(pod_advice).unwrap_or_default()
+    };
     let mine: Vec<Finding> = pass
         .report
         .findings
@@ -186,3 +214,90 @@ pub fn change_for(r: &Reason) -> Option<String> {
     })
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: &str = "2026-11-21T10:00:00Z";
+
+    fn answer(extra: &str) -> PodAnswer {
+        let yaml = format!(
+            r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: default}}
+spec: {{template: {{spec: {{requirements: []}}}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: web, namespace: shop, creationTimestamp: "2026-11-21T09:50:00Z"}}
+spec:
+  containers: [{{name: a, resources: {{requests: {{cpu: 100m}}}}}}]
+{extra}"#
+        );
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+        let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
+        let pass = crate::analysis::run(&c, now);
+        pod_answer(&c, &pass, "shop", "web").unwrap()
+    }
+
+    #[test]
+    fn a_gated_pod_is_nobodys_to_place_and_says_which_gates() {
+        let a = answer(
+            "  schedulingGates: [{name: example.com/quota}, {name: example.com/warmup}]\nstatus:\n  phase: Pending\n  conditions: [{type: PodScheduled, status: \"False\", reason: SchedulingGated}]\n",
+        );
+        assert!(
+            a.state
+                .contains("scheduling gates example.com/quota, example.com/warmup"),
+            "{}",
+            a.state
+        );
+        assert!(a.diagnosis.is_none(), "no pool's verdict for a gated pod");
+        assert_eq!(a.advice.len(), 1);
+        assert!(
+            a.advice[0].starts_with("remove the gates"),
+            "{:?}",
+            a.advice
+        );
+        assert!(!a.advice[0].contains("controller is running"));
+    }
+
+    #[test]
+    fn an_unschedulable_pod_karpenter_nominated_is_said_to_be_on_its_way() {
+        let a = answer(
+            r#"status:
+  phase: Pending
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable, lastTransitionTime: "2026-11-21T09:50:01Z"}]
+---
+apiVersion: v1
+kind: Event
+metadata: {name: web.1, namespace: shop}
+involvedObject: {kind: Pod, namespace: shop, name: web}
+reason: Nominated
+message: "Pod should schedule on: nodeclaim/default-x7k2p"
+source: {component: karpenter}
+type: Normal
+lastTimestamp: "2026-11-21T09:58:00Z"
+"#,
+        );
+        assert!(
+            a.state
+                .starts_with("Pending: unschedulable; Karpenter nominated it 2m ago"),
+            "{}",
+            a.state
+        );
+        assert!(
+            a.advice[0].starts_with("wait for the launched node"),
+            "{:?}",
+            a.advice
+        );
+        // Without the nomination: unschedulable, and pools judged.
+        let a = answer(
+            "status:\n  phase: Pending\n  conditions: [{type: PodScheduled, status: \"False\", reason: Unschedulable}]\n",
+        );
+        assert_eq!(a.state, "Pending: unschedulable");
+        assert!(a.diagnosis.is_some());
+    }
+}

@@ -307,7 +307,10 @@ pub fn occurrences(report: &Report, c: &Cluster, now: DateTime<Utc>) -> Vec<Occu
                     .get(&(ns.clone(), f.object.name.clone()))
                     .map(|d| uid("DaemonSet", &d.metadata))
                     .unwrap_or_else(|| format!("DaemonSet/{ns}/{}", f.object.name));
-                let nodes = f.details.downcast_ref::<MismatchDetails>().map(|d| d.nodes.as_slice());
+                let nodes = f
+                    .details
+                    .downcast_ref::<MismatchDetails>()
+                    .map(|d| d.nodes.as_slice());
                 for node in nodes.unwrap_or_default().iter().cloned() {
                     let n_uid = node_uid(c, &node);
                     out.push(Occurrence {
@@ -460,9 +463,7 @@ fn not_reaped(report: &Report) -> BTreeSet<NotReapedLabels> {
                 node: f.object.name.clone(),
                 nodepool: f.nodepool.clone().unwrap_or_default(),
                 nominated_pod: object.map(|o| o.name.clone()).unwrap_or_default(),
-                nominated_namespace: object
-                    .and_then(|o| o.namespace.clone())
-                    .unwrap_or_default(),
+                nominated_namespace: object.and_then(|o| o.namespace.clone()).unwrap_or_default(),
             });
         }
     }

@@ -399,6 +399,24 @@ pub struct SchedulingSpec {
     pub priority_class_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler_name: Option<String>,
+    /// The names of `spec.schedulingGates`: while any is there, neither the scheduler nor
+    /// Karpenter acts on the pod.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "gates_as_written"
+    )]
+    pub scheduling_gates: Vec<String>,
+}
+
+/// Scheduling gates as the API writes them: `[{name: ...}]`.
+fn gates_as_written<S: serde::Serializer>(gates: &[String], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(gates.len()))?;
+    for name in gates {
+        seq.serialize_element(&std::collections::BTreeMap::from([("name", name)]))?;
+    }
+    seq.end()
 }
 
 impl Compact for SchedulingSpec {
@@ -415,6 +433,7 @@ impl Fingerprint for SchedulingSpec {
         address_fingerprint(&self.init_containers, h);
         self.priority_class_name.hash(h);
         self.scheduler_name.hash(h);
+        self.scheduling_gates.hash(h);
     }
 }
 
@@ -469,6 +488,13 @@ impl<'de> Deserialize<'de> for PodSpec {
             priority_class_name: Option<String>,
             #[serde(default)]
             scheduler_name: Option<String>,
+            #[serde(default, deserialize_with = "null_default")]
+            scheduling_gates: Vec<Gate>,
+        }
+        #[derive(Deserialize)]
+        struct Gate {
+            #[serde(default)]
+            name: String,
         }
         let r = Raw::deserialize(d)?;
         Ok(PodSpec {
@@ -482,6 +508,7 @@ impl<'de> Deserialize<'de> for PodSpec {
                 overhead: r.overhead,
                 priority_class_name: r.priority_class_name,
                 scheduler_name: r.scheduler_name,
+                scheduling_gates: r.scheduling_gates.into_iter().map(|g| g.name).collect(),
             }),
         })
     }

@@ -42,14 +42,13 @@ pub fn log_changes(before: Option<&Report>, after: &Report) {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::{Code, ObjectRef};
     use crate::model::ObjectKind;
     use chrono::Utc;
     use std::sync::Arc;
-    use crate::findings::{Code, ObjectRef};
 
     /// A MakeWriter into a shared buffer.
     #[derive(Clone, Default)]
@@ -82,7 +81,11 @@ mod tests {
             findings: vec![Finding::new(
                 Code::PodUnschedulable,
                 Severity::Warning,
-                ObjectRef::namespaced(ObjectKind::Pod, "ml", "web\n2026-01-01T00:00:00Z ERROR forged"),
+                ObjectRef::namespaced(
+                    ObjectKind::Pod,
+                    "ml",
+                    "web\n2026-01-01T00:00:00Z ERROR forged",
+                ),
                 "pending \x1b]0;title\x07 for\nERROR forged too",
             )],
         };
@@ -96,4 +99,3 @@ mod tests {
         assert!(text.contains("for\\nERROR forged too"), "{text}");
     }
 }
-

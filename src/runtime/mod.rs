@@ -339,7 +339,6 @@ pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
     }
 }
 
-
 /// Check liveness now and then, so a stuck pass is logged even when nobody probes.
 pub(crate) async fn watchdog(shared: Arc<Shared>) {
     loop {

@@ -36,4 +36,3 @@ pub(super) async fn scrape_prices(
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
 }
-

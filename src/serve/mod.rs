@@ -40,7 +40,6 @@ pub struct Options {
     pub series_ttl: Duration,
 }
 
-
 /// A dashboard board for `shared`: every later pass builds its page.
 pub fn attach(shared: &Arc<Shared>) -> Arc<Board> {
     let s2 = shared.clone();
@@ -67,7 +66,11 @@ pub fn attach(shared: &Arc<Shared>) -> Arc<Board> {
 
 /// A cluster state for a model that is already loaded, with its dashboard board: one
 /// pass is run at once, so the report and the page are there (tests, one-off views).
-pub fn loaded(name: &str, c: Cluster, now: chrono::DateTime<chrono::Utc>) -> (Arc<Shared>, Arc<Board>) {
+pub fn loaded(
+    name: &str,
+    c: Cluster,
+    now: chrono::DateTime<chrono::Utc>,
+) -> (Arc<Shared>, Arc<Board>) {
     let shared = Shared::new(name, metrics::common::DEFAULT_SERIES_TTL);
     let board = attach(&shared);
     shared.load(c, now);
@@ -132,11 +135,16 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     for input in opts.inputs {
         let dashboard = opts.dashboard_addr.is_some();
         let mut board = None;
-        let shared = runtime::start(input, opts.series_ttl, opts.karpenter_service.as_ref(), |s| {
-            if dashboard {
-                board = Some(attach(s));
-            }
-        })
+        let shared = runtime::start(
+            input,
+            opts.series_ttl,
+            opts.karpenter_service.as_ref(),
+            |s| {
+                if dashboard {
+                    board = Some(attach(s));
+                }
+            },
+        )
         .await?;
         if clusters.iter().any(|c| c.name() == shared.name()) {
             anyhow::bail!("cluster {:?} is given twice", shared.name());
@@ -213,4 +221,3 @@ async fn shutdown() {
     let term = std::future::pending::<()>();
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
-

@@ -119,7 +119,10 @@ fn load_all(paths: &[PathBuf], reading: Reading, cluster: &mut Cluster) -> Resul
         if path.as_os_str() == "-" {
             use std::io::BufRead;
             let mut stdin = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
-            let gzip = stdin.fill_buf().map_err(read_error(path))?.starts_with(&GZIP_MAGIC);
+            let gzip = stdin
+                .fill_buf()
+                .map_err(read_error(path))?
+                .starts_with(&GZIP_MAGIC);
             if gzip {
                 let decoder = flate2::bufread::MultiGzDecoder::new(stdin);
                 let reader = std::io::BufReader::with_capacity(1 << 20, decoder);
@@ -141,7 +144,12 @@ fn load_all(paths: &[PathBuf], reading: Reading, cluster: &mut Cluster) -> Resul
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Load one file: JSON parsed in place (mapped, or read whole), gzip and YAML as streams.
-fn load_file(file: &Path, reading: Reading, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
+fn load_file(
+    file: &Path,
+    reading: Reading,
+    cluster: &mut Cluster,
+    notes: &mut LoadNotes,
+) -> Result<()> {
     use std::io::Read;
     let name = file.display().to_string();
     let mut f = std::fs::File::open(file).map_err(read_error(file))?;
@@ -151,11 +159,13 @@ fn load_file(file: &Path, reading: Reading, cluster: &mut Cluster, notes: &mut L
     let gzip = n == 2 && magic == GZIP_MAGIC;
     let reopen = |f: &mut std::fs::File| {
         use std::io::Seek;
-        f.seek(std::io::SeekFrom::Start(0)).map_err(read_error(file))
+        f.seek(std::io::SeekFrom::Start(0))
+            .map_err(read_error(file))
     };
     reopen(&mut f)?;
     if gzip {
-        let decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(1 << 16, f));
+        let decoder =
+            flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(1 << 16, f));
         let reader = std::io::BufReader::with_capacity(1 << 20, decoder);
         return load_reader(&name, reader, 0, read_error(file), cluster, notes);
     }
@@ -223,7 +233,11 @@ fn load_bytes(
             // SAFETY: a read-only private file mapping: its pages come back from the file if
             // touched again, and nothing before `at` is read again.
             let _ = unsafe {
-                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, released, upto - released)
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    released,
+                    upto - released,
+                )
             };
             released = upto;
         }
@@ -749,7 +763,9 @@ mod tests {
             let e = got.map(|_| ()).unwrap_err().to_string();
             assert!(e.starts_with(&format!("{name}: line ")), "{e}");
             assert!(
-                e.ends_with(&format!("nested deeper than {MAX_DEPTH} levels, the most kelp reads")),
+                e.ends_with(&format!(
+                    "nested deeper than {MAX_DEPTH} levels, the most kelp reads"
+                )),
                 "{e}"
             );
         }
@@ -769,7 +785,10 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(
-                e.contains(&format!("{file}: line 1: nested deeper than {}", limits::MAX_DEPTH)),
+                e.contains(&format!(
+                    "{file}: line 1: nested deeper than {}",
+                    limits::MAX_DEPTH
+                )),
                 "{e}"
             );
         }

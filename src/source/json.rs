@@ -363,7 +363,12 @@ mod tests {
     #[test]
     fn a_list_without_a_kind_and_untyped_objects_are_told_apart() {
         let mut c = Cluster::default();
-        let notes = load_str("t.json", &format!(r#"{{"items":[{POD},{{"metadata":{{}}}}]}}"#), &mut c).unwrap();
+        let notes = load_str(
+            "t.json",
+            &format!(r#"{{"items":[{POD},{{"metadata":{{}}}}]}}"#),
+            &mut c,
+        )
+        .unwrap();
         assert_eq!(notes.loaded, 1);
         assert_eq!(notes.skipped.get("untyped (no kind)"), Some(&1));
     }

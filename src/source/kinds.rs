@@ -62,22 +62,30 @@ pub const NODEPOOLS: Resource = Resource::new(GROUP, "v1", "nodepools", ObjectKi
 pub const NODECLAIMS: Resource = Resource::new(GROUP, "v1", "nodeclaims", ObjectKind::NodeClaim);
 pub const EC2NODECLASSES: Resource =
     Resource::new(AWS_GROUP, "v1", "ec2nodeclasses", ObjectKind::EC2NodeClass);
-pub const KWOKNODECLASSES: Resource =
-    Resource::new(KWOK_GROUP, "v1alpha1", "kwoknodeclasses", ObjectKind::KWOKNodeClass);
+pub const KWOKNODECLASSES: Resource = Resource::new(
+    KWOK_GROUP,
+    "v1alpha1",
+    "kwoknodeclasses",
+    ObjectKind::KWOKNodeClass,
+);
 pub const NODES: Resource = Resource::new("", "v1", "nodes", ObjectKind::Node);
 pub const PODS: Resource = Resource::new("", "v1", "pods", ObjectKind::Pod);
 pub const DAEMONSETS: Resource = Resource::new("apps", "v1", "daemonsets", ObjectKind::DaemonSet);
 pub const PDBS: Resource = Resource::new(
     "policy",
     "v1",
-    "poddisruptionbudgets", ObjectKind::PodDisruptionBudget);
+    "poddisruptionbudgets",
+    ObjectKind::PodDisruptionBudget,
+);
 pub const EVENTS: Resource = Resource::new("", "v1", "events", ObjectKind::Event);
 /// events.k8s.io Events: read from dumps; a live cluster is read through core/v1 [`EVENTS`].
 pub const EVENTS_V1: Resource = Resource::new("events.k8s.io", "v1", "events", ObjectKind::Event);
 pub const CRDS: Resource = Resource::new(
     "apiextensions.k8s.io",
     "v1",
-    "customresourcedefinitions", ObjectKind::CustomResourceDefinition);
+    "customresourcedefinitions",
+    ObjectKind::CustomResourceDefinition,
+);
 
 /// Karpenter's API groups: core, AWS and KWOK.
 pub const KARPENTER_GROUPS: [&str; 3] = [GROUP, AWS_GROUP, KWOK_GROUP];
@@ -295,7 +303,11 @@ macro_rules! cluster_kind {
             }
             fn unchanged(&self, c: &Cluster) -> bool {
                 let key = (
-                    self.metadata.namespace.as_deref().unwrap_or_default().to_string(),
+                    self.metadata
+                        .namespace
+                        .as_deref()
+                        .unwrap_or_default()
+                        .to_string(),
                     self.metadata.name.clone(),
                 );
                 c.$map.get(&key) == Some(self)
@@ -332,7 +344,11 @@ impl Kind for Pod {
     }
     fn unchanged(&self, c: &Cluster) -> bool {
         let key = (
-            self.metadata.namespace.as_deref().unwrap_or_default().to_string(),
+            self.metadata
+                .namespace
+                .as_deref()
+                .unwrap_or_default()
+                .to_string(),
             self.metadata.name.clone(),
         );
         c.pods.get(&key) == Some(self)
@@ -616,10 +632,22 @@ mod tests {
             .unwrap()
         };
         let mut c = Cluster::default();
-        assert!(feed(&mut c, &NODES, Change::Apply(node("1", "2026-11-21T09:59:00Z", "True"))));
+        assert!(feed(
+            &mut c,
+            &NODES,
+            Change::Apply(node("1", "2026-11-21T09:59:00Z", "True"))
+        ));
         // A heartbeat: a new resourceVersion and heartbeat time, nothing kelp keeps.
-        assert!(!feed(&mut c, &NODES, Change::Apply(node("2", "2026-11-21T09:59:40Z", "True"))));
-        assert!(feed(&mut c, &NODES, Change::Apply(node("3", "2026-11-21T09:59:50Z", "False"))));
+        assert!(!feed(
+            &mut c,
+            &NODES,
+            Change::Apply(node("2", "2026-11-21T09:59:40Z", "True"))
+        ));
+        assert!(feed(
+            &mut c,
+            &NODES,
+            Change::Apply(node("3", "2026-11-21T09:59:50Z", "False"))
+        ));
         assert!(feed(&mut c, &PODS, Change::Apply(pod("1", "Pending"))));
         assert!(!feed(&mut c, &PODS, Change::Apply(pod("2", "Pending"))));
         assert!(feed(&mut c, &PODS, Change::Apply(pod("3", "Running"))));

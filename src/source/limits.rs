@@ -541,13 +541,20 @@ mod tests {
             for part in text.as_bytes().chunks(chunk) {
                 g.feed(part).unwrap();
             }
-            assert_eq!((g.depth, g.in_string, g.line), (0, false, 21), "chunks of {chunk}");
+            assert_eq!(
+                (g.depth, g.in_string, g.line),
+                (0, false, 21),
+                "chunks of {chunk}"
+            );
         }
         // A string over the limit is found on its line, however the bytes arrive.
         let long = format!("[\n\n\"{}\"]", "x".repeat(MAX_STRING_BYTES as usize + 1));
         for chunk in [1 << 10, 1 << 16, 1 << 20] {
             let mut g = JsonGuard::stream(1);
-            let got = long.as_bytes().chunks(chunk).try_for_each(|part| g.feed(part));
+            let got = long
+                .as_bytes()
+                .chunks(chunk)
+                .try_for_each(|part| g.feed(part));
             assert_eq!(got, Err(Limit::String { line: 3 }), "chunks of {chunk}");
         }
     }

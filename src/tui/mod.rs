@@ -14,8 +14,8 @@ use std::time::Duration;
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::widgets::TableState;
 
-use crate::explain::text::{clean, Style};
 use crate::explain as why;
+use crate::explain::text::{clean, Style};
 pub use model::Snapshot;
 
 /// The tables, in the order Tab visits them.

@@ -104,11 +104,7 @@ impl Snapshot {
     pub fn new(cluster: Cluster, origin: &str, now: DateTime<Utc>) -> Self {
         let pass = analysis::run(&cluster, now);
         let top = build(&cluster, &pass, origin);
-        Snapshot {
-            cluster,
-            pass,
-            top,
-        }
+        Snapshot { cluster, pass, top }
     }
 }
 

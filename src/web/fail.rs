@@ -68,11 +68,14 @@ impl IntoResponse for Fail {
                 "kelp: the model is busy (an analysis pass is running); try again\n",
             )
                 .into_response(),
-            Fail::BadRequest(m) => (StatusCode::BAD_REQUEST, format!("kelp: {m}\n")).into_response(),
-            Fail::Render(e) => {
-                (StatusCode::INTERNAL_SERVER_ERROR, format!("kelp: rendering failed: {e}\n"))
-                    .into_response()
+            Fail::BadRequest(m) => {
+                (StatusCode::BAD_REQUEST, format!("kelp: {m}\n")).into_response()
             }
+            Fail::Render(e) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("kelp: rendering failed: {e}\n"),
+            )
+                .into_response(),
             Fail::Page(status, body) => (
                 status,
                 [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
@@ -109,10 +112,18 @@ mod tests {
     #[test]
     fn each_failure_has_its_status_and_audit_outcome() {
         let cases = [
-            (Fail::NotFound("pod a/b".into()), StatusCode::NOT_FOUND, "not_found"),
+            (
+                Fail::NotFound("pod a/b".into()),
+                StatusCode::NOT_FOUND,
+                "not_found",
+            ),
             (Fail::NotReady, StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
             (Fail::Busy, StatusCode::SERVICE_UNAVAILABLE, "busy"),
-            (Fail::BadRequest("sel: x".into()), StatusCode::BAD_REQUEST, "bad_request"),
+            (
+                Fail::BadRequest("sel: x".into()),
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+            ),
         ];
         for (f, status, op) in cases {
             assert_eq!(f.op(), op);

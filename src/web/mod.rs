@@ -30,9 +30,9 @@ use serde::Deserialize;
 
 use crate::analysis::Pass;
 use crate::model::Cluster;
-pub use guard::Hosts;
 pub use board::Board;
 use fail::{audit, audited, Fail};
+pub use guard::Hosts;
 use pane::{Selection, TABS};
 use view::{ClaimRow, Overview};
 
@@ -203,10 +203,6 @@ async fn security_headers(mut r: Response) -> Response {
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     r
 }
-
-
-
-
 
 fn html(body: String) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
@@ -460,19 +456,18 @@ async fn events(State(site): St, Path(cluster): Path<String>) -> Response {
         return Fail::NotFound(format!("cluster {cluster:?}")).into_response();
     };
     let rx = board.subscribe();
-    let stream =
-        futures::stream::unfold((rx, board, true), |(mut rx, board, first)| async move {
-            if !first && rx.changed().await.is_err() {
-                return None;
-            }
-            rx.borrow_and_update();
-            let generated = board
-                .page()
-                .map(|p| p.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true))
-                .unwrap_or_default();
-            let ev = SseEvent::default().event("update").data(generated);
-            Some((Ok::<_, Infallible>(ev), (rx, board, false)))
-        });
+    let stream = futures::stream::unfold((rx, board, true), |(mut rx, board, first)| async move {
+        if !first && rx.changed().await.is_err() {
+            return None;
+        }
+        rx.borrow_and_update();
+        let generated = board
+            .page()
+            .map(|p| p.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true))
+            .unwrap_or_default();
+        let ev = SseEvent::default().event("update").data(generated);
+        Some((Ok::<_, Infallible>(ev), (rx, board, false)))
+    });
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
@@ -541,8 +536,6 @@ async fn answer<T: serde::Serialize + Send + 'static>(
 
 /// How long a request waits for the model behind a running analysis pass.
 const MODEL_DEADLINE: Duration = Duration::from_secs(5);
-
-
 
 async fn api_why_pod(
     State(site): St,

@@ -67,7 +67,12 @@ impl Selection {
             .split_once('/')
             .ok_or_else(|| format!("{s:?} is not one of {SEL_FORMS}"))?;
         let kind = match ObjectKind::parse(kind) {
-            Some(k @ (ObjectKind::NodePool | ObjectKind::NodeClaim | ObjectKind::Node | ObjectKind::Pod)) => k,
+            Some(
+                k @ (ObjectKind::NodePool
+                | ObjectKind::NodeClaim
+                | ObjectKind::Node
+                | ObjectKind::Pod),
+            ) => k,
             _ => {
                 return Err(format!(
                     "{kind:?} is not a kind the pane shows: use {SEL_FORMS}"
@@ -244,7 +249,8 @@ pub fn pane(
                     cnd.message.as_deref().unwrap_or("")
                 ));
             }
-            let mine: Vec<_> = pass.report
+            let mine: Vec<_> = pass
+                .report
                 .findings
                 .iter()
                 .filter(|f| {
@@ -474,9 +480,15 @@ mod tests {
     #[test]
     fn api_paths_encode_names() {
         let sel = Selection::parse("Pod/web/a b?c#d").unwrap();
-        assert_eq!(sel.api_path().as_deref(), Some("/api/v1/namespaces/web/pods/a%20b%3Fc%23d"));
+        assert_eq!(
+            sel.api_path().as_deref(),
+            Some("/api/v1/namespaces/web/pods/a%20b%3Fc%23d")
+        );
         let sel = Selection::parse("NodePool/general").unwrap();
-        assert_eq!(sel.api_path().as_deref(), Some("/apis/karpenter.sh/v1/nodepools/general"));
+        assert_eq!(
+            sel.api_path().as_deref(),
+            Some("/apis/karpenter.sh/v1/nodepools/general")
+        );
     }
 
     #[test]

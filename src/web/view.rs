@@ -8,10 +8,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::analysis::{capacity, Pass};
-pub use crate::source::status::PriceProblem;
 use crate::findings::{Code, Report, Severity};
 use crate::karpenter::resources::format_quantity;
 use crate::model::Cluster;
+pub use crate::source::status::PriceProblem;
 
 mod claims;
 mod events;
@@ -19,14 +19,14 @@ mod pending;
 mod pools;
 mod words;
 
-use events::{capacity_panel, timeline};
-pub use events::LANES;
-pub use claims::{Badge, ClaimGroup, ClaimRow, Rollout};
-pub use pending::{EventRow, Pending, PendingRow, VerdictRow};
-pub use pools::{BudgetRow, LimitBar, PoolRow};
 use claims::{claim_groups, rollout};
+pub use claims::{Badge, ClaimGroup, ClaimRow, Rollout};
+pub use events::LANES;
+use events::{capacity_panel, timeline};
 use pending::pending;
+pub use pending::{EventRow, Pending, PendingRow, VerdictRow};
 use pools::{pool_row, Prices};
+pub use pools::{BudgetRow, LimitBar, PoolRow};
 
 /// At most this many pending pods are listed, oldest first.
 pub const PENDING_CAP: usize = 50;
@@ -352,7 +352,10 @@ mod tests {
         // The panel reads the offering through the one launch-error parser.
         let m = "NodeClaim gpu-q8w2x event: creating instance, insufficient capacity, with fleet error(s), InsufficientInstanceCapacity: We currently do not have sufficient g6.12xlarge capacity in the Availability Zone you requested (us-west-2c). Our system";
         let p = crate::karpenter::events::parse_launch_error(m);
-        assert_eq!(p.instance_types.first().map(String::as_str), Some("g6.12xlarge"));
+        assert_eq!(
+            p.instance_types.first().map(String::as_str),
+            Some("g6.12xlarge")
+        );
         assert_eq!(p.zones.first().map(String::as_str), Some("us-west-2c"));
         let p = crate::karpenter::events::parse_launch_error(
             "insufficient capacity, all requested instance types were unavailable during launch",

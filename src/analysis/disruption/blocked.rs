@@ -42,9 +42,20 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
                 Finding::new(
                     Code::DisruptionBlocked,
                     // Held back from consolidation only: worth knowing, not yet a problem.
-                    if s.wants.iter().all(|w| w.reason == WantReason::Underutilized) { Severity::Info } else { Severity::Warning },
+                    if s.wants
+                        .iter()
+                        .all(|w| w.reason == WantReason::Underutilized)
+                    {
+                        Severity::Info
+                    } else {
+                        Severity::Warning
+                    },
                     node.clone(),
-                    format!("Karpenter wants to disrupt it ({}) but cannot: {}", wants.join(", "), blockers.join("; ")),
+                    format!(
+                        "Karpenter wants to disrupt it ({}) but cannot: {}",
+                        wants.join(", "),
+                        blockers.join("; ")
+                    ),
                 )
                 .pool(pool)
                 .since(s.drifted_since.or(s.expires_at))

@@ -19,8 +19,8 @@ pub mod state;
 pub use blocked::{BlockedDetails, NotReapedDetails};
 pub use budget::pool_allowed;
 pub use state::{
-    node_disruption, node_states, workload_pods, Blocker, NodeDisruption, NodeInputs, Nominations, Want,
-    WantReason, DEFAULT_EXPIRE_AFTER,
+    node_disruption, node_states, workload_pods, Blocker, NodeDisruption, NodeInputs, Nominations,
+    Want, WantReason, DEFAULT_EXPIRE_AFTER,
 };
 
 use super::Context;

@@ -266,7 +266,10 @@ fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
             if !already {
                 out.push(Blocker {
                     kind: BlockerKind::Pdb,
-                    object: Some(ObjectRef::of(ObjectKind::PodDisruptionBudget, &pdb.metadata)),
+                    object: Some(ObjectRef::of(
+                        ObjectKind::PodDisruptionBudget,
+                        &pdb.metadata,
+                    )),
                     message: format!(
                         "PDB {} allows 0 disruptions (it covers pod {})",
                         pdb.metadata.key(),
@@ -406,10 +409,7 @@ pub fn node_disruption(
     // Pod-level blockers hold the drain. With a terminationGracePeriod, drift and expiry
     // (eventual disruption) go ahead anyway, and the wait ends when the period runs out.
     let tgp = claim.and_then(|cl| cl.spec.termination_grace_period.as_deref());
-    let eventual = !wants.is_empty()
-        && wants
-            .iter()
-            .all(|w| w.reason.eventual());
+    let eventual = !wants.is_empty() && wants.iter().all(|w| w.reason.eventual());
     let mut held = pod_blockers(c, &node.metadata.name, now);
     if let (Some(tgp), true) = (tgp, eventual) {
         let deleting_since = claim
@@ -433,7 +433,11 @@ pub fn node_disruption(
     if let (Some(p), false) = (pool, deleting) {
         for w in &wants {
             // Underutilized is judged by Karpenter's consolidation itself, not here.
-            let Some(reason) = w.reason.budget().filter(|r| *r != DisruptionReason::Underutilized) else {
+            let Some(reason) = w
+                .reason
+                .budget()
+                .filter(|r| *r != DisruptionReason::Underutilized)
+            else {
                 continue;
             };
             let allowed = allowed_of(inputs.budget_counts(c, &p.metadata.name), p, reason, now);
@@ -622,9 +626,15 @@ status: {{conditions: [{{type: Ready, status: "True"}}]}}
         // Not deleting: one node, budget one, none taken: drift may go ahead.
         assert_eq!(kinds(&state("")), []);
         // Deleting: it takes the one disruption itself, and waits for nothing.
-        let s = state(r#", deletionTimestamp: "2026-11-21T09:59:00Z", finalizers: [karpenter.sh/termination]"#);
+        let s = state(
+            r#", deletionTimestamp: "2026-11-21T09:59:00Z", finalizers: [karpenter.sh/termination]"#,
+        );
         assert!(s.deleting);
-        assert!(!kinds(&s).contains(&BlockerKind::Budget), "{:?}", s.blockers);
+        assert!(
+            !kinds(&s).contains(&BlockerKind::Budget),
+            "{:?}",
+            s.blockers
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub fn pod_requests(spec: &PodSpec) -> Resources {
     resources::pod_requests(&containers, &inits, spec.overhead.as_ref())
 }
 
-pub(super) fn is_unschedulable(pod: &Pod) -> bool {
+pub fn is_unschedulable(pod: &Pod) -> bool {
     pod.spec.node_name.is_none()
         && matches!(pod.status.phase.as_deref(), None | Some("Pending"))
         && condition(&pod.status.conditions, "PodScheduled")
@@ -69,7 +69,7 @@ impl<'c> PodEvents<'c> {
     /// Nominated by Karpenter after its last failure to schedule: capacity is on its way.
     /// Only a nomination seen within the last hour counts: an old one whose NodeClaim is
     /// long gone must not hide a pod that still waits.
-    pub(super) fn nominated_since_failure(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn nominated_since_failure(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let nominated = self
             .nominated?
             .seen()

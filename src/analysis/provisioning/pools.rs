@@ -303,7 +303,9 @@ fn pool_node_count(c: &Cluster, pool: &NodePool) -> usize {
     } else {
         c.nodes_in_pool(&pool.metadata.name).count()
     };
-    pool.status.nodes.map_or(seen, |n| seen.max(n.max(0) as usize))
+    pool.status
+        .nodes
+        .map_or(seen, |n| seen.max(n.max(0) as usize))
 }
 
 pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {

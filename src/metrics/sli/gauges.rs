@@ -4,16 +4,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::metrics::common::label_value;
-use crate::metrics::defs::{self, MetricDef};
 use crate::analysis::capacity::node_price;
 use crate::analysis::disruption::BlockedDetails;
 use crate::analysis::Pass;
 use crate::findings::{Code, Finding};
 use crate::karpenter::labels;
 use crate::karpenter::resources::Resources;
+use crate::metrics::common::label_value;
+use crate::metrics::defs::{self, MetricDef};
 use crate::model::*;
-
 
 /// One gauge family of the picture of now: label values (in the definition's label order)
 /// and the value.
@@ -127,4 +126,3 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
     }
     vec![unschedulable, drifted, blocked, usage, cost, nodes]
 }
-

@@ -20,12 +20,15 @@ mod gauges;
 mod occurrences;
 
 pub use gauges::{gauges, GaugeFamily};
-pub use occurrences::{churn, launch_failures, node_provisioning, pod_latencies};
 use occurrences::*;
+pub use occurrences::{churn, launch_failures, node_provisioning, pod_latencies};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
+use super::defs::{self};
+use crate::analysis::Pass;
+use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -35,9 +38,6 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use super::defs::{self};
-use crate::analysis::Pass;
-use crate::model::*;
 
 /// How far back an occurrence is still counted when kelp first sees it (1 hour).
 pub const RECENT_SECONDS: i64 = 3600;
@@ -734,4 +734,3 @@ lastTimestamp: "{at}"
         );
     }
 }
-

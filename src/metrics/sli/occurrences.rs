@@ -4,12 +4,12 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Duration, Utc};
-use crate::metrics::common::{label_value, uid};
 use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
+use crate::metrics::common::{label_value, uid};
 use crate::model::*;
+use chrono::{DateTime, Duration, Utc};
 
 /// How far back an occurrence is still counted when kelp first sees it (1 hour).
 use super::*;
@@ -31,7 +31,6 @@ pub(super) fn true_since(conds: &[Condition], type_: &str) -> Option<DateTime<Ut
         .and_then(|c| c.last_transition_time)
 }
 
-
 /// A disruption reason as the churn and eviction labels write it: `Drifted` -> `drifted`.
 /// Karpenter writes `Drifted`, or `Drifted/Replace` in older versions: the first word counts.
 pub(super) fn disruption_reason(s: &str) -> String {
@@ -42,7 +41,6 @@ pub(super) fn disruption_reason(s: &str) -> String {
         .unwrap_or_default();
     label_value(&word.to_lowercase())
 }
-
 
 /// The id of the object an event is about: its UID, else the object's in the model.
 pub(super) fn regarding_id(c: &Cluster, e: &Event) -> String {
@@ -325,7 +323,12 @@ pub(super) fn deletions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
     let current: HashMap<String, String> = c
         .nodeclaims
         .values()
-        .map(|cl| (uid("NodeClaim", &cl.metadata), claim_pool(c, &cl.metadata.name).unwrap_or_default()))
+        .map(|cl| {
+            (
+                uid("NodeClaim", &cl.metadata),
+                claim_pool(c, &cl.metadata.name).unwrap_or_default(),
+            )
+        })
         .collect();
     let before = std::mem::replace(&mut st.claims, current);
     before
@@ -392,4 +395,3 @@ pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
     }
     out
 }
-

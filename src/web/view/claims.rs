@@ -142,7 +142,8 @@ pub(super) fn claim_groups(
                 .unwrap_or_default()
         };
         let drifted = is_true(&claim.status.conditions, "Drifted");
-        let (blocked_by, blocked_detail) = match node.and_then(|n| pass.nodes.get(&n.metadata.name)) {
+        let (blocked_by, blocked_detail) = match node.and_then(|n| pass.nodes.get(&n.metadata.name))
+        {
             Some(d) => {
                 // Each kind once, in the order the blockers come.
                 let mut kinds: Vec<String> = Vec::new();

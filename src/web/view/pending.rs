@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::*;
-use crate::analysis::provisioning::{PodDiagnosis, Verdict};
 use crate::analysis::ago;
+use crate::analysis::provisioning::{PodDiagnosis, Verdict};
 use crate::explain::text::{requests_line, serde_name};
 use crate::findings::Severity;
 
