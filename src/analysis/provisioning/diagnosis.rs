@@ -434,12 +434,25 @@ pub fn diagnose_cached<'c>(
     }
 }
 
+/// How long a pod kelp finds a pool for may wait for Karpenter's first answer (its
+/// nomination or its FailedScheduling event) before kelp reports it: Karpenter's batch
+/// window is 1 s idle, 10 s at most; this leaves room for a busy controller.
+pub const EVENT_GRACE_SECONDS: i64 = 20;
+
 pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
     // Replicas share verdicts (the same Arc), so their summaries are written once.
     let mut summaries: HashMap<(*const Vec<Arc<PoolVerdict>>, Option<*const str>), String> =
         HashMap::new();
     ctx.pending
         .iter()
+        // Karpenter batches pending pods (up to 10 s) before it nominates or writes its
+        // event: a pod kelp finds a pool for and Karpenter has not answered yet is only
+        // waiting its turn for the first moments.
+        .filter(|d| {
+            d.event.is_some()
+                || d.compatible().next().is_none()
+                || d.pending >= Duration::seconds(EVENT_GRACE_SECONDS)
+        })
         .map(|d| {
             let key = (
                 Arc::as_ptr(&d.nodepools),

@@ -308,6 +308,25 @@ fn pool_node_count(c: &Cluster, pool: &NodePool) -> usize {
         .map_or(seen, |n| seen.max(n.max(0) as usize))
 }
 
+/// How long a NodePool's readiness may stay Unknown after it is created or changed before
+/// kelp calls it not ready: Karpenter's status controller sets every condition to Unknown
+/// (AwaitingReconciliation) on a new generation and reconciles it within about a second;
+/// this leaves room for a busy controller.
+pub const RECONCILE_GRACE_SECONDS: i64 = 30;
+
+/// Whether a pool's readiness is Unknown only because Karpenter has not reconciled its
+/// latest change yet: an Unknown condition (or none at all) that is younger than
+/// [`RECONCILE_GRACE_SECONDS`]. A False condition (a missing node class) is never graced.
+fn awaiting_reconciliation(pool: &NodePool, nr: &NotReady, now: DateTime<Utc>) -> bool {
+    if nr.status != "Unknown" || pool.metadata.deletion_timestamp.is_some() {
+        return false;
+    }
+    let since = condition(&pool.status.conditions, &nr.condition)
+        .and_then(|c| c.last_transition_time)
+        .or(pool.metadata.creation_timestamp);
+    since.is_some_and(|t| now - t < Duration::seconds(RECONCILE_GRACE_SECONDS))
+}
+
 pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let waiting = !ctx.pending.is_empty();
@@ -322,6 +341,8 @@ pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
         match pool_not_ready(pool) {
             None => any_ready = true,
             Some(nr) if nr.category == Category::Other => {} // static pools are not meant to take pods
+            // Just created or changed: Karpenter has yet to reconcile it (a second or so).
+            Some(nr) if awaiting_reconciliation(pool, &nr, ctx.now) => any_ready = true,
             Some(nr) => {
                 let since = condition(&pool.status.conditions, &nr.condition)
                     .and_then(|c| c.last_transition_time);
@@ -394,4 +415,87 @@ pub(super) fn no_instance_types(ctx: &Context) -> Vec<Finding> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod grace_tests {
+    use crate::findings::Code;
+    use crate::model::Cluster;
+    use chrono::{DateTime, Utc};
+
+    const NOW: &str = "2026-11-21T10:00:00Z";
+
+    /// The codes a pass finds in `yaml`, at NOW.
+    fn codes(yaml: &str) -> Vec<Code> {
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", yaml, &mut c).unwrap();
+        let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
+        crate::analysis::analyze(&c, now)
+            .findings
+            .iter()
+            .map(|f| f.code)
+            .collect()
+    }
+
+    fn pool(created: &str, status: &str) -> String {
+        format!("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: web, creationTimestamp: \"{created}\"}}\nspec: {{template: {{spec: {{requirements: []}}}}}}\n{status}")
+    }
+
+    fn pod(created: &str, transition: &str, extra: &str) -> String {
+        format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: d, creationTimestamp: \"{created}\"}}\nspec: {{containers: [{{name: a, resources: {{requests: {{cpu: 100m}}}}}}]}}\nstatus:\n  phase: Pending\n  conditions: [{{type: PodScheduled, status: \"False\", reason: Unschedulable, lastTransitionTime: \"{transition}\"}}]\n{extra}")
+    }
+
+    const READY: &str = "status: {conditions: [{type: Ready, status: \"True\"}]}\n";
+
+    #[test]
+    fn a_pool_karpenter_has_yet_to_reconcile_is_not_called_not_ready() {
+        let unknown = |t: &str| {
+            format!("status: {{conditions: [{{type: Ready, status: Unknown, reason: AwaitingReconciliation, lastTransitionTime: \"{t}\"}}]}}\n")
+        };
+        // Created a second ago, no status yet; patched five seconds ago: not a finding.
+        assert!(!codes(&pool("2026-11-21T09:59:59Z", "")).contains(&Code::NodepoolNotReady));
+        assert!(!codes(&pool(
+            "2026-11-01T00:00:00Z",
+            &unknown("2026-11-21T09:59:55Z")
+        ))
+        .iter()
+        .any(|c| matches!(c, Code::NodepoolNotReady | Code::NoNodepoolReady)));
+        // Unknown for a minute, or never reconciled: it is.
+        assert!(codes(&pool(
+            "2026-11-01T00:00:00Z",
+            &unknown("2026-11-21T09:59:00Z")
+        ))
+        .contains(&Code::NodepoolNotReady));
+        assert!(codes(&pool("2026-11-21T09:58:00Z", "")).contains(&Code::NodepoolNotReady));
+        // False is Karpenter's answer, however fresh.
+        let missing = "status: {conditions: [{type: NodeClassReady, status: \"False\", reason: NodeClassNotFound, lastTransitionTime: \"2026-11-21T09:59:59Z\"}, {type: Ready, status: \"False\", lastTransitionTime: \"2026-11-21T09:59:59Z\"}]}\n";
+        assert!(codes(&pool("2026-11-21T09:59:58Z", missing)).contains(&Code::NodepoolNotReady));
+    }
+
+    #[test]
+    fn a_pod_is_given_karpenters_batch_window_before_it_is_reported() {
+        let t = "2026-11-21T09:59:55Z";
+        let fresh = format!("{}{}", pool("2026-11-01T00:00:00Z", READY), pod(t, t, ""));
+        assert!(
+            !codes(&fresh).contains(&Code::PodUnschedulable),
+            "5 s, a pool fits, no answer yet"
+        );
+        let t = "2026-11-21T09:59:30Z";
+        let waited = format!("{}{}", pool("2026-11-01T00:00:00Z", READY), pod(t, t, ""));
+        assert!(
+            codes(&waited).contains(&Code::PodUnschedulable),
+            "30 s without an answer"
+        );
+        // No pool can take it: that is known at once.
+        let t = "2026-11-21T09:59:55Z";
+        let nowhere = format!(
+            "{}{}",
+            pool("2026-11-01T00:00:00Z", READY),
+            pod(t, t, "").replace("containers:", "nodeSelector: {team: none}, containers:")
+        );
+        assert!(
+            codes(&nowhere).contains(&Code::PodUnschedulable),
+            "no pool fits"
+        );
+    }
 }
