@@ -40,11 +40,13 @@
 #   4. CPU over CHURN_WINDOW seconds while CHURN_RATE pods a second are deleted and as many
 #      created (the pod count stays put);
 #   5. freshness, FRESH_REPEATS times (median): seconds from the API server's answer to a new
-#      node's create until kelp's dashboard API (counts and its pool's row) and /metrics show
-#      it, eks-node-viewer's screen counts it, and (for a second node, so its large scrapes
-#      do not disturb the others) KSM's /metrics has its kube_node_info (scraped back to back,
-#      the time the line arrives). The pool row's node count is also timed, for information:
-#      kelp shows Karpenter's own count there (NodePool status.nodes), so it waits on Karpenter;
+#      node's create until kelp's dashboard API counts it and /metrics has it in its pool,
+#      eks-node-viewer's screen counts it, and (for a second node, so its large scrapes do
+#      not disturb the others) KSM's /metrics has its kube_node_info (scraped back to back;
+#      the time the line arrives). Each count must first show the value before the create
+#      (the previous repeat's node is deleted). The pool row's node count is timed too, for
+#      information: kelp shows Karpenter's own count there (NodePool status.nodes), so it
+#      waits on Karpenter;
 # then each kelp figure over each peer's. Results also go to $KELP_LIVE_DIR/results.txt.
 # Everything is stopped at the end (trap): the tools, the helpers, the tmux server and
 # testenv/down; the generated files and etcd's data go too (logs stay in $KELP_LIVE_DIR/logs).
@@ -540,39 +542,16 @@ def http_get(url, timeout=10):
 
 
 def cmd_fresh(args):
-    """fresh KUBECONFIG NAME POOL TIMEOUT CHECK...: create node NAME (in POOL, or '-'), then
-    poll each CHECK until it shows the node; print one JSON line of seconds from the API
-    server's 201 to each. CHECK is one of
-      kelp-api=URL:N         the overview JSON's counts.nodes reaches N
-      kelp-pool=URL:POOL:N   the overview JSON's row of POOL has N nodes
-      kelp-metrics=URL:POOL:N  karpenter_helper_nodepool_nodes{nodepool=POOL} reaches N
-      ksm=URL                kube_node_info{node=NAME} appears in the (streamed) scrape
-      tmux=SOCKET:TARGET:N   the pane shows "N nodes" (eks-node-viewer)"""
+    """fresh KUBECONFIG NAME POOL TIMEOUT CHECK...: wait until every counting CHECK shows its
+    N - 1 (what was there before; so a count still settling from an earlier node cannot pass
+    early), create node NAME (in POOL, or '-'), then poll each CHECK until it shows the node.
+    Prints one JSON line: seconds from the API server's 201 to each. CHECK is one of
+      kelp-api=URL:N           the overview JSON's counts.nodes is N
+      kelp-pool=URL:POOL:N     the overview JSON's row of POOL has N nodes
+      kelp-metrics=URL:POOL:N  karpenter_helper_nodepool_nodes{nodepool=POOL} is N
+      tmux=SOCKET:TARGET:N     the pane shows "N nodes" (eks-node-viewer)
+      ksm=URL                  kube_node_info{node=NAME} is in the (streamed) scrape"""
     kubeconfig, name, pool, timeout = args[0], args[1], args[2], float(args[3])
-    checks = args[4:]
-    api = Api(kubeconfig)
-    st, body = api.req("POST", "/api/v1/nodes", node_obj(name, None if pool == "-" else pool, 0))
-    t0 = time.monotonic()
-    if st != 201:
-        sys.exit("kapi fresh: creating node %s: HTTP %s %s" % (name, st, body[:300]))
-    res = {}
-    scrapes = {}
-
-    def poll(key, fn, interval):
-        deadline = t0 + timeout
-        n = 0
-        while time.monotonic() < deadline:
-            n += 1
-            try:
-                if fn():
-                    res[key] = round(time.monotonic() - t0, 3)
-                    scrapes[key] = n
-                    return
-            except Exception:
-                pass
-            time.sleep(interval)
-        res[key] = None
-        scrapes[key] = n
 
     def overview(url):
         r, c = http_get(url)
@@ -580,58 +559,99 @@ def cmd_fresh(args):
         c.close()
         return d
 
-    threads = []
-    for chk in checks:
+    def kelp_metric(url, p):
+        r, c = http_get(url)
+        text = r.read().decode()
+        c.close()
+        m = re.search(r'^karpenter_helper_nodepool_nodes\{nodepool="%s"\} (\S+)' % re.escape(p), text, re.M)
+        return int(float(m.group(1))) if m else None
+
+    def tmux_nodes(sock, target):
+        out = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p", "-t", target],
+                             capture_output=True, text=True, timeout=10).stdout
+        m = re.search(r"^\s*([\d,]+) nodes", out, re.M)
+        return int(m.group(1).replace(",", "")) if m else None
+
+    def ksm_has(url, needle):
+        r, c = http_get(url, timeout=60)
+        tail = b""
+        try:
+            while True:
+                chunk = r.read(1 << 16)
+                if not chunk:
+                    return False
+                if needle in tail + chunk:
+                    return True  # stop reading: the scrape showed it
+                tail = chunk[-len(needle):]
+        finally:
+            c.close()
+
+    checks = []  # (key, value-function or None, expected after, poll interval, presence-function)
+    for chk in args[4:]:
         kind, _, rest = chk.partition("=")
         if kind == "kelp-api":
             url, n = rest.rsplit(":", 1)
-            fn = lambda url=url, n=int(n): overview(url)["counts"]["nodes"] >= n
-            iv = 0.02
+            checks.append((kind, lambda url=url: overview(url)["counts"]["nodes"], int(n), 0.02))
         elif kind == "kelp-pool":
             url, p, n = rest.rsplit(":", 2)
-            fn = lambda url=url, p=p, n=int(n): any(r["name"] == p and r["nodes"] >= n for r in overview(url)["nodepools"])
-            iv = 0.02
+            checks.append((kind, lambda url=url, p=p: next((r["nodes"] for r in overview(url)["nodepools"]
+                                                           if r["name"] == p), None), int(n), 0.02))
         elif kind == "kelp-metrics":
             url, p, n = rest.rsplit(":", 2)
-            def fn(url=url, p=p, n=int(n)):
-                r, c = http_get(url)
-                text = r.read().decode()
-                c.close()
-                m = re.search(r'^karpenter_helper_nodepool_nodes\{nodepool="%s"\} (\S+)' % re.escape(p), text, re.M)
-                return m is not None and float(m.group(1)) >= n
-            iv = 0.02
-        elif kind == "ksm":
-            needle = ('kube_node_info{node="%s"' % name).encode()
-            def fn(url=rest, needle=needle):
-                r, c = http_get(url, timeout=60)
-                tail = b""
-                try:
-                    while True:
-                        chunk = r.read(1 << 16)
-                        if not chunk:
-                            return False
-                        if needle in tail + chunk:
-                            return True  # stop reading: the scrape showed it
-                        tail = chunk[-len(needle):]
-                finally:
-                    c.close()
-            iv = 0.02
+            checks.append((kind, lambda url=url, p=p: kelp_metric(url, p), int(n), 0.02))
         elif kind == "tmux":
             sock, target, n = rest.split(":")
-            def fn(sock=sock, target=target, n=int(n)):
-                out = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p", "-t", target],
-                                     capture_output=True, text=True, timeout=10).stdout
-                m = re.search(r"^\s*([\d,]+) nodes", out, re.M)
-                return m is not None and int(m.group(1).replace(",", "")) >= n
-            iv = 0.05
+            checks.append((kind, lambda sock=sock, target=target: tmux_nodes(sock, target), int(n), 0.05))
+        elif kind == "ksm":
+            needle = ('kube_node_info{node="%s"' % name).encode()
+            checks.append((kind, lambda url=rest, needle=needle: 1 if ksm_has(url, needle) else 0, 1, 0.02))
         else:
             sys.exit("kapi fresh: unknown check " + chk)
-        t = threading.Thread(target=poll, args=(kind, fn, iv), daemon=True)
+
+    def value(fn):
+        try:
+            return fn()
+        except Exception:
+            return None
+
+    unsettled = []
+    deadline = time.monotonic() + timeout
+    for key, fn, want, _ in checks:
+        if key == "ksm":
+            continue  # a new name: nothing to settle (and a miss costs a whole scrape)
+        while value(fn) != want - 1:
+            if time.monotonic() >= deadline:
+                unsettled.append(key)
+                break
+            time.sleep(0.2)
+
+    api = Api(kubeconfig)
+    st, body = api.req("POST", "/api/v1/nodes", node_obj(name, None if pool == "-" else pool, 0))
+    t0 = time.monotonic()
+    if st != 201:
+        sys.exit("kapi fresh: creating node %s: HTTP %s %s" % (name, st, body[:300]))
+    res, polls = {}, {}
+
+    def poll(key, fn, want, interval):
+        n = 0
+        while time.monotonic() < t0 + timeout:
+            n += 1
+            v = value(fn)
+            if v is not None and v >= want:
+                res[key], polls[key] = round(time.monotonic() - t0, 3), n
+                return
+            time.sleep(interval)
+        res[key], polls[key] = None, n
+
+    threads = [threading.Thread(target=poll, args=c, daemon=True) for c in checks]
+    for t in threads:
         t.start()
-        threads.append(t)
     for t in threads:
         t.join()
-    print(json.dumps({"node": name, "seconds": res, "polls": scrapes}), flush=True)
+    out = {"node": name, "seconds": res, "polls": polls}
+    if unsettled:
+        out["unsettled_before"] = unsettled
+    print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":
@@ -711,7 +731,8 @@ load_files() {
 t=$(now)
 load_files nodes "$gen"/nodes-*.json
 node_load_s=$(since "$t")
-kc get nodes -l kelp.dev/live-bench=1 -o name | sed 's|^node/||' >"$gen/node-names"
+kc get nodes -l kelp.dev/live-bench=1 -o name >"$gen/node-names" || die "cannot list the nodes"
+sed -i 's|^node/||' "$gen/node-names"
 bench_nodes=$(wc -l <"$gen/node-names")
 log "created $bench_nodes nodes in ${node_load_s} s"
 ((bench_nodes > 0)) || die "no node was created (see $dir/logs/load.log)"
@@ -945,22 +966,25 @@ for ((r = 1; r <= FRESH_REPEATS; r++)); do
   echo "$out" >>"$gen/fresh.jsonl"
   log "freshness $r/$FRESH_REPEATS: $out"
   kc delete node "live-fresh-$r-a" --wait=false >/dev/null
-  sleep 3
+  sleep 2
   if [[ -n "$ksm_pid" ]]; then
     out=$(python3 "$kapi" fresh "$KUBECONFIG" "live-fresh-$r-b" live-0 "$FRESH_TIMEOUT" "ksm=$ksm_metrics") ||
       die "creating a node for the freshness check failed"
     echo "$out" >>"$gen/fresh.jsonl"
     log "freshness $r/$FRESH_REPEATS (KSM): $out"
     kc delete node "live-fresh-$r-b" --wait=false >/dev/null
-    sleep 3
+    sleep 2
   fi
 done
-fresh_med() { # CHECK -> median seconds over the repeats ("-" when never seen)
+fresh_med() { # CHECK -> median seconds over the repeats (">FRESH_TIMEOUT" when not seen in time)
   python3 -c 'import json,sys
-v=[json.loads(l)["seconds"].get(sys.argv[1]) for l in open(sys.argv[2]) if l.strip()]
-v=sorted(x for x in v if x is not None)
+rows=[json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+v=[r["seconds"][sys.argv[1]] for r in rows
+   if sys.argv[1] in r["seconds"] and sys.argv[1] not in r.get("unsettled_before", [])]
+v=sorted(float("inf") if x is None else x for x in v)
 n=len(v)
-print("-" if n == 0 else v[n//2] if n % 2 else round((v[n//2-1]+v[n//2])/2, 3))' "$1" "$gen/fresh.jsonl"
+m=None if n == 0 else v[n//2] if n % 2 else (v[n//2-1]+v[n//2])/2
+print("-" if m is None else ">" + sys.argv[3] if m == float("inf") else round(m, 3))' "$1" "$gen/fresh.jsonl" "$FRESH_TIMEOUT"
 }
 R[kelp.fresh_api]=$(fresh_med kelp-api)
 R[kelp.fresh_pool]=$(fresh_med kelp-pool)

@@ -15,7 +15,7 @@ use crate::source::{self, live};
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Source (a live cluster by default)")]
 pub struct SourceArgs {
-    /// Read a dump instead of a cluster: a file, a folder (recursive *.yaml|*.yml|*.json) or - for stdin. Repeatable. JSON is streamed at any size; YAML is parsed whole, up to 32 MiB a file.
+    /// Read a dump instead of a cluster: a file, a folder (recursive *.yaml|*.yml|*.json, and the same gzipped: *.json.gz) or - for stdin (gzip too). Repeatable. JSON is read at any size; YAML is parsed whole, up to 32 MiB a file.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["kubeconfig", "context"], global = true)]
     pub from: Vec<PathBuf>,
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster config)

@@ -196,7 +196,6 @@ impl SeedMetrics {
     pub fn update(&self, pass: &Pass, c: &Cluster, now: DateTime<Utc>) {
         let report = &*pass.report;
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let alive = alive_uids(c);
         let mut found = occurrences(report, c, now);
         found.extend(reaping_delays(&mut state, report, c, now));
         // Count what is new.
@@ -230,6 +229,7 @@ impl SeedMetrics {
             );
         }
         // Age out occurrences whose objects are gone.
+        let alive = alive_uids(c, state.counted.values().flat_map(|c| c.uids.iter()));
         let ttl = self.series_ttl;
         let mut expired = Vec::new();
         for (key, c) in state.counted.iter_mut() {
@@ -270,13 +270,33 @@ impl SeedMetrics {
     }
 }
 
-fn alive_uids(c: &Cluster) -> BTreeSet<String> {
-    let mut s = BTreeSet::new();
-    s.extend(c.nodes.values().map(|o| uid("Node", &o.metadata)));
-    s.extend(c.pods.values().map(|o| uid("Pod", &o.metadata)));
-    s.extend(c.daemonsets.values().map(|o| uid("DaemonSet", &o.metadata)));
-    s.extend(c.nodeclaims.values().map(|o| uid("NodeClaim", &o.metadata)));
-    s
+/// Which of the `wanted` object ids (see [`uid`]) the model still holds: one look at each
+/// object, with nothing allocated for the many that no occurrence names.
+fn alive_uids<'a>(c: &Cluster, wanted: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
+    let wanted: std::collections::HashSet<&str> = wanted.map(String::as_str).collect();
+    let mut alive = BTreeSet::new();
+    if wanted.is_empty() {
+        return alive;
+    }
+    let mut see = |kind: &str, m: &crate::model::Meta| {
+        if m.uid.is_empty() {
+            let u = uid(kind, m);
+            if wanted.contains(u.as_str()) {
+                alive.insert(u);
+            }
+        } else if wanted.contains(m.uid.as_str()) {
+            alive.insert(m.uid.clone());
+        }
+    };
+    c.nodes.values().for_each(|o| see("Node", &o.metadata));
+    c.pods.values().for_each(|o| see("Pod", &o.metadata));
+    c.daemonsets
+        .values()
+        .for_each(|o| see("DaemonSet", &o.metadata));
+    c.nodeclaims
+        .values()
+        .for_each(|o| see("NodeClaim", &o.metadata));
+    alive
 }
 
 fn node_uid(c: &Cluster, name: &str) -> String {
