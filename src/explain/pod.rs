@@ -12,7 +12,7 @@ use super::NotFound;
 use crate::analysis::provisioning::{self, PodDiagnosis, PoolSet, Reason};
 use crate::analysis::{ago, Pass};
 use crate::findings::Finding;
-use crate::karpenter::events::{Category, MessageFormat};
+use crate::karpenter::events::{Category, MessageFormat, NominationTarget};
 use crate::model::{Cluster, ObjectKind};
 
 /// What `kelp why pod` answers (and the dashboard's pod pane and API).
@@ -35,9 +35,28 @@ pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodA
     let pending = pass.diagnosis(ns, name);
     let gates = &pod.spec.scheduling_gates;
     // Nominated by Karpenter after it failed to place the pod: capacity is on its way.
-    let nominated = provisioning::pending::PodEvents::of(c, pod)
+    let events = provisioning::pending::PodEvents::of(c, pod);
+    let nominated = events
         .nominated_since_failure(pass.now)
         .filter(|_| pod.spec.node_name.is_none());
+    // The claims launched for it do not count against it (Karpenter does not weigh a pod
+    // against the capacity it is launching for that very pod).
+    let usages = match (nominated, events.nominated) {
+        (Some(_), Some(e)) => {
+            let claims: Vec<&str> = crate::karpenter::events::parse_nominated(&e.message)
+                .into_iter()
+                .filter_map(|t| match t {
+                    NominationTarget::NodeClaim(n) => c.nodeclaims.get(&n),
+                    NominationTarget::Node(n) => {
+                        c.nodes.get(&n).and_then(|node| c.nodeclaim_for_node(node))
+                    }
+                })
+                .map(|claim| claim.metadata.name.as_str())
+                .collect();
+            provisioning::usages_without(c, &pass.pools, &claims)
+        }
+        _ => pass.pools.clone(),
+    };
     let diagnosis = match pending {
         Some(d) => Some(d.clone()),
         // A gated pod is no one's to place yet: no pool's verdict means anything.
@@ -48,7 +67,7 @@ pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodA
             // Not (yet) marked unschedulable, or nominated: evaluate anyway, it is still useful.
             Some(Arc::new(provisioning::diagnose(
                 c,
-                &PoolSet::with_usage(c, &pass.pools).with_instance_type_events(c, pass.now),
+                &PoolSet::with_usage(c, &usages).with_instance_type_events(c, pass.now),
                 pod,
                 pass.now,
             )))
@@ -221,6 +240,11 @@ mod tests {
     const NOW: &str = "2026-11-21T10:00:00Z";
 
     fn answer(extra: &str) -> PodAnswer {
+        answer_with(|y| y.to_string(), extra)
+    }
+
+    /// As [`answer`], the cluster's text passed through `edit` first.
+    fn answer_with(edit: impl Fn(&str) -> String, extra: &str) -> PodAnswer {
         let yaml = format!(
             r#"
 apiVersion: karpenter.sh/v1
@@ -237,7 +261,7 @@ spec:
 {extra}"#
         );
         let mut c = Cluster::default();
-        crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+        crate::source::load_str("t.yaml", &edit(&yaml), &mut c).unwrap();
         let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
         let pass = crate::analysis::run(&c, now);
         pod_answer(&c, &pass, "shop", "web").unwrap()
@@ -292,6 +316,45 @@ lastTimestamp: "2026-11-21T09:58:00Z"
             a.advice[0].starts_with("wait for the launched node"),
             "{:?}",
             a.advice
+        );
+        // Its own claim, launched for it, is not counted against it: the pool fits.
+        let own = r#"status:
+  phase: Pending
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
+---
+apiVersion: v1
+kind: Event
+metadata: {name: web.1, namespace: shop}
+involvedObject: {kind: Pod, namespace: shop, name: web}
+reason: Nominated
+message: "Pod should schedule on: nodeclaim/default-x7k2p"
+source: {component: karpenter}
+lastTimestamp: "2026-11-21T09:58:00Z"
+---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: default-x7k2p, labels: {karpenter.sh/nodepool: default}}
+status: {capacity: {cpu: "4", memory: 16Gi, pods: "110"}}
+"#;
+        let limited = |yaml: &str| {
+            yaml.replace(
+                "spec: {template: {spec: {requirements: []}}}\nstatus: {conditions: [{type: Ready, status: \"True\"}]}",
+                "spec: {limits: {cpu: \"4\"}, template: {spec: {requirements: []}}}\nstatus: {resources: {cpu: \"4\"}, conditions: [{type: Ready, status: \"True\"}]}",
+            )
+        };
+        let a = answer_with(limited, own);
+        let d = a.diagnosis.expect("judged");
+        assert_eq!(
+            d.nodepools[0].verdict,
+            provisioning::Verdict::Compatible,
+            "{:?}",
+            d.nodepools[0]
+        );
+        // Without the nomination the same pool is full.
+        let a = answer_with(limited, &own.replace("reason: Nominated", "reason: Other"));
+        assert_ne!(
+            a.diagnosis.expect("judged").nodepools[0].verdict,
+            provisioning::Verdict::Compatible
         );
         // Without the nomination: unschedulable, and pools judged.
         let a = answer(

@@ -276,6 +276,42 @@ pub fn pool_usages(c: &Cluster) -> BTreeMap<String, PoolUsage> {
         .collect()
 }
 
+/// Every pool's usage as a pod Karpenter nominated sees it: the NodeClaims launched for it
+/// (`nominated`, by name) do not count against it. A pool holding one of them is counted
+/// from its other claims' capacity, as Karpenter counts its in-flight claims, since its
+/// `status.resources` may or may not include the new claim yet.
+pub fn usages_without(
+    c: &Cluster,
+    usages: &BTreeMap<String, PoolUsage>,
+    nominated: &[&str],
+) -> BTreeMap<String, PoolUsage> {
+    let mut out = usages.clone();
+    for claim in nominated.iter().filter_map(|n| c.nodeclaims.get(*n)) {
+        let Some(pool) = Cluster::pool_of(&claim.metadata.labels) else {
+            continue;
+        };
+        let Some(usage) = out.get_mut(pool) else {
+            continue;
+        };
+        let others: Vec<&NodeClaim> = c
+            .claims_in_pool(pool)
+            .filter(|o| !nominated.contains(&o.metadata.name.as_str()))
+            .collect();
+        let mut used = Resources::default();
+        for o in &others {
+            if let Ok(r) = Resources::from_quantities(&o.status.capacity) {
+                used.add(&r);
+            }
+        }
+        used.0.insert("nodes".into(), others.len() as f64);
+        *usage = PoolUsage {
+            used,
+            nodes: others.len(),
+        };
+    }
+    out
+}
+
 /// What counts against a pool's limits: its `status.resources` (Karpenter's own count),
 /// else the capacity of its NodeClaims.
 fn pool_usage(c: &Cluster, pool: &NodePool) -> Resources {
