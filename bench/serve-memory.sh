@@ -12,7 +12,7 @@
 # size and RSS per pod.
 #
 # Environment: KELP_BENCH_DIR (default /tmp/kelp-bench), NODES, PODS, EVENTS, NODEPOOLS,
-# SEED (generator parameters, as bench/doctor-vs-jq.sh), PORT (default 18089), SETTLE
+# SEED (generator parameters, as bench/gen-dump.py takes them), PORT (default 18089), SETTLE
 # (seconds to keep serving after ready, default 50: three analysis passes), KELP_BIN (a
 # kelp binary to measure instead of building target/release/kelp), KELP_BENCH_STRICT=1
 # (exit 1 when steady RSS is over the goal). Goal (from the issue): steady RSS <= 256 MiB.
