@@ -13,9 +13,11 @@
 # Pods with spec.nodeName set that tolerate every taint. Both are created with
 # `kubectl create -f` of 500-object List files, LOAD_PARALLEL at a time. testenv's kwok runs
 # without node leases, so the node lifecycle controller and kwok would keep flipping every
-# node's Ready condition (and mark its pods NotReady); a small helper renews one kubelet-like
-# Lease per node every LEASE_INTERVAL seconds instead: those renewals and kwok's node status
-# updates are the heartbeats of the steady window.
+# node's Ready condition (and mark its pods NotReady); a small helper plays the kubelets'
+# heartbeats instead, spread evenly: each node's Lease renewed every LEASE_INTERVAL seconds
+# and its status reported every STATUS_INTERVAL seconds (a kubelet's defaults: 10 s and 5
+# min). A report also restarts kwok's own heartbeat timer (10 min, in a burst for all the
+# nodes created together), so the node updates of the steady window are an even stream.
 #
 # The peers are built from the Go module proxy into KELP_TOOLS_DIR (as scripts/chart builds
 # helm): kube-state-metrics (k8s.io/kube-state-metrics/v2, KSM_VERSION) and eks-node-viewer
@@ -53,15 +55,15 @@
 #
 # Environment: NODES (1000), PODS (30000), NODEPOOLS (10), NAMESPACES (20), WINDOW (120),
 # CHURN_WINDOW (WINDOW), CHURN_RATE (10 pods/s), SCRAPE_EVERY (30 s; 0 = no scrapes),
-# LEASE_INTERVAL (10 s), FRESH_REPEATS (3), LOAD_PARALLEL (4), LOAD_TIMEOUT (1200 s: past it
-# loading stops and the run goes on with what was created, saying so), SETTLE_TIMEOUT (300),
-# VIEW_TIMEOUT (600 s per tool), FRESH_TIMEOUT (60), KSM_VERSION (v2.18.0) and ENV_VERSION
-# (v0.7.4), or `latest` for the newest `go list -m -versions` reports; KSM_ARGS (extra
-# kube-state-metrics flags, e.g. --resources=nodes,pods), PEERS ("ksm env": which peers to
-# run), KELP_BIN (default target/release/kelp, built with cargo only when missing),
-# KELP_LIVE_DIR (/tmp/kelp-live), KELP_TESTENV_DIR ($KELP_LIVE_DIR/testenv),
-# KELP_TESTENV_CACHE, KELP_TOOLS_DIR (~/.cache/kelp-tools), GO, KEEP=1 (keep the generated
-# files and the testenv's etcd data).
+# LEASE_INTERVAL (10 s), STATUS_INTERVAL (300 s; 0 leaves kwok's bursts), FRESH_REPEATS (3),
+# LOAD_PARALLEL (4), LOAD_TIMEOUT (1200 s: past it loading stops and the run goes on with
+# what was created, saying so), SETTLE_TIMEOUT (300), VIEW_TIMEOUT (600 s per tool),
+# FRESH_TIMEOUT (60), KSM_VERSION (v2.18.0) and ENV_VERSION (v0.7.4), or `latest` for the
+# newest `go list -m -versions` reports; KSM_ARGS (extra kube-state-metrics flags, e.g.
+# --resources=nodes,pods), PEERS ("ksm env": which peers to run), KELP_BIN (default
+# target/release/kelp, built with cargo only when missing), KELP_LIVE_DIR (/tmp/kelp-live),
+# KELP_TESTENV_DIR ($KELP_LIVE_DIR/testenv), KELP_TESTENV_CACHE, KELP_TOOLS_DIR
+# (~/.cache/kelp-tools), GO, KEEP=1 (keep the generated files and the testenv's etcd data).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -74,7 +76,8 @@ esac
 
 NODES="${NODES:-1000}" PODS="${PODS:-30000}" NODEPOOLS="${NODEPOOLS:-10}" NAMESPACES="${NAMESPACES:-20}"
 WINDOW="${WINDOW:-120}" CHURN_WINDOW="${CHURN_WINDOW:-$WINDOW}" CHURN_RATE="${CHURN_RATE:-10}"
-SCRAPE_EVERY="${SCRAPE_EVERY:-30}" LEASE_INTERVAL="${LEASE_INTERVAL:-10}" FRESH_REPEATS="${FRESH_REPEATS:-3}"
+SCRAPE_EVERY="${SCRAPE_EVERY:-30}" LEASE_INTERVAL="${LEASE_INTERVAL:-10}" STATUS_INTERVAL="${STATUS_INTERVAL:-300}"
+FRESH_REPEATS="${FRESH_REPEATS:-3}"
 LOAD_PARALLEL="${LOAD_PARALLEL:-4}" LOAD_TIMEOUT="${LOAD_TIMEOUT:-1200}" SETTLE_TIMEOUT="${SETTLE_TIMEOUT:-300}"
 VIEW_TIMEOUT="${VIEW_TIMEOUT:-600}" FRESH_TIMEOUT="${FRESH_TIMEOUT:-60}"
 KSM_VERSION="${KSM_VERSION:-v2.18.0}" ENV_VERSION="${ENV_VERSION:-v0.7.4}" KSM_ARGS="${KSM_ARGS:-}"
@@ -83,11 +86,11 @@ dir="${KELP_LIVE_DIR:-/tmp/kelp-live}"
 export KELP_TESTENV_DIR="${KELP_TESTENV_DIR:-$dir/testenv}"
 TOOLS="${KELP_TOOLS_DIR:-${HOME:-/root}/.cache/kelp-tools}"
 KSM_PINNED=v2.18.0 ENV_PINNED=v0.7.4 # the newest the module proxy served here on 2026-11-26
-for v in NODES PODS NODEPOOLS NAMESPACES WINDOW CHURN_WINDOW CHURN_RATE SCRAPE_EVERY LEASE_INTERVAL \
+for v in NODES PODS NODEPOOLS NAMESPACES WINDOW CHURN_WINDOW CHURN_RATE SCRAPE_EVERY LEASE_INTERVAL STATUS_INTERVAL \
   FRESH_REPEATS LOAD_PARALLEL LOAD_TIMEOUT SETTLE_TIMEOUT VIEW_TIMEOUT FRESH_TIMEOUT; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "bench/live.sh: $v must be a whole number, not '${!v}'" >&2; exit 2; }
 done
-((NODES >= 10 && PODS >= 1 && NODEPOOLS >= 1 && NAMESPACES >= 1 && CHURN_RATE >= 1 && WINDOW >= 5)) ||
+((NODES >= 10 && LEASE_INTERVAL >= 1 && PODS >= 1 && NODEPOOLS >= 1 && NAMESPACES >= 1 && CHURN_RATE >= 1 && WINDOW >= 5)) ||
   { echo "bench/live.sh: need NODES >= 10, WINDOW >= 5 and PODS, NODEPOOLS, NAMESPACES, CHURN_RATE >= 1" >&2; exit 2; }
 
 log() { printf '[live %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -107,6 +110,7 @@ CLK_TCK=$(getconf CLK_TCK)
 
 # ---- stopping everything we start ------------------------------------------------------
 bg_pids=()        # processes this script started (kelp, KSM, helpers), stopped by PID
+load_pids=()      # the loaders' subshells: their kubectl (under timeout) is stopped first
 tmux_sock="kelp-live-$$"
 tmux_started=0 testenv_started=0
 # mine PID: still our own child (so a recycled PID is never signalled)
@@ -122,6 +126,9 @@ cleanup() {
   local rc=$? pid i left
   set +e
   trap - EXIT INT TERM
+  for pid in "${load_pids[@]+"${load_pids[@]}"}"; do
+    mine "$pid" && { pkill -TERM -P "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; }
+  done
   for pid in "${bg_pids[@]+"${bg_pids[@]}"}"; do mine "$pid" && kill "$pid" 2>/dev/null; done
   for ((i = 0; i < 100; i++)); do
     left=0
@@ -219,6 +226,7 @@ build_peer() {
       sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
     if [[ -z "$src" || ! -d "$src" ]]; then
       warn "cannot download $mod@$version from the module proxy (see $blog): $name skipped"
+      rmdir "$out" 2>/dev/null
       return 1
     fi
     local work
@@ -227,6 +235,7 @@ build_peer() {
     if ! (cd "$work" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
       nice -n 10 "$go" build -mod=readonly -trimpath -ldflags=-s -o "$out.tmp/$name" "./${sub:-.}") >>"$blog" 2>&1; then
       rm -rf "$work" "$out.tmp"
+      rmdir "$out" 2>/dev/null
       warn "building $name $version failed; last lines of $blog:"
       tail -n 15 "$blog" >&2
       return 1
@@ -381,10 +390,16 @@ def now_rfc3339_micro():
 
 
 def cmd_leases(args):
-    """leases KUBECONFIG INTERVAL NAME...: a kubelet's node lease for each node, renewed every
-    INTERVAL seconds (spread evenly), until SIGTERM. testenv's kwok runs without node leases,
-    so without this the node lifecycle controller and kwok flip every node's Ready condition."""
-    kubeconfig, interval, names = args[0], float(args[1]), args[2:]
+    """leases KUBECONFIG LEASE_INTERVAL STATUS_INTERVAL NAME...|@FILE: a kubelet's heartbeats
+    for each node, spread evenly, until SIGTERM: its Lease renewed every LEASE_INTERVAL
+    seconds, and (unless STATUS_INTERVAL is 0) its status reported every STATUS_INTERVAL
+    seconds (the conditions' lastHeartbeatTime, as a kubelet's nodeStatusReportFrequency).
+    testenv's kwok runs without node leases: without them the node lifecycle controller and
+    kwok would keep flipping every node's Ready condition (and mark its pods NotReady). A
+    status report also restarts kwok's own 10-minute heartbeat timer, so with STATUS_INTERVAL
+    under 600 kwok's heartbeats (which come in bursts, as the nodes were created together)
+    never fire and the node updates are a steady stream."""
+    kubeconfig, interval, status_interval, names = args[0], float(args[1]), float(args[2]), args[3:]
     if len(names) == 1 and names[0].startswith("@"):
         names = open(names[0][1:]).read().split()
     stop = threading.Event()
@@ -392,9 +407,24 @@ def cmd_leases(args):
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     nthreads = max(1, min(4, len(names) // 100 + 1))
     base = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
-    stats = {"renewed": 0, "errors": 0}
+    stats = {"renewed": 0, "reported": 0, "errors": 0}
 
-    def worker(part):
+    def paced(part, every, fn):
+        step = every / max(1, len(part))
+        nxt = time.monotonic()
+        while not stop.is_set():
+            for n in part:
+                if stop.is_set():
+                    return
+                fn(n)
+                nxt += step
+                d = nxt - time.monotonic()
+                if d > 0:
+                    stop.wait(d)
+                elif d < -every:
+                    nxt = time.monotonic()  # fell behind: do not burst to catch up
+
+    def lease_worker(part):
         api = Api(kubeconfig)
         for n in part:  # create the leases once
             st, _ = api.req("POST", base, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -403,28 +433,32 @@ def cmd_leases(args):
                                                      "renewTime": now_rfc3339_micro()}})
             if st not in (201, 409):
                 stats["errors"] += 1
-        step = interval / max(1, len(part))
-        nxt = time.monotonic()
-        while not stop.is_set():
-            for n in part:
-                if stop.is_set():
-                    return
-                st, _ = api.req("PATCH", base + "/" + n, {"spec": {"renewTime": now_rfc3339_micro()}},
-                                "application/merge-patch+json")
-                stats["renewed" if st == 200 else "errors"] += 1
-                nxt += step
-                d = nxt - time.monotonic()
-                if d > 0:
-                    stop.wait(d)
-                elif d < -interval:
-                    nxt = time.monotonic()  # fell behind: do not burst to catch up
+        def renew(n):
+            st, _ = api.req("PATCH", base + "/" + n, {"spec": {"renewTime": now_rfc3339_micro()}},
+                            "application/merge-patch+json")
+            stats["renewed" if st == 200 else "errors"] += 1
+        paced(part, interval, renew)
 
-    threads = [threading.Thread(target=worker, args=(names[i::nthreads],), daemon=True) for i in range(nthreads)]
+    def status_worker():
+        api = Api(kubeconfig)
+        stop.wait(status_interval / max(1, len(names)))
+        def report(n):
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            conds = [{"type": t, "lastHeartbeatTime": now} for t in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")]
+            st, _ = api.req("PATCH", "/api/v1/nodes/%s/status" % n, {"status": {"conditions": conds}},
+                            "application/strategic-merge-patch+json")
+            stats["reported" if st == 200 else "errors"] += 1
+        paced(names, status_interval, report)
+
+    threads = [threading.Thread(target=lease_worker, args=(names[i::nthreads],), daemon=True) for i in range(nthreads)]
+    if status_interval > 0:
+        threads.append(threading.Thread(target=status_worker, daemon=True))
     for t in threads:
         t.start()
-    print("leases: %d nodes, renewed every %.0f s by %d connections" % (len(names), interval, nthreads), flush=True)
+    print("leases: %d nodes, leases renewed every %.0f s by %d connections, status every %s" %
+          (len(names), interval, nthreads, "%.0f s" % status_interval if status_interval > 0 else "(never)"), flush=True)
     stop.wait()
-    print("leases: %d renewals, %d errors" % (stats["renewed"], stats["errors"]), flush=True)
+    print("leases: %d lease renewals, %d status reports, %d errors" % (stats["renewed"], stats["reported"], stats["errors"]), flush=True)
 
 
 def cmd_churn(args):
@@ -721,7 +755,7 @@ load_files() {
     fi
     while ((${#running[@]} >= LOAD_PARALLEL)); do reap_one; done
     create_file "$f" &
-    running+=($!)
+    running+=($!) load_pids+=($!)
     n=$((n + 1))
   done
   while ((${#running[@]} > 0)); do reap_one; done
@@ -736,7 +770,7 @@ sed -i 's|^node/||' "$gen/node-names"
 bench_nodes=$(wc -l <"$gen/node-names")
 log "created $bench_nodes nodes in ${node_load_s} s"
 ((bench_nodes > 0)) || die "no node was created (see $dir/logs/load.log)"
-python3 "$kapi" leases "$KUBECONFIG" "$LEASE_INTERVAL" "@$gen/node-names" >"$dir/logs/leases.log" 2>&1 &
+python3 "$kapi" leases "$KUBECONFIG" "$LEASE_INTERVAL" "$STATUS_INTERVAL" "@$gen/node-names" >"$dir/logs/leases.log" 2>&1 &
 bg_pids+=($!) leases_pid=$!
 
 # The ServiceAccount admission plugin refuses pods until a namespace has its default account.
@@ -1003,6 +1037,7 @@ ratio() { awk -v a="${1:--}" -v b="${2:--}" 'BEGIN {if (a == "-" || b == "-" || 
   echo "  Kubernetes $KUBERNETES_VERSION, Karpenter $KARPENTER_VERSION (kwok provider), kwok $KWOK_VERSION; $nodes_total nodes ($pooled in $NODEPOOLS NodePools), $pods_total pods"
   echo "  loading: nodes ${node_load_s} s, pods ${pod_load_s} s ($(awk -v n="$bench_pods" -v s="$pod_load_s" 'BEGIN {printf "%.0f", n / s}')/s, LOAD_PARALLEL=$LOAD_PARALLEL), all Running ${settle_s} s later"
   echo "  steady: ${R[events.steady]} (and $(awk -v n="$bench_nodes" -v i="$LEASE_INTERVAL" 'BEGIN {printf "%.0f", n / i}') lease renewals/s), load average ${R[load.steady]}"
+  echo "  heartbeats: each node's Lease renewed every ${LEASE_INTERVAL} s, its status reported every ${STATUS_INTERVAL} s (0: kwok's own, every ~10 min)"
   echo "  churn: ${R[events.churn]}, load average ${R[load.churn]}, achieved ${churn_rate} pods/s deleted and created"
   echo
   printf '%-44s %10s %10s %10s %9s %9s\n' "figure" "kelp" "KSM" "e-n-viewer" "kelp/KSM" "kelp/ENV"
