@@ -1052,7 +1052,7 @@ ratio() { awk -v a="${1:--}" -v b="${2:--}" 'BEGIN {if (a == "-" || b == "-" || 
   row "churn ${CHURN_WINDOW} s at ${CHURN_RATE} pods/s: CPU s" "${R[kelp.churn]:-}" "${R[ksm.churn]:-}" "${R[env.churn]:-}"
   row "new node seen: /metrics (s, median of $FRESH_REPEATS)" "${R[kelp.fresh_metrics]}" "${R[ksm.fresh_metrics]}" ""
   row "new node seen: dashboard API / screen (s)" "${R[kelp.fresh_api]}" "" "${R[env.fresh_screen]}"
-  row "new node: its pool row (Karpenter count) (s)" "${R[kelp.fresh_pool]}" "" ""
+  row "new node: its pool row (s)" "${R[kelp.fresh_pool]}" "" ""
   echo
   echo "CPU in % of one core: steady$(for t in "${tools[@]}"; do awk -v t="$t" -v c="${R[$t.steady]:-0}" -v w="$WINDOW" 'BEGIN {printf " %s %.1f%%", t, 100 * c / w}'; done);" \
     "churn$(for t in "${tools[@]}"; do awk -v t="$t" -v c="${R[$t.churn]:-0}" -v w="$CHURN_WINDOW" 'BEGIN {printf " %s %.1f%%", t, 100 * c / w}'; done)"
