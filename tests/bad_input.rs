@@ -183,19 +183,22 @@ fn doctor_four_ways(text: &str) -> ([Output; 3], Output) {
     ([stdin, gzip, gzip_stdin], file)
 }
 
+/// Each streamed run failed with exactly `what`, named after where it was read from.
+fn refused(streamed: &[Output; 3], what: &str) {
+    for (out, name) in streamed.iter().zip(["<stdin>", "dump.json.gz", "<stdin>"]) {
+        let e = one_error(out);
+        assert!(e.ends_with(&format!("{name}: {what}")), "{e}");
+    }
+}
+
 #[test]
 fn a_streamed_string_over_2_mib_is_refused_and_a_large_secret_sized_one_is_not() {
     let text = pod_list(&"x".repeat(3 << 20));
     let (streamed, file) = doctor_four_ways(&text);
-    for (out, name) in streamed.iter().zip(["<stdin>", "dump.json.gz", "<stdin>"]) {
-        let e = one_error(out);
-        assert!(
-            e.ends_with(&format!(
-                "{name}: line 3: a string longer than 2 MiB, the longest kelp reads"
-            )),
-            "{e}"
-        );
-    }
+    refused(
+        &streamed,
+        "line 3: a string longer than 2 MiB, the longest kelp reads",
+    );
     // A file is held to its own size: what it holds is read.
     assert_ne!(
         file.status.code(),
@@ -227,15 +230,10 @@ fn a_streamed_object_over_32_mib_is_refused_before_it_is_held() {
         ),
     );
     let (streamed, file) = doctor_four_ways(&text);
-    for (out, name) in streamed.iter().zip(["<stdin>", "dump.json.gz", "<stdin>"]) {
-        let e = one_error(out);
-        assert!(
-            e.ends_with(&format!(
-                "{name}: line 2: an object larger than 32 MiB, the largest kelp reads"
-            )),
-            "{e}"
-        );
-    }
+    refused(
+        &streamed,
+        "line 2: an object larger than 32 MiB, the largest kelp reads",
+    );
     assert_ne!(
         file.status.code(),
         Some(2),

@@ -288,10 +288,8 @@ spec:
         assert!(!a.advice[0].contains("controller is running"));
     }
 
-    #[test]
-    fn an_unschedulable_pod_karpenter_nominated_is_said_to_be_on_its_way() {
-        let a = answer(
-            r#"status:
+    /// An unschedulable pod, and Karpenter's nomination of it to a NodeClaim 2 minutes ago.
+    const NOMINATED: &str = r#"status:
   phase: Pending
   conditions: [{type: PodScheduled, status: "False", reason: Unschedulable, lastTransitionTime: "2026-11-21T09:50:01Z"}]
 ---
@@ -304,8 +302,11 @@ message: "Pod should schedule on: nodeclaim/default-x7k2p"
 source: {component: karpenter}
 type: Normal
 lastTimestamp: "2026-11-21T09:58:00Z"
-"#,
-        );
+"#;
+
+    #[test]
+    fn an_unschedulable_pod_karpenter_nominated_is_said_to_be_on_its_way() {
+        let a = answer(NOMINATED);
         assert!(
             a.state
                 .starts_with("Pending: unschedulable; Karpenter nominated it 2m ago"),
@@ -318,24 +319,15 @@ lastTimestamp: "2026-11-21T09:58:00Z"
             a.advice
         );
         // Its own claim, launched for it, is not counted against it: the pool fits.
-        let own = r#"status:
-  phase: Pending
-  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
----
-apiVersion: v1
-kind: Event
-metadata: {name: web.1, namespace: shop}
-involvedObject: {kind: Pod, namespace: shop, name: web}
-reason: Nominated
-message: "Pod should schedule on: nodeclaim/default-x7k2p"
-source: {component: karpenter}
-lastTimestamp: "2026-11-21T09:58:00Z"
----
+        let own = &format!(
+            "{NOMINATED}{}",
+            r#"---
 apiVersion: karpenter.sh/v1
 kind: NodeClaim
 metadata: {name: default-x7k2p, labels: {karpenter.sh/nodepool: default}}
 status: {capacity: {cpu: "4", memory: 16Gi, pods: "110"}}
-"#;
+"#
+        );
         let limited = |yaml: &str| {
             yaml.replace(
                 "spec: {template: {spec: {requirements: []}}}\nstatus: {conditions: [{type: Ready, status: \"True\"}]}",

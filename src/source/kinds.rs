@@ -255,6 +255,14 @@ pub trait Kind: Object + DeserializeOwned + Clone + Send + 'static {
     }
 }
 
+/// A namespaced object's key in the model: (namespace, name).
+fn key_of(m: &Meta) -> ObjKey {
+    (
+        m.namespace.as_deref().unwrap_or_default().to_string(),
+        m.name.clone(),
+    )
+}
+
 /// Remove each of `keys`, then apply every item.
 fn replace<T: Kind, K>(
     c: &mut Cluster,
@@ -302,15 +310,7 @@ macro_rules! cluster_kind {
                 replace(c, keys, |c, (ns, name)| c.$del(ns, name), items);
             }
             fn unchanged(&self, c: &Cluster) -> bool {
-                let key = (
-                    self.metadata
-                        .namespace
-                        .as_deref()
-                        .unwrap_or_default()
-                        .to_string(),
-                    self.metadata.name.clone(),
-                );
-                c.$map.get(&key) == Some(self)
+                c.$map.get(&key_of(&self.metadata)) == Some(self)
             }
         }
     };
@@ -343,15 +343,7 @@ impl Kind for Pod {
         items.into_iter().for_each(|o| o.apply(c));
     }
     fn unchanged(&self, c: &Cluster) -> bool {
-        let key = (
-            self.metadata
-                .namespace
-                .as_deref()
-                .unwrap_or_default()
-                .to_string(),
-            self.metadata.name.clone(),
-        );
-        c.pods.get(&key) == Some(self)
+        c.pods.get(&key_of(&self.metadata)) == Some(self)
     }
 }
 
