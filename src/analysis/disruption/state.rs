@@ -373,7 +373,17 @@ pub fn node_disruption(
     // initialisation and the node's own do-not-disrupt do not hold it; only the drain's
     // pod-level blockers do.
     let only_expiry = !wants.is_empty() && wants.iter().all(|w| w.reason == WantReason::Expired);
-    if pool.is_none() {
+    // Karpenter makes each NodeClaim a dependent of its NodePool: when the pool is deleted,
+    // the garbage collector deletes the claims that still name it as their owner, within
+    // moments. Only a claim orphaned from its pool (`--cascade=orphan`), or a node with no
+    // claim, is left without one.
+    let removed_with_pool = claim.is_some_and(|cl| {
+        cl.metadata
+            .owner_references
+            .iter()
+            .any(|o| o.kind == "NodePool" && Some(&o.name) == pool_name.as_ref())
+    });
+    if pool.is_none() && !removed_with_pool {
         blockers.push(Blocker {
             kind: BlockerKind::NodepoolMissing,
             object: pool_name
@@ -635,6 +645,39 @@ status: {{conditions: [{{type: Ready, status: "True"}}]}}
             "{:?}",
             s.blockers
         );
+    }
+
+    #[test]
+    fn a_pool_just_deleted_takes_its_claims_with_it_and_blocks_nothing() {
+        let yaml = |owners: &str| {
+            format!(
+                r#"
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {{name: gone-a, labels: {{karpenter.sh/nodepool: gone}}{owners}}}
+status:
+  nodeName: n1
+  conditions: [{{type: Initialized, status: "True"}}]
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: n1, labels: {{karpenter.sh/nodepool: gone}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+"#
+            )
+        };
+        let state = |owners: &str| {
+            let mut c = Cluster::default();
+            crate::source::load_str("t.yaml", &yaml(owners), &mut c).unwrap();
+            let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
+            node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::new(&c, now))
+        };
+        // Owned by the pool (as Karpenter creates every claim): the garbage collector is
+        // deleting it, nothing is blocked.
+        let owned = state(", ownerReferences: [{apiVersion: karpenter.sh/v1, kind: NodePool, name: gone, uid: u1, blockOwnerDeletion: true}]");
+        assert!(!kinds(&owned).contains(&BlockerKind::NodepoolMissing));
+        // Orphaned from it: nothing will remove it, and Karpenter cannot disrupt it.
+        assert!(kinds(&state("")).contains(&BlockerKind::NodepoolMissing));
     }
 
     #[test]
