@@ -989,26 +989,26 @@ log "churn: $churn_summary"
 sleep 5
 
 # ---- freshness ------------------------------------------------------------------------------
+# fresh_node NAME LABEL CHECK...: create node NAME in live-0, time each CHECK seeing it, record
+# and log the result (LABEL tags the log line), then delete the node.
+fresh_node() {
+  local name=$1 label=$2 out
+  shift 2
+  out=$(python3 "$kapi" fresh "$KUBECONFIG" "$name" live-0 "$FRESH_TIMEOUT" "$@") ||
+    die "creating a node for the freshness check failed"
+  echo "$out" >>"$gen/fresh.jsonl"
+  log "freshness $r/$FRESH_REPEATS$label: $out"
+  kc delete node "$name" --wait=false >/dev/null
+  sleep 2
+}
 : >"$gen/fresh.jsonl"
 for ((r = 1; r <= FRESH_REPEATS; r++)); do
   total=$(count nodes) in_pool=$(count nodes -l karpenter.sh/nodepool=live-0)
   checks=("kelp-api=$kelp_api:$((total + 1))" "kelp-pool=$kelp_api:live-0:$((in_pool + 1))"
     "kelp-metrics=$kelp_metrics:live-0:$((in_pool + 1))")
   [[ -z "$env_pid" ]] || checks+=("tmux=$tmux_sock:live-env:$((total + 1))")
-  out=$(python3 "$kapi" fresh "$KUBECONFIG" "live-fresh-$r-a" live-0 "$FRESH_TIMEOUT" "${checks[@]}") ||
-    die "creating a node for the freshness check failed"
-  echo "$out" >>"$gen/fresh.jsonl"
-  log "freshness $r/$FRESH_REPEATS: $out"
-  kc delete node "live-fresh-$r-a" --wait=false >/dev/null
-  sleep 2
-  if [[ -n "$ksm_pid" ]]; then
-    out=$(python3 "$kapi" fresh "$KUBECONFIG" "live-fresh-$r-b" live-0 "$FRESH_TIMEOUT" "ksm=$ksm_metrics") ||
-      die "creating a node for the freshness check failed"
-    echo "$out" >>"$gen/fresh.jsonl"
-    log "freshness $r/$FRESH_REPEATS (KSM): $out"
-    kc delete node "live-fresh-$r-b" --wait=false >/dev/null
-    sleep 2
-  fi
+  fresh_node "live-fresh-$r-a" "" "${checks[@]}"
+  [[ -z "$ksm_pid" ]] || fresh_node "live-fresh-$r-b" " (KSM)" "ksm=$ksm_metrics"
 done
 fresh_med() { # CHECK -> median seconds over the repeats (">FRESH_TIMEOUT" when not seen in time)
   python3 -c 'import json,sys

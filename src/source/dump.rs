@@ -73,6 +73,11 @@ pub struct LoadNotes {
 }
 
 impl LoadNotes {
+    /// Objects met so far, loaded or skipped.
+    fn seen(&self) -> usize {
+        self.loaded + self.skipped.values().sum::<usize>()
+    }
+
     /// One line per skipped kind, for stderr.
     pub fn lines(&self) -> Vec<String> {
         self.skipped
@@ -124,9 +129,7 @@ fn load_all(paths: &[PathBuf], reading: Reading, cluster: &mut Cluster) -> Resul
                 .map_err(read_error(path))?
                 .starts_with(&GZIP_MAGIC);
             if gzip {
-                let decoder = flate2::bufread::MultiGzDecoder::new(stdin);
-                let reader = std::io::BufReader::with_capacity(1 << 20, decoder);
-                load_reader("<stdin>", reader, 0, read_error(path), cluster, &mut notes)?;
+                load_gzip("<stdin>", stdin, read_error(path), cluster, &mut notes)?;
             } else {
                 load_reader("<stdin>", stdin, 0, read_error(path), cluster, &mut notes)?;
             }
@@ -157,17 +160,10 @@ fn load_file(
     let mut magic = [0u8; 2];
     let n = f.read(&mut magic).map_err(read_error(file))?;
     let gzip = n == 2 && magic == GZIP_MAGIC;
-    let reopen = |f: &mut std::fs::File| {
-        use std::io::Seek;
-        f.seek(std::io::SeekFrom::Start(0))
-            .map_err(read_error(file))
-    };
-    reopen(&mut f)?;
+    std::io::Seek::rewind(&mut f).map_err(read_error(file))?;
     if gzip {
-        let decoder =
-            flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(1 << 16, f));
-        let reader = std::io::BufReader::with_capacity(1 << 20, decoder);
-        return load_reader(&name, reader, 0, read_error(file), cluster, notes);
+        let compressed = std::io::BufReader::with_capacity(1 << 16, f);
+        return load_gzip(&name, compressed, read_error(file), cluster, notes);
     }
     // A regular file is parsed in place; anything else (a pipe, a device) is streamed.
     let regular = f.metadata().map(|m| m.is_file()).unwrap_or(false);
@@ -192,6 +188,19 @@ fn load_file(
     }
 }
 
+/// Load a gzip stream (a `.gz` file, or gzip on stdin): its content is streamed.
+fn load_gzip(
+    name: &str,
+    compressed: impl std::io::BufRead,
+    io_error: impl Fn(std::io::Error) -> Error,
+    cluster: &mut Cluster,
+    notes: &mut LoadNotes,
+) -> Result<()> {
+    let decoder = flate2::bufread::MultiGzDecoder::new(compressed);
+    let reader = std::io::BufReader::with_capacity(1 << 20, decoder);
+    load_reader(name, reader, 0, io_error, cluster, notes)
+}
+
 /// How many bytes behind the parser a mapped file's pages are let go, at a time.
 const RELEASE_BEHIND: usize = 32 << 20;
 
@@ -206,11 +215,36 @@ fn load_bytes(
     cluster: &mut Cluster,
     notes: &mut LoadNotes,
 ) -> Result<()> {
+    let before = notes.seen();
     let json = bytes
         .iter()
         .find(|b| !b.is_ascii_whitespace())
         .is_some_and(|b| matches!(b, b'{' | b'['));
-    if !json {
+    if let (true, Some(map)) = (json, map) {
+        // Let the pages behind the parser go, RELEASE_BEHIND at a time.
+        let base = bytes.as_ptr() as usize;
+        let mut released = 0usize;
+        let mut release = |at: *const u8| {
+            let at = (at as usize).saturating_sub(base);
+            if at >= released + RELEASE_BEHIND && at <= bytes.len() {
+                let page = 4096;
+                let upto = at / page * page;
+                // SAFETY: a read-only private file mapping: its pages come back from the
+                // file if touched again, and nothing before `at` is read again.
+                let _ = unsafe {
+                    map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        released,
+                        upto - released,
+                    )
+                };
+                released = upto;
+            }
+        };
+        load_json(name, bytes, Some(&mut release), cluster, notes)?;
+    } else if json {
+        load_json(name, bytes, None, cluster, notes)?;
+    } else {
         if bytes.len() as u64 > limits::MAX_WHOLE_BYTES {
             return Err(Error::Limit {
                 path: name.to_string(),
@@ -219,36 +253,14 @@ fn load_bytes(
         }
         let text = std::str::from_utf8(bytes)
             .map_err(|e| io_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
-        return load_into(name, text, cluster, notes);
+        load_yaml(name, text, cluster, notes)?;
     }
-    let before = notes.loaded + notes.skipped.values().sum::<usize>();
-    let base = bytes.as_ptr() as usize;
-    let mut released = 0usize;
-    let mut release = |at: *const u8| {
-        let Some(map) = map else { return };
-        let at = (at as usize).saturating_sub(base);
-        if at >= released + RELEASE_BEHIND && at <= bytes.len() {
-            let page = 4096;
-            let upto = at / page * page;
-            // SAFETY: a read-only private file mapping: its pages come back from the file if
-            // touched again, and nothing before `at` is read again.
-            let _ = unsafe {
-                map.unchecked_advise_range(
-                    memmap2::UncheckedAdvice::DontNeed,
-                    released,
-                    upto - released,
-                )
-            };
-            released = upto;
-        }
-    };
-    let mut ctx = json::Ctx::new(name, cluster, notes);
-    ctx.progress = Some(&mut release);
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    if let Err(e) = json::read(&mut ctx, &mut de) {
-        return Err(ctx.error(e));
-    }
-    if notes.loaded + notes.skipped.values().sum::<usize>() == before {
+    some_loaded(name, before, notes)
+}
+
+/// An input in which no object was met, of the `before` met before it, is an error.
+fn some_loaded(name: &str, before: usize, notes: &LoadNotes) -> Result<()> {
+    if notes.seen() == before {
         return Err(Error::Empty {
             path: name.to_string(),
         });
@@ -304,7 +316,7 @@ fn load_reader(
         };
         return load_into(name, &text, cluster, notes);
     }
-    let before = notes.loaded + notes.skipped.values().sum::<usize>();
+    let before = notes.seen();
     let guard = Rc::new(RefCell::new(JsonGuard::stream(skipped_lines + 1)));
     let guarded = Guarded {
         inner: reader,
@@ -326,12 +338,7 @@ fn load_reader(
     if let Err(e) = read {
         return Err(ctx.error(e));
     }
-    if notes.loaded + notes.skipped.values().sum::<usize>() == before {
-        return Err(Error::Empty {
-            path: name.to_string(),
-        });
-    }
-    Ok(())
+    some_loaded(name, before, notes)
 }
 
 /// A reader whose bytes pass a [`JsonGuard`], a chunk at a time, before anything parses them.
@@ -414,27 +421,30 @@ fn files_below(
 }
 
 fn load_into(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
-    let before = notes.loaded + notes.skipped.values().sum::<usize>();
+    let before = notes.seen();
     let first = text.trim_start().chars().next();
     if matches!(first, Some('{' | '[')) {
-        load_json(name, text, cluster, notes)?;
+        load_json(name, text.as_bytes(), None, cluster, notes)?;
     } else {
         load_yaml(name, text, cluster, notes)?;
     }
-    if notes.loaded + notes.skipped.values().sum::<usize>() == before {
-        return Err(Error::Empty {
-            path: name.to_string(),
-        });
-    }
-    Ok(())
+    some_loaded(name, before, notes)
 }
 
 // ------------------------------------------------------------------ JSON
 
-/// JSON text already in memory, parsed in place.
-fn load_json(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
+/// JSON already in memory (a mapped file, a buffer, text), parsed in place; `progress` is
+/// told where each object started (see [`json::Ctx::progress`]).
+fn load_json<'a>(
+    name: &'a str,
+    bytes: &[u8],
+    progress: Option<&'a mut dyn FnMut(*const u8)>,
+    cluster: &'a mut Cluster,
+    notes: &'a mut LoadNotes,
+) -> Result<()> {
     let mut ctx = json::Ctx::new(name, cluster, notes);
-    let mut de = serde_json::Deserializer::from_str(text);
+    ctx.progress = progress;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
     json::read(&mut ctx, &mut de).map_err(|e| ctx.error(e))
 }
 

@@ -543,11 +543,14 @@ kind: Node
 metadata: {name: n1, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: default}, annotations: {karpenter.sh/do-not-disrupt: "true"}}
 status: {conditions: [{type: Ready, status: "True"}]}
 "#;
+        state_of(&format!("{base}{extra}"))
+    }
+
+    /// The disruption state of node `n1` in `yaml`, at NOW.
+    fn state_of(yaml: &str) -> NodeDisruption {
         let mut c = Cluster::default();
-        crate::source::load_str("t.yaml", &format!("{base}{extra}"), &mut c).unwrap();
-        let now = DateTime::parse_from_rfc3339(NOW)
-            .unwrap()
-            .with_timezone(&Utc);
+        crate::source::load_str("t.yaml", yaml, &mut c).unwrap();
+        let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
         node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::new(&c, now))
     }
 
@@ -627,12 +630,7 @@ status: {{conditions: [{{type: Ready, status: "True"}}]}}
 "#
             )
         };
-        let state = |deleting: &str| {
-            let mut c = Cluster::default();
-            crate::source::load_str("t.yaml", &yaml(deleting), &mut c).unwrap();
-            let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
-            node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::new(&c, now))
-        };
+        let state = |deleting: &str| state_of(&yaml(deleting));
         // Not deleting: one node, budget one, none taken: drift may go ahead.
         assert_eq!(kinds(&state("")), []);
         // Deleting: it takes the one disruption itself, and waits for nothing.
@@ -666,12 +664,7 @@ status: {{conditions: [{{type: Ready, status: "True"}}]}}
 "#
             )
         };
-        let state = |owners: &str| {
-            let mut c = Cluster::default();
-            crate::source::load_str("t.yaml", &yaml(owners), &mut c).unwrap();
-            let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
-            node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::new(&c, now))
-        };
+        let state = |owners: &str| state_of(&yaml(owners));
         // Owned by the pool (as Karpenter creates every claim): the garbage collector is
         // deleting it, nothing is blocked.
         let owned = state(", ownerReferences: [{apiVersion: karpenter.sh/v1, kind: NodePool, name: gone, uid: u1, blockOwnerDeletion: true}]");

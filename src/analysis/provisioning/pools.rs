@@ -297,12 +297,7 @@ pub fn usages_without(
             .claims_in_pool(pool)
             .filter(|o| !nominated.contains(&o.metadata.name.as_str()))
             .collect();
-        let mut used = Resources::default();
-        for o in &others {
-            if let Ok(r) = Resources::from_quantities(&o.status.capacity) {
-                used.add(&r);
-            }
-        }
+        let mut used = capacity_of(others.iter().copied());
         used.0.insert("nodes".into(), others.len() as f64);
         *usage = PoolUsage {
             used,
@@ -320,8 +315,13 @@ fn pool_usage(c: &Cluster, pool: &NodePool) -> Resources {
             return r;
         }
     }
+    capacity_of(c.claims_in_pool(&pool.metadata.name))
+}
+
+/// The summed capacity of NodeClaims (one whose capacity does not parse counts nothing).
+fn capacity_of<'a>(claims: impl Iterator<Item = &'a NodeClaim>) -> Resources {
     let mut sum = Resources::default();
-    for claim in c.claims_in_pool(&pool.metadata.name) {
+    for claim in claims {
         if let Ok(r) = Resources::from_quantities(&claim.status.capacity) {
             sum.add(&r);
         }
