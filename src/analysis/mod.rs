@@ -8,6 +8,7 @@
 
 pub mod capacity;
 pub mod disruption;
+pub mod fit;
 pub mod hold;
 pub mod install;
 pub mod placement;

@@ -1,8 +1,13 @@
-//! Kubernetes label selectors (PodDisruptionBudget `spec.selector`).
+//! Kubernetes label selectors (PodDisruptionBudget `spec.selector`, pod (anti-)affinity
+//! terms) and node selectors (a pod's `nodeSelector` and required node affinity) as the
+//! scheduler reads them against a node's labels.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::NodeSelectorRequirement;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::model::Pod;
 
 /// Whether `labels` match `selector`. For policy/v1 PDBs an empty selector matches every
 /// pod of the namespace; an absent one matches none (the caller passes `None`).
@@ -24,6 +29,68 @@ pub fn matches(selector: Option<&LabelSelector>, labels: &BTreeMap<String, Strin
         }
     });
     by_labels && by_exprs
+}
+
+/// Whether a node with `labels` passes the pod's `nodeSelector` and its required node
+/// affinity (terms ORed, each term's expressions ANDed; an empty term list matches none,
+/// as the scheduler reads it).
+pub fn node_fits_pod(pod: &Pod, labels: &BTreeMap<String, String>) -> bool {
+    if !pod
+        .spec
+        .node_selector
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v))
+    {
+        return false;
+    }
+    let required = pod
+        .spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
+    let Some(required) = required else {
+        return true;
+    };
+    required.node_selector_terms.iter().any(|t| {
+        // matchFields (metadata.name) is a node's name, not a label.
+        let fields_ok = t.match_fields.iter().flatten().all(|r| {
+            r.key == "metadata.name" && expression(r, labels.get("kubernetes.io/hostname"))
+        });
+        let exprs = t.match_expressions.iter().flatten();
+        (t.match_expressions.is_some() || t.match_fields.is_some())
+            && fields_ok
+            && exprs.clone().all(|r| expression(r, labels.get(&r.key)))
+    })
+}
+
+/// One node selector requirement against the label's value (None: no such label).
+fn expression(r: &NodeSelectorRequirement, value: Option<&String>) -> bool {
+    let values = r.values.as_deref().unwrap_or_default();
+    let number = |s: &str| s.parse::<i64>().ok();
+    match r.operator.as_str() {
+        "In" => value.is_some_and(|v| values.contains(v)),
+        "NotIn" => value.is_none_or(|v| !values.contains(v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" | "Lt" => {
+            let (Some(v), Some(bound)) = (
+                value.and_then(|v| number(v)),
+                values.first().and_then(|b| number(b)),
+            ) else {
+                return false;
+            };
+            if r.operator == "Gt" {
+                v > bound
+            } else {
+                v < bound
+            }
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]

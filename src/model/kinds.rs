@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{NodeAffinity, Taint, Toleration};
+use k8s_openapi::api::core::v1::{
+    NodeAffinity, PodAffinity, PodAntiAffinity, Taint, Toleration, TopologySpreadConstraint,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -22,6 +24,8 @@ use crate::karpenter::budgets::Budget;
 use crate::karpenter::requirements::Requirement;
 
 pub type ResourceList = BTreeMap<String, Quantity>;
+
+pub use super::container::{Container, ContainerResources, HostPort};
 
 /// Lists the objects of one pool, instance type or workload mostly hold alike.
 pub type SharedRequirements = Shared<Vec<Requirement>>;
@@ -355,6 +359,9 @@ pub struct PodSpec {
     /// is the same for all the DaemonSets' pods on that node.
     pub affinity: Option<Shared<Affinity>>,
     pub scheduling: Shared<SchedulingSpec>,
+    /// The volumes that are persistent volume claims (or ephemeral ones, which make a
+    /// claim), by volume name: beside the shared part, as a StatefulSet's replicas differ.
+    pub volume_claims: Vec<String>,
 }
 
 impl std::ops::Deref for PodSpec {
@@ -407,6 +414,13 @@ pub struct SchedulingSpec {
         serialize_with = "gates_as_written"
     )]
     pub scheduling_gates: Vec<String>,
+    /// How the pod spreads over nodes and zones (`spec.topologySpreadConstraints`).
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
 }
 
 /// Scheduling gates as the API writes them: `[{name: ...}]`.
@@ -434,6 +448,7 @@ impl Fingerprint for SchedulingSpec {
         self.priority_class_name.hash(h);
         self.scheduler_name.hash(h);
         self.scheduling_gates.hash(h);
+        self.topology_spread_constraints.fingerprint(h);
     }
 }
 
@@ -452,6 +467,7 @@ serde_fingerprint!(
     Vec<Toleration>,
     Vec<Container>,
     Vec<Taint>,
+    Vec<TopologySpreadConstraint>,
     Vec<Requirement>,
     ResourceList
 );
@@ -490,6 +506,20 @@ impl<'de> Deserialize<'de> for PodSpec {
             scheduler_name: Option<String>,
             #[serde(default, deserialize_with = "null_default")]
             scheduling_gates: Vec<Gate>,
+            #[serde(default, deserialize_with = "null_default")]
+            topology_spread_constraints: Vec<TopologySpreadConstraint>,
+            #[serde(default, deserialize_with = "null_default")]
+            volumes: Vec<Volume>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Volume {
+            #[serde(default)]
+            name: String,
+            #[serde(default)]
+            persistent_volume_claim: Option<serde::de::IgnoredAny>,
+            #[serde(default)]
+            ephemeral: Option<serde::de::IgnoredAny>,
         }
         #[derive(Deserialize)]
         struct Gate {
@@ -500,6 +530,12 @@ impl<'de> Deserialize<'de> for PodSpec {
         Ok(PodSpec {
             node_name: r.node_name,
             affinity: r.affinity,
+            volume_claims: r
+                .volumes
+                .into_iter()
+                .filter(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+                .map(|v| v.name)
+                .collect(),
             scheduling: Shared::new(SchedulingSpec {
                 node_selector: r.node_selector,
                 tolerations: r.tolerations,
@@ -509,6 +545,7 @@ impl<'de> Deserialize<'de> for PodSpec {
                 priority_class_name: r.priority_class_name,
                 scheduler_name: r.scheduler_name,
                 scheduling_gates: r.scheduling_gates.into_iter().map(|g| g.name).collect(),
+                topology_spread_constraints: r.topology_spread_constraints,
             }),
         })
     }
@@ -525,66 +562,37 @@ impl Serialize for PodSpec {
             affinity: &'a Option<Shared<Affinity>>,
             #[serde(flatten)]
             scheduling: &'a SchedulingSpec,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            volumes: Vec<serde_json::Value>,
         }
+        // Written back as claims of the same name: what kelp reads of them.
+        let volumes = self
+            .volume_claims
+            .iter()
+            .map(|v| serde_json::json!({"name": v, "persistentVolumeClaim": {"claimName": v}}))
+            .collect();
         Flat {
             node_name: &self.node_name,
             affinity: &self.affinity,
             scheduling: &self.scheduling,
+            volumes,
         }
         .serialize(s)
     }
 }
 
-/// Only node affinity matters to Karpenter's per-NodePool requirement check.
+/// A pod's affinity: node affinity (Karpenter's per-NodePool requirement check) and pod
+/// (anti-)affinity (where its pods could move).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Affinity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_affinity: Option<NodeAffinity>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Container {
-    #[serde(default)]
-    pub name: String,
-    #[serde(default)]
-    pub resources: ContainerResources,
-    /// `Always` on an init container makes it a sidecar.
+    /// Read by the consolidation check (would a node's pods fit elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restart_policy: Option<String>,
-}
-
-/// A container's effective requests: a missing request is taken from the limit (as
-/// Kubernetes defaults it and Karpenter reads it). Limits themselves are not kept.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ContainerResources {
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub requests: ResourceList,
-}
-
-impl<'de> Deserialize<'de> for ContainerResources {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Default, Deserialize)]
-        struct Raw {
-            #[serde(default, deserialize_with = "null_default")]
-            requests: ResourceList,
-            #[serde(default, deserialize_with = "null_default")]
-            limits: ResourceList,
-        }
-        let Raw {
-            mut requests,
-            limits,
-        } = Option::<Raw>::deserialize(d)?.unwrap_or_default();
-        for (k, v) in limits {
-            requests.entry(k).or_insert(v);
-        }
-        Ok(ContainerResources { requests })
-    }
-}
-
-impl Compact for Container {
-    fn compact(&mut self) {}
+    pub pod_affinity: Option<PodAffinity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_anti_affinity: Option<PodAntiAffinity>,
 }
 
 impl Compact for Requirement {
@@ -595,12 +603,6 @@ impl Compact for Requirement {
 
 impl Compact for Taint {
     fn compact(&mut self) {}
-}
-
-impl ContainerResources {
-    pub fn effective_requests(&self) -> ResourceList {
-        self.requests.clone()
-    }
 }
 
 /// Keep only the pod conditions the analysis reads (PodScheduled).

@@ -1,6 +1,7 @@
 //! The model: trimmed projections of each kind and the [`Cluster`] index over them.
 
 pub mod cluster;
+pub mod container;
 pub mod event;
 pub mod kinds;
 pub mod meta;

@@ -1,0 +1,714 @@
+//! Would these pods fit on the nodes already there? The scheduler's filters kelp can
+//! compute from the model: requests against free allocatable (and the pod count), taints,
+//! `nodeSelector` and required node affinity, host ports, required pod anti-affinity,
+//! topology spread (`DoNotSchedule`), and a claim's volume kept in its zone.
+//!
+//! [`Room`] is built once per pass, lazily (only when some node is asked about): each
+//! schedulable node's free room, ordered by free CPU so a search stops at the first node
+//! too small. [`Room::moves`] places a node's pods on the others, first fit, as if the
+//! node were gone, and names each pod that finds no place with the filters that kept it
+//! out. What kelp does not evaluate (required pod affinity) makes the answer unknown for
+//! that pod, never "fits".
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use k8s_openapi::api::core::v1::PodAffinityTerm;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use super::provisioning::pod_requests;
+use super::selector;
+use crate::karpenter::consolidation::PodMiss;
+use crate::karpenter::labels;
+use crate::karpenter::resources::{format_quantity, Resources};
+use crate::karpenter::taints;
+use crate::model::*;
+
+const HOSTNAME: &str = "kubernetes.io/hostname";
+
+/// One node pods could move to.
+struct Target<'c> {
+    node: &'c Node,
+    /// Allocatable minus the requests of the pods there (with `pods` for the count).
+    free: Resources,
+}
+
+/// The free room of every schedulable node, once per pass.
+pub struct Room<'c> {
+    c: &'c Cluster,
+    /// Ordered by free CPU, most first.
+    targets: Vec<Target<'c>>,
+    /// How many pods match a selector, per node: (namespaces, selector) -> node -> count.
+    matching: RefCell<HashMap<String, Rc<HashMap<&'c str, u32>>>>,
+}
+
+/// What moving a node's pods elsewhere comes to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    /// Pods with no place on any other node, and why.
+    pub misses: Vec<PodMiss>,
+    /// Pods kelp cannot judge, and why.
+    pub unknown: Vec<PodMiss>,
+    /// How many pods were placed.
+    pub placed: usize,
+}
+
+impl Plan {
+    /// Every pod has a place.
+    pub fn fits(&self) -> bool {
+        self.misses.is_empty() && self.unknown.is_empty()
+    }
+}
+
+/// A pod placed by this plan: where, and what it takes.
+struct Placed<'p> {
+    target: usize,
+    pod: &'p Pod,
+    requests: Resources,
+}
+
+/// Why the nodes turned a pod away, counted per filter.
+#[derive(Default)]
+struct Tally {
+    resources: usize,
+    /// The resource most often short, with the most of it any node has free.
+    short: BTreeMap<String, f64>,
+    taints: usize,
+    affinity: usize,
+    ports: usize,
+    anti_affinity: usize,
+    spread: usize,
+    zone: usize,
+}
+
+pub fn is_schedulable_target(c: &Cluster, n: &Node) -> bool {
+    let deleting = n.metadata.deletion_timestamp.is_some()
+        || c.nodeclaim_for_node(n)
+            .is_some_and(|cl| cl.metadata.deletion_timestamp.is_some());
+    !deleting && n.spec.unschedulable != Some(true) && is_true(&n.status.conditions, "Ready")
+}
+
+/// A pod that takes room on its node: not finished.
+fn holds_room(p: &Pod) -> bool {
+    !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+}
+
+impl<'c> Room<'c> {
+    pub fn new(c: &'c Cluster) -> Self {
+        // Replicas share their scheduling spec: their requests are summed once.
+        let mut requests: HashMap<*const SchedulingSpec, Resources> = HashMap::new();
+        let mut targets: Vec<Target<'c>> = c
+            .nodes
+            .values()
+            .filter(|n| is_schedulable_target(c, n))
+            .map(|n| {
+                let mut free =
+                    Resources::from_quantities(&n.status.allocatable).unwrap_or_default();
+                for p in c.pods_on(&n.metadata.name).filter(|p| holds_room(p)) {
+                    let key: *const SchedulingSpec = &*p.spec.scheduling;
+                    let r = requests.entry(key).or_insert_with(|| pod_requests(&p.spec));
+                    for (k, v) in &r.0 {
+                        *free.0.entry(k.clone()).or_default() -= v;
+                    }
+                    *free.0.entry("pods".into()).or_default() -= 1.0;
+                }
+                Target { node: n, free }
+            })
+            .collect();
+        targets.sort_by(|a, b| b.free.get("cpu").total_cmp(&a.free.get("cpu")));
+        Room {
+            c,
+            targets,
+            matching: RefCell::default(),
+        }
+    }
+
+    /// Places `pods` (of node `from`) on the other nodes, first fit, largest first.
+    pub fn moves(&self, from: &Node, pods: &[&Pod]) -> Plan {
+        let mut order: Vec<(&Pod, Resources)> =
+            pods.iter().map(|p| (*p, pod_requests(&p.spec))).collect();
+        order.sort_by(|a, b| b.1.get("cpu").total_cmp(&a.1.get("cpu")));
+        let mut plan = Plan::default();
+        let mut placed: Vec<Placed> = Vec::new();
+        for (pod, requests) in order {
+            let key = pod.metadata.key();
+            if let Some(why) = unjudged(pod) {
+                plan.unknown.push(PodMiss { pod: key, why });
+                continue;
+            }
+            match self.place(from, pod, &requests, &placed) {
+                Ok(target) => {
+                    placed.push(Placed {
+                        target,
+                        pod,
+                        requests,
+                    });
+                    plan.placed += 1;
+                }
+                Err(why) => plan.misses.push(PodMiss { pod: key, why }),
+            }
+        }
+        plan
+    }
+
+    /// The first node that takes the pod, or why none does.
+    fn place(
+        &self,
+        from: &Node,
+        pod: &Pod,
+        requests: &Resources,
+        placed: &[Placed],
+    ) -> Result<usize, String> {
+        let cpu = requests.get("cpu");
+        let mut tally = Tally::default();
+        let mut others = 0;
+        let zone_of = |n: &Node| n.metadata.labels.get(labels::ZONE).cloned();
+        let home_zone = zone_of(from);
+        for (i, t) in self.targets.iter().enumerate() {
+            if t.node.metadata.name == from.metadata.name {
+                continue;
+            }
+            others += 1;
+            // Ordered by free CPU: no node after this one has room for it.
+            if cpu > 0.0 && t.free.get("cpu") < cpu {
+                let rest = self.targets[i..]
+                    .iter()
+                    .filter(|t| t.node.metadata.name != from.metadata.name)
+                    .count();
+                others += rest - 1;
+                tally.resources += rest;
+                note_short(&mut tally, "cpu", t.free.get("cpu").max(0.0));
+                break;
+            }
+            let mut free = t.free.clone();
+            for p in placed.iter().filter(|p| p.target == i) {
+                for (k, v) in &p.requests.0 {
+                    *free.0.entry(k.clone()).or_default() -= v;
+                }
+                *free.0.entry("pods".into()).or_default() -= 1.0;
+            }
+            let mut need = requests.clone();
+            *need.0.entry("pods".into()).or_default() += 1.0;
+            if let Some((r, have)) = need
+                .0
+                .iter()
+                .filter(|(_, v)| **v > 0.0)
+                .map(|(k, v)| (k, v, free.get(k)))
+                .find(|(_, v, have)| have < v)
+                .map(|(k, _, have)| (k, have))
+            {
+                tally.resources += 1;
+                note_short(&mut tally, r, have.max(0.0));
+                continue;
+            }
+            if !taints::untolerated(&pod.spec.tolerations, scheduling_taints(t.node)).is_empty() {
+                tally.taints += 1;
+                continue;
+            }
+            if !selector::node_fits_pod(pod, &t.node.metadata.labels) {
+                tally.affinity += 1;
+                continue;
+            }
+            if !pod.spec.volume_claims.is_empty()
+                && home_zone.is_some()
+                && zone_of(t.node) != home_zone
+            {
+                tally.zone += 1;
+                continue;
+            }
+            if self.port_taken(t.node, pod, placed, i) {
+                tally.ports += 1;
+                continue;
+            }
+            if self.anti_affinity_blocks(from, t.node, pod, placed) {
+                tally.anti_affinity += 1;
+                continue;
+            }
+            if self.spread_blocks(from, t.node, pod, placed) {
+                tally.spread += 1;
+                continue;
+            }
+            return Ok(i);
+        }
+        Err(explain(&tally, others, requests, home_zone.as_deref()))
+    }
+
+    /// A host port of the pod already taken on the node (by a pod there or placed there).
+    fn port_taken(&self, node: &Node, pod: &Pod, placed: &[Placed], target: usize) -> bool {
+        let wanted: Vec<&HostPort> = host_ports(pod).collect();
+        if wanted.is_empty() {
+            return false;
+        }
+        let there = self
+            .c
+            .pods_on(&node.metadata.name)
+            .filter(|p| holds_room(p))
+            .chain(placed.iter().filter(|p| p.target == target).map(|p| p.pod));
+        let clash = |a: &HostPort, b: &HostPort| {
+            let proto = |p: &HostPort| p.protocol.clone().unwrap_or_else(|| "TCP".into());
+            let any =
+                |ip: &Option<String>| ip.as_deref().is_none_or(|i| i.is_empty() || i == "0.0.0.0");
+            a.host_port == b.host_port
+                && proto(a) == proto(b)
+                && (any(&a.host_ip) || any(&b.host_ip) || a.host_ip == b.host_ip)
+        };
+        for p in there {
+            if host_ports(p).any(|h| wanted.iter().any(|w| clash(w, h))) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The pod's own required anti-affinity: a matching pod in the node's domain.
+    fn anti_affinity_blocks(&self, from: &Node, node: &Node, pod: &Pod, placed: &[Placed]) -> bool {
+        let terms = pod
+            .spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
+            .unwrap_or_default();
+        for term in terms {
+            let Some(domain) = node.metadata.labels.get(&term.topology_key) else {
+                continue;
+            };
+            let namespaces = term_namespaces(term, pod);
+            let counts = self.matching(namespaces.as_deref(), term.label_selector.as_ref());
+            let here = self.domain_count(&counts, &term.topology_key, domain, from);
+            let moved = placed.iter().filter(|p| {
+                self.targets[p.target]
+                    .node
+                    .metadata
+                    .labels
+                    .get(&term.topology_key)
+                    == Some(domain)
+                    && in_namespaces(p.pod, namespaces.as_deref())
+                    && selector::matches(term.label_selector.as_ref(), &p.pod.metadata.labels)
+            });
+            if here + moved.count() as u32 > 0 {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Topology spread with `DoNotSchedule`: placing the pod on the node would exceed the
+    /// skew over the domains of the nodes the pod may use.
+    fn spread_blocks(&self, from: &Node, node: &Node, pod: &Pod, placed: &[Placed]) -> bool {
+        for tsc in pod
+            .spec
+            .topology_spread_constraints
+            .iter()
+            .filter(|t| t.when_unsatisfiable == "DoNotSchedule")
+        {
+            let key = &tsc.topology_key;
+            let Some(domain) = node.metadata.labels.get(key) else {
+                return true;
+            };
+            // matchLabelKeys narrows the selector to the pod's own values (a revision).
+            let mut sel = tsc.label_selector.clone().unwrap_or_default();
+            for k in tsc.match_label_keys.iter().flatten() {
+                if let Some(v) = pod.metadata.labels.get(k) {
+                    sel.match_labels
+                        .get_or_insert_with(Default::default)
+                        .insert(k.clone(), v.clone());
+                }
+            }
+            let ns = pod
+                .metadata
+                .namespace
+                .as_deref()
+                .map(|n| vec![n.to_string()]);
+            let counts = self.matching(ns.as_deref(), Some(&sel));
+            // Domains: those of the nodes the pod's node affinity allows (the default
+            // nodeAffinityPolicy Honor), this one included.
+            let honor = tsc.node_affinity_policy.as_deref() != Some("Ignore");
+            let mut domains: BTreeMap<&str, u32> = BTreeMap::new();
+            for t in &self.targets {
+                if t.node.metadata.name == from.metadata.name {
+                    continue;
+                }
+                if honor && !selector::node_fits_pod(pod, &t.node.metadata.labels) {
+                    continue;
+                }
+                if let Some(d) = t.node.metadata.labels.get(key) {
+                    *domains.entry(d).or_default() += counts
+                        .get(t.node.metadata.name.as_str())
+                        .copied()
+                        .unwrap_or(0);
+                }
+            }
+            for p in placed {
+                let n = self.targets[p.target].node;
+                if in_namespaces(p.pod, ns.as_deref())
+                    && selector::matches(Some(&sel), &p.pod.metadata.labels)
+                {
+                    if let Some(d) = n.metadata.labels.get(key) {
+                        *domains.entry(d).or_default() += 1;
+                    }
+                }
+            }
+            let here = domains.get(domain.as_str()).copied().unwrap_or(0);
+            let below_min_domains = tsc
+                .min_domains
+                .is_some_and(|m| (domains.len() as i64) < i64::from(m));
+            let min = if below_min_domains {
+                0
+            } else {
+                domains.values().copied().min().unwrap_or(0)
+            };
+            if i64::from(here) + 1 - i64::from(min) > i64::from(tsc.max_skew) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Matching pods in a node's domain for `key`, the moving node's own pods left out.
+    fn domain_count(
+        &self,
+        counts: &HashMap<&'c str, u32>,
+        key: &str,
+        domain: &str,
+        from: &Node,
+    ) -> u32 {
+        if key == HOSTNAME {
+            let name = self
+                .targets
+                .iter()
+                .find(|t| t.node.metadata.labels.get(key).map(String::as_str) == Some(domain))
+                .map(|t| t.node.metadata.name.as_str());
+            return name
+                .filter(|n| *n != from.metadata.name)
+                .and_then(|n| counts.get(n).copied())
+                .unwrap_or(0);
+        }
+        self.c
+            .nodes
+            .values()
+            .filter(|n| n.metadata.name != from.metadata.name)
+            .filter(|n| n.metadata.labels.get(key).map(String::as_str) == Some(domain))
+            .map(|n| counts.get(n.metadata.name.as_str()).copied().unwrap_or(0))
+            .sum()
+    }
+
+    /// How many running pods match a selector in some namespaces (None: all), per node.
+    fn matching(
+        &self,
+        namespaces: Option<&[String]>,
+        sel: Option<&LabelSelector>,
+    ) -> Rc<HashMap<&'c str, u32>> {
+        let key = format!(
+            "{:?}|{}",
+            namespaces,
+            serde_json::to_string(&sel).unwrap_or_default()
+        );
+        if let Some(hit) = self.matching.borrow().get(&key) {
+            return hit.clone();
+        }
+        let mut counts: HashMap<&'c str, u32> = HashMap::new();
+        for n in self.c.nodes.values() {
+            let k = self
+                .c
+                .pods_on(&n.metadata.name)
+                .filter(|p| holds_room(p) && p.metadata.deletion_timestamp.is_none())
+                .filter(|p| in_namespaces(p, namespaces))
+                .filter(|p| selector::matches(sel, &p.metadata.labels))
+                .count() as u32;
+            if k > 0 {
+                counts.insert(n.metadata.name.as_str(), k);
+            }
+        }
+        let counts = Rc::new(counts);
+        self.matching.borrow_mut().insert(key, counts.clone());
+        counts
+    }
+}
+
+/// What kelp does not evaluate for a pod, if anything.
+fn unjudged(pod: &Pod) -> Option<String> {
+    let affinity = pod.spec.affinity.as_ref()?;
+    affinity
+        .pod_affinity
+        .as_ref()
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .filter(|terms| !terms.is_empty())
+        .map(|_| "it has required pod affinity, which kelp does not evaluate".to_string())
+}
+
+/// The taints that keep new pods off a node (NoSchedule and NoExecute).
+fn scheduling_taints(n: &Node) -> &[k8s_openapi::api::core::v1::Taint] {
+    &n.spec.taints
+}
+
+fn host_ports(p: &Pod) -> impl Iterator<Item = &HostPort> {
+    p.spec
+        .containers
+        .iter()
+        .chain(p.spec.init_containers.iter())
+        .flat_map(|c| c.host_ports.iter())
+}
+
+/// The namespaces a pod-affinity term looks in: its own list, all (a namespace selector,
+/// read as every namespace), or the pod's.
+fn term_namespaces(term: &PodAffinityTerm, pod: &Pod) -> Option<Vec<String>> {
+    if term.namespace_selector.is_some() {
+        return None;
+    }
+    match term.namespaces.as_deref() {
+        Some(list) if !list.is_empty() => Some(list.to_vec()),
+        _ => Some(vec![pod
+            .metadata
+            .namespace
+            .as_deref()
+            .unwrap_or_default()
+            .to_string()]),
+    }
+}
+
+fn in_namespaces(p: &Pod, namespaces: Option<&[String]>) -> bool {
+    namespaces.is_none_or(|list| {
+        list.iter()
+            .any(|n| Some(n.as_str()) == p.metadata.namespace.as_deref())
+    })
+}
+
+fn note_short(t: &mut Tally, resource: &str, have: f64) {
+    let most = t.short.entry(resource.to_string()).or_insert(have);
+    *most = most.max(have);
+}
+
+/// One line: which filters kept the pod off the other nodes.
+fn explain(t: &Tally, others: usize, requests: &Resources, zone: Option<&str>) -> String {
+    if others == 0 {
+        return "there is no other schedulable node".into();
+    }
+    let mut parts = Vec::new();
+    if t.resources > 0 {
+        let short: Vec<String> = t
+            .short
+            .iter()
+            .map(|(r, have)| {
+                let want = if r == "pods" { 1.0 } else { requests.get(r) };
+                format!(
+                    "{r} {} asked, at most {} free",
+                    format_quantity(r, want),
+                    format_quantity(r, *have)
+                )
+            })
+            .collect();
+        parts.push(format!(
+            "{} too full ({})",
+            count(t.resources),
+            short.join(", ")
+        ));
+    }
+    for (n, what) in [
+        (t.taints, "taints it does not tolerate".to_string()),
+        (
+            t.affinity,
+            "labels its node selector or affinity excludes".into(),
+        ),
+        (
+            t.zone,
+            format!(
+                "outside zone {}, where its volume claims keep it",
+                zone.unwrap_or("?")
+            ),
+        ),
+        (t.ports, "its host port taken".into()),
+        (t.anti_affinity, "pods its anti-affinity excludes".into()),
+        (t.spread, "its topology spread would exceed maxSkew".into()),
+    ] {
+        if n > 0 {
+            parts.push(format!("{}: {what}", count(n)));
+        }
+    }
+    format!(
+        "fits none of the {others} other schedulable nodes: {}",
+        parts.join("; ")
+    )
+}
+
+fn count(n: usize) -> String {
+    if n == 1 {
+        "1 node".into()
+    } else {
+        format!("{n} nodes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(yaml: &str) -> Cluster {
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", yaml, &mut c).unwrap();
+        c
+    }
+
+    fn node(name: &str, cpu: &str, extra: &str) -> String {
+        format!(
+            r#"
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}, topology.kubernetes.io/zone: z-{name}{extra}}}}}
+status:
+  allocatable: {{cpu: "{cpu}", memory: 8Gi, pods: "110"}}
+  conditions: [{{type: Ready, status: "True"}}]
+"#
+        )
+    }
+
+    fn pod(name: &str, on: &str, cpu: &str, extra: &str) -> String {
+        format!(
+            r#"
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: shop, labels: {{app: web}}}}
+spec:
+  nodeName: {on}
+  containers: [{{name: c, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+{extra}
+status: {{phase: Running}}
+"#
+        )
+    }
+
+    fn plan(yaml: &str, from: &str) -> Plan {
+        let c = cluster(yaml);
+        let room = Room::new(&c);
+        let pods: Vec<&Pod> = c.pods_on(from).collect();
+        room.moves(&c.nodes[from], &pods)
+    }
+
+    #[test]
+    fn pods_move_where_there_is_room_and_the_miss_names_the_shortfall() {
+        let base = format!(
+            "{}{}{}{}",
+            node("a", "4", ""),
+            node("b", "4", ""),
+            pod("w1", "a", "1", ""),
+            pod("busy", "b", "3500m", "")
+        );
+        // 500m free on b: a 1-cpu pod has nowhere to go.
+        let p = plan(&base, "a");
+        assert_eq!(p.misses.len(), 1, "{p:?}");
+        assert!(
+            p.misses[0].why.contains("cpu 1 asked, at most 500m free"),
+            "{p:?}"
+        );
+        // A third node with room takes it.
+        let p = plan(&format!("{base}{}", node("c", "2", "")), "a");
+        assert!(p.fits(), "{p:?}");
+        assert_eq!(p.placed, 1);
+    }
+
+    #[test]
+    fn taints_selectors_ports_and_anti_affinity_keep_pods_off() {
+        let other = node("b", "8", ", disk: hdd");
+        let cases = [
+            (
+                "  nodeSelector: {disk: ssd}",
+                "its node selector or affinity excludes",
+            ),
+            (
+                "  affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}]}}",
+                "anti-affinity",
+            ),
+        ];
+        for (extra, want) in cases {
+            let yaml = format!(
+                "{}{other}{}{}",
+                node("a", "4", ""),
+                pod("w1", "a", "1", extra),
+                pod("w2", "b", "1", "")
+            );
+            let p = plan(&yaml, "a");
+            assert_eq!(p.misses.len(), 1, "{extra}: {p:?}");
+            assert!(p.misses[0].why.contains(want), "{extra}: {p:?}");
+        }
+        // A taint it does not tolerate.
+        let tainted = format!(
+            "{}{}{}",
+            node("a", "4", ""),
+            node("b", "8", "").replacen(
+                "status:",
+                "spec: {taints: [{key: dedicated, value: db, effect: NoSchedule}]}\nstatus:",
+                1
+            ),
+            pod("w1", "a", "1", "")
+        );
+        let p = plan(&tainted, "a");
+        assert!(p.misses[0].why.contains("taints"), "{p:?}");
+        // Two replicas with a host port cannot share the one other node.
+        let port = "  containers: [{name: c, ports: [{containerPort: 80, hostPort: 8080}], resources: {requests: {cpu: 100m}}}]";
+        let yaml = format!(
+            "{}{}{}{}",
+            node("a", "4", ""),
+            node("b", "8", ""),
+            pod("w1", "a", "1", "").replace(
+                "  containers: [{name: c, resources: {requests: {cpu: \"1\"}}}]",
+                port
+            ),
+            pod("w2", "b", "1", "").replace(
+                "  containers: [{name: c, resources: {requests: {cpu: \"1\"}}}]",
+                port
+            ),
+        );
+        let p = plan(&yaml, "a");
+        assert!(
+            p.misses
+                .first()
+                .is_some_and(|m| m.why.contains("host port")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn topology_spread_counts_peers_per_domain() {
+        // Zones z-a, z-b, z-c: two web pods in z-b, one on a (moving), none in z-c. c is too
+        // small for it, so only b could take it, and the skew there would be 3 - 0 > 1.
+        let spread = "  topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}]";
+        let yaml = format!(
+            "{}{}{}{}{}{}",
+            node("a", "4", ""),
+            node("b", "8", ""),
+            node("c", "500m", ""),
+            pod("w1", "a", "1", spread),
+            pod("w2", "b", "1", ""),
+            pod("w3", "b", "1", ""),
+        );
+        let p = plan(&yaml, "a");
+        assert_eq!(p.misses.len(), 1, "{p:?}");
+        assert!(p.misses[0].why.contains("maxSkew"), "{p:?}");
+        // ScheduleAnyway never blocks.
+        let p = plan(&yaml.replace("DoNotSchedule", "ScheduleAnyway"), "a");
+        assert!(p.fits(), "{p:?}");
+    }
+
+    #[test]
+    fn required_pod_affinity_is_unknown_never_fits() {
+        let extra = "  affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: db}}}]}}";
+        let yaml = format!(
+            "{}{}{}",
+            node("a", "4", ""),
+            node("b", "8", ""),
+            pod("w1", "a", "1", extra)
+        );
+        let p = plan(&yaml, "a");
+        assert!(!p.fits());
+        assert_eq!(p.unknown.len(), 1, "{p:?}");
+    }
+}

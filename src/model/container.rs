@@ -1,0 +1,105 @@
+//! A pod's containers as kelp keeps them: name, effective requests (a missing request
+//! taken from its limit), whether an init container is a sidecar, and the host ports it
+//! takes on its node.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::kinds::ResourceList;
+use super::meta::null_default;
+use super::shared::Compact;
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Container {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub resources: ContainerResources,
+    /// `Always` on an init container makes it a sidecar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<String>,
+    /// The ports it takes on its node (those with a `hostPort`).
+    #[serde(
+        default,
+        rename = "ports",
+        deserialize_with = "host_ports",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub host_ports: Vec<HostPort>,
+}
+
+/// A port a container takes on its node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostPort {
+    pub host_port: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    #[serde(default, rename = "hostIP", skip_serializing_if = "Option::is_none")]
+    pub host_ip: Option<String>,
+}
+
+/// Only the ports with a `hostPort`: the others take nothing on the node.
+fn host_ports<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<HostPort>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Port {
+        #[serde(default)]
+        host_port: Option<i32>,
+        #[serde(default)]
+        protocol: Option<String>,
+        #[serde(default, rename = "hostIP")]
+        host_ip: Option<String>,
+    }
+    let all: Vec<Port> = null_default(d)?;
+    Ok(all
+        .into_iter()
+        .filter_map(|p| {
+            Some(HostPort {
+                host_port: p.host_port.filter(|h| *h > 0)?,
+                protocol: p.protocol,
+                host_ip: p.host_ip,
+            })
+        })
+        .collect())
+}
+
+/// A container's effective requests: a missing request is taken from the limit (as
+/// Kubernetes defaults it and Karpenter reads it). Limits themselves are not kept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ContainerResources {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: ResourceList,
+}
+
+impl<'de> Deserialize<'de> for ContainerResources {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Default, Deserialize)]
+        struct Raw {
+            #[serde(default, deserialize_with = "null_default")]
+            requests: ResourceList,
+            #[serde(default, deserialize_with = "null_default")]
+            limits: ResourceList,
+        }
+        let Raw {
+            mut requests,
+            limits,
+        } = Option::<Raw>::deserialize(d)?.unwrap_or_default();
+        for (k, v) in limits {
+            requests.entry(k).or_insert(v);
+        }
+        Ok(ContainerResources { requests })
+    }
+}
+
+impl Compact for Container {
+    fn compact(&mut self) {}
+}
+
+impl ContainerResources {
+    pub fn effective_requests(&self) -> ResourceList {
+        self.requests.clone()
+    }
+}
