@@ -71,6 +71,7 @@ codes! {
     BudgetBlocking => "budget-blocking";
     EmptyNodeNotReaped => "empty-node-not-reaped";
     NodeExpiredNotReplaced => "node-expired-not-replaced";
+    ConsolidationBlocked => "consolidation-blocked";
     SpotInterruption => "spot-interruption";
     DaemonsetNodepoolMismatch => "daemonset-nodepool-mismatch";
     KarpenterNotInstalled => "karpenter-not-installed";
@@ -285,7 +286,7 @@ mod tests {
             assert_eq!(Code::parse(c.as_str()), Some(*c));
             assert!(seen.insert(c.as_str()));
         }
-        assert_eq!(Code::ALL.len(), 23);
+        assert_eq!(Code::ALL.len(), 24);
     }
 
     #[test]

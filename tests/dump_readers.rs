@@ -1,8 +1,9 @@
 //! Every way a dump reaches kelp gives the same answer, byte for byte, and the same answer
 //! kelp gave before its reader was rewritten: `tests/fixtures/bench-small/doctor.{json,txt}`
-//! are the output of the previous reader (the one that streamed every file through
+//! were first the output of the previous reader (the one that streamed every file through
 //! `RawValue`) on the small benchmark dump `bench/gen-dump.py` writes with the parameters
-//! below. The dump is generated here, compact and with kubectl's indentation, then read
+//! below; when the analysis itself changes, they are rewritten from `kelp doctor` on that
+//! dump (the consolidation answer added one `consolidation-blocked` finding). The dump is generated here, compact and with kubectl's indentation, then read
 //! mapped, streamed from stdin, gzipped (as a file, in a folder and on stdin).
 
 use std::path::Path;

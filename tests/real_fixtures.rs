@@ -986,9 +986,61 @@ fn doctor_reports_nothing_the_capture_did_not_cause() {
         "disruption-blocked",
         "budget-blocking",
         "daemonset-nodepool-mismatch",
+        // cap-consolidation/underused: Karpenter's "Can't replace with a cheaper node".
+        "consolidation-blocked",
     ]);
     assert_eq!(codes, expected);
     assert_eq!(doctor()["karpenter"]["installed"], true);
+}
+
+/// The three nodes the capture kept from consolidation, each for another reason: kelp's
+/// answer agrees with the real Karpenter's Unconsolidatable event. For the pool's policy and
+/// `consolidateAfter: Never` kelp computes the answer itself (the event is evidence); for
+/// "Can't replace with a cheaper node" it takes Karpenter's word, and its own check, that
+/// the pod fits on no other node, agrees.
+#[test]
+fn consolidation_answers_agree_with_karpenters_unconsolidatable_events() {
+    let file = dir().join("cluster.json");
+    let why = |pod: &str| -> Value {
+        let node = node_of("cap-consolidation", pod);
+        let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .args([
+                "why",
+                "node",
+                &node,
+                "--from",
+                file.to_str().unwrap(),
+                "-o",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["consolidation"].clone()
+    };
+    let busy = why("busy");
+    assert_eq!(busy["reason"], "when-empty-not-empty", "{busy:#}");
+    assert_eq!(busy["source"], "kelp");
+    assert_eq!(busy["state"], "not-considered");
+    let kept = why("kept");
+    assert_eq!(kept["reason"], "consolidation-disabled", "{kept:#}");
+    assert_eq!(kept["state"], "not-considered");
+    let underused = why("underused");
+    assert_eq!(underused["reason"], "no-cheaper-node", "{underused:#}");
+    assert_eq!(underused["source"], "karpenter");
+    assert_eq!(underused["state"], "blocked");
+    assert_eq!(underused["event"]["reason"], "Unconsolidatable");
+    assert!(
+        underused["kelpCheck"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("kelp agrees")),
+        "{underused:#}"
+    );
 }
 
 /// kubectl's YAML dump and kelp's own snapshot of the same cluster read the same.

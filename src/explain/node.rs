@@ -1,11 +1,13 @@
 //! `why node`: one node's disruption state (pool, age against expireAfter, drift,
-//! emptiness), what Karpenter wants to do to it, every blocker and how to lift it.
+//! emptiness), what Karpenter wants to do to it, every blocker and how to lift it, and why
+//! it is or is not consolidated.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::text::{clean, columns, serde_name, Style};
 use super::NotFound;
+use crate::analysis::disruption::consolidation::{Consolidation, Source, State};
 use crate::analysis::disruption::{self, Blocker, NodeDisruption};
 use crate::analysis::{ago, Pass};
 use crate::findings::Finding;
@@ -140,11 +142,58 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
             out.push_str(&format!("  - {a}\n"));
         }
     }
+    out.push_str(&consolidation_text(&state.consolidation, now, s));
     if let Some(e) = &state.blocked_event {
         out.push_str(&format!(
             "\nKarpenter's last DisruptionBlocked event: {}\n",
             clean(e)
         ));
+    }
+    out
+}
+
+/// "Why not consolidated", in one sentence plus the evidence.
+fn consolidation_text(x: &Consolidation, now: DateTime<Utc>, s: Style) -> String {
+    let head = match x.state {
+        State::Disrupting => "being disrupted",
+        State::Candidate => "a candidate",
+        State::Blocked => "blocked",
+        State::Unknown => "unknown",
+        State::NotConsidered => "not considered",
+    };
+    let by = match x.source {
+        Source::Karpenter => "Karpenter",
+        Source::Kelp => "kelp",
+    };
+    let mut out = format!(
+        "\n{} {head} ({by}{}): {}\n",
+        s.bold("Consolidation:"),
+        x.reason
+            .map(|r| format!(", {}", r.as_str()))
+            .unwrap_or_default(),
+        clean(&x.message)
+    );
+    if let Some(t) = x.considered_since {
+        out.push_str(&format!("  Consolidatable for {}\n", ago(now, t)));
+    }
+    for p in &x.pods {
+        out.push_str(&format!("  - {}: {}\n", clean(&p.pod), clean(&p.why)));
+    }
+    if let Some(v) = x.savings_per_hour {
+        out.push_str(&format!("  Saves ${v:.3}/h\n"));
+    }
+    if let Some(e) = &x.event {
+        out.push_str(&format!(
+            "  Karpenter's {} event{}: {}\n",
+            clean(&e.reason),
+            e.seen
+                .map(|t| format!(" ({} ago)", ago(now, t)))
+                .unwrap_or_default(),
+            clean(&e.message)
+        ));
+    }
+    if let Some(k) = &x.kelp_check {
+        out.push_str(&format!("  {}\n", clean(k)));
     }
     out
 }

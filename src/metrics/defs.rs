@@ -180,6 +180,14 @@ pub const DISRUPTION_BLOCKED_NODES: MetricDef = MetricDef {
     labels: &["nodepool", "blocker"],
 };
 
+pub const UNCONSOLIDATED_NODES: MetricDef = MetricDef {
+    name: "karpenter_helper_unconsolidated_nodes",
+    title: "Nodes not consolidated, by reason",
+    kind: MetricKind::Gauge,
+    help: "Karpenter nodes that are not being consolidated now, by NodePool and the reason (Karpenter's own where it wrote one, else kelp's): static-pool, consolidation-disabled, when-empty-not-empty, consolidate-after, blocked, budget, pods-would-not-schedule, no-cheaper-node, spot-to-spot, would-create-multiple, filtering-by-price, unknown-instance, buffer-pods, rejected, needs-replacement, other, unknown. Candidates and nodes being disrupted do not count.",
+    labels: &["nodepool", "reason"],
+};
+
 pub const NODEPOOL_USAGE_RATIO: MetricDef = MetricDef {
     name: "karpenter_helper_nodepool_usage_ratio",
     title: "NodePool usage of its limits",
@@ -241,6 +249,7 @@ pub const SLI: &[MetricDef] = &[
     UNSCHEDULABLE_PODS,
     DRIFTED_NODES,
     DISRUPTION_BLOCKED_NODES,
+    UNCONSOLIDATED_NODES,
     NODEPOOL_USAGE_RATIO,
     NODEPOOL_COST,
     NODEPOOL_NODES,
@@ -263,6 +272,7 @@ pub const ALL: &[MetricDef] = &[
     UNSCHEDULABLE_PODS,
     DRIFTED_NODES,
     DISRUPTION_BLOCKED_NODES,
+    UNCONSOLIDATED_NODES,
     NODEPOOL_USAGE_RATIO,
     NODEPOOL_COST,
     NODEPOOL_NODES,

@@ -6,6 +6,7 @@
 //! - [`state`]: each Karpenter node's disruption state and its blockers, once per pass;
 //! - [`budget`]: Karpenter's budget arithmetic and the `budget-blocking` finding;
 //! - [`blocked`]: nodes Karpenter wants gone and has not removed, and drifted NodeClaims;
+//! - [`consolidation`]: why each node is, or is not, consolidated;
 //! - [`spot`]: spot interruptions per NodePool.
 //!
 //! This module owns the wiring ([`findings`]) and re-exports every public item, so
@@ -13,6 +14,7 @@
 
 pub mod blocked;
 pub mod budget;
+pub mod consolidation;
 pub mod spot;
 pub mod state;
 
@@ -29,6 +31,7 @@ use crate::findings::Finding;
 /// Every disruption finding, in one pass over the context's node states.
 pub fn findings(ctx: &Context) -> Vec<Finding> {
     let mut out = blocked::findings(ctx);
+    out.extend(consolidation::findings(ctx));
     out.extend(budget::budget_blocking(ctx));
     out.extend(spot::spot_interruptions(ctx));
     out

@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::super::{ago, selector};
+use super::super::{ago, capacity, fit::Room, selector};
 use super::budget::{allowed_of, budget_counts, budget_message};
+use super::consolidation::{self, Consolidation, Facts};
 use crate::findings::ObjectRef;
 use crate::karpenter::budgets::{self, DisruptionReason, DoNotDisrupt};
 use crate::karpenter::duration::{self, NillableDuration};
@@ -79,6 +80,8 @@ pub struct NodeDisruption {
     pub deleting: bool,
     pub wants: Vec<Want>,
     pub blockers: Vec<Blocker>,
+    /// Why it is, or is not, consolidated.
+    pub consolidation: Consolidation,
     #[serde(skip)]
     pub created: Option<DateTime<Utc>>,
     #[serde(skip)]
@@ -163,16 +166,19 @@ impl Nominations {
     }
 }
 
-/// What every node's analysis in one pass reads alike, made once: recent nominations, and
-/// each pool's budget counts (which count the pool's other nodes).
-#[derive(Debug, Default)]
-pub struct NodeInputs {
+/// What every node's analysis in one pass reads alike, made once: recent nominations,
+/// each pool's budget counts (which count the pool's other nodes), and the free room on
+/// every node (built the first time a node's consolidation needs it).
+#[derive(Default)]
+pub struct NodeInputs<'c> {
     pub nominations: Nominations,
     budgets: HashMap<String, (usize, usize)>,
+    cluster: Option<&'c Cluster>,
+    room: std::cell::OnceCell<Room<'c>>,
 }
 
-impl NodeInputs {
-    pub fn new(c: &Cluster, now: DateTime<Utc>) -> Self {
+impl<'c> NodeInputs<'c> {
+    pub fn new(c: &'c Cluster, now: DateTime<Utc>) -> Self {
         NodeInputs {
             nominations: Nominations::new(c, now),
             budgets: c
@@ -180,7 +186,15 @@ impl NodeInputs {
                 .keys()
                 .map(|p| (p.clone(), budget_counts(c, p)))
                 .collect(),
+            cluster: Some(c),
+            room: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The free room on the cluster's schedulable nodes, built once.
+    fn room(&self) -> Option<&Room<'c>> {
+        let c = self.cluster?;
+        Some(self.room.get_or_init(|| Room::new(c)))
     }
 
     fn budget_counts(&self, c: &Cluster, pool: &str) -> (usize, usize) {
@@ -287,7 +301,7 @@ pub fn node_disruption(
     c: &Cluster,
     node: &Node,
     now: DateTime<Utc>,
-    inputs: &NodeInputs,
+    inputs: &NodeInputs<'_>,
 ) -> NodeDisruption {
     let nominations = &inputs.nominations;
     let claim = c.nodeclaim_for_node(node);
@@ -353,9 +367,10 @@ pub fn node_disruption(
             message: "empty and consolidatable".into(),
         });
     }
-    // An underused node is a consolidation candidate where the policy allows it. A
-    // DisruptionBlocked event alone says nothing of intent: Karpenter checks every node for
-    // blockers before it picks candidates (seen on the real controller).
+    // An underused node is considered for consolidation where the policy allows it (kept
+    // below only if its consolidation answer says Karpenter would act). A DisruptionBlocked
+    // event alone says nothing of intent: Karpenter checks every node for blockers before
+    // it picks candidates (seen on the real controller).
     let policy = pool.and_then(|p| p.spec.disruption.consolidation_policy.as_deref());
     if consolidatable
         && !empty
@@ -475,6 +490,32 @@ pub fn node_disruption(
         }
     }
 
+    let budget_counts = pool_name
+        .as_deref()
+        .map(|p| inputs.budget_counts(c, p))
+        .unwrap_or_default();
+    let consolidation = consolidation::judge(
+        c,
+        &Facts {
+            node,
+            claim,
+            pool,
+            empty,
+            consolidatable,
+            deleting,
+            blockers: &blockers,
+            budget_counts,
+            price: capacity::node_price(c, node),
+        },
+        &|| inputs.room(),
+        now,
+    );
+    // Underused but not consolidable (its pods have nowhere cheaper to go): Karpenter does
+    // not want to disrupt it after all.
+    if !consolidation.held_by_blockers() {
+        wants.retain(|w| w.reason != WantReason::Underutilized);
+    }
+
     NodeDisruption {
         node: node.metadata.name.clone(),
         nodeclaim: claim.map(|cl| cl.metadata.name.clone()),
@@ -488,6 +529,7 @@ pub fn node_disruption(
         deleting,
         wants,
         blockers,
+        consolidation,
         created,
         expires_at,
         empty_since: empty.then_some(empty_since).flatten(),

@@ -292,6 +292,7 @@ fn sli_row(p: &mut Panels, q: &Q) {
             (defs::UNSCHEDULABLE_PODS, &["category", "nodepool"]),
             (defs::DRIFTED_NODES, &["nodepool"]),
             (defs::DISRUPTION_BLOCKED_NODES, &["nodepool", "blocker"]),
+            (defs::UNCONSOLIDATED_NODES, &["nodepool", "reason"]),
             (defs::NODEPOOL_USAGE_RATIO, &["nodepool", "resource"]),
             (defs::NODEPOOL_COST, &["nodepool", "capacity_type"]),
             (defs::NODEPOOL_NODES, &["nodepool"]),

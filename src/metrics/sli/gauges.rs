@@ -1,6 +1,6 @@
 //! The picture of now: the gauges computed once per pass from its typed results
-//! (unschedulable pods by what holds them, drifted and disruption-blocked nodes, NodePool
-//! usage against limits, $/hr and node count), encoded at scrape time.
+//! (unschedulable pods by what holds them, drifted, disruption-blocked and unconsolidated
+//! nodes, NodePool usage against limits, $/hr and node count), encoded at scrape time.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -65,6 +65,7 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
     let mut unschedulable = family(defs::UNSCHEDULABLE_PODS);
     let mut drifted = family(defs::DRIFTED_NODES);
     let mut blocked = family(defs::DISRUPTION_BLOCKED_NODES);
+    let mut unconsolidated = family(defs::UNCONSOLIDATED_NODES);
     let mut usage = family(defs::NODEPOOL_USAGE_RATIO);
     let mut cost = family(defs::NODEPOOL_COST);
     let mut nodes = family(defs::NODEPOOL_NODES);
@@ -88,6 +89,12 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
             }
             _ => {}
         }
+    }
+    for s in pass.nodes.values() {
+        let (Some(pool), Some(reason)) = (&s.nodepool, s.consolidation.unconsolidated()) else {
+            continue;
+        };
+        unconsolidated.add(&[pool, reason], 1.0);
     }
     for (name, pool) in &c.nodepools {
         // Every pool shows, with 0: "no drifted nodes" and "no nodes" are answers.
@@ -124,5 +131,13 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
             cost.add(&[pool, ct], price);
         }
     }
-    vec![unschedulable, drifted, blocked, usage, cost, nodes]
+    vec![
+        unschedulable,
+        drifted,
+        blocked,
+        unconsolidated,
+        usage,
+        cost,
+        nodes,
+    ]
 }

@@ -515,6 +515,7 @@ lastTimestamp: "{at}"
                     && !l.starts_with("karpenter_helper_unschedulable")
                     && !l.starts_with("karpenter_helper_drifted")
                     && !l.starts_with("karpenter_helper_disruption_blocked")
+                    && !l.starts_with("karpenter_helper_unconsolidated")
                     && !l.starts_with("karpenter_helper_nodepool_")
             })
             .collect();

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::*;
+use crate::analysis::disruption::consolidation::State;
 use crate::analysis::{ago, capacity, Pass};
 use crate::explain::text::serde_name;
 use crate::findings::Severity;
@@ -43,6 +44,11 @@ pub struct ClaimRow {
     pub image_id: String,
     pub blocked_by: Vec<String>,
     pub blocked_detail: String,
+    /// Its consolidation answer, shown when Karpenter considers it: `candidate`, or the
+    /// reason it is held (`no-cheaper-node`, `needs-replacement`, ...); "" otherwise.
+    pub consolidation: String,
+    /// The answer in one sentence (the badge's title).
+    pub consolidation_detail: String,
     pub deleting: bool,
     /// The worst finding about the claim or its node: critical, warning, info or "".
     pub severity: String,
@@ -171,6 +177,25 @@ pub(super) fn claim_groups(
             }
             None => (Vec::new(), String::new()),
         };
+        let (consolidation, consolidation_detail) =
+            match node.and_then(|n| pass.nodes.get(&n.metadata.name)) {
+                Some(d) => {
+                    let x = &d.consolidation;
+                    let badge = match (x.state, x.reason) {
+                        (State::Candidate, _) => "candidate".to_string(),
+                        (State::Blocked, Some(r)) => r.as_str().to_string(),
+                        (State::Unknown, _) => "unknown".to_string(),
+                        _ => String::new(),
+                    };
+                    let detail = if badge.is_empty() {
+                        String::new()
+                    } else {
+                        x.message.clone()
+                    };
+                    (badge, detail)
+                }
+                None => (String::new(), String::new()),
+            };
         let drift_reason = condition(&claim.status.conditions, "Drifted")
             .filter(|c| c.is_true())
             .and_then(|c| c.reason.clone())
@@ -215,6 +240,8 @@ pub(super) fn claim_groups(
             image_id: claim.status.image_id.clone().unwrap_or_default(),
             blocked_by,
             blocked_detail,
+            consolidation,
+            consolidation_detail,
             deleting: claim.metadata.deletion_timestamp.is_some(),
         });
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::*;
-use crate::analysis::disruption;
+use crate::analysis::disruption::{self, consolidation};
 use crate::analysis::provisioning::{self};
 use crate::analysis::{capacity, Pass};
 use crate::findings::Severity;
@@ -38,6 +38,11 @@ pub struct PoolRow {
     pub savings: String,
     pub drifted: usize,
     pub claims: usize,
+    /// What consolidating its candidate nodes would save, summed over those whose price
+    /// Karpenter's event or kelp knows (each judged alone: an upper bound).
+    pub consolidation_savings_per_hour: Option<f64>,
+    /// `up to $0.34/h from 2 candidate nodes`, or "".
+    pub could_save: String,
     /// The worst finding about this pool: critical, warning, info or "".
     pub severity: String,
 }
@@ -224,7 +229,27 @@ pub(super) fn pool_row(
         .and_then(|m| m.nodepool_cost.get(&name).copied());
     let cost_per_hour = if priced { Some(cost) } else { pool_cost };
     let spot_savings_pct = (spot_od > 0.0).then(|| (1.0 - spot / spot_od) * 100.0);
+    let candidates: Vec<f64> = pass
+        .nodes
+        .values()
+        .filter(|s| s.nodepool.as_deref() == Some(name.as_str()))
+        .filter(|s| s.consolidation.state == consolidation::State::Candidate)
+        .filter_map(|s| s.consolidation.savings_per_hour)
+        .collect();
+    let consolidation_savings_per_hour =
+        (!candidates.is_empty()).then(|| candidates.iter().sum::<f64>());
     PoolRow {
+        could_save: consolidation_savings_per_hour
+            .map(|v| {
+                format!(
+                    "consolidation could save up to {} ({} candidate node{})",
+                    money(v),
+                    candidates.len(),
+                    if candidates.len() == 1 { "" } else { "s" }
+                )
+            })
+            .unwrap_or_default(),
+        consolidation_savings_per_hour,
         weight: p.spec.weight.unwrap_or(0),
         consolidation_policy: d
             .consolidation_policy

@@ -1,0 +1,520 @@
+//! Why a node is, or is not, consolidated: one answer per Karpenter node per pass.
+//!
+//! The order is Karpenter's own (v1.14.1 `disruption/consolidation.go`): a node Karpenter
+//! is already removing; node- and pod-level blockers (checked before any method looks at
+//! a node); a static pool; `consolidateAfter: Never`; an empty node (Emptiness); policy
+//! `WhenEmpty`; not yet `Consolidatable`; the pool's budget. Past those, Karpenter's own
+//! decision where it wrote one (`Unconsolidatable`, `ConsolidationRejected`,
+//! `ConsolidationCandidate`, `ConsolidationApproved`), else kelp's: would the node's pods
+//! fit on the other nodes ([`super::super::fit`])? If they fit, Karpenter can delete it;
+//! if not, only a cheaper replacement could consolidate it, which needs an instance-type
+//! catalogue kelp does not have, and the answer says so.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::super::{ago, fit::Room, Context};
+use super::budget::{allowed_of, budget_message};
+use super::Blocker;
+use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::budgets::DisruptionReason;
+use crate::karpenter::consolidation::{self as karpenter, PodMiss, Reason};
+use crate::karpenter::duration::{self, NillableDuration};
+use crate::karpenter::events::BlockerKind;
+use crate::model::*;
+
+/// How far a node is from being consolidated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// Karpenter is removing or replacing it now.
+    Disrupting,
+    /// Karpenter can consolidate it: it named it a candidate, or kelp finds its pods fit
+    /// on the other nodes (or it is empty).
+    Candidate,
+    /// Karpenter considers it, and something holds it: the reason says what.
+    Blocked,
+    /// kelp cannot tell (a pod it cannot place or rule out).
+    Unknown,
+    /// Karpenter does not consider it (yet): the reason says why.
+    NotConsidered,
+}
+
+/// Whose answer it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Karpenter,
+    Kelp,
+}
+
+/// Karpenter's newest consolidation event about the node, as evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    pub reason: String,
+    pub message: String,
+    pub seen: Option<DateTime<Utc>>,
+}
+
+/// One node's consolidation answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Consolidation {
+    pub state: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+    pub source: Source,
+    /// One sentence.
+    pub message: String,
+    /// Pods that would not schedule elsewhere, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<PodMiss>,
+    /// What consolidating it would save, where Karpenter or kelp knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub savings_per_hour: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<Evidence>,
+    /// kelp's own check where Karpenter's event gives the answer: shown, so that a
+    /// disagreement is seen, not hidden.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kelp_check: Option<String>,
+    /// Since when Karpenter has considered it (its Consolidatable condition).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub considered_since: Option<DateTime<Utc>>,
+}
+
+/// Karpenter re-publishes an `Unconsolidatable` event every 15 minutes while it holds: an
+/// older one may describe a node that has changed since.
+const EVENT_FRESH_MINUTES: i64 = 20;
+
+/// Karpenter's disruption events kelp reads as consolidation decisions.
+const DECISIONS: &[&str] = &[
+    "Unconsolidatable",
+    "ConsolidationRejected",
+    "ConsolidationCandidate",
+    "ConsolidationApproved",
+];
+
+/// What the node's other analysis already found, for its consolidation answer.
+pub(super) struct Facts<'a> {
+    pub node: &'a Node,
+    pub claim: Option<&'a NodeClaim>,
+    pub pool: Option<&'a NodePool>,
+    pub empty: bool,
+    pub consolidatable: bool,
+    pub deleting: bool,
+    pub blockers: &'a [Blocker],
+    pub budget_counts: (usize, usize),
+    pub price: Option<f64>,
+}
+
+impl Consolidation {
+    fn kelp(state: State, reason: Option<Reason>, message: String) -> Self {
+        Consolidation {
+            state,
+            reason,
+            source: Source::Kelp,
+            message,
+            pods: Vec::new(),
+            savings_per_hour: None,
+            event: None,
+            kelp_check: None,
+            considered_since: None,
+        }
+    }
+
+    /// The reason it is not consolidated, as the metric labels it: None for a candidate
+    /// and a node being disrupted.
+    pub fn unconsolidated(&self) -> Option<&'static str> {
+        match (self.state, self.reason) {
+            (State::Candidate | State::Disrupting, _) => None,
+            (State::Unknown, _) | (_, None) => Some("unknown"),
+            (_, Some(r)) => Some(r.as_str()),
+        }
+    }
+
+    /// Whether Karpenter would act but for blockers or the budget.
+    pub fn held_by_blockers(&self) -> bool {
+        self.state == State::Candidate
+            || matches!(self.reason, Some(Reason::Blocked | Reason::Budget))
+    }
+}
+
+/// The node's consolidation answer at `now`.
+pub(super) fn judge<'r, 'c: 'r>(
+    c: &Cluster,
+    f: &Facts,
+    room: &dyn Fn() -> Option<&'r Room<'c>>,
+    now: DateTime<Utc>,
+) -> Consolidation {
+    let mut out = decide(c, f, room, now);
+    out.event = out
+        .event
+        .take()
+        .or_else(|| newest_decision(c, f, now, None));
+    out
+}
+
+fn decide<'r, 'c: 'r>(
+    c: &Cluster,
+    f: &Facts,
+    room: &dyn Fn() -> Option<&'r Room<'c>>,
+    now: DateTime<Utc>,
+) -> Consolidation {
+    use State::*;
+    let node = f.node;
+    let disrupted_taint = node
+        .spec
+        .taints
+        .iter()
+        .any(|t| t.key == "karpenter.sh/disrupted");
+    if f.deleting || disrupted_taint {
+        return Consolidation::kelp(
+            Disrupting,
+            None,
+            if f.deleting {
+                "Karpenter is deleting it".into()
+            } else {
+                "Karpenter has tainted it karpenter.sh/disrupted and is replacing or removing it"
+                    .into()
+            },
+        );
+    }
+    let Some(pool) = f.pool else {
+        return Consolidation::kelp(
+            NotConsidered,
+            Some(Reason::Blocked),
+            f.blockers
+                .first()
+                .map_or_else(|| "its NodePool is not found".into(), |b| b.message.clone()),
+        );
+    };
+    let pool_name = &pool.metadata.name;
+    let d = &pool.spec.disruption;
+    let policy = d
+        .consolidation_policy
+        .as_deref()
+        .unwrap_or("WhenEmptyOrUnderutilized");
+    let after = d.consolidate_after.as_deref().unwrap_or("0s");
+    let disabled = matches!(duration::parse_nillable(after), Ok(NillableDuration::Never));
+    let static_pool = pool.spec.replicas.is_some();
+    let considered_since = f
+        .claim
+        .and_then(|cl| condition(&cl.status.conditions, "Consolidatable"))
+        .filter(|c| c.is_true())
+        .and_then(|c| c.last_transition_time);
+    // Would Karpenter look at it at all, blockers aside?
+    let looked_at =
+        !static_pool && !disabled && f.consolidatable && (f.empty || policy != "WhenEmpty");
+    let with_since = |mut x: Consolidation| {
+        x.considered_since =
+            considered_since.filter(|_| x.state == Blocked || x.state == Candidate);
+        x
+    };
+
+    // Blockers (except budgets, judged below per reason) come first, as in Karpenter.
+    let held: Vec<&Blocker> = f
+        .blockers
+        .iter()
+        .filter(|b| b.kind != BlockerKind::Budget)
+        .collect();
+    if let Some(first) = held.first() {
+        let more = match held.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        return with_since(Consolidation::kelp(
+            if looked_at { Blocked } else { NotConsidered },
+            Some(Reason::Blocked),
+            format!("{}{more}", first.message),
+        ));
+    }
+    if static_pool {
+        return Consolidation::kelp(
+            NotConsidered,
+            Some(Reason::StaticPool),
+            format!(
+                "NodePool {pool_name} is static (spec.replicas): Karpenter never consolidates it"
+            ),
+        );
+    }
+    if disabled {
+        return Consolidation::kelp(
+            NotConsidered,
+            Some(Reason::ConsolidationDisabled),
+            format!("NodePool {pool_name} has consolidation disabled (consolidateAfter: Never)"),
+        );
+    }
+    if !f.empty && policy == "WhenEmpty" {
+        return Consolidation::kelp(
+            NotConsidered,
+            Some(Reason::WhenEmptyNotEmpty),
+            format!(
+                "NodePool {pool_name} has consolidationPolicy WhenEmpty, and {} pods run here",
+                workload_count(c, node)
+            ),
+        );
+    }
+    if !f.consolidatable {
+        return Consolidation::kelp(
+            NotConsidered,
+            Some(Reason::ConsolidateAfter),
+            not_yet(f, after, now),
+        );
+    }
+    let reason = if f.empty {
+        DisruptionReason::Empty
+    } else {
+        DisruptionReason::Underutilized
+    };
+    let allowed = allowed_of(f.budget_counts, pool, reason, now);
+    if allowed.allowed == 0 {
+        return with_since(Consolidation::kelp(
+            Blocked,
+            Some(Reason::Budget),
+            budget_message(pool_name, reason, &allowed),
+        ));
+    }
+    if f.empty {
+        let mut x = Consolidation::kelp(
+            Candidate,
+            None,
+            "empty (only DaemonSet pods) and Consolidatable: Karpenter deletes it".into(),
+        );
+        x.savings_per_hour = f.price;
+        return with_since(x);
+    }
+
+    // Past every gate: Karpenter's own decision, if it wrote one since it started to
+    // consider the node, else kelp's check.
+    let kelp = || check(c, f, room);
+    if let Some(e) = newest_decision(c, f, now, considered_since) {
+        let mut x = from_event(&e);
+        x.event = Some(e);
+        if x.state != Candidate {
+            let mine = kelp();
+            x.kelp_check = Some(match mine.state {
+                Candidate => format!("kelp finds {}", mine.message),
+                _ => format!("kelp agrees: {}", mine.message),
+            });
+        }
+        return with_since(x);
+    }
+    with_since(kelp())
+}
+
+/// kelp's own answer for a considered, non-empty node: would its pods fit elsewhere?
+fn check<'r, 'c: 'r>(
+    c: &Cluster,
+    f: &Facts,
+    room: &dyn Fn() -> Option<&'r Room<'c>>,
+) -> Consolidation {
+    let Some(room) = room() else {
+        return Consolidation::kelp(
+            State::Unknown,
+            None,
+            "no schedulable nodes are known".into(),
+        );
+    };
+    let pods: Vec<&Pod> = super::workload_pods(c, &f.node.metadata.name).collect();
+    let plan = room.moves(f.node, &pods);
+    if plan.fits() {
+        let mut x = Consolidation::kelp(
+            State::Candidate,
+            None,
+            match plan.placed {
+                1 => "its pod fits on another node: Karpenter can delete it".to_string(),
+                n => format!("its {n} pods fit on the other nodes: Karpenter can delete it"),
+            },
+        );
+        x.savings_per_hour = f.price;
+        return x;
+    }
+    if plan.misses.is_empty() {
+        let mut x = Consolidation::kelp(
+            State::Unknown,
+            None,
+            format!(
+                "kelp cannot tell whether its pods fit elsewhere: {}",
+                describe(&plan.unknown)
+            ),
+        );
+        x.pods = plan.unknown;
+        return x;
+    }
+    let mut x = Consolidation::kelp(
+        State::Blocked,
+        Some(Reason::NeedsReplacement),
+        format!(
+            "not all its pods fit on the other nodes ({}); only a cheaper replacement node could consolidate it, and kelp cannot price one without an instance-type catalogue",
+            describe(&plan.misses)
+        ),
+    );
+    x.pods = plan.misses;
+    x
+}
+
+fn describe(pods: &[PodMiss]) -> String {
+    let mut parts: Vec<String> = pods
+        .iter()
+        .take(3)
+        .map(|m| format!("{}: {}", m.pod, m.why))
+        .collect();
+    if pods.len() > 3 {
+        parts.push(format!("and {} more", pods.len() - 3));
+    }
+    parts.join("; ")
+}
+
+/// The answer a Karpenter decision event gives.
+fn from_event(e: &Evidence) -> Consolidation {
+    let mut x = Consolidation {
+        source: Source::Karpenter,
+        ..Consolidation::kelp(State::Blocked, None, e.message.clone())
+    };
+    match e.reason.as_str() {
+        "Unconsolidatable" => {
+            let u = karpenter::parse_unconsolidatable(&e.message);
+            x.reason = Some(u.reason);
+            x.pods = u.pods;
+            x.message = format!("Karpenter: {}", e.message.trim());
+        }
+        "ConsolidationRejected" => {
+            x.reason = Some(Reason::Rejected);
+            x.savings_per_hour = karpenter::savings(&e.message);
+            x.message = format!(
+                "Karpenter rejected its consolidation: {}",
+                karpenter::rejected_reason(&e.message)
+            );
+        }
+        _ => {
+            x.state = State::Candidate;
+            x.savings_per_hour = karpenter::savings(&e.message);
+            x.message = format!("Karpenter: {}", e.message.trim());
+        }
+    }
+    x
+}
+
+/// Karpenter's newest consolidation decision about the node or its claim, recent, and
+/// not older than `since` when given.
+fn newest_decision(
+    c: &Cluster,
+    f: &Facts,
+    now: DateTime<Utc>,
+    since: Option<DateTime<Utc>>,
+) -> Option<Evidence> {
+    let node = f.node;
+    let on_node = c.events_for("Node", None, &node.metadata.name, &node.metadata.uid);
+    let on_claim = f
+        .claim
+        .map(|cl| c.events_for("NodeClaim", None, &cl.metadata.name, &cl.metadata.uid))
+        .unwrap_or_default();
+    on_node
+        .into_iter()
+        .chain(on_claim)
+        .filter(|e| e.from_karpenter() && DECISIONS.contains(&e.reason.as_str()))
+        .filter(|e| {
+            e.seen().is_some_and(|t| {
+                now - t <= Duration::minutes(EVENT_FRESH_MINUTES) && since.is_none_or(|s| t >= s)
+            })
+        })
+        .max_by_key(|e| e.seen())
+        .map(|e| Evidence {
+            reason: e.reason.clone(),
+            message: e.message.clone(),
+            seen: e.seen(),
+        })
+}
+
+/// Why a node is not Consolidatable yet: when consolidateAfter runs out.
+fn not_yet(f: &Facts, after: &str, now: DateTime<Utc>) -> String {
+    let claim = f.claim;
+    let initialized = claim
+        .and_then(|cl| condition(&cl.status.conditions, "Initialized"))
+        .filter(|c| c.is_true())
+        .and_then(|c| c.last_transition_time);
+    let last_pod = claim.and_then(|cl| cl.status.last_pod_event_time);
+    let from = last_pod.max(initialized);
+    let at = match (from, duration::parse_go_duration(after)) {
+        (Some(t), Ok(d)) => Some(t + d),
+        _ => None,
+    };
+    match (at, last_pod) {
+        (Some(at), _) if at > now => format!(
+            "not Consolidatable yet: consolidateAfter {after} since its {} runs out in {}",
+            if last_pod == from { "last pod event" } else { "initialization" },
+            ago(at, now)
+        ),
+        (Some(_), _) => format!(
+            "not Consolidatable yet: consolidateAfter {after} has passed, and Karpenter has not marked it yet"
+        ),
+        (None, _) => format!("not Consolidatable yet (consolidateAfter {after})"),
+    }
+}
+
+fn workload_count(c: &Cluster, node: &Node) -> usize {
+    super::workload_pods(c, &node.metadata.name).count()
+}
+
+/// The details of a `consolidation-blocked` finding.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockedDetails {
+    pub reason: Reason,
+    pub source: Source,
+    pub pods: Vec<PodMiss>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub savings_per_hour: Option<f64>,
+    pub nodeclaim: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<Evidence>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kelp_check: Option<String>,
+}
+
+/// `consolidation-blocked`: every node Karpenter considers for consolidation and that
+/// something holds; a warning once it has stood an hour.
+pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for s in ctx.nodes.values() {
+        let x = &s.consolidation;
+        let (State::Blocked, Some(reason)) = (x.state, x.reason) else {
+            continue;
+        };
+        let long = x
+            .considered_since
+            .is_some_and(|t| ctx.now - t > Duration::hours(1));
+        out.push(
+            Finding::new(
+                Code::ConsolidationBlocked,
+                if long {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                },
+                ObjectRef::cluster(ObjectKind::Node, &s.node),
+                format!(
+                    "Not consolidated{}: {}",
+                    x.considered_since
+                        .map(|t| format!(" (Consolidatable for {})", ago(ctx.now, t)))
+                        .unwrap_or_default(),
+                    x.message
+                ),
+            )
+            .pool(s.nodepool.as_deref())
+            .since(x.considered_since)
+            .details(BlockedDetails {
+                reason,
+                source: x.source,
+                pods: x.pods.clone(),
+                savings_per_hour: x.savings_per_hour,
+                nodeclaim: s.nodeclaim.clone(),
+                event: x.event.clone(),
+                kelp_check: x.kelp_check.clone(),
+            }),
+        );
+    }
+    out
+}
