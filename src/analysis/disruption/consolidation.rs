@@ -518,3 +518,242 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{node_disruption, NodeInputs};
+    use super::*;
+
+    const NOW: &str = "2026-11-21T10:00:00Z";
+
+    /// Node n1 (claim c1, Consolidatable since 09:00) runs one 1-cpu pod; node n2 has
+    /// `free` cpu of 4 free. `pool` is the pool's `spec.disruption` and `extra` more YAML.
+    fn answer(pool: &str, free: &str, extra: &str) -> Consolidation {
+        let yaml = format!(
+            r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: default}}
+spec: {{disruption: {pool}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {{name: c1, uid: uc1, creationTimestamp: "2026-11-20T00:00:00Z", labels: {{karpenter.sh/nodepool: default}}}}
+status:
+  nodeName: n1
+  lastPodEventTime: "2026-11-21T08:55:00Z"
+  conditions:
+  - {{type: Initialized, status: "True", lastTransitionTime: "2026-11-20T00:01:00Z"}}
+  - {{type: Consolidatable, status: "True", lastTransitionTime: "2026-11-21T09:00:00Z"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: n1, uid: un1, labels: {{karpenter.sh/nodepool: default, kubernetes.io/hostname: n1}}}}
+status:
+  allocatable: {{cpu: "4", memory: 8Gi, pods: "110"}}
+  conditions: [{{type: Ready, status: "True"}}]
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: n2, labels: {{kubernetes.io/hostname: n2}}}}
+status:
+  allocatable: {{cpu: "{free}", memory: 8Gi, pods: "110"}}
+  conditions: [{{type: Ready, status: "True"}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: web-1, namespace: shop, ownerReferences: [{{kind: ReplicaSet, name: web, controller: true}}]}}
+spec:
+  nodeName: n1
+  containers: [{{name: c, resources: {{requests: {{cpu: "1"}}}}}}]
+status: {{phase: Running, startTime: "2026-11-21T08:55:00Z"}}
+{extra}"#
+        );
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+        let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
+        node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::new(&c, now)).consolidation
+    }
+
+    const UNDERUSED: &str = "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 5m}";
+
+    fn event(reason: &str, message: &str, at: &str) -> String {
+        format!(
+            r#"---
+apiVersion: v1
+kind: Event
+metadata: {{name: e-{reason}, namespace: default}}
+involvedObject: {{kind: Node, name: n1, uid: un1}}
+reason: {reason}
+message: "{message}"
+source: {{component: karpenter}}
+firstTimestamp: "{at}"
+lastTimestamp: "{at}"
+type: Normal
+"#
+        )
+    }
+
+    #[test]
+    fn karpenters_gates_come_first_in_its_order() {
+        let a = answer(
+            "{consolidationPolicy: WhenEmpty, consolidateAfter: 5m}",
+            "4",
+            "",
+        );
+        assert_eq!(
+            (a.state, a.reason),
+            (State::NotConsidered, Some(Reason::WhenEmptyNotEmpty))
+        );
+        assert!(a.message.contains("1 pods run here"), "{}", a.message);
+        let a = answer(
+            "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: Never}",
+            "4",
+            "",
+        );
+        assert_eq!(a.reason, Some(Reason::ConsolidationDisabled));
+        let a = answer(UNDERUSED, "4", "").state;
+        assert_eq!(a, State::Candidate);
+        // A budget of 0 holds a candidate; the answer says which budget.
+        let a = answer(
+            "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 5m, budgets: [{nodes: \"0\"}]}",
+            "4",
+            "",
+        );
+        assert_eq!((a.state, a.reason), (State::Blocked, Some(Reason::Budget)));
+        // Blockers come before the policy, as Karpenter validates a node before any method
+        // (it writes DisruptionBlocked, not Unconsolidatable, for such a node).
+        let held = "---\napiVersion: v1\nkind: Node\nmetadata: {name: n1, uid: un1, labels: {karpenter.sh/nodepool: default}, annotations: {karpenter.sh/do-not-disrupt: \"true\"}}\nstatus: {conditions: [{type: Ready, status: \"True\"}]}\n";
+        let a = answer(
+            "{consolidationPolicy: WhenEmpty, consolidateAfter: 5m}",
+            "4",
+            held,
+        );
+        assert_eq!(
+            (a.state, a.reason),
+            (State::NotConsidered, Some(Reason::Blocked))
+        );
+        assert!(a.message.contains("do-not-disrupt"), "{}", a.message);
+        let a = answer(UNDERUSED, "4", held);
+        assert_eq!((a.state, a.reason), (State::Blocked, Some(Reason::Blocked)));
+    }
+
+    #[test]
+    fn kelps_check_says_candidate_or_needs_replacement() {
+        let fits = answer(UNDERUSED, "4", "");
+        assert_eq!((fits.state, fits.source), (State::Candidate, Source::Kelp));
+        assert!(
+            fits.message.contains("fits on another node"),
+            "{}",
+            fits.message
+        );
+        assert_eq!(
+            fits.considered_since.map(|t| t.to_rfc3339()),
+            Some("2026-11-21T09:00:00+00:00".into())
+        );
+        // 500m free on the only other node: the pod goes nowhere, only a replacement could.
+        let held = answer(UNDERUSED, "500m", "");
+        assert_eq!(
+            (held.state, held.reason, held.source),
+            (State::Blocked, Some(Reason::NeedsReplacement), Source::Kelp)
+        );
+        assert_eq!(held.pods.len(), 1);
+        assert_eq!(held.pods[0].pod, "shop/web-1");
+        assert!(
+            held.pods[0].why.contains("cpu 1 asked, at most 500m free"),
+            "{:?}",
+            held.pods
+        );
+    }
+
+    #[test]
+    fn karpenters_decision_since_it_considered_the_node_is_the_answer() {
+        // Written at 09:50, after the node became Consolidatable (09:00): the answer, with
+        // kelp's own check shown beside it (here it disagrees: the pod fits on n2).
+        let e = event(
+            "Unconsolidatable",
+            "Can't replace with a cheaper node",
+            "2026-11-21T09:50:00Z",
+        );
+        let a = answer(UNDERUSED, "4", &e);
+        assert_eq!(
+            (a.state, a.reason, a.source),
+            (
+                State::Blocked,
+                Some(Reason::NoCheaperNode),
+                Source::Karpenter
+            )
+        );
+        assert!(
+            a.kelp_check
+                .as_deref()
+                .is_some_and(|k| k.starts_with("kelp finds")),
+            "{a:?}"
+        );
+        // Written before the node became Consolidatable: it describes an older node.
+        let old = event(
+            "Unconsolidatable",
+            "Can't replace with a cheaper node",
+            "2026-11-21T08:50:00Z",
+        );
+        let a = answer(UNDERUSED, "4", &old);
+        assert_eq!((a.state, a.source), (State::Candidate, Source::Kelp));
+        // The pods Karpenter names, and a rejected command's savings.
+        let e = event(
+            "Unconsolidatable",
+            "Not all pods would schedule, shop/web-1 => incompatible with nodepool \\\"default\\\" ",
+            "2026-11-21T09:50:00Z",
+        );
+        let a = answer(UNDERUSED, "500m", &e);
+        assert_eq!(a.reason, Some(Reason::PodsWouldNotSchedule));
+        assert_eq!(a.pods[0].pod, "shop/web-1");
+        assert!(
+            a.kelp_check
+                .as_deref()
+                .is_some_and(|k| k.starts_with("kelp agrees")),
+            "{a:?}"
+        );
+        let e = event(
+            "ConsolidationRejected",
+            "Consolidation rejected: delete, terminating 1 nodes, reason: score 0.10 < threshold 0.50 (savings: $0.12)",
+            "2026-11-21T09:50:00Z",
+        );
+        let a = answer(
+            "{consolidationPolicy: Balanced, consolidateAfter: 5m}",
+            "4",
+            &e,
+        );
+        assert_eq!(
+            (a.state, a.reason),
+            (State::Blocked, Some(Reason::Rejected))
+        );
+        assert_eq!(a.savings_per_hour, Some(0.12));
+    }
+
+    #[test]
+    fn a_node_being_removed_or_not_yet_consolidatable_is_not_held() {
+        let taint = "---\napiVersion: v1\nkind: Node\nmetadata: {name: n1, uid: un1, labels: {karpenter.sh/nodepool: default}}\nspec: {taints: [{key: karpenter.sh/disrupted, effect: NoSchedule}]}\nstatus: {conditions: [{type: Ready, status: \"True\"}]}\n";
+        assert_eq!(answer(UNDERUSED, "4", taint).state, State::Disrupting);
+        // consolidateAfter 2h from the last pod event at 08:55: 55m to go.
+        let a = answer(
+            "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 2h}",
+            "4",
+            "",
+        );
+        // The claim still says Consolidatable (Karpenter re-evaluates it): kelp reads the
+        // condition, not its own clock, for whether Karpenter considers the node.
+        assert_eq!(a.state, State::Candidate);
+        let not_yet = "---\napiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: c1, uid: uc1, labels: {karpenter.sh/nodepool: default}}\nstatus:\n  nodeName: n1\n  lastPodEventTime: \"2026-11-21T08:55:00Z\"\n  conditions: [{type: Initialized, status: \"True\", lastTransitionTime: \"2026-11-20T00:01:00Z\"}]\n";
+        let a = answer(
+            "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 2h}",
+            "4",
+            not_yet,
+        );
+        assert_eq!(
+            (a.state, a.reason),
+            (State::NotConsidered, Some(Reason::ConsolidateAfter))
+        );
+        assert!(a.message.contains("runs out in 55m"), "{}", a.message);
+    }
+}
