@@ -820,6 +820,25 @@ async fn blockers_amis_prices_and_capacity_are_named() {
         blocked.contains("blocked by pdb web/storefront"),
         "{blocked}"
     );
+    // Each claim Karpenter considers for consolidation says why it is not consolidated,
+    // with the whole answer in the badge's title.
+    let reasons = attrs(
+        &h,
+        "#nodeclaims tr.claim .badge.consol",
+        "data-consolidation",
+    );
+    assert!(reasons.iter().any(|r| r == "candidate"), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r == "blocked"), "{reasons:?}");
+    for t in attrs(&h, "#nodeclaims tr.claim .badge.consol", "title") {
+        assert!(!t.is_empty());
+    }
+    let held = text(
+        &h,
+        "#nodeclaims tr.claim .badge.consol[data-consolidation='blocked']",
+    );
+    assert!(held.contains("not consolidated: blocked"), "{held}");
+    let candidate = text(&h, "#nodeclaims tr.claim .badge.consol.candidate");
+    assert!(candidate.contains("consolidation candidate"), "{candidate}");
     // The rollout panel names the target AMIs (with their names) and what they replace.
     let default = text(&h, "#rollout tr.rollout[data-pool='default'] td.target");
     assert!(

@@ -8,11 +8,15 @@
 //! too small. [`Room::moves`] places a node's pods on the others, first fit, as if the
 //! node were gone, and names each pod that finds no place with the filters that kept it
 //! out. What kelp does not evaluate (required pod affinity) makes the answer unknown for
-//! that pod, never "fits".
+//! that pod, never "fits". As in Karpenter's consolidation simulation (v1.14.1
+//! `scheduler.go`, `enforceConsolidateAfter`), a Karpenter node still inside its pool's
+//! `consolidateAfter` since its last pod event takes none of the moving pods.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+
+use chrono::{DateTime, Utc};
 
 use k8s_openapi::api::core::v1::PodAffinityTerm;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -20,6 +24,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use super::provisioning::pod_requests;
 use super::selector;
 use crate::karpenter::consolidation::PodMiss;
+use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
@@ -30,6 +35,8 @@ const HOSTNAME: &str = "kubernetes.io/hostname";
 /// One node pods could move to.
 struct Target<'c> {
     node: &'c Node,
+    /// Inside its pool's consolidateAfter: Karpenter moves no pods onto it.
+    settling: bool,
     /// Allocatable minus the requests of the pods there (with `pods` for the count).
     free: Resources,
 }
@@ -80,6 +87,7 @@ struct Tally {
     anti_affinity: usize,
     spread: usize,
     zone: usize,
+    settling: usize,
 }
 
 pub fn is_schedulable_target(c: &Cluster, n: &Node) -> bool {
@@ -94,8 +102,39 @@ fn holds_room(p: &Pod) -> bool {
     !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
 }
 
+/// Karpenter's `IsUnderConsolidateAfter`: an initialized NodeClaim whose pool has a non-zero
+/// consolidateAfter that has not passed since its last pod event (or its initialization).
+fn under_consolidate_after(c: &Cluster, n: &Node, now: DateTime<Utc>) -> bool {
+    let Some(claim) = c.nodeclaim_for_node(n) else {
+        return false;
+    };
+    let Some(pool) = Cluster::pool_of(&n.metadata.labels).and_then(|p| c.nodepools.get(p)) else {
+        return false;
+    };
+    let after = match pool
+        .spec
+        .disruption
+        .consolidate_after
+        .as_deref()
+        .map(duration::parse_nillable)
+    {
+        Some(Ok(NillableDuration::After(d))) if d > chrono::Duration::zero() => d,
+        _ => return false,
+    };
+    let Some(initialized) =
+        condition(&claim.status.conditions, "Initialized").filter(|c| c.is_true())
+    else {
+        return false;
+    };
+    let since = claim
+        .status
+        .last_pod_event_time
+        .or(initialized.last_transition_time);
+    since.is_some_and(|t| now - t < after)
+}
+
 impl<'c> Room<'c> {
-    pub fn new(c: &'c Cluster) -> Self {
+    pub fn new(c: &'c Cluster, now: DateTime<Utc>) -> Self {
         // Replicas share their scheduling spec: their requests are summed once.
         let mut requests: HashMap<*const SchedulingSpec, Resources> = HashMap::new();
         let mut targets: Vec<Target<'c>> = c
@@ -113,7 +152,11 @@ impl<'c> Room<'c> {
                     }
                     *free.0.entry("pods".into()).or_default() -= 1.0;
                 }
-                Target { node: n, free }
+                Target {
+                    node: n,
+                    free,
+                    settling: under_consolidate_after(c, n, now),
+                }
             })
             .collect();
         targets.sort_by(|a, b| b.free.get("cpu").total_cmp(&a.free.get("cpu")));
@@ -200,6 +243,10 @@ impl<'c> Room<'c> {
             {
                 tally.resources += 1;
                 note_short(&mut tally, r, have.max(0.0));
+                continue;
+            }
+            if t.settling {
+                tally.settling += 1;
                 continue;
             }
             if !taints::untolerated(&pod.spec.tolerations, scheduling_taints(t.node)).is_empty() {
@@ -527,6 +574,10 @@ fn explain(t: &Tally, others: usize, requests: &Resources, zone: Option<&str>) -
         (t.ports, "its host port taken".into()),
         (t.anti_affinity, "pods its anti-affinity excludes".into()),
         (t.spread, "its topology spread would exceed maxSkew".into()),
+        (
+            t.settling,
+            "inside their pool's consolidateAfter, which Karpenter moves no pods onto".into(),
+        ),
     ] {
         if n > 0 {
             parts.push(format!("{}: {what}", count(n)));
@@ -588,7 +639,10 @@ status: {{phase: Running}}
 
     fn plan(yaml: &str, from: &str) -> Plan {
         let c = cluster(yaml);
-        let room = Room::new(&c);
+        let now = DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z")
+            .unwrap()
+            .to_utc();
+        let room = Room::new(&c, now);
         let pods: Vec<&Pod> = c.pods_on(from).collect();
         room.moves(&c.nodes[from], &pods)
     }

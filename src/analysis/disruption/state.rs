@@ -121,9 +121,41 @@ fn tolerates_disruption(p: &Pod) -> bool {
         .any(|t| crate::karpenter::taints::tolerates(t, &taint))
 }
 
-/// Recent Karpenter nominations by target (`node/<name>` or `nodeclaim/<name>`), built
-/// once per pass: Karpenter keeps a node nominated for a short while after it nominates
-/// a pod to it.
+/// How long Karpenter keeps a node nominated after it nominates a pod to it: twice its
+/// batch window (v1.14.1 `state/statenode.go` `nominationWindow`, 2 x 10 s by default).
+pub const NOMINATION_WINDOW_SECONDS: i64 = 20;
+
+/// How long Karpenter's `Nominated` event about a pod stays unrepeated while it nominates
+/// the pod again on every pass (the recorder's default dedupe).
+const NOMINATED_EVENT_DEDUPE_SECONDS: i64 = 120;
+
+/// Whether a `Nominated` event at `seen` still holds the node at `now`: Karpenter
+/// nominates a pending pod again on every pass (its event repeats only every 2 minutes),
+/// and its last nomination of a pod that has since bound lasts the window past the bind.
+fn still_nominated(c: &Cluster, e: &Event, seen: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    let window = Duration::seconds(NOMINATION_WINDOW_SECONDS);
+    let key = (
+        e.regarding.namespace.clone().unwrap_or_default(),
+        e.regarding.name.clone(),
+    );
+    match c.pods.get(&key) {
+        Some(p) if p.spec.node_name.is_none() => {
+            now - seen <= Duration::seconds(NOMINATED_EVENT_DEDUPE_SECONDS) + window
+        }
+        Some(p) => {
+            let bound = condition(&p.status.conditions, "PodScheduled")
+                .filter(|c| c.is_true())
+                .and_then(|c| c.last_transition_time)
+                .unwrap_or(seen);
+            now - bound.max(seen) <= window
+        }
+        None => now - seen <= window,
+    }
+}
+
+/// Karpenter's nominations that still hold, by target (`node/<name>` or
+/// `nodeclaim/<name>`), built once per pass: Karpenter keeps a node nominated for 20 s
+/// after it nominates a pod to it, and nominates a pending pod again on every pass.
 #[derive(Debug, Default)]
 pub struct Nominations(HashMap<String, ObjectRef>);
 
@@ -133,7 +165,7 @@ impl Nominations {
         let recent = c.events.values().filter(|e| {
             e.from_karpenter()
                 && e.reason == "Nominated"
-                && e.seen().is_some_and(|t| now - t <= Duration::minutes(1))
+                && e.seen().is_some_and(|t| still_nominated(c, e, t, now))
         });
         for e in recent {
             let pod = ObjectRef {
@@ -174,6 +206,7 @@ pub struct NodeInputs<'c> {
     pub nominations: Nominations,
     budgets: HashMap<String, (usize, usize)>,
     cluster: Option<&'c Cluster>,
+    now: DateTime<Utc>,
     room: std::cell::OnceCell<Room<'c>>,
 }
 
@@ -187,6 +220,7 @@ impl<'c> NodeInputs<'c> {
                 .map(|p| (p.clone(), budget_counts(c, p)))
                 .collect(),
             cluster: Some(c),
+            now,
             room: std::cell::OnceCell::new(),
         }
     }
@@ -194,7 +228,7 @@ impl<'c> NodeInputs<'c> {
     /// The free room on the cluster's schedulable nodes, built once.
     fn room(&self) -> Option<&Room<'c>> {
         let c = self.cluster?;
-        Some(self.room.get_or_init(|| Room::new(c)))
+        Some(self.room.get_or_init(|| Room::new(c, self.now)))
     }
 
     fn budget_counts(&self, c: &Cluster, pool: &str) -> (usize, usize) {
@@ -713,6 +747,52 @@ status: {{conditions: [{{type: Ready, status: "True"}}]}}
         assert!(!kinds(&owned).contains(&BlockerKind::NodepoolMissing));
         // Orphaned from it: nothing will remove it, and Karpenter cannot disrupt it.
         assert!(kinds(&state("")).contains(&BlockerKind::NodepoolMissing));
+    }
+
+    #[test]
+    fn a_nomination_holds_for_karpenters_window_past_the_bind() {
+        // Nominated at 09:58:30 (event last seen then); the pod is pending, bound 10 s ago,
+        // or bound 30 s ago.
+        let yaml = |pod_status: &str| {
+            format!(
+                r#"
+apiVersion: v1
+kind: Node
+metadata: {{name: n1, labels: {{karpenter.sh/nodepool: default}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: web-1, namespace: shop}}
+{pod_status}
+---
+apiVersion: v1
+kind: Event
+metadata: {{name: e1, namespace: shop}}
+involvedObject: {{kind: Pod, namespace: shop, name: web-1}}
+reason: Nominated
+message: "Pod should schedule on: node/n1"
+source: {{component: karpenter}}
+firstTimestamp: "2026-11-21T09:58:30Z"
+lastTimestamp: "2026-11-21T09:58:30Z"
+"#
+            )
+        };
+        let nominated = |pod_status: &str| {
+            let mut c = Cluster::default();
+            crate::source::load_str("t.yaml", &yaml(pod_status), &mut c).unwrap();
+            let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
+            Nominations::new(&c, now)
+                .for_node(&c.nodes["n1"], None)
+                .is_some()
+        };
+        // Pending: Karpenter nominates it again on every pass (the event repeats every 2m).
+        assert!(nominated("status: {phase: Pending}"));
+        let bound = |at: &str| {
+            format!("spec: {{nodeName: n1}}\nstatus: {{phase: Running, conditions: [{{type: PodScheduled, status: \"True\", lastTransitionTime: \"{at}\"}}]}}")
+        };
+        assert!(nominated(&bound("2026-11-21T09:59:50Z")));
+        assert!(!nominated(&bound("2026-11-21T09:59:30Z")));
     }
 
     #[test]

@@ -1,0 +1,461 @@
+//! End to end, on the real control plane with the real Karpenter: why a node is or is not
+//! consolidated, and that kelp's answer agrees with Karpenter's. Each scenario makes the
+//! real Karpenter write (or act on) its decision, and checks kelp's own answer before the
+//! event where it can, then agreement after it.
+//!
+//! Karpenter re-runs its consolidation simulation only when its view of the cluster
+//! changes (a pod binds, a node comes or goes, a NodePool's spec changes), not when a
+//! claim turns Consolidatable, and otherwise every 5 minutes: a scenario "nudges" it by
+//! patching its pool once the claims are Consolidatable (seen on v1.14.1).
+//!
+//! Also here: under `kelp serve`, creating and changing pools and workloads raises no
+//! finding that resolves again within seconds (nothing flaps).
+//!
+//! Without a running testenv these tests say so and pass, unless `KELP_E2E=1`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+fn run_id() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 100_000
+}
+
+/// A pool for one scenario (its label and taint, as `common::pool`), on-demand only, with
+/// the given disruption settings.
+fn pool(name: &str, scenario: &str, disruption: &str) -> String {
+    format!(
+        r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: {name}
+spec:
+  template:
+    metadata:
+      labels:
+        e2e.kelp.dev/scenario: {scenario}
+    spec:
+      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
+      requirements:
+        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
+        - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+      expireAfter: 720h
+      taints:
+        - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
+  limits:
+    cpu: "16"
+  disruption: {disruption}
+"#
+    )
+}
+
+/// A one-replica Deployment of `cpu` on the scenario's nodes; `hostname` pins it to one.
+fn deployment(ns: &str, name: &str, scenario: &str, cpu: &str, node: Option<&str>) -> String {
+    let pin = node
+        .map(|n| format!("\n        kubernetes.io/hostname: {n}"))
+        .unwrap_or_default();
+    format!(
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}, e2e.kelp.dev/scenario: {scenario}}}}}
+    spec:
+      nodeSelector:
+        e2e.kelp.dev/scenario: {scenario}{pin}
+      tolerations:
+        - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: app
+          image: registry.k8s.io/pause:3.10
+          resources: {{requests: {{cpu: "{cpu}", memory: 64Mi}}}}
+"#
+    )
+}
+
+/// The node a Deployment's pod runs on, once it does.
+fn node_of(e: &Env, ns: &str, app: &str) -> String {
+    wait_for(&format!("{ns}/{app} to run"), 3 * MINUTES, || {
+        let pods = e.json(&["get", "pods", "-n", ns, "-l", &format!("app={app}")]);
+        pods["items"]
+            .as_array()?
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .find_map(|p| p["spec"]["nodeName"].as_str().map(str::to_string))
+    })
+}
+
+/// The node's NodeClaim, once it has one.
+fn claim_of(e: &Env, node: &str) -> String {
+    wait_for(&format!("the NodeClaim of {node}"), MINUTES, || {
+        let claims = e.json(&["get", "nodeclaims"]);
+        claims["items"]
+            .as_array()?
+            .iter()
+            .find(|c| c["status"]["nodeName"] == node)
+            .and_then(|c| c["metadata"]["name"].as_str().map(str::to_string))
+    })
+}
+
+fn consolidatable(e: &Env, claim: &str) -> bool {
+    let c = e.json(&["get", "nodeclaim", claim]);
+    c["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Consolidatable" && c["status"] == "True")
+}
+
+/// kelp's consolidation answer for a node, live.
+fn answer(e: &Env, node: &str) -> Value {
+    e.kelp_json(&["why", "node", node])["consolidation"].clone()
+}
+
+/// Karpenter's Unconsolidatable message about a node, if it wrote one.
+fn unconsolidatable(e: &Env, node: &str) -> Option<String> {
+    let events = e.json(&[
+        "get",
+        "events",
+        "-A",
+        "--field-selector",
+        &format!("involvedObject.kind=Node,involvedObject.name={node},reason=Unconsolidatable"),
+    ]);
+    events["items"]
+        .as_array()?
+        .iter()
+        .filter_map(|ev| ev["message"].as_str())
+        .last()
+        .map(str::to_string)
+}
+
+/// Patch the pool's limits: a NodePool spec change makes Karpenter look again.
+fn nudge(e: &Env, pool: &str, cpu: &str) {
+    e.ok(&[
+        "patch",
+        "nodepool",
+        pool,
+        "--type",
+        "merge",
+        "-p",
+        &format!(r#"{{"spec":{{"limits":{{"cpu":"{cpu}"}}}}}}"#),
+    ]);
+}
+
+/// Karpenter's policy and `consolidateAfter: Never` are kelp's to compute from the spec
+/// alone: it says so as soon as the node exists, and Karpenter's event agrees.
+#[test]
+fn a_when_empty_pool_and_a_disabled_one_are_not_considered_as_karpenter_says() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-consol-policy";
+    namespace(&e, ns);
+    let run = run_id();
+    let cases = [
+        (
+            format!("e2e-cwe-{run}"),
+            "{consolidationPolicy: WhenEmpty, consolidateAfter: 20s}",
+            "when-empty-not-empty",
+            "consolidation policy WhenEmpty, but node is not empty",
+        ),
+        (
+            format!("e2e-cnv-{run}"),
+            "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: Never}",
+            "consolidation-disabled",
+            "has consolidation disabled",
+        ),
+    ];
+    for (p, disruption, _, _) in &cases {
+        e.apply(&pool(p, p, disruption));
+        e.apply(&deployment(ns, p, p, "300m", None));
+    }
+    for (p, _, reason, text) in &cases {
+        let node = node_of(&e, ns, p);
+        let a = wait_for(&format!("kelp's answer for {node}"), MINUTES, || {
+            let a = answer(&e, &node);
+            (a["reason"] == *reason).then_some(a)
+        });
+        assert_eq!(a["state"], "not-considered", "{a:#}");
+        assert_eq!(a["source"], "kelp", "{a:#}");
+        let event = wait_for(
+            &format!("Karpenter's Unconsolidatable on {node}"),
+            2 * MINUTES,
+            || unconsolidatable(&e, &node),
+        );
+        assert!(event.contains(text), "{event}");
+        let a = answer(&e, &node);
+        assert_eq!(a["reason"], *reason, "{a:#}");
+        assert_eq!(a["event"]["reason"], "Unconsolidatable", "{a:#}");
+    }
+    for (p, ..) in &cases {
+        e.ok(&["delete", "deployment", "-n", ns, p, "--wait=false"]);
+        e.ok(&["delete", "nodepool", p, "--wait=false"]);
+    }
+}
+
+/// A pod that fits nowhere else: kelp says only a replacement could consolidate the node,
+/// before Karpenter writes a word; then Karpenter says why no replacement does
+/// ("Can't replace with a cheaper node" for the cheapest type, "Not all pods would
+/// schedule" for a pod pinned to its node), and kelp takes its reason, agreeing.
+#[test]
+fn a_node_whose_pods_fit_nowhere_else_agrees_with_karpenters_reason() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-consol-held";
+    namespace(&e, ns);
+    let run = run_id();
+    let after = "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 20s}";
+    let (cheap, pinned) = (format!("e2e-cch-{run}"), format!("e2e-cpn-{run}"));
+    e.apply(&pool(&cheap, &cheap, after));
+    e.apply(&pool(&pinned, &pinned, after));
+    // 500m lands on the cheapest type: nothing cheaper can replace it.
+    e.apply(&deployment(ns, &cheap, &cheap, "500m", None));
+    e.apply(&deployment(ns, &pinned, &pinned, "300m", None));
+    let pinned_node = node_of(&e, ns, &pinned);
+    // kwok's nodes are named apart from their hostname label (the NodeClaim's name).
+    let hostname = e.json(&["get", "node", &pinned_node])["metadata"]["labels"]
+        ["kubernetes.io/hostname"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pin = format!("{pinned}-pin");
+    e.apply(&deployment(ns, &pin, &pinned, "100m", Some(&hostname)));
+    node_of(&e, ns, &pin);
+    let cheap_node = node_of(&e, ns, &cheap);
+
+    for (p, node, reason, pod) in [
+        (&cheap, &cheap_node, "no-cheaper-node", cheap.as_str()),
+        (
+            &pinned,
+            &pinned_node,
+            "pods-would-not-schedule",
+            pin.as_str(),
+        ),
+    ] {
+        let claim = claim_of(&e, node);
+        wait_for(&format!("{claim} Consolidatable"), 2 * MINUTES, || {
+            consolidatable(&e, &claim).then_some(())
+        });
+        // Before Karpenter's event (unless other activity already made it look): kelp's own
+        // check names the pod that fits nowhere else.
+        let before = answer(&e, node);
+        if before["source"] == "kelp" {
+            assert_eq!(before["state"], "blocked", "{before:#}");
+            assert_eq!(before["reason"], "needs-replacement", "{before:#}");
+            let pods = before["pods"].as_array().unwrap();
+            assert!(
+                pods.iter().any(|m| m["pod"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{ns}/{pod}-"))),
+                "{before:#}"
+            );
+        }
+        nudge(&e, p, "17");
+        let event = wait_for(
+            &format!("Karpenter's Unconsolidatable on {node}"),
+            3 * MINUTES,
+            || unconsolidatable(&e, node),
+        );
+        let a = wait_for(&format!("kelp to read {event:?}"), MINUTES, || {
+            let a = answer(&e, node);
+            (a["source"] == "karpenter").then_some(a)
+        });
+        assert_eq!(a["reason"], reason, "{event}: {a:#}");
+        assert_eq!(a["state"], "blocked", "{a:#}");
+        assert!(
+            a["kelpCheck"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("kelp agrees")),
+            "{a:#}"
+        );
+        if reason == "pods-would-not-schedule" {
+            let pods = a["pods"].as_array().unwrap();
+            assert!(
+                pods.iter().any(|m| m["pod"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{ns}/{pin}-"))),
+                "{a:#}"
+            );
+        }
+        // doctor raises consolidation-blocked for it with Karpenter's reason.
+        let report = e.doctor();
+        let f = findings(&report, "consolidation-blocked")
+            .into_iter()
+            .find(|f| f["object"]["name"] == *node)
+            .unwrap_or_else(|| panic!("no consolidation-blocked for {node}: {report:#}"));
+        assert_eq!(f["details"]["reason"], reason);
+        assert_eq!(f["details"]["source"], "karpenter");
+    }
+    for d in [&cheap, &pinned, &pin] {
+        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
+    }
+    for p in [&cheap, &pinned] {
+        e.ok(&["delete", "nodepool", p, "--wait=false"]);
+    }
+}
+
+/// Two half-empty nodes of one pool: kelp calls them candidates (each one's pods fit on
+/// the other), and Karpenter removes one of them.
+#[test]
+fn a_node_kelp_calls_a_candidate_is_consolidated() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-consol-happens";
+    namespace(&e, ns);
+    let p = format!("e2e-cdl-{}", run_id());
+    e.apply(&pool(
+        &p,
+        &p,
+        "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
+    ));
+    // a and fill share one smallest node (900m allocatable); b needs a second one.
+    let (a, fill, b) = (format!("{p}-a"), format!("{p}-fill"), format!("{p}-b"));
+    e.apply(&deployment(ns, &a, &p, "300m", None));
+    e.apply(&deployment(ns, &fill, &p, "500m", None));
+    let first = node_of(&e, ns, &a);
+    assert_eq!(node_of(&e, ns, &fill), first);
+    e.apply(&deployment(ns, &b, &p, "300m", None));
+    let second = node_of(&e, ns, &b);
+    assert_ne!(first, second, "b should have needed a node of its own");
+    e.ok(&["delete", "deployment", "-n", ns, &fill]);
+    let claims = [claim_of(&e, &first), claim_of(&e, &second)];
+    for c in &claims {
+        wait_for(&format!("{c} Consolidatable"), 2 * MINUTES, || {
+            consolidatable(&e, c).then_some(())
+        });
+    }
+    // kelp: each node's one pod fits on the other.
+    let mut candidates = Vec::new();
+    for n in [&first, &second] {
+        let a = answer(&e, n);
+        if a["state"] == "candidate" {
+            candidates.push(n.clone());
+        } else {
+            // Only Karpenter already at work may make it otherwise.
+            assert!(a["state"] == "disrupting", "{n}: {a:#}");
+        }
+    }
+    assert!(
+        !candidates.is_empty(),
+        "kelp called neither node a candidate"
+    );
+    nudge(&e, &p, "17");
+    let started = Instant::now();
+    let gone = wait_for(
+        "Karpenter to remove one of the two nodes",
+        3 * MINUTES,
+        || {
+            [&first, &second].into_iter().find_map(|n| {
+                let node = e.kubectl(&["get", "node", n, "-o", "json"], None);
+                let v: Value = serde_json::from_slice(&node.stdout).unwrap_or(Value::Null);
+                (!node.status.success() || !v["metadata"]["deletionTimestamp"].is_null())
+                    .then(|| n.clone())
+            })
+        },
+    );
+    eprintln!(
+        "consolidation: {gone} removed {:?} after the nudge",
+        started.elapsed()
+    );
+    assert!(
+        candidates.contains(&gone),
+        "Karpenter removed {gone}, kelp called {candidates:?} candidates"
+    );
+    for d in [&a, &b] {
+        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
+    }
+    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+}
+
+/// Under `kelp serve`: a new pool, new pods that wait for a node, a pool change, a pool
+/// deleted with its nodes. None of what this makes raises a finding that resolves again
+/// within 30 seconds: kelp gives Karpenter the time its own timings imply.
+#[test]
+fn nothing_flaps_while_pools_and_pods_come_and_go() {
+    let Some(e) = env() else { return };
+    let serve = Serve::start(&e);
+    wait_for("serve to be ready", MINUTES, || {
+        serve
+            .get("/readyz")
+            .and_then(|(code, _)| (code == 200).then_some(()))
+    });
+    let ns = "e2e-flap";
+    namespace(&e, ns);
+    let p = format!("e2e-flap-{}", run_id());
+    e.apply(&pool(
+        &p,
+        &p,
+        "{consolidationPolicy: WhenEmpty, consolidateAfter: 10m}",
+    ));
+    for i in 0..3 {
+        e.apply(&deployment(ns, &format!("{p}-{i}"), &p, "300m", None));
+    }
+    for i in 0..3 {
+        node_of(&e, ns, &format!("{p}-{i}"));
+    }
+    nudge(&e, &p, "12");
+    e.apply(&deployment(ns, &format!("{p}-late"), &p, "300m", None));
+    node_of(&e, ns, &format!("{p}-late"));
+    for i in 0..3 {
+        e.ok(&["delete", "deployment", "-n", ns, &format!("{p}-{i}")]);
+    }
+    e.ok(&["delete", "deployment", "-n", ns, &format!("{p}-late")]);
+    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+    // Let anything that appeared resolve (or not) in the open.
+    std::thread::sleep(Duration::from_secs(40));
+
+    // Every appeared/resolved line about this scenario's objects.
+    let mine = |v: &Value| {
+        let obj = v["object"].as_str().unwrap_or_default();
+        v["nodepool"] == p.as_str() || obj.contains(ns) || obj.contains(&p)
+    };
+    let mut open: std::collections::HashMap<String, chrono::DateTime<chrono::Utc>> =
+        Default::default();
+    let mut flaps = Vec::new();
+    for line in serve.logs().lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if !mine(&v) {
+            continue;
+        }
+        let key = format!("{} {}", v["code"], v["object"]);
+        let Some(at) = v["timestamp"]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.to_utc())
+        else {
+            continue;
+        };
+        match v["event"].as_str() {
+            Some("appeared") => {
+                open.insert(key, at);
+            }
+            Some("resolved") => {
+                if let Some(since) = open.remove(&key) {
+                    if at - since < chrono::Duration::seconds(30) {
+                        flaps.push(format!("{key}: {}s", (at - since).num_seconds()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        flaps.is_empty(),
+        "findings that appeared and resolved within 30 s: {flaps:#?}\n{}",
+        serve.logs()
+    );
+}
