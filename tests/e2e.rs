@@ -549,3 +549,333 @@ fn serve_exports_and_logs_a_new_unschedulable_pod() {
             .then_some(())
     });
 }
+
+/// A zone spread with `minDomains` above the zones its pool offers: Karpenter fills each
+/// zone to `maxSkew` and places the next replica nowhere. kelp computes it (the pool is
+/// rejected for topology, not called compatible), and Karpenter's event agrees.
+#[test]
+fn a_zone_spread_with_more_min_domains_than_zones_is_rejected_as_karpenter_does() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-spread";
+    namespace(&e, ns);
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 100_000;
+    let p = format!("e2e-spread-{run}");
+    e.apply(&format!(
+        r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: {p}}}
+spec:
+  template:
+    metadata: {{labels: {{e2e.kelp.dev/scenario: {p}}}}}
+    spec:
+      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
+      requirements:
+        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
+        - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+        - {{key: topology.kubernetes.io/zone, operator: In, values: [test-zone-a, test-zone-b]}}
+      taints: [{{key: e2e.kelp.dev/scenario, value: {p}, effect: NoSchedule}}]
+  limits: {{cpu: "16"}}
+  disruption: {{consolidationPolicy: WhenEmpty, consolidateAfter: 10m}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {p}, namespace: {ns}}}
+spec:
+  replicas: 3
+  selector: {{matchLabels: {{app: {p}}}}}
+  template:
+    metadata: {{labels: {{app: {p}}}}}
+    spec:
+      nodeSelector: {{e2e.kelp.dev/scenario: {p}}}
+      tolerations: [{{key: e2e.kelp.dev/scenario, value: {p}, effect: NoSchedule}}]
+      topologySpreadConstraints:
+        - {{maxSkew: 1, minDomains: 3, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {{matchLabels: {{app: {p}}}}}}}
+      containers:
+        - {{name: app, image: registry.k8s.io/pause:3.10, resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}}}
+"#
+    ));
+    // Two replicas run, one per zone; the third waits.
+    let pending = wait_for("two replicas bound and one pending", 3 * MINUTES, || {
+        let pods = e.json(&["get", "pods", "-n", ns, "-l", &format!("app={p}")]);
+        let items = pods["items"].as_array()?;
+        let bound = items
+            .iter()
+            .filter(|p| p["spec"]["nodeName"].is_string())
+            .count();
+        let waiting: Vec<&Value> = items
+            .iter()
+            .filter(|p| p["spec"]["nodeName"].is_null())
+            .collect();
+        (bound == 2 && waiting.len() == 1)
+            .then(|| waiting[0]["metadata"]["name"].as_str().unwrap().to_string())
+    });
+    let key = format!("{ns}/{pending}");
+    let why = wait_for("kelp's verdict on the third replica", MINUTES, || {
+        let w = e.kelp_json(&["why", "pod", &key]);
+        w["diagnosis"].is_object().then_some(w)
+    });
+    let v = verdict(&why, &p);
+    assert_eq!(v["verdict"], "rejected", "{why:#}");
+    assert_eq!(v["reasons"][0]["category"], "topology", "{why:#}");
+    assert!(
+        v["reasons"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("minDomains 3"),
+        "{why:#}"
+    );
+    // Karpenter's own word, once written, says the same.
+    let event = wait_for(
+        "Karpenter's FailedScheduling for the third replica",
+        2 * MINUTES,
+        || {
+            let w = e.kelp_json(&["why", "pod", &key]);
+            (w["diagnosis"]["event"]["source"] == "karpenter").then(|| {
+                w["diagnosis"]["event"]["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+        },
+    );
+    assert!(event.contains("topology"), "{event}");
+    assert_eq!(
+        verdict(&e.kelp_json(&["why", "pod", &key]), &p)["verdict"],
+        "rejected"
+    );
+    e.ok(&["delete", "deployment", "-n", ns, &p, "--wait=false"]);
+    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+}
+
+/// A node whose startup taint is never removed: Karpenter launches a NodeClaim for the pod,
+/// nominates the pod to it, and the pod waits. kelp says capacity is on its way, and the
+/// claim launched for this very pod does not count against it: the pool (whose limit the
+/// claim fills) is not "rejected: limits" for it. (A Deployment's pod: a pod that
+/// tolerated karpenter.sh/unregistered could bind before the startup taint is on.)
+#[test]
+fn a_pod_nominated_to_a_claim_that_fills_the_limit_is_on_its_way() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-startup";
+    namespace(&e, ns);
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 100_000;
+    let p = format!("e2e-startup-{run}");
+    e.apply(&pool(
+        &p,
+        &p,
+        "      startupTaints:\n        - {key: e2e.kelp.dev/never-removed, value: \"x\", effect: NoSchedule}",
+        "2",
+    ));
+    // 1 cpu needs the 2-cpu type (the 1-cpu one has 900m allocatable): the claim fills the limit.
+    e.apply(&format!(
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: waiter, namespace: {ns}}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: waiter-{run}}}}}
+  template:
+    metadata: {{labels: {{app: waiter-{run}}}}}
+    spec:
+      nodeSelector: {{e2e.kelp.dev/scenario: {p}}}
+      tolerations: [{{key: e2e.kelp.dev/scenario, value: {p}, effect: NoSchedule}}]
+      containers:
+        - {{name: app, image: registry.k8s.io/pause:3.10, resources: {{requests: {{cpu: "1", memory: 64Mi}}}}}}
+"#
+    ));
+    let pod = wait_for("the waiter's pod", MINUTES, || {
+        let pods = e.json(&["get", "pods", "-n", ns, "-l", &format!("app=waiter-{run}")]);
+        pods["items"][0]["metadata"]["name"]
+            .as_str()
+            .map(str::to_string)
+    });
+    let key = format!("{ns}/{pod}");
+    let why = wait_for(
+        "Karpenter's nomination of the pod to its NodeClaim",
+        3 * MINUTES,
+        || {
+            let w = e.kelp_json(&["why", "pod", &key]);
+            w["state"]
+                .as_str()
+                .is_some_and(|s| {
+                    s.contains("capacity is on its way") || s.starts_with("Pending: nominated to")
+                })
+                .then_some(w)
+        },
+    );
+    let claims = e.json(&[
+        "get",
+        "nodeclaims",
+        "-l",
+        &format!("karpenter.sh/nodepool={p}"),
+    ]);
+    assert_eq!(
+        claims["items"].as_array().map(Vec::len),
+        Some(1),
+        "{claims:#}"
+    );
+    if why["diagnosis"].is_object() {
+        let v = verdict(&why, &p);
+        assert_ne!(v["reasons"][0]["category"], "limits", "{why:#}");
+    }
+    // Still waiting a while later (the taint stays), and still on its way, not limits.
+    std::thread::sleep(std::time::Duration::from_secs(15));
+    let later = e.kelp_json(&["why", "pod", &key]);
+    assert!(
+        later["state"].as_str().unwrap().starts_with("Pending"),
+        "{later:#}"
+    );
+    if later["diagnosis"].is_object() {
+        assert_ne!(
+            verdict(&later, &p)["reasons"][0]["category"],
+            "limits",
+            "{later:#}"
+        );
+    }
+    e.ok(&["delete", "deployment", "-n", ns, "waiter", "--wait=false"]);
+    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+}
+
+/// A short expireAfter: Karpenter deletes the expired claim and replaces it. While the
+/// claim is being deleted, kelp never says a budget holds it (the node Karpenter is already
+/// deleting takes the pool's one allowed disruption itself).
+#[test]
+fn a_node_karpenter_is_deleting_is_not_held_by_its_own_budget() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-expiry";
+    namespace(&e, ns);
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 100_000;
+    let p = format!("e2e-expiry-{run}");
+    e.apply(
+        &pool(&p, &p, "", "8")
+            .replace("expireAfter: 720h", "expireAfter: 45s")
+            .replace("consolidateAfter: 10m", "consolidateAfter: 0s"),
+    );
+    e.apply(&format!(
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: short-lived, namespace: {ns}}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: short-lived-{run}}}}}
+  template:
+    metadata: {{labels: {{app: short-lived-{run}}}}}
+    spec:
+      nodeSelector: {{e2e.kelp.dev/scenario: {p}}}
+      tolerations: [{{key: e2e.kelp.dev/scenario, value: {p}, effect: NoSchedule}}]
+      terminationGracePeriodSeconds: 0
+      containers:
+        - {{name: app, image: registry.k8s.io/pause:3.10, resources: {{requests: {{cpu: 300m, memory: 64Mi}}}}}}
+"#
+    ));
+    let claim_names = || -> Vec<(String, bool)> {
+        let claims = e.json(&[
+            "get",
+            "nodeclaims",
+            "-l",
+            &format!("karpenter.sh/nodepool={p}"),
+        ]);
+        claims["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    c["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                    !c["metadata"]["deletionTimestamp"].is_null(),
+                )
+            })
+            .collect()
+    };
+    let first = wait_for("the first NodeClaim", 2 * MINUTES, || {
+        claim_names().first().map(|c| c.0.clone())
+    });
+    // Until the first claim is gone: every look at doctor while it is deleting.
+    let mut deleting_looks = 0;
+    wait_for(&format!("{first} to expire and go"), 4 * MINUTES, || {
+        let claims = claim_names();
+        let deleting = claims.iter().any(|(n, d)| *n == first && *d);
+        let report = e.doctor();
+        if deleting {
+            deleting_looks += 1;
+            for f in findings(&report, "disruption-blocked") {
+                if f["nodepool"] == p.as_str() {
+                    let kinds: Vec<&str> = f["details"]["blockers"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|b| b["kind"].as_str())
+                        .collect();
+                    assert!(!kinds.contains(&"budget"), "{f:#}");
+                }
+            }
+        }
+        (!claims.iter().any(|(n, _)| *n == first)).then_some(())
+    });
+    eprintln!("expiry: looked at doctor {deleting_looks} times while {first} was deleting");
+    e.ok(&[
+        "delete",
+        "deployment",
+        "-n",
+        ns,
+        "short-lived",
+        "--wait=false",
+    ]);
+    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+}
+
+/// A pod with scheduling gates: neither the scheduler nor Karpenter acts on it. kelp says it
+/// is gated and names the gates, calls no pool compatible for it, and raises no
+/// pod-unschedulable.
+#[test]
+fn a_scheduling_gated_pod_is_nobodys_to_place() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-gated";
+    namespace(&e, ns);
+    e.fresh(ns, &["gated"]);
+    e.apply(&pod(
+        ns,
+        "gated",
+        "gated",
+        "100m",
+        "  schedulingGates:\n    - name: e2e.kelp.dev/wait-for-quota",
+    ));
+    let why = wait_for("the API server to report the gate", MINUTES, || {
+        let w = e.kelp_json(&["why", "pod", &format!("{ns}/gated")]);
+        w["state"]
+            .as_str()
+            .is_some_and(|s| s.contains("scheduling gate"))
+            .then_some(w)
+    });
+    assert!(
+        why["state"]
+            .as_str()
+            .unwrap()
+            .contains("e2e.kelp.dev/wait-for-quota"),
+        "{why:#}"
+    );
+    assert!(why["diagnosis"].is_null(), "{why:#}");
+    // Past Karpenter's batch window: still no pod-unschedulable for it.
+    std::thread::sleep(std::time::Duration::from_secs(25));
+    let report = e.doctor();
+    assert!(
+        find(&report, "pod-unschedulable", "gated").is_none(),
+        "{report:#}"
+    );
+    e.ok(&["delete", "pod", "-n", ns, "gated", "--wait=false"]);
+}

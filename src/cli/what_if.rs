@@ -165,7 +165,8 @@ pub fn answer(pools: &PoolSet, kind: &str, name: &str, pod: &Pod) -> PodAnswer {
         .ordered
         .iter()
         .map(|p| {
-            let mut verdict = evaluate(p, &pod.spec, &requests, &terms);
+            // A manifest has no peers to spread against: zone spread cannot refuse it.
+            let mut verdict = evaluate(p, &pod.spec, &requests, &terms, &[]);
             if verdict.verdict == Verdict::Compatible {
                 let unjudged = unjudged(p, &terms, &requests);
                 if !unjudged.is_empty() {

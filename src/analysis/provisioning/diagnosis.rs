@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::super::Context;
 use super::evidence::{cross_check, EventEvidence};
+use super::topology::{SpreadVerdict, ZoneSpread};
 use super::{no_instance_type_left, pod_requests, pod_terms, PodEvents, PoolInfo, PoolSet, GRACE};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::{self, Category, MessageFormat, Segment};
@@ -151,6 +152,7 @@ pub fn evaluate(
     pod: &PodSpec,
     requests: &Resources,
     pod_terms: &Result<Vec<Requirements>, String>,
+    spread: &[ZoneSpread],
 ) -> PoolVerdict {
     let verdict = |verdict, reasons| PoolVerdict {
         name: pool.name.to_string(),
@@ -250,7 +252,19 @@ pub fn evaluate(
     for term in terms {
         match requirements::compatible(term, pool_reqs) {
             Ok(()) => {
-                // 5. instance types: every type big enough for the pod is beyond what is
+                // 5. topology: a zone the pool allows that the pod's spread admits.
+                for s in spread {
+                    match s.judge(pool_reqs, term) {
+                        SpreadVerdict::Fits => {}
+                        SpreadVerdict::Rejected(m) => {
+                            return verdict(Verdict::Rejected, vec![reason(Category::Topology, m)])
+                        }
+                        SpreadVerdict::Unknown(m) => {
+                            return verdict(Verdict::Unknown, vec![reason(Category::Topology, m)])
+                        }
+                    }
+                }
+                // 6. instance types: every type big enough for the pod is beyond what is
                 // left of a limit, so none both fits and stays under it.
                 let over: Vec<Reason> = pool
                     .limits
@@ -301,7 +315,7 @@ pub fn evaluate(
 #[derive(Default)]
 pub struct DiagnosisCache<'c> {
     /// By the addresses of the shared spec, affinity and parsed event message.
-    verdicts: HashMap<(usize, usize, usize), SharedVerdicts>,
+    verdicts: HashMap<(usize, usize, usize, (usize, usize)), SharedVerdicts>,
     /// The kube-scheduler's messages, one copy each (replicas get the same one).
     messages: HashMap<&'c str, Arc<str>>,
     /// One copy of each distinct pool verdict.
@@ -364,10 +378,11 @@ pub fn diagnose_cached<'c>(
     let compute = || {
         let requests = pod_requests(&pod.spec);
         let terms = pod_terms(&pod.spec, pools.provider);
+        let spread = ZoneSpread::of(pools.cluster, pod);
         let mut verdicts: Vec<PoolVerdict> = pools
             .ordered
             .iter()
-            .map(|p| evaluate(p, &pod.spec, &requests, &terms))
+            .map(|p| evaluate(p, &pod.spec, &requests, &terms, &spread))
             .collect();
         if let Some((_, segments, _)) = &parsed {
             cross_check(&mut verdicts, segments);
@@ -400,10 +415,26 @@ pub fn diagnose_cached<'c>(
     let message = parsed
         .as_ref()
         .map(|(_, _, m)| Arc::as_ptr(m) as *const u8 as usize);
+    // A zone spread counts the pod's peers: in its namespace, by its labels.
+    let zonal = pod.spec.topology_spread_constraints.iter().any(|t| {
+        t.when_unsatisfiable == "DoNotSchedule" && t.topology_key == crate::karpenter::labels::ZONE
+    });
+    let peers = if zonal {
+        let ns = pod
+            .metadata
+            .namespace
+            .as_deref()
+            .map_or(0, |n| n.as_ptr() as usize);
+        let labels: &std::collections::BTreeMap<String, String> = &pod.metadata.labels;
+        (ns, labels as *const _ as usize)
+    } else {
+        (0, 0)
+    };
     let key = (
         spec as *const SchedulingSpec as usize,
         affinity.unwrap_or_default(),
         message.unwrap_or_default(),
+        peers,
     );
     let (requests, nodepools) = cached.entry(key).or_insert_with(compute).clone();
     let event = event

@@ -13,7 +13,8 @@
 //! - [`limits`]: pools at or near their limits;
 //! - [`nominations`]: nominations that never bound;
 //! - [`nodeclaims`]: NodeClaims stuck launching, registering or initialising, and
-//!   NotReady nodes.
+//!   NotReady nodes;
+//! - [`topology`]: a pending pod's zone spread against the zones each pool allows.
 //!
 //! This module owns the wiring ([`findings`]) and re-exports every public item, so
 //! paths such as `crate::analysis::provisioning::PoolSet` name them here.
@@ -25,6 +26,7 @@ pub mod nodeclaims;
 pub mod nominations;
 pub mod pending;
 pub mod pools;
+pub mod topology;
 
 pub use diagnosis::{
     diagnose, diagnose_cached, evaluate, DiagnosisCache, PodDiagnosis, PoolVerdict, Reason,

@@ -132,6 +132,8 @@ pub fn pool_not_ready(pool: &NodePool) -> Option<NotReady> {
 /// Every NodePool, in the order Karpenter tries them: weight descending, then name descending.
 pub struct PoolSet<'a> {
     pub ordered: Vec<PoolInfo<'a>>,
+    /// The cluster the pools are in: what a pod's topology spread counts.
+    pub cluster: &'a Cluster,
     /// The cloud provider behind the pools, which widens well-known labels and validation.
     pub provider: Provider,
 }
@@ -160,6 +162,7 @@ impl<'a> PoolSet<'a> {
         });
         PoolSet {
             ordered,
+            cluster: c,
             provider: cluster_provider(c),
         }
     }

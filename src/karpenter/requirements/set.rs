@@ -414,6 +414,15 @@ impl Requirements {
     pub fn is_empty(&self) -> bool {
         self.reqs.is_empty()
     }
+
+    /// The values an `In` requirement on `key` allows; None for any other operator or an
+    /// undefined key.
+    pub fn values(&self, key: &str) -> Option<Vec<&str>> {
+        self.reqs
+            .get(normalize_key(key))
+            .filter(|r| !r.complement)
+            .map(|r| r.values.iter().map(String::as_str).collect())
+    }
 }
 
 /// Karpenter's `Requirements.String()`: every key but restricted ones, sorted, joined by ", ".

@@ -1,0 +1,257 @@
+//! Zone topology spread for a pending pod, as Karpenter's scheduler counts it: for each
+//! `DoNotSchedule` constraint on `topology.kubernetes.io/zone`, the pods it selects per
+//! zone (bound, not terminating, in the pod's namespace), the zones Karpenter knows (those
+//! of the nodes, and those the pools name), and whether a zone a pool allows stays within
+//! `maxSkew` once the pod lands there. With fewer known zones than `minDomains`, the
+//! minimum counts as 0, so a pool that offers fewer zones than that fills each zone up to
+//! `maxSkew` and then takes no more.
+//!
+//! What kelp cannot know without an instance-type catalogue: the zones a pool that does
+//! not name its zones can offer. There a pod no known zone takes is "unknown", never
+//! compatible; a pool that names its zones is judged exactly. Hostname spread is always
+//! satisfiable by a new node and is not checked.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::TopologySpreadConstraint;
+
+use super::super::selector;
+use crate::karpenter::labels;
+use crate::karpenter::requirements::{Operator, Requirements};
+use crate::model::*;
+
+/// One zone constraint, counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZoneSpread {
+    max_skew: i64,
+    min_domains: Option<i64>,
+    /// Matching pods per known zone (0 for a zone with none).
+    counts: BTreeMap<String, i64>,
+}
+
+/// What a pool's zones come to for the pod.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpreadVerdict {
+    Fits,
+    /// No zone the pool allows takes it: why.
+    Rejected(String),
+    /// No known zone takes it, and the pool may offer others.
+    Unknown(String),
+}
+
+impl ZoneSpread {
+    /// The pod's zone constraints that can refuse it, counted against the cluster.
+    pub fn of(c: &Cluster, pod: &Pod) -> Vec<ZoneSpread> {
+        pod.spec
+            .topology_spread_constraints
+            .iter()
+            .filter(|t| t.when_unsatisfiable == "DoNotSchedule" && t.topology_key == labels::ZONE)
+            .map(|t| Self::count(c, pod, t))
+            .collect()
+    }
+
+    fn count(c: &Cluster, pod: &Pod, t: &TopologySpreadConstraint) -> ZoneSpread {
+        let mut sel = t.label_selector.clone();
+        for k in t.match_label_keys.iter().flatten() {
+            if let (Some(s), Some(v)) = (sel.as_mut(), pod.metadata.labels.get(k)) {
+                s.match_labels
+                    .get_or_insert_with(Default::default)
+                    .insert(k.clone(), v.clone());
+            }
+        }
+        let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+        // Every zone Karpenter knows: the nodes' (that the pod may use) and the pools'.
+        for n in c.nodes.values() {
+            let Some(z) = n.metadata.labels.get(labels::ZONE) else {
+                continue;
+            };
+            if t.node_affinity_policy.as_deref() != Some("Ignore")
+                && !selector::node_fits_pod(pod, &n.metadata.labels)
+            {
+                continue;
+            }
+            let k = c
+                .pods_on(&n.metadata.name)
+                .filter(|p| {
+                    p.metadata.deletion_timestamp.is_none()
+                        && !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+                        && p.metadata.namespace == pod.metadata.namespace
+                        && selector::matches(sel.as_ref(), &p.metadata.labels)
+                })
+                .count() as i64;
+            *counts.entry(z.clone()).or_default() += k;
+        }
+        // The zones of the pools that admit the pod (their taints aside, as nodeTaintsPolicy
+        // Ignore, the default, reads them).
+        let provider = super::cluster_provider(c);
+        for p in c
+            .nodepools
+            .values()
+            .filter(|p| super::pool_requirements_admit(p, &pod.spec, provider))
+        {
+            for r in p.spec.template.spec.requirements.iter() {
+                if r.key == labels::ZONE && r.operator == "In" {
+                    for z in &r.values {
+                        counts.entry(z.clone()).or_default();
+                    }
+                }
+            }
+        }
+        ZoneSpread {
+            max_skew: i64::from(t.max_skew),
+            min_domains: t.min_domains.map(i64::from),
+            counts,
+        }
+    }
+
+    /// Whether the pod lands in a zone the pool (and the pod's term) allows.
+    pub fn judge(&self, pool: &Requirements, term: &Requirements) -> SpreadVerdict {
+        let below_min_domains = self
+            .min_domains
+            .is_some_and(|m| (self.counts.len() as i64) < m);
+        let min = if below_min_domains {
+            0
+        } else {
+            self.counts.values().copied().min().unwrap_or(0)
+        };
+        let allowed = |z: &str| pool.allows(labels::ZONE, z) && term.allows(labels::ZONE, z);
+        let fits = |n: i64| n + 1 - min <= self.max_skew;
+        if self.counts.iter().any(|(z, n)| allowed(z) && fits(*n)) {
+            return SpreadVerdict::Fits;
+        }
+        let pool_zones = named_zones(pool);
+        let seen: Vec<String> = self
+            .counts
+            .iter()
+            .filter(|(z, _)| allowed(z))
+            .map(|(z, n)| format!("{z}: {n}"))
+            .collect();
+        let why = format!(
+            "topology spread on {} (maxSkew {}{}) takes it in no zone: matching pods per zone {}; {}",
+            labels::ZONE,
+            self.max_skew,
+            self.min_domains
+                .map(|m| format!(", minDomains {m}"))
+                .unwrap_or_default(),
+            if seen.is_empty() {
+                "(none known)".to_string()
+            } else {
+                seen.join(", ")
+            },
+            if below_min_domains {
+                format!(
+                    "with {} zones known, fewer than minDomains, the minimum counts as 0",
+                    self.counts.len()
+                )
+            } else {
+                format!("the least-filled zone has {min}")
+            }
+        );
+        match pool_zones {
+            // Every zone the pool can offer is known: exact.
+            Some(_) => SpreadVerdict::Rejected(why),
+            None => SpreadVerdict::Unknown(format!(
+                "{why}; the pool names no zones, and without an instance-type catalogue kelp cannot tell whether it offers another"
+            )),
+        }
+    }
+}
+
+/// The zones a pool names with `In`, if it does.
+fn named_zones(pool: &Requirements) -> Option<BTreeSet<String>> {
+    (pool.operator(labels::ZONE) == Some(Operator::In)).then(|| {
+        pool.values(labels::ZONE)
+            .map(|v| v.into_iter().map(str::to_string).collect())
+            .unwrap_or_default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::provisioning::{pod_terms, PoolSet};
+
+    /// Two zones a and b with a node each, the pool naming `zones`, `peers` web pods in a.
+    fn verdict(zones: &str, constraint: &str, peers: usize) -> SpreadVerdict {
+        let mut yaml = format!(
+            r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: zonal}}
+spec:
+  template:
+    spec:
+      requirements: [{zones}]
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: na, labels: {{topology.kubernetes.io/zone: a}}}}
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: nb, labels: {{topology.kubernetes.io/zone: b}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: pending, namespace: shop, labels: {{app: web}}}}
+spec:
+  topologySpreadConstraints: [{constraint}]
+status: {{phase: Pending}}
+"#
+        );
+        for (i, node) in ["na", "nb"].iter().cycle().take(peers).enumerate() {
+            yaml.push_str(&format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: web-{i}, namespace: shop, labels: {{app: web}}}}\nspec: {{nodeName: {node}}}\nstatus: {{phase: Running}}\n"
+            ));
+        }
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+        let pod = &c.pods[&("shop".to_string(), "pending".to_string())];
+        let pools = PoolSet::new(&c);
+        let pool = pools.ordered[0].requirements.as_ref().unwrap();
+        let term = &pod_terms(&pod.spec, pools.provider).unwrap()[0];
+        ZoneSpread::of(&c, pod)[0].judge(pool, term)
+    }
+
+    const SPREAD: &str = "{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}";
+
+    #[test]
+    fn min_domains_above_the_zones_a_pool_offers_fills_each_zone_to_max_skew() {
+        let zones = "{key: topology.kubernetes.io/zone, operator: In, values: [a, b]}";
+        let with_min = format!("{SPREAD}, minDomains: 3}}");
+        // One pod in a and one in b: each zone is at maxSkew over a minimum of 0.
+        assert!(
+            matches!(verdict(zones, &with_min, 2), SpreadVerdict::Rejected(m) if m.contains("minDomains 3"))
+        );
+        // One pod only: b takes the next.
+        assert_eq!(verdict(zones, &with_min, 1), SpreadVerdict::Fits);
+        // Without minDomains the minimum is 1 once both zones have one: either takes it.
+        assert_eq!(
+            verdict(zones, &format!("{SPREAD}}}"), 2),
+            SpreadVerdict::Fits
+        );
+    }
+
+    #[test]
+    fn a_pool_that_names_no_zones_is_unknown_never_compatible() {
+        let any = "{key: kubernetes.io/os, operator: In, values: [linux]}";
+        let with_min = format!("{SPREAD}, minDomains: 3}}");
+        assert!(matches!(
+            verdict(any, &with_min, 2),
+            SpreadVerdict::Unknown(_)
+        ));
+        // ScheduleAnyway never refuses.
+        let soft = format!(
+            "{}, minDomains: 3}}",
+            SPREAD.replace("DoNotSchedule", "ScheduleAnyway")
+        );
+        let mut c = Cluster::default();
+        crate::source::load_str(
+            "t.yaml",
+            &format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: shop}}\nspec: {{topologySpreadConstraints: [{soft}]}}\n"),
+            &mut c,
+        )
+        .unwrap();
+        assert!(ZoneSpread::of(&c, c.pods.values().next().unwrap()).is_empty());
+    }
+}
