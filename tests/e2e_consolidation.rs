@@ -142,6 +142,25 @@ fn unconsolidatable(e: &Env, node: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The testenv's Karpenter `/metrics` (through curl, which undoes Go's chunked encoding),
+/// if it answers.
+fn karpenter_metrics() -> Option<String> {
+    let dir = std::env::var("KELP_TESTENV_DIR").unwrap_or_else(|_| "/tmp/kelp-testenv".into());
+    let env = std::fs::read_to_string(std::path::Path::new(&dir).join("env")).ok()?;
+    let url = env
+        .lines()
+        .find_map(|l| l.strip_prefix("export KARPENTER_METRICS_URL="))?
+        .trim()
+        .to_string();
+    let out = std::process::Command::new("curl")
+        .args(["-fsS", "--max-time", "10", &url])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// Patch the pool's limits: a NodePool spec change makes Karpenter look again.
 fn nudge(e: &Env, pool: &str, cpu: &str) {
     e.ok(&[
@@ -372,6 +391,30 @@ fn a_node_kelp_calls_a_candidate_is_consolidated() {
     assert!(
         candidates.contains(&gone),
         "Karpenter removed {gone}, kelp called {candidates:?} candidates"
+    );
+    // Karpenter's own metrics count the decision in this pool, as kelp reads them.
+    let metrics = karpenter_metrics();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let survivor = if gone == first { &second } else { &first };
+    let why = wait_for("Karpenter's metrics to count the decision", MINUTES, || {
+        std::fs::write(file.path(), karpenter_metrics()?).unwrap();
+        let w = e.kelp_json(&[
+            "why",
+            "node",
+            survivor,
+            "--metrics-file",
+            file.path().to_str()?,
+        ]);
+        let decided = w["karpenterMetrics"]["poolDecisions"]
+            .as_array()?
+            .iter()
+            .any(|d| d[0] == "delete" && d[1] == "underutilized" && d[2].as_f64() >= Some(1.0));
+        decided.then_some(w)
+    });
+    assert!(metrics.is_some());
+    assert!(
+        why["karpenterMetrics"]["eligibleNodes"].is_object(),
+        "{why:#}"
     );
     for d in [&a, &b] {
         e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);

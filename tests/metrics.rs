@@ -327,8 +327,8 @@ fn total(text: &str, metric: &str) -> f64 {
 
 #[test]
 fn every_sli_metric_is_exposed_with_its_name_type_and_help() {
-    // A day's TTL: the capture was made hours after the fixture's time.
-    let seed = SeedMetrics::new(std::time::Duration::from_secs(86400));
+    // A month's TTL: the capture was made days after the fixture's time.
+    let seed = SeedMetrics::new(std::time::Duration::from_secs(30 * 86400));
     // A launch failure, then the real capture (the picture of now is its).
     pass(&seed, "nodeclaim-launch-failed-ice-event");
     let (c, now) = real_capture();
@@ -386,7 +386,8 @@ fn the_real_capture_counts_each_pod_and_nodeclaim_once() {
         Some(2.0),
         "{first}"
     );
-    assert_eq!(total(&first, defs::EVICTIONS.name), 2.0, "{first}");
+    // ... and replaced cap-shrink's node (consolidation), evicting its one pod.
+    assert_eq!(total(&first, defs::EVICTIONS.name), 3.0, "{first}");
     let pods = total(
         &first,
         &format!("{}_count", defs::POD_PROVISIONING_LATENCY.name),

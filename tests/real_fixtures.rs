@@ -371,7 +371,10 @@ fn every_nominated_names_a_target_kelp_can_find() {
                     assert!(name.starts_with("cap-"), "{name}");
                     found_live += usize::from(claims.contains(name.as_str()));
                 }
-                NominationTarget::Node(name) => panic!("unexpected node target {name}"),
+                // A pod Karpenter moves (cap-shrink's replacement): to a node it runs already.
+                NominationTarget::Node(name) => {
+                    assert!(name.starts_with("kwok-cap-"), "{name}")
+                }
             }
         }
     }
@@ -1030,6 +1033,24 @@ fn consolidation_answers_agree_with_karpenters_unconsolidatable_events() {
     let kept = why("kept");
     assert_eq!(kept["reason"], "consolidation-disabled", "{kept:#}");
     assert_eq!(kept["state"], "not-considered");
+    // A pod pinned to its node by hostname: Karpenter names it, and so does kelp.
+    let pinned = why("anchored");
+    assert_eq!(pinned["reason"], "pods-would-not-schedule", "{pinned:#}");
+    assert_eq!(pinned["source"], "karpenter");
+    assert!(
+        pinned["pods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["pod"] == "cap-consolidation/pinned-here"),
+        "{pinned:#}"
+    );
+    assert!(
+        pinned["kelpCheck"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("kelp agrees") && k.contains("pinned-here")),
+        "{pinned:#}"
+    );
     let underused = why("underused");
     assert_eq!(underused["reason"], "no-cheaper-node", "{underused:#}");
     assert_eq!(underused["source"], "karpenter");
@@ -1041,6 +1062,45 @@ fn consolidation_answers_agree_with_karpenters_unconsolidatable_events() {
             .is_some_and(|k| k.starts_with("kelp agrees")),
         "{underused:#}"
     );
+}
+
+/// Every consolidation decision the real Karpenter wrote reads as a known reason, with
+/// the pods it names and the savings it states.
+#[test]
+fn every_consolidation_event_is_understood() {
+    use kelp::karpenter::consolidation::{parse_unconsolidatable, savings, Reason};
+    let unconsolidatable = with_reason("Unconsolidatable");
+    assert!(unconsolidatable.len() >= 8, "{}", unconsolidatable.len());
+    for e in &unconsolidatable {
+        let u = parse_unconsolidatable(msg(e));
+        assert_ne!(u.reason, Reason::Other, "{}", msg(e));
+        if u.reason == Reason::PodsWouldNotSchedule {
+            assert!(!u.pods.is_empty(), "{}", msg(e));
+            assert!(
+                u.pods
+                    .iter()
+                    .all(|p| p.pod.contains('/') && !p.why.is_empty()),
+                "{u:?}"
+            );
+        }
+    }
+    let reasons: std::collections::BTreeSet<Reason> = unconsolidatable
+        .iter()
+        .map(|e| parse_unconsolidatable(msg(e)).reason)
+        .collect();
+    for r in [
+        Reason::WhenEmptyNotEmpty,
+        Reason::ConsolidationDisabled,
+        Reason::NoCheaperNode,
+        Reason::PodsWouldNotSchedule,
+    ] {
+        assert!(reasons.contains(&r), "{r:?} not captured: {reasons:?}");
+    }
+    let candidates = with_reason("ConsolidationCandidate");
+    assert!(!candidates.is_empty());
+    for e in candidates {
+        assert!(savings(msg(e)).is_some_and(|v| v > 0.0), "{}", msg(e));
+    }
 }
 
 /// kubectl's YAML dump and kelp's own snapshot of the same cluster read the same.

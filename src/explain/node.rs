@@ -22,6 +22,36 @@ pub struct NodeAnswer {
     pub state: NodeDisruption,
     pub advice: Vec<String>,
     pub findings: Vec<Finding>,
+    /// What Karpenter's own metrics say of its voluntary disruption, when they were read
+    /// (`--metrics-file`, or the controller scrape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub karpenter_metrics: Option<DisruptionMetrics>,
+}
+
+/// Karpenter's voluntary disruption, from its `/metrics`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DisruptionMetrics {
+    /// Candidates of its last pass of each method, by reason (cluster-wide).
+    pub eligible_nodes: std::collections::BTreeMap<String, f64>,
+    /// Decisions carried out in the node's pool: (decision, reason, count).
+    pub pool_decisions: Vec<(String, String, f64)>,
+}
+
+fn disruption_metrics(c: &Cluster, pool: Option<&str>) -> Option<DisruptionMetrics> {
+    let m = c.metrics.as_ref()?;
+    if m.eligible_nodes.is_empty() && m.decisions.is_empty() {
+        return None;
+    }
+    Some(DisruptionMetrics {
+        eligible_nodes: m.eligible_nodes.clone(),
+        pool_decisions: m
+            .decisions
+            .iter()
+            .filter(|((p, _, _), _)| Some(p.as_str()) == pool)
+            .map(|((_, d, r), v)| (d.clone(), r.clone(), *v))
+            .collect(),
+    })
 }
 
 /// Explain one node (or NodeClaim, by its node); an error when there is none.
@@ -58,6 +88,7 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
         .cloned()
         .collect();
     Ok(NodeAnswer {
+        karpenter_metrics: disruption_metrics(c, state.nodepool.as_deref()),
         advice: state.blockers.iter().map(unblock).collect(),
         state,
         findings: mine,
@@ -143,6 +174,31 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
         }
     }
     out.push_str(&consolidation_text(&state.consolidation, now, s));
+    if let Some(m) = &answer.karpenter_metrics {
+        let eligible: Vec<String> = m
+            .eligible_nodes
+            .iter()
+            .map(|(r, v)| format!("{v} {r}"))
+            .collect();
+        let decisions: Vec<String> = m
+            .pool_decisions
+            .iter()
+            .map(|(d, r, v)| format!("{v} {d} ({r})"))
+            .collect();
+        out.push_str(&format!(
+            "  Karpenter's metrics: eligible now: {}; decisions in {pool} so far: {}\n",
+            if eligible.is_empty() {
+                "-".into()
+            } else {
+                eligible.join(", ")
+            },
+            if decisions.is_empty() {
+                "none".into()
+            } else {
+                decisions.join(", ")
+            }
+        ));
+    }
     if let Some(e) = &state.blocked_event {
         out.push_str(&format!(
             "\nKarpenter's last DisruptionBlocked event: {}\n",

@@ -275,13 +275,14 @@ mod tests {
 
     #[test]
     fn savings_and_rejections_read_as_written() {
+        // As the real v1.14.1 writes them (seen on the testenv).
         assert_eq!(
-            savings("Consolidation candidate: delete, terminating 1 nodes (1 pods) default-abc/c-2x-amd64-linux (savings: $0.17)"),
-            Some(0.17)
+            savings("Consolidation candidate: replace: [kwok-cap-shrink-x-2554112446] -> [1 replacement] (savings: $0.03)"),
+            Some(0.03)
         );
-        let m = "Consolidation rejected: replace, terminating 1 nodes, reason: score 0.10 < threshold 0.50 (savings: $1.02)";
-        assert_eq!(savings(m), Some(1.02));
-        assert_eq!(rejected_reason(m), "score 0.10 < threshold 0.50");
+        let m = "Consolidation rejected: replace: [kwok-cap-shrink-x-2554112446] -> [1 replacement], reason: churn (savings: $0.03)";
+        assert_eq!(savings(m), Some(0.03));
+        assert_eq!(rejected_reason(m), "churn");
         assert_eq!(savings("no money here"), None);
     }
 }

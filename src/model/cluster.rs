@@ -41,6 +41,12 @@ pub struct ControllerMetrics {
     pub offerings: Vec<Offering>,
     /// `karpenter_nodepools_cost_total` by pool.
     pub nodepool_cost: BTreeMap<String, f64>,
+    /// `karpenter_voluntary_disruption_eligible_nodes` by reason (`underutilized`, `empty`,
+    /// `drifted`): the candidates of Karpenter's last pass of each method.
+    pub eligible_nodes: BTreeMap<String, f64>,
+    /// `karpenter_voluntary_disruption_decisions_by_nodepool_total`: decisions carried out,
+    /// by (nodepool, decision, reason), e.g. (`default`, `delete`, `underutilized`).
+    pub decisions: BTreeMap<(String, String, String), f64>,
 }
 
 /// The model. All fields are public for reading; mutate through the `apply_*`/`delete_*`

@@ -1,5 +1,6 @@
 //! A Karpenter controller's `/metrics` (Prometheus text exposition): offering prices and
-//! availability (AWS provider), and `karpenter_nodepools_cost_total` (kwok and newer cores).
+//! availability (AWS provider), `karpenter_nodepools_cost_total` (kwok and newer cores),
+//! and its voluntary disruption: eligible nodes and decisions carried out per pool.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,8 @@ use crate::model::{ControllerMetrics, Offering};
 const PRICE: &str = "karpenter_cloudprovider_instance_type_offering_price_estimate";
 const AVAILABLE: &str = "karpenter_cloudprovider_instance_type_offering_available";
 const POOL_COST: &str = "karpenter_nodepools_cost_total";
+const ELIGIBLE: &str = "karpenter_voluntary_disruption_eligible_nodes";
+const DECISIONS: &str = "karpenter_voluntary_disruption_decisions_by_nodepool_total";
 
 /// Parse a text exposition; `name` labels errors.
 pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
@@ -30,6 +33,8 @@ pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
     }
     let mut offerings: BTreeMap<(String, String, String), Offering> = BTreeMap::new();
     let mut nodepool_cost = BTreeMap::new();
+    let mut eligible_nodes = BTreeMap::new();
+    let mut decisions = BTreeMap::new();
     for s in &scrape.samples {
         let v = match s.value {
             prometheus_parse::Value::Gauge(v)
@@ -60,12 +65,23 @@ pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
             POOL_COST => {
                 nodepool_cost.insert(label("nodepool"), v);
             }
+            ELIGIBLE => {
+                eligible_nodes.insert(label("reason"), v);
+            }
+            // prometheus-parse keeps a counter's name without `_total` in some versions.
+            m if m == DECISIONS || Some(m) == DECISIONS.strip_suffix("_total") => {
+                *decisions
+                    .entry((label("nodepool"), label("decision"), label("reason")))
+                    .or_default() += v;
+            }
             _ => {}
         }
     }
     Ok(ControllerMetrics {
         offerings: offerings.into_values().collect(),
         nodepool_cost,
+        eligible_nodes,
+        decisions,
     })
 }
 
@@ -95,5 +111,26 @@ karpenter_nodepools_cost_total{nodepool=\"default\"} 1.25\n";
         assert_eq!(m.offerings[0].price, Some(0.035));
         assert_eq!(m.offerings[0].available, Some(false));
         assert_eq!(m.nodepool_cost["default"], 1.25);
+    }
+
+    #[test]
+    fn voluntary_disruption_is_read() {
+        // As Karpenter v1.14.1 exposes them (counters with HELP/TYPE and `_total`).
+        let text = "# HELP karpenter_voluntary_disruption_eligible_nodes Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.\n\
+# TYPE karpenter_voluntary_disruption_eligible_nodes gauge\n\
+karpenter_voluntary_disruption_eligible_nodes{reason=\"underutilized\"} 3\n\
+karpenter_voluntary_disruption_eligible_nodes{reason=\"empty\"} 0\n\
+# HELP karpenter_voluntary_disruption_decisions_by_nodepool_total Number of disruption decisions performed per NodePool.\n\
+# TYPE karpenter_voluntary_disruption_decisions_by_nodepool_total counter\n\
+karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type=\"single\",decision=\"delete\",nodepool=\"default\",reason=\"underutilized\"} 2\n\
+karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type=\"multi\",decision=\"delete\",nodepool=\"default\",reason=\"underutilized\"} 1\n";
+        let m = parse("m.txt", text).unwrap();
+        assert_eq!(m.eligible_nodes["underutilized"], 3.0);
+        let key = (
+            "default".to_string(),
+            "delete".to_string(),
+            "underutilized".to_string(),
+        );
+        assert_eq!(m.decisions[&key], 3.0);
     }
 }
