@@ -37,6 +37,9 @@ struct Target<'c> {
     node: &'c Node,
     /// Inside its pool's consolidateAfter: Karpenter moves no pods onto it.
     settling: bool,
+    /// Since when it could take moving pods: its creation, or the end of its pool's
+    /// consolidateAfter since its last pod event, whichever is later.
+    open_since: Option<DateTime<Utc>>,
     /// Allocatable minus the requests of the pods there (with `pods` for the count).
     free: Resources,
 }
@@ -59,6 +62,9 @@ pub struct Plan {
     pub unknown: Vec<PodMiss>,
     /// How many pods were placed.
     pub placed: usize,
+    /// Since when every node the plan places pods on could take them (None: unknown). A
+    /// decision Karpenter wrote before then saw less room than there is now.
+    pub open_since: Option<DateTime<Utc>>,
 }
 
 impl Plan {
@@ -102,15 +108,13 @@ fn holds_room(p: &Pod) -> bool {
     !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
 }
 
-/// Karpenter's `IsUnderConsolidateAfter`: an initialized NodeClaim whose pool has a non-zero
-/// consolidateAfter that has not passed since its last pod event (or its initialization).
-fn under_consolidate_after(c: &Cluster, n: &Node, now: DateTime<Utc>) -> bool {
-    let Some(claim) = c.nodeclaim_for_node(n) else {
-        return false;
-    };
-    let Some(pool) = Cluster::pool_of(&n.metadata.labels).and_then(|p| c.nodepools.get(p)) else {
-        return false;
-    };
+/// When a Karpenter node's pool's consolidateAfter runs out since its last pod event (or
+/// its initialization): until then Karpenter's consolidation moves no pods onto it
+/// (`IsUnderConsolidateAfter`). None where it never applies (no claim, a zero or Never
+/// consolidateAfter, not initialized).
+fn settles_at(c: &Cluster, n: &Node) -> Option<DateTime<Utc>> {
+    let claim = c.nodeclaim_for_node(n)?;
+    let pool = Cluster::pool_of(&n.metadata.labels).and_then(|p| c.nodepools.get(p))?;
     let after = match pool
         .spec
         .disruption
@@ -119,18 +123,14 @@ fn under_consolidate_after(c: &Cluster, n: &Node, now: DateTime<Utc>) -> bool {
         .map(duration::parse_nillable)
     {
         Some(Ok(NillableDuration::After(d))) if d > chrono::Duration::zero() => d,
-        _ => return false,
+        _ => return None,
     };
-    let Some(initialized) =
-        condition(&claim.status.conditions, "Initialized").filter(|c| c.is_true())
-    else {
-        return false;
-    };
+    let initialized = condition(&claim.status.conditions, "Initialized").filter(|c| c.is_true())?;
     let since = claim
         .status
         .last_pod_event_time
-        .or(initialized.last_transition_time);
-    since.is_some_and(|t| now - t < after)
+        .or(initialized.last_transition_time)?;
+    Some(since + after)
 }
 
 impl<'c> Room<'c> {
@@ -152,10 +152,12 @@ impl<'c> Room<'c> {
                     }
                     *free.0.entry("pods".into()).or_default() -= 1.0;
                 }
+                let settles = settles_at(c, n);
                 Target {
                     node: n,
                     free,
-                    settling: under_consolidate_after(c, n, now),
+                    settling: settles.is_some_and(|t| now < t),
+                    open_since: settles.max(n.metadata.creation_timestamp),
                 }
             })
             .collect();
@@ -182,6 +184,7 @@ impl<'c> Room<'c> {
             }
             match self.place(from, pod, &requests, &placed) {
                 Ok(target) => {
+                    plan.open_since = plan.open_since.max(self.targets[target].open_since);
                     placed.push(Placed {
                         target,
                         pod,

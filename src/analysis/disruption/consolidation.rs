@@ -13,7 +13,8 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::super::{ago, fit::Room, Context};
+use super::super::fit::{Plan, Room};
+use super::super::{ago, Context};
 use super::budget::{allowed_of, budget_message};
 use super::Blocker;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
@@ -291,9 +292,27 @@ fn decide<'r, 'c: 'r>(
     let kelp = || check(c, f, room);
     if let Some(e) = newest_decision(c, f, now, considered_since) {
         let mut x = from_event(&e);
-        x.event = Some(e);
+        x.event = Some(e.clone());
         if x.state != Candidate {
-            let mine = kelp();
+            let (mine, open_since) = kelp();
+            // Karpenter repeats an Unconsolidatable only every 15 minutes: one written before
+            // the room kelp finds existed (a node that has since left its own consolidateAfter,
+            // or joined) describes a tighter cluster, and Karpenter's next look sees the room.
+            let stale = mine.state == Candidate
+                && open_since
+                    .zip(e.seen)
+                    .is_some_and(|(open, seen)| open > seen);
+            if stale {
+                let mut m = mine;
+                m.message = format!(
+                    "{}; Karpenter's {} (\"{}\") came before that room opened",
+                    m.message,
+                    e.reason,
+                    e.message.trim()
+                );
+                m.event = Some(e);
+                return with_since(m);
+            }
             x.kelp_check = Some(match mine.state {
                 Candidate => format!("kelp finds {}", mine.message),
                 _ => format!("kelp agrees: {}", mine.message),
@@ -301,24 +320,32 @@ fn decide<'r, 'c: 'r>(
         }
         return with_since(x);
     }
-    with_since(kelp())
+    with_since(kelp().0)
 }
 
-/// kelp's own answer for a considered, non-empty node: would its pods fit elsewhere?
+/// kelp's own answer for a considered, non-empty node: would its pods fit elsewhere? With
+/// it, since when the nodes that would take them could (see [`Plan::open_since`]).
 fn check<'r, 'c: 'r>(
     c: &Cluster,
     f: &Facts,
     room: &dyn Fn() -> Option<&'r Room<'c>>,
-) -> Consolidation {
+) -> (Consolidation, Option<DateTime<Utc>>) {
     let Some(room) = room() else {
-        return Consolidation::kelp(
+        let x = Consolidation::kelp(
             State::Unknown,
             None,
             "no schedulable nodes are known".into(),
         );
+        return (x, None);
     };
     let pods: Vec<&Pod> = super::workload_pods(c, &f.node.metadata.name).collect();
     let plan = room.moves(f.node, &pods);
+    let open_since = plan.open_since;
+    (answer_of(f, plan), open_since)
+}
+
+/// The answer a fit plan gives.
+fn answer_of(f: &Facts, plan: Plan) -> Consolidation {
     if plan.fits() {
         let mut x = Consolidation::kelp(
             State::Candidate,
@@ -690,6 +717,24 @@ type: Normal
                 .as_deref()
                 .is_some_and(|k| k.starts_with("kelp finds")),
             "{a:?}"
+        );
+        // Written before n2 joined (09:55): Karpenter saw no room then; kelp's newer answer
+        // stands, with the event as evidence.
+        let joined = "---\napiVersion: v1\nkind: Node\nmetadata: {name: n2, creationTimestamp: \"2026-11-21T09:55:00Z\", labels: {kubernetes.io/hostname: n2}}\nstatus:\n  allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}\n  conditions: [{type: Ready, status: \"True\"}]\n";
+        let a = answer(UNDERUSED, "4", &format!("{e}{joined}"));
+        assert_eq!(
+            (a.state, a.source),
+            (State::Candidate, Source::Kelp),
+            "{a:?}"
+        );
+        assert!(
+            a.message.contains("came before that room opened"),
+            "{}",
+            a.message
+        );
+        assert_eq!(
+            a.event.as_ref().map(|e| e.reason.as_str()),
+            Some("Unconsolidatable")
         );
         // Written before the node became Consolidatable: it describes an older node.
         let old = event(

@@ -28,31 +28,41 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
     let deadline = Duration::minutes(GRACE);
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
-    // Karpenter's Nominated events, newest per pod.
-    let mut nominations: BTreeMap<(Option<String>, String), &Event> = BTreeMap::new();
+    // Karpenter's Nominated events per pod, newest first.
+    let mut by_pod: BTreeMap<(Option<String>, String), Vec<&Event>> = BTreeMap::new();
     for e in c
         .events
         .values()
         .filter(|e| e.from_karpenter() && e.reason == "Nominated" && e.regarding.kind == "Pod")
     {
         let key = (e.regarding.namespace.clone(), e.regarding.name.clone());
-        let newer = nominations
-            .get(&key)
-            .is_none_or(|old| (e.seen(), &e.id) > (old.seen(), &old.id));
-        if newer {
-            nominations.insert(key, e);
-        }
+        by_pod.entry(key).or_default().push(e);
     }
-    for ((ns, name), e) in nominations {
+    for ((ns, name), mut all) in by_pod {
+        all.sort_by(|a, b| (b.seen(), &b.id).cmp(&(a.seen(), &a.id)));
+        let e = all[0];
         // Karpenter re-nominates on every pass, so the same event's first sighting is when
         // the wait began; its last sighting must be recent for the nomination to matter.
-        let (Some(at), Some(last)) = (e.first_seen.or(e.seen()), e.seen()) else {
+        // Nominated to a NodeClaim, then to its node once it registered ("nodeclaim/x,
+        // node/y"): a new event, the same wait, which began with the first.
+        let (Some(last), Some(newest_at)) = (e.seen(), e.first_seen.or(e.seen())) else {
             continue;
         };
+        let targets = events::parse_nominated(&e.message);
+        let at = all
+            .iter()
+            .filter(|old| {
+                events::parse_nominated(&old.message)
+                    .iter()
+                    .any(|t| targets.contains(t))
+            })
+            .filter_map(|old| old.first_seen.or(old.seen()))
+            .min()
+            .unwrap_or(newest_at)
+            .min(newest_at);
         if ctx.now - at <= deadline || ctx.now - last > Duration::hours(1) {
             continue;
         }
-        let targets = events::parse_nominated(&e.message);
         let nodes: BTreeSet<String> = targets
             .iter()
             .filter_map(|t| match t {
