@@ -63,6 +63,8 @@ pub struct NodeLine {
     pub drifted: bool,
     pub drift_reason: String,
     pub blocked_by: Vec<String>,
+    /// Its consolidation answer as the dashboard badges it (`candidate`, a reason), or "".
+    pub consolidation: String,
 }
 
 #[derive(Debug, Clone)]
@@ -181,6 +183,7 @@ pub fn build(c: &Cluster, pass: &Pass, origin: &str) -> Top {
                 drifted: row.drifted,
                 drift_reason: row.drift_reason.clone(),
                 blocked_by: row.blocked_by.clone(),
+                consolidation: row.consolidation.clone(),
             });
         }
     }
@@ -316,6 +319,8 @@ mod tests {
         // Drift and blockers come through.
         assert!(t.nodes.iter().any(|n| n.drifted));
         assert!(t.nodes.iter().any(|n| !n.blocked_by.is_empty()));
+        // And why a node is or is not consolidated.
+        assert!(t.nodes.iter().any(|n| n.consolidation == "candidate"));
         // A spot share is a share.
         assert!(t
             .pools

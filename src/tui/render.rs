@@ -236,7 +236,17 @@ fn nodes_table(f: &mut Frame, app: &mut App, area: Rect) {
                     String::new()
                 })
                 .style(Style::default().fg(Color::Yellow)),
-                Cell::from(c(&n.blocked_by.join(","))).style(Style::default().fg(Color::Red)),
+                Cell::from(Line::from(vec![
+                    Span::styled(c(&n.blocked_by.join(",")), Style::default().fg(Color::Red)),
+                    Span::styled(
+                        match (n.blocked_by.is_empty(), n.consolidation.as_str()) {
+                            (_, "") => String::new(),
+                            (true, x) => format!("consolidation: {}", c(x)),
+                            (false, x) => format!(" · consolidation: {}", c(x)),
+                        },
+                        Style::default().fg(Color::DarkGray),
+                    ),
+                ])),
             ])
         })
         .collect();
@@ -272,7 +282,7 @@ fn nodes_table(f: &mut Frame, app: &mut App, area: Rect) {
             "$/HR",
             "AGE",
             "DRIFT",
-            "BLOCKED BY",
+            "BLOCKED BY · CONSOLIDATION",
         ])
         .style(Style::default().add_modifier(Modifier::BOLD)),
     )

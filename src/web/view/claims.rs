@@ -10,6 +10,7 @@ use crate::analysis::disruption::consolidation::State;
 use crate::analysis::{ago, capacity, Pass};
 use crate::explain::text::serde_name;
 use crate::findings::Severity;
+use crate::karpenter::consolidation::Reason;
 use crate::karpenter::labels;
 use crate::model::{condition, is_true, Cluster, Node, NodeClaim};
 
@@ -183,6 +184,10 @@ pub(super) fn claim_groups(
                     let x = &d.consolidation;
                     let badge = match (x.state, x.reason) {
                         (State::Candidate, _) => "candidate".to_string(),
+                        // The blockers' own badge says it already.
+                        (State::Blocked, Some(Reason::Blocked)) if !d.blockers.is_empty() => {
+                            String::new()
+                        }
                         (State::Blocked, Some(r)) => r.as_str().to_string(),
                         (State::Unknown, _) => "unknown".to_string(),
                         _ => String::new(),
