@@ -20,71 +20,17 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::Value;
 
-fn run_id() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        % 100_000
-}
-
-/// A pool for one scenario (its label and taint, as `common::pool`), on-demand only, with
-/// the given disruption settings.
-fn pool(name: &str, scenario: &str, disruption: &str) -> String {
-    format!(
-        r#"
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: {name}
-spec:
-  template:
-    metadata:
-      labels:
-        e2e.kelp.dev/scenario: {scenario}
-    spec:
-      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
-      requirements:
-        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
-        - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
-        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
-      expireAfter: 720h
-      taints:
-        - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
-  limits:
-    cpu: "16"
-  disruption: {disruption}
-"#
-    )
+/// A scenario's pool (as `common::pool`) with the given disruption settings.
+fn pool(name: &str, disruption: &str) -> String {
+    pool_with(name, name, "", "", "16", disruption)
 }
 
 /// A one-replica Deployment of `cpu` on the scenario's nodes; `hostname` pins it to one.
-fn deployment(ns: &str, name: &str, scenario: &str, cpu: &str, node: Option<&str>) -> String {
-    let pin = node
-        .map(|n| format!("\n        kubernetes.io/hostname: {n}"))
+fn deployment(ns: &str, name: &str, scenario: &str, cpu: &str, hostname: Option<&str>) -> String {
+    let pin = hostname
+        .map(|h| format!("        kubernetes.io/hostname: {h}"))
         .unwrap_or_default();
-    format!(
-        r#"
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}, e2e.kelp.dev/scenario: {scenario}}}}}
-    spec:
-      nodeSelector:
-        e2e.kelp.dev/scenario: {scenario}{pin}
-      tolerations:
-        - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
-      terminationGracePeriodSeconds: 0
-      containers:
-        - name: app
-          image: registry.k8s.io/pause:3.10
-          resources: {{requests: {{cpu: "{cpu}", memory: 64Mi}}}}
-"#
-    )
+    common::deployment(ns, name, scenario, 1, cpu, &pin, "")
 }
 
 /// The node a Deployment's pod runs on, once it does.
@@ -197,7 +143,7 @@ fn a_when_empty_pool_and_a_disabled_one_are_not_considered_as_karpenter_says() {
         ),
     ];
     for (p, disruption, _, _) in &cases {
-        e.apply(&pool(p, p, disruption));
+        e.apply(&pool(p, disruption));
         e.apply(&deployment(ns, p, p, "300m", None));
     }
     for (p, _, reason, text) in &cases {
@@ -236,8 +182,8 @@ fn a_node_whose_pods_fit_nowhere_else_agrees_with_karpenters_reason() {
     let run = run_id();
     let after = "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 20s}";
     let (cheap, pinned) = (format!("e2e-cch-{run}"), format!("e2e-cpn-{run}"));
-    e.apply(&pool(&cheap, &cheap, after));
-    e.apply(&pool(&pinned, &pinned, after));
+    e.apply(&pool(&cheap, after));
+    e.apply(&pool(&pinned, after));
     // 500m lands on the cheapest type: nothing cheaper can replace it.
     e.apply(&deployment(ns, &cheap, &cheap, "500m", None));
     e.apply(&deployment(ns, &pinned, &pinned, "300m", None));
@@ -335,7 +281,6 @@ fn a_node_kelp_calls_a_candidate_is_consolidated() {
     namespace(&e, ns);
     let p = format!("e2e-cdl-{}", run_id());
     e.apply(&pool(
-        &p,
         &p,
         "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
     ));
@@ -438,7 +383,6 @@ fn nothing_flaps_while_pools_and_pods_come_and_go() {
     namespace(&e, ns);
     let p = format!("e2e-flap-{}", run_id());
     e.apply(&pool(
-        &p,
         &p,
         "{consolidationPolicy: WhenEmpty, consolidateAfter: 10m}",
     ));

@@ -174,6 +174,26 @@ pub fn find<'a>(report: &'a Value, code: &str, name: &str) -> Option<&'a Value> 
 /// which only that scenario's pods select, and a taint of the same name, which only they
 /// tolerate (so no other pod lands on it). `extra_spec` goes under `template.spec`.
 pub fn pool(name: &str, scenario: &str, extra_spec: &str, limits_cpu: &str) -> String {
+    pool_with(
+        name,
+        scenario,
+        "",
+        extra_spec,
+        limits_cpu,
+        "    consolidationPolicy: WhenEmpty\n    consolidateAfter: 10m",
+    )
+}
+
+/// [`pool`] with more requirements (lines of `- {key: ...}`, indented as the others) and
+/// its `spec.disruption`: a flow mapping (`{consolidationPolicy: ...}`) or block lines.
+pub fn pool_with(
+    name: &str,
+    scenario: &str,
+    requirements: &str,
+    extra_spec: &str,
+    limits_cpu: &str,
+    disruption: &str,
+) -> String {
     format!(
         r#"
 apiVersion: karpenter.sh/v1
@@ -191,17 +211,69 @@ spec:
         - {{key: kubernetes.io/os, operator: In, values: [linux]}}
         - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
         - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+{requirements}
       expireAfter: 720h
       taints:
         - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
 {extra_spec}
   limits:
     cpu: "{limits_cpu}"
-  disruption:
-    consolidationPolicy: WhenEmpty
-    consolidateAfter: 10m
+  disruption:{sep}{disruption}
+"#,
+        sep = if disruption.starts_with('{') {
+            " "
+        } else {
+            "\n"
+        },
+    )
+}
+
+/// A Deployment of `replicas` pods of `cpu` on a scenario's nodes (they select its label
+/// and tolerate its taint; being a controller's, a pod evicted while its node comes up comes
+/// back). `selector` adds nodeSelector lines (`key: value`), `spec` pod spec lines.
+pub fn deployment(
+    ns: &str,
+    name: &str,
+    scenario: &str,
+    replicas: u32,
+    cpu: &str,
+    selector: &str,
+    spec: &str,
+) -> String {
+    format!(
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}, e2e.kelp.dev/scenario: {scenario}}}}}
+    spec:
+      nodeSelector:
+        e2e.kelp.dev/scenario: {scenario}
+{selector}
+      tolerations:
+        - {{key: e2e.kelp.dev/scenario, value: {scenario}, effect: NoSchedule}}
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: app
+          image: registry.k8s.io/pause:3.10
+          resources: {{requests: {{cpu: "{cpu}", memory: 64Mi}}}}
+{spec}
 "#
     )
+}
+
+/// A number for this run's object names (fresh pools each run: a node an earlier run left
+/// would change what the scenario sees).
+pub fn run_id() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 100_000
 }
 
 pub fn pod(ns: &str, name: &str, scenario: &str, cpu: &str, extra: &str) -> String {
