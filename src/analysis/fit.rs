@@ -1,6 +1,7 @@
 //! Would these pods fit on the nodes already there? The scheduler's filters kelp can
 //! compute from the model: requests against free allocatable (and the pod count), taints,
-//! `nodeSelector` and required node affinity, host ports, required pod anti-affinity,
+//! `nodeSelector` and required node affinity, host ports, required pod anti-affinity (the
+//! pod's own, and that of the pods already on a node or placed there),
 //! topology spread (`DoNotSchedule`), and a claim's volume kept in its zone.
 //!
 //! [`Room`] is built once per pass, lazily (only when some node is asked about): each
@@ -51,6 +52,18 @@ pub struct Room<'c> {
     targets: Vec<Target<'c>>,
     /// How many pods match a selector, per node: (namespaces, selector) -> node -> count.
     matching: RefCell<HashMap<String, Rc<HashMap<&'c str, u32>>>>,
+    /// Every running pod's required anti-affinity term, by the domain it keeps other pods
+    /// out of: (topology key, the value its node has).
+    guards: HashMap<(&'c str, &'c str), Vec<Guard<'c>>>,
+    /// The topology keys of those terms (a few: hostname, zone).
+    guard_keys: Vec<&'c str>,
+}
+
+/// A running pod's required anti-affinity term.
+struct Guard<'c> {
+    node: &'c Node,
+    pod: &'c Pod,
+    term: &'c PodAffinityTerm,
 }
 
 /// What moving a node's pods elsewhere comes to.
@@ -162,10 +175,32 @@ impl<'c> Room<'c> {
             })
             .collect();
         targets.sort_by(|a, b| b.free.get("cpu").total_cmp(&a.free.get("cpu")));
+        let mut guards: HashMap<(&str, &str), Vec<Guard>> = HashMap::new();
+        for n in c.nodes.values() {
+            for p in c.pods_on(&n.metadata.name).filter(|p| holds_room(p)) {
+                for term in anti_affinity_terms(p) {
+                    if let Some(v) = n.metadata.labels.get(&term.topology_key) {
+                        guards
+                            .entry((term.topology_key.as_str(), v.as_str()))
+                            .or_default()
+                            .push(Guard {
+                                node: n,
+                                pod: p,
+                                term,
+                            });
+                    }
+                }
+            }
+        }
+        let mut guard_keys: Vec<&str> = guards.keys().map(|(k, _)| *k).collect();
+        guard_keys.sort_unstable();
+        guard_keys.dedup();
         Room {
             c,
             targets,
             matching: RefCell::default(),
+            guards,
+            guard_keys,
         }
     }
 
@@ -311,19 +346,35 @@ impl<'c> Room<'c> {
         false
     }
 
-    /// The pod's own required anti-affinity: a matching pod in the node's domain.
+    /// Required anti-affinity: the pod's own (a matching pod in the node's domain), and the
+    /// pods' already there or placed (one whose term matches the pod, in its domain).
     fn anti_affinity_blocks(&self, from: &Node, node: &Node, pod: &Pod, placed: &[Placed]) -> bool {
-        let terms = pod
-            .spec
-            .affinity
-            .as_ref()
-            .and_then(|a| a.pod_anti_affinity.as_ref())
-            .and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_deref()
+        let same_domain = |other: &Node, key: &str| {
+            node.metadata.labels.get(key).is_some()
+                && node.metadata.labels.get(key) == other.metadata.labels.get(key)
+        };
+        let guards = self
+            .guard_keys
+            .iter()
+            .filter_map(|key| {
+                let value = node.metadata.labels.get(*key)?;
+                self.guards.get(&(*key, value.as_str()))
             })
-            .unwrap_or_default();
-        for term in terms {
+            .flatten()
+            .filter(|g| g.node.metadata.name != from.metadata.name)
+            .map(|g| (g.node, g.pod, g.term))
+            .chain(placed.iter().flat_map(|p| {
+                anti_affinity_terms(p.pod).map(move |t| (self.targets[p.target].node, p.pod, t))
+            }));
+        for (at, guard, term) in guards {
+            if same_domain(at, &term.topology_key)
+                && in_namespaces(pod, term_namespaces(term, guard).as_deref())
+                && selector::matches(term.label_selector.as_ref(), &pod.metadata.labels)
+            {
+                return true;
+            }
+        }
+        for term in anti_affinity_terms(pod) {
             let Some(domain) = node.metadata.labels.get(&term.topology_key) else {
                 continue;
             };
@@ -478,6 +529,20 @@ impl<'c> Room<'c> {
         self.matching.borrow_mut().insert(key, counts.clone());
         counts
     }
+}
+
+/// A pod's required anti-affinity terms.
+fn anti_affinity_terms(p: &Pod) -> impl Iterator<Item = &PodAffinityTerm> {
+    p.spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.pod_anti_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_deref()
+        })
+        .unwrap_or_default()
+        .iter()
 }
 
 /// What kelp does not evaluate for a pod, if anything.
@@ -731,6 +796,38 @@ status: {{phase: Running}}
                 .is_some_and(|m| m.why.contains("host port")),
             "{p:?}"
         );
+    }
+
+    #[test]
+    fn a_pod_already_there_keeps_out_what_its_anti_affinity_names() {
+        // db on b will not share its node with app=web; w1 (app=web) cannot go there.
+        let guard = "  affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}]}}";
+        let yaml = format!(
+            "{}{}{}{}",
+            node("a", "4", ""),
+            node("b", "8", ""),
+            pod("w1", "a", "1", ""),
+            pod("db", "b", "1", guard).replace("labels: {app: web}", "labels: {app: db}"),
+        );
+        let p = plan(&yaml, "a");
+        assert_eq!(p.misses.len(), 1, "{p:?}");
+        assert!(p.misses[0].why.contains("anti-affinity"), "{p:?}");
+        // The guard moves too (from a): it and w1 only need nodes of their own.
+        let both = |nodes: &str| {
+            format!(
+                "{}{nodes}{}{}",
+                node("a", "4", ""),
+                pod("w1", "a", "1", ""),
+                pod("db", "a", "1", guard).replace("labels: {app: web}", "labels: {app: db}"),
+            )
+        };
+        let one = plan(&both(&node("b", "8", "")), "a");
+        assert_eq!(one.misses.len(), 1, "{one:?}");
+        let two = plan(
+            &both(&format!("{}{}", node("b", "8", ""), node("c", "8", ""))),
+            "a",
+        );
+        assert!(two.fits(), "{two:?}");
     }
 
     #[test]
