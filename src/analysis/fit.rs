@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 use chrono::{DateTime, Utc};
 
-use k8s_openapi::api::core::v1::PodAffinityTerm;
+use k8s_openapi::api::core::v1::{PodAffinityTerm, TopologySpreadConstraint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::provisioning::pod_requests;
@@ -30,8 +30,6 @@ use crate::karpenter::labels;
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
 use crate::model::*;
-
-const HOSTNAME: &str = "kubernetes.io/hostname";
 
 /// One node pods could move to.
 struct Target<'c> {
@@ -52,11 +50,40 @@ pub struct Room<'c> {
     targets: Vec<Target<'c>>,
     /// How many pods match a selector, per node: (namespaces, selector) -> node -> count.
     matching: RefCell<HashMap<String, Rc<HashMap<&'c str, u32>>>>,
+    /// A spread constraint's domains over every node a pod may use: (selector, key, the
+    /// pod's node selection) -> domain -> (matching pods, nodes in it). Replicas share it.
+    spreads: RefCell<HashMap<String, Rc<SpreadDomains>>>,
     /// Every running pod's required anti-affinity term, by the domain it keeps other pods
     /// out of: (topology key, the value its node has).
     guards: HashMap<(&'c str, &'c str), Vec<Guard<'c>>>,
     /// The topology keys of those terms (a few: hostname, zone).
     guard_keys: Vec<&'c str>,
+}
+
+/// A pod's own anti-affinity terms and spread constraints, counted once per pod.
+struct PodTerms<'p> {
+    /// Each term, its namespaces, and the matching pods per domain.
+    anti: Vec<(
+        &'p PodAffinityTerm,
+        Option<Vec<String>>,
+        HashMap<String, u32>,
+    )>,
+    spread: Vec<Spread<'p>>,
+}
+
+/// Domain -> (matching pods, nodes in it).
+type SpreadDomains = HashMap<String, (u32, u32)>;
+
+/// One `DoNotSchedule` constraint, counted: matching pods per domain the pod may use.
+struct Spread<'p> {
+    key: &'p str,
+    max_skew: i64,
+    /// Fewer domains than minDomains: the minimum counts as 0.
+    below_min_domains: bool,
+    min: u32,
+    sel: LabelSelector,
+    ns: Option<Vec<String>>,
+    domains: HashMap<String, u32>,
 }
 
 /// A running pod's required anti-affinity term.
@@ -199,12 +226,14 @@ impl<'c> Room<'c> {
             c,
             targets,
             matching: RefCell::default(),
+            spreads: RefCell::default(),
             guards,
             guard_keys,
         }
     }
 
-    /// Places `pods` (of node `from`) on the other nodes, first fit, largest first.
+    /// Places `pods` (of node `from`, one of the cluster's own, compared by address) on the
+    /// other nodes, first fit, largest first.
     pub fn moves(&self, from: &Node, pods: &[&Pod]) -> Plan {
         let mut order: Vec<(&Pod, Resources)> =
             pods.iter().map(|p| (*p, pod_requests(&p.spec))).collect();
@@ -242,12 +271,13 @@ impl<'c> Room<'c> {
         placed: &[Placed],
     ) -> Result<usize, String> {
         let cpu = requests.get("cpu");
+        let terms = self.pod_terms(from, pod);
         let mut tally = Tally::default();
         let mut others = 0;
         let zone_of = |n: &Node| n.metadata.labels.get(labels::ZONE).cloned();
         let home_zone = zone_of(from);
         for (i, t) in self.targets.iter().enumerate() {
-            if t.node.metadata.name == from.metadata.name {
+            if std::ptr::eq(t.node, from) {
                 continue;
             }
             others += 1;
@@ -255,7 +285,7 @@ impl<'c> Room<'c> {
             if cpu > 0.0 && t.free.get("cpu") < cpu {
                 let rest = self.targets[i..]
                     .iter()
-                    .filter(|t| t.node.metadata.name != from.metadata.name)
+                    .filter(|t| !std::ptr::eq(t.node, from))
                     .count();
                 others += rest - 1;
                 tally.resources += rest;
@@ -306,11 +336,11 @@ impl<'c> Room<'c> {
                 tally.ports += 1;
                 continue;
             }
-            if self.anti_affinity_blocks(from, t.node, pod, placed) {
+            if self.anti_affinity_blocks(from, t.node, pod, &terms, placed) {
                 tally.anti_affinity += 1;
                 continue;
             }
-            if self.spread_blocks(from, t.node, pod, placed) {
+            if self.spread_blocks(t.node, &terms, placed) {
                 tally.spread += 1;
                 continue;
             }
@@ -346,9 +376,159 @@ impl<'c> Room<'c> {
         false
     }
 
+    /// What a pod's own required anti-affinity and `DoNotSchedule` spread count, once per
+    /// pod (not once per node it is tried on): matching pods per domain, the moving node's
+    /// own left out.
+    fn pod_terms<'p>(&self, from: &Node, pod: &'p Pod) -> PodTerms<'p> {
+        let by_domain = |counts: &HashMap<&'c str, u32>, key: &str| {
+            let mut out: HashMap<String, u32> = HashMap::new();
+            for (name, k) in counts {
+                if *name == from.metadata.name {
+                    continue;
+                }
+                if let Some(v) = self
+                    .c
+                    .nodes
+                    .get(*name)
+                    .and_then(|n| n.metadata.labels.get(key))
+                {
+                    *out.entry(v.clone()).or_default() += k;
+                }
+            }
+            out
+        };
+        let anti = anti_affinity_terms(pod)
+            .map(|term| {
+                let namespaces = term_namespaces(term, pod);
+                let counts = self.matching(namespaces.as_deref(), term.label_selector.as_ref());
+                let domains = by_domain(&counts, &term.topology_key);
+                (term, namespaces, domains)
+            })
+            .collect();
+        let spread = pod
+            .spec
+            .topology_spread_constraints
+            .iter()
+            .filter(|t| t.when_unsatisfiable == "DoNotSchedule")
+            .map(|tsc| {
+                // matchLabelKeys narrows the selector to the pod's own values (a revision).
+                let mut sel = tsc.label_selector.clone().unwrap_or_default();
+                for k in tsc.match_label_keys.iter().flatten() {
+                    if let Some(v) = pod.metadata.labels.get(k) {
+                        sel.match_labels
+                            .get_or_insert_with(Default::default)
+                            .insert(k.clone(), v.clone());
+                    }
+                }
+                let ns = pod
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .map(|n| vec![n.to_string()]);
+                let counts = self.matching(ns.as_deref(), Some(&sel));
+                let honor = tsc.node_affinity_policy.as_deref() != Some("Ignore");
+                let all = self.spread_domains(pod, tsc, &sel, ns.as_deref(), honor, &counts);
+                // The moving node's own pods and, if it is the last of its domain, the
+                // domain itself, left out.
+                let mut domains: HashMap<String, u32> =
+                    all.iter().map(|(d, (n, _))| (d.clone(), *n)).collect();
+                let from_domain = from.metadata.labels.get(&tsc.topology_key);
+                let from_counted = self.targets.iter().any(|t| std::ptr::eq(t.node, from))
+                    && (!honor || selector::node_fits_pod(pod, &from.metadata.labels));
+                if let (Some(d), true) = (from_domain, from_counted) {
+                    let mine = counts
+                        .get(from.metadata.name.as_str())
+                        .copied()
+                        .unwrap_or(0);
+                    match all.get(d) {
+                        Some((_, 1)) => {
+                            domains.remove(d);
+                        }
+                        Some(_) => {
+                            if let Some(n) = domains.get_mut(d) {
+                                *n = n.saturating_sub(mine);
+                            }
+                        }
+                        None => {}
+                    }
+                }
+                let below_min_domains = tsc
+                    .min_domains
+                    .is_some_and(|m| (domains.len() as i64) < i64::from(m));
+                let min = if below_min_domains {
+                    Some(0)
+                } else {
+                    domains.values().copied().min()
+                };
+                Spread {
+                    key: &tsc.topology_key,
+                    max_skew: i64::from(tsc.max_skew),
+                    below_min_domains,
+                    min: min.unwrap_or(0),
+                    sel,
+                    ns,
+                    domains,
+                }
+            })
+            .collect();
+        PodTerms { anti, spread }
+    }
+
+    /// A spread constraint's domains over the nodes the pod may use, once per distinct
+    /// (selector, key, node selection): the replicas of a workload ask alike.
+    fn spread_domains(
+        &self,
+        pod: &Pod,
+        tsc: &TopologySpreadConstraint,
+        sel: &LabelSelector,
+        ns: Option<&[String]>,
+        honor: bool,
+        counts: &HashMap<&'c str, u32>,
+    ) -> Rc<SpreadDomains> {
+        let affinity = pod
+            .spec
+            .affinity
+            .as_deref()
+            .map_or(0, |a| a as *const _ as usize);
+        let selector: &BTreeMap<String, String> = &pod.spec.node_selector;
+        let key = format!(
+            "{ns:?}|{}|{}|{honor}|{affinity}|{}",
+            serde_json::to_string(sel).unwrap_or_default(),
+            tsc.topology_key,
+            selector as *const _ as usize,
+        );
+        if let Some(hit) = self.spreads.borrow().get(&key) {
+            return hit.clone();
+        }
+        let mut domains: SpreadDomains = HashMap::new();
+        for t in &self.targets {
+            if honor && !selector::node_fits_pod(pod, &t.node.metadata.labels) {
+                continue;
+            }
+            if let Some(d) = t.node.metadata.labels.get(&tsc.topology_key) {
+                let e = domains.entry(d.clone()).or_default();
+                e.0 += counts
+                    .get(t.node.metadata.name.as_str())
+                    .copied()
+                    .unwrap_or(0);
+                e.1 += 1;
+            }
+        }
+        let domains = Rc::new(domains);
+        self.spreads.borrow_mut().insert(key, domains.clone());
+        domains
+    }
+
     /// Required anti-affinity: the pod's own (a matching pod in the node's domain), and the
     /// pods' already there or placed (one whose term matches the pod, in its domain).
-    fn anti_affinity_blocks(&self, from: &Node, node: &Node, pod: &Pod, placed: &[Placed]) -> bool {
+    fn anti_affinity_blocks(
+        &self,
+        from: &Node,
+        node: &Node,
+        pod: &Pod,
+        terms: &PodTerms,
+        placed: &[Placed],
+    ) -> bool {
         let same_domain = |other: &Node, key: &str| {
             node.metadata.labels.get(key).is_some()
                 && node.metadata.labels.get(key) == other.metadata.labels.get(key)
@@ -361,27 +541,25 @@ impl<'c> Room<'c> {
                 self.guards.get(&(*key, value.as_str()))
             })
             .flatten()
-            .filter(|g| g.node.metadata.name != from.metadata.name)
+            .filter(|g| !std::ptr::eq(g.node, from))
             .map(|g| (g.node, g.pod, g.term))
             .chain(placed.iter().flat_map(|p| {
                 anti_affinity_terms(p.pod).map(move |t| (self.targets[p.target].node, p.pod, t))
             }));
         for (at, guard, term) in guards {
             if same_domain(at, &term.topology_key)
-                && in_namespaces(pod, term_namespaces(term, guard).as_deref())
                 && selector::matches(term.label_selector.as_ref(), &pod.metadata.labels)
+                && term_covers(term, guard, pod)
             {
                 return true;
             }
         }
-        for term in anti_affinity_terms(pod) {
+        for (term, namespaces, domains) in &terms.anti {
             let Some(domain) = node.metadata.labels.get(&term.topology_key) else {
                 continue;
             };
-            let namespaces = term_namespaces(term, pod);
-            let counts = self.matching(namespaces.as_deref(), term.label_selector.as_ref());
-            let here = self.domain_count(&counts, &term.topology_key, domain, from);
-            let moved = placed.iter().filter(|p| {
+            let here = domains.get(domain).copied().unwrap_or(0);
+            let moved = placed.iter().any(|p| {
                 self.targets[p.target]
                     .node
                     .metadata
@@ -391,7 +569,7 @@ impl<'c> Room<'c> {
                     && in_namespaces(p.pod, namespaces.as_deref())
                     && selector::matches(term.label_selector.as_ref(), &p.pod.metadata.labels)
             });
-            if here + moved.count() as u32 > 0 {
+            if here > 0 || moved {
                 return true;
             }
         }
@@ -400,102 +578,48 @@ impl<'c> Room<'c> {
 
     /// Topology spread with `DoNotSchedule`: placing the pod on the node would exceed the
     /// skew over the domains of the nodes the pod may use.
-    fn spread_blocks(&self, from: &Node, node: &Node, pod: &Pod, placed: &[Placed]) -> bool {
-        for tsc in pod
-            .spec
-            .topology_spread_constraints
-            .iter()
-            .filter(|t| t.when_unsatisfiable == "DoNotSchedule")
-        {
-            let key = &tsc.topology_key;
-            let Some(domain) = node.metadata.labels.get(key) else {
+    fn spread_blocks(&self, node: &Node, terms: &PodTerms, placed: &[Placed]) -> bool {
+        for s in &terms.spread {
+            let Some(domain) = node.metadata.labels.get(s.key) else {
                 return true;
             };
-            // matchLabelKeys narrows the selector to the pod's own values (a revision).
-            let mut sel = tsc.label_selector.clone().unwrap_or_default();
-            for k in tsc.match_label_keys.iter().flatten() {
-                if let Some(v) = pod.metadata.labels.get(k) {
-                    sel.match_labels
-                        .get_or_insert_with(Default::default)
-                        .insert(k.clone(), v.clone());
-                }
-            }
-            let ns = pod
-                .metadata
-                .namespace
-                .as_deref()
-                .map(|n| vec![n.to_string()]);
-            let counts = self.matching(ns.as_deref(), Some(&sel));
-            // Domains: those of the nodes the pod's node affinity allows (the default
-            // nodeAffinityPolicy Honor), this one included.
-            let honor = tsc.node_affinity_policy.as_deref() != Some("Ignore");
-            let mut domains: BTreeMap<&str, u32> = BTreeMap::new();
-            for t in &self.targets {
-                if t.node.metadata.name == from.metadata.name {
-                    continue;
-                }
-                if honor && !selector::node_fits_pod(pod, &t.node.metadata.labels) {
-                    continue;
-                }
-                if let Some(d) = t.node.metadata.labels.get(key) {
-                    *domains.entry(d).or_default() += counts
-                        .get(t.node.metadata.name.as_str())
-                        .copied()
-                        .unwrap_or(0);
-                }
-            }
+            // The pods this move already placed, per domain they count in.
+            let mut extra: HashMap<&str, u32> = HashMap::new();
             for p in placed {
                 let n = self.targets[p.target].node;
-                if in_namespaces(p.pod, ns.as_deref())
-                    && selector::matches(Some(&sel), &p.pod.metadata.labels)
+                if in_namespaces(p.pod, s.ns.as_deref())
+                    && selector::matches(Some(&s.sel), &p.pod.metadata.labels)
                 {
-                    if let Some(d) = n.metadata.labels.get(key) {
-                        *domains.entry(d).or_default() += 1;
+                    if let Some(d) = n.metadata.labels.get(s.key) {
+                        if s.domains.contains_key(d) {
+                            *extra.entry(d.as_str()).or_default() += 1;
+                        }
                     }
                 }
             }
-            let here = domains.get(domain.as_str()).copied().unwrap_or(0);
-            let below_min_domains = tsc
-                .min_domains
-                .is_some_and(|m| (domains.len() as i64) < i64::from(m));
-            let min = if below_min_domains {
-                0
-            } else {
-                domains.values().copied().min().unwrap_or(0)
+            let count = |d: &str| {
+                s.domains.get(d).copied().unwrap_or(0) + extra.get(d).copied().unwrap_or(0)
             };
-            if i64::from(here) + 1 - i64::from(min) > i64::from(tsc.max_skew) {
+            let here = count(domain);
+            // Placed pods only raise counts: the minimum moves only when every domain at
+            // it took one (rare; then count again).
+            let min = if s.below_min_domains {
+                0
+            } else if s
+                .domains
+                .iter()
+                .filter(|(_, n)| **n == s.min)
+                .all(|(d, _)| extra.contains_key(d.as_str()))
+            {
+                s.domains.keys().map(|d| count(d)).min().unwrap_or(0)
+            } else {
+                s.min
+            };
+            if i64::from(here) + 1 - i64::from(min) > s.max_skew {
                 return true;
             }
         }
         false
-    }
-
-    /// Matching pods in a node's domain for `key`, the moving node's own pods left out.
-    fn domain_count(
-        &self,
-        counts: &HashMap<&'c str, u32>,
-        key: &str,
-        domain: &str,
-        from: &Node,
-    ) -> u32 {
-        if key == HOSTNAME {
-            let name = self
-                .targets
-                .iter()
-                .find(|t| t.node.metadata.labels.get(key).map(String::as_str) == Some(domain))
-                .map(|t| t.node.metadata.name.as_str());
-            return name
-                .filter(|n| *n != from.metadata.name)
-                .and_then(|n| counts.get(n).copied())
-                .unwrap_or(0);
-        }
-        self.c
-            .nodes
-            .values()
-            .filter(|n| n.metadata.name != from.metadata.name)
-            .filter(|n| n.metadata.labels.get(key).map(String::as_str) == Some(domain))
-            .map(|n| counts.get(n.metadata.name.as_str()).copied().unwrap_or(0))
-            .sum()
     }
 
     /// How many running pods match a selector in some namespaces (None: all), per node.
@@ -513,17 +637,28 @@ impl<'c> Room<'c> {
             return hit.clone();
         }
         let mut counts: HashMap<&'c str, u32> = HashMap::new();
-        for n in self.c.nodes.values() {
-            let k = self
-                .c
-                .pods_on(&n.metadata.name)
-                .filter(|p| holds_room(p) && p.metadata.deletion_timestamp.is_none())
-                .filter(|p| in_namespaces(p, namespaces))
-                .filter(|p| selector::matches(sel, &p.metadata.labels))
-                .count() as u32;
-            if k > 0 {
-                counts.insert(n.metadata.name.as_str(), k);
+        let mut count = |p: &'c Pod| {
+            if let Some(node) = p.spec.node_name.as_deref() {
+                if holds_room(p)
+                    && p.metadata.deletion_timestamp.is_none()
+                    && self.c.nodes.contains_key(node)
+                    && selector::matches(sel, &p.metadata.labels)
+                {
+                    *counts.entry(node).or_default() += 1;
+                }
             }
+        };
+        match namespaces {
+            // Pods are keyed by (namespace, name): only the namespaces asked for are read.
+            Some(list) => {
+                for ns in list {
+                    let from = (ns.clone(), String::new());
+                    for (_, p) in self.c.pods.range(from..).take_while(|((n, _), _)| n == ns) {
+                        count(p);
+                    }
+                }
+            }
+            None => self.c.pods.values().for_each(count),
         }
         let counts = Rc::new(counts);
         self.matching.borrow_mut().insert(key, counts.clone());
@@ -574,6 +709,19 @@ fn host_ports(p: &Pod) -> impl Iterator<Item = &HostPort> {
 
 /// The namespaces a pod-affinity term looks in: its own list, all (a namespace selector,
 /// read as every namespace), or the pod's.
+/// Whether `pod` is in a namespace the term of `owner` looks in (as [`term_namespaces`],
+/// without building the list).
+fn term_covers(term: &PodAffinityTerm, owner: &Pod, pod: &Pod) -> bool {
+    if term.namespace_selector.is_some() {
+        return true;
+    }
+    let ns = pod.metadata.namespace.as_deref();
+    match term.namespaces.as_deref() {
+        Some(list) if !list.is_empty() => list.iter().any(|n| Some(n.as_str()) == ns),
+        _ => owner.metadata.namespace.as_deref() == ns,
+    }
+}
+
 fn term_namespaces(term: &PodAffinityTerm, pod: &Pod) -> Option<Vec<String>> {
     if term.namespace_selector.is_some() {
         return None;
