@@ -13,14 +13,13 @@
 //! `scheduler.go`, `enforceConsolidateAfter`), a Karpenter node still inside its pool's
 //! `consolidateAfter` since its last pod event takes none of the moving pods.
 
+mod peers;
+
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use chrono::{DateTime, Utc};
-
-use k8s_openapi::api::core::v1::{PodAffinityTerm, TopologySpreadConstraint};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::provisioning::pod_requests;
 use super::selector;
@@ -30,6 +29,7 @@ use crate::karpenter::labels;
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
 use crate::model::*;
+use peers::{anti_affinity_terms, Guard, SpreadDomains};
 
 /// One node pods could move to.
 struct Target<'c> {
@@ -58,39 +58,6 @@ pub struct Room<'c> {
     guards: HashMap<(&'c str, &'c str), Vec<Guard<'c>>>,
     /// The topology keys of those terms (a few: hostname, zone).
     guard_keys: Vec<&'c str>,
-}
-
-/// A pod's own anti-affinity terms and spread constraints, counted once per pod.
-struct PodTerms<'p> {
-    /// Each term, its namespaces, and the matching pods per domain.
-    anti: Vec<(
-        &'p PodAffinityTerm,
-        Option<Vec<String>>,
-        HashMap<String, u32>,
-    )>,
-    spread: Vec<Spread<'p>>,
-}
-
-/// Domain -> (matching pods, nodes in it).
-type SpreadDomains = HashMap<String, (u32, u32)>;
-
-/// One `DoNotSchedule` constraint, counted: matching pods per domain the pod may use.
-struct Spread<'p> {
-    key: &'p str,
-    max_skew: i64,
-    /// Fewer domains than minDomains: the minimum counts as 0.
-    below_min_domains: bool,
-    min: u32,
-    sel: LabelSelector,
-    ns: Option<Vec<String>>,
-    domains: HashMap<String, u32>,
-}
-
-/// A running pod's required anti-affinity term.
-struct Guard<'c> {
-    node: &'c Node,
-    pod: &'c Pod,
-    term: &'c PodAffinityTerm,
 }
 
 /// What moving a node's pods elsewhere comes to.
@@ -375,309 +342,6 @@ impl<'c> Room<'c> {
         }
         false
     }
-
-    /// What a pod's own required anti-affinity and `DoNotSchedule` spread count, once per
-    /// pod (not once per node it is tried on): matching pods per domain, the moving node's
-    /// own left out.
-    fn pod_terms<'p>(&self, from: &Node, pod: &'p Pod) -> PodTerms<'p> {
-        let by_domain = |counts: &HashMap<&'c str, u32>, key: &str| {
-            let mut out: HashMap<String, u32> = HashMap::new();
-            for (name, k) in counts {
-                if *name == from.metadata.name {
-                    continue;
-                }
-                if let Some(v) = self
-                    .c
-                    .nodes
-                    .get(*name)
-                    .and_then(|n| n.metadata.labels.get(key))
-                {
-                    *out.entry(v.clone()).or_default() += k;
-                }
-            }
-            out
-        };
-        let anti = anti_affinity_terms(pod)
-            .map(|term| {
-                let namespaces = term_namespaces(term, pod);
-                let counts = self.matching(namespaces.as_deref(), term.label_selector.as_ref());
-                let domains = by_domain(&counts, &term.topology_key);
-                (term, namespaces, domains)
-            })
-            .collect();
-        let spread = pod
-            .spec
-            .topology_spread_constraints
-            .iter()
-            .filter(|t| t.when_unsatisfiable == "DoNotSchedule")
-            .map(|tsc| {
-                // matchLabelKeys narrows the selector to the pod's own values (a revision).
-                let mut sel = tsc.label_selector.clone().unwrap_or_default();
-                for k in tsc.match_label_keys.iter().flatten() {
-                    if let Some(v) = pod.metadata.labels.get(k) {
-                        sel.match_labels
-                            .get_or_insert_with(Default::default)
-                            .insert(k.clone(), v.clone());
-                    }
-                }
-                let ns = pod
-                    .metadata
-                    .namespace
-                    .as_deref()
-                    .map(|n| vec![n.to_string()]);
-                let counts = self.matching(ns.as_deref(), Some(&sel));
-                let honor = tsc.node_affinity_policy.as_deref() != Some("Ignore");
-                let all = self.spread_domains(pod, tsc, &sel, ns.as_deref(), honor, &counts);
-                // The moving node's own pods and, if it is the last of its domain, the
-                // domain itself, left out.
-                let mut domains: HashMap<String, u32> =
-                    all.iter().map(|(d, (n, _))| (d.clone(), *n)).collect();
-                let from_domain = from.metadata.labels.get(&tsc.topology_key);
-                let from_counted = self.targets.iter().any(|t| std::ptr::eq(t.node, from))
-                    && (!honor || selector::node_fits_pod(pod, &from.metadata.labels));
-                if let (Some(d), true) = (from_domain, from_counted) {
-                    let mine = counts
-                        .get(from.metadata.name.as_str())
-                        .copied()
-                        .unwrap_or(0);
-                    match all.get(d) {
-                        Some((_, 1)) => {
-                            domains.remove(d);
-                        }
-                        Some(_) => {
-                            if let Some(n) = domains.get_mut(d) {
-                                *n = n.saturating_sub(mine);
-                            }
-                        }
-                        None => {}
-                    }
-                }
-                let below_min_domains = tsc
-                    .min_domains
-                    .is_some_and(|m| (domains.len() as i64) < i64::from(m));
-                let min = if below_min_domains {
-                    Some(0)
-                } else {
-                    domains.values().copied().min()
-                };
-                Spread {
-                    key: &tsc.topology_key,
-                    max_skew: i64::from(tsc.max_skew),
-                    below_min_domains,
-                    min: min.unwrap_or(0),
-                    sel,
-                    ns,
-                    domains,
-                }
-            })
-            .collect();
-        PodTerms { anti, spread }
-    }
-
-    /// A spread constraint's domains over the nodes the pod may use, once per distinct
-    /// (selector, key, node selection): the replicas of a workload ask alike.
-    fn spread_domains(
-        &self,
-        pod: &Pod,
-        tsc: &TopologySpreadConstraint,
-        sel: &LabelSelector,
-        ns: Option<&[String]>,
-        honor: bool,
-        counts: &HashMap<&'c str, u32>,
-    ) -> Rc<SpreadDomains> {
-        let affinity = pod
-            .spec
-            .affinity
-            .as_deref()
-            .map_or(0, |a| a as *const _ as usize);
-        let selector: &BTreeMap<String, String> = &pod.spec.node_selector;
-        let key = format!(
-            "{ns:?}|{}|{}|{honor}|{affinity}|{}",
-            serde_json::to_string(sel).unwrap_or_default(),
-            tsc.topology_key,
-            selector as *const _ as usize,
-        );
-        if let Some(hit) = self.spreads.borrow().get(&key) {
-            return hit.clone();
-        }
-        let mut domains: SpreadDomains = HashMap::new();
-        for t in &self.targets {
-            if honor && !selector::node_fits_pod(pod, &t.node.metadata.labels) {
-                continue;
-            }
-            if let Some(d) = t.node.metadata.labels.get(&tsc.topology_key) {
-                let e = domains.entry(d.clone()).or_default();
-                e.0 += counts
-                    .get(t.node.metadata.name.as_str())
-                    .copied()
-                    .unwrap_or(0);
-                e.1 += 1;
-            }
-        }
-        let domains = Rc::new(domains);
-        self.spreads.borrow_mut().insert(key, domains.clone());
-        domains
-    }
-
-    /// Required anti-affinity: the pod's own (a matching pod in the node's domain), and the
-    /// pods' already there or placed (one whose term matches the pod, in its domain).
-    fn anti_affinity_blocks(
-        &self,
-        from: &Node,
-        node: &Node,
-        pod: &Pod,
-        terms: &PodTerms,
-        placed: &[Placed],
-    ) -> bool {
-        let same_domain = |other: &Node, key: &str| {
-            node.metadata.labels.get(key).is_some()
-                && node.metadata.labels.get(key) == other.metadata.labels.get(key)
-        };
-        let guards = self
-            .guard_keys
-            .iter()
-            .filter_map(|key| {
-                let value = node.metadata.labels.get(*key)?;
-                self.guards.get(&(*key, value.as_str()))
-            })
-            .flatten()
-            .filter(|g| !std::ptr::eq(g.node, from))
-            .map(|g| (g.node, g.pod, g.term))
-            .chain(placed.iter().flat_map(|p| {
-                anti_affinity_terms(p.pod).map(move |t| (self.targets[p.target].node, p.pod, t))
-            }));
-        for (at, guard, term) in guards {
-            if same_domain(at, &term.topology_key)
-                && selector::matches(term.label_selector.as_ref(), &pod.metadata.labels)
-                && term_covers(term, guard, pod)
-            {
-                return true;
-            }
-        }
-        for (term, namespaces, domains) in &terms.anti {
-            let Some(domain) = node.metadata.labels.get(&term.topology_key) else {
-                continue;
-            };
-            let here = domains.get(domain).copied().unwrap_or(0);
-            let moved = placed.iter().any(|p| {
-                self.targets[p.target]
-                    .node
-                    .metadata
-                    .labels
-                    .get(&term.topology_key)
-                    == Some(domain)
-                    && in_namespaces(p.pod, namespaces.as_deref())
-                    && selector::matches(term.label_selector.as_ref(), &p.pod.metadata.labels)
-            });
-            if here > 0 || moved {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Topology spread with `DoNotSchedule`: placing the pod on the node would exceed the
-    /// skew over the domains of the nodes the pod may use.
-    fn spread_blocks(&self, node: &Node, terms: &PodTerms, placed: &[Placed]) -> bool {
-        for s in &terms.spread {
-            let Some(domain) = node.metadata.labels.get(s.key) else {
-                return true;
-            };
-            // The pods this move already placed, per domain they count in.
-            let mut extra: HashMap<&str, u32> = HashMap::new();
-            for p in placed {
-                let n = self.targets[p.target].node;
-                if in_namespaces(p.pod, s.ns.as_deref())
-                    && selector::matches(Some(&s.sel), &p.pod.metadata.labels)
-                {
-                    if let Some(d) = n.metadata.labels.get(s.key) {
-                        if s.domains.contains_key(d) {
-                            *extra.entry(d.as_str()).or_default() += 1;
-                        }
-                    }
-                }
-            }
-            let count = |d: &str| {
-                s.domains.get(d).copied().unwrap_or(0) + extra.get(d).copied().unwrap_or(0)
-            };
-            let here = count(domain);
-            // Placed pods only raise counts: the minimum moves only when every domain at
-            // it took one (rare; then count again).
-            let min = if s.below_min_domains {
-                0
-            } else if s
-                .domains
-                .iter()
-                .filter(|(_, n)| **n == s.min)
-                .all(|(d, _)| extra.contains_key(d.as_str()))
-            {
-                s.domains.keys().map(|d| count(d)).min().unwrap_or(0)
-            } else {
-                s.min
-            };
-            if i64::from(here) + 1 - i64::from(min) > s.max_skew {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// How many running pods match a selector in some namespaces (None: all), per node.
-    fn matching(
-        &self,
-        namespaces: Option<&[String]>,
-        sel: Option<&LabelSelector>,
-    ) -> Rc<HashMap<&'c str, u32>> {
-        let key = format!(
-            "{:?}|{}",
-            namespaces,
-            serde_json::to_string(&sel).unwrap_or_default()
-        );
-        if let Some(hit) = self.matching.borrow().get(&key) {
-            return hit.clone();
-        }
-        let mut counts: HashMap<&'c str, u32> = HashMap::new();
-        let mut count = |p: &'c Pod| {
-            if let Some(node) = p.spec.node_name.as_deref() {
-                if holds_room(p)
-                    && p.metadata.deletion_timestamp.is_none()
-                    && self.c.nodes.contains_key(node)
-                    && selector::matches(sel, &p.metadata.labels)
-                {
-                    *counts.entry(node).or_default() += 1;
-                }
-            }
-        };
-        match namespaces {
-            // Pods are keyed by (namespace, name): only the namespaces asked for are read.
-            Some(list) => {
-                for ns in list {
-                    let from = (ns.clone(), String::new());
-                    for (_, p) in self.c.pods.range(from..).take_while(|((n, _), _)| n == ns) {
-                        count(p);
-                    }
-                }
-            }
-            None => self.c.pods.values().for_each(count),
-        }
-        let counts = Rc::new(counts);
-        self.matching.borrow_mut().insert(key, counts.clone());
-        counts
-    }
-}
-
-/// A pod's required anti-affinity terms.
-fn anti_affinity_terms(p: &Pod) -> impl Iterator<Item = &PodAffinityTerm> {
-    p.spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_deref()
-        })
-        .unwrap_or_default()
-        .iter()
 }
 
 /// What kelp does not evaluate for a pod, if anything.
@@ -705,43 +369,6 @@ fn host_ports(p: &Pod) -> impl Iterator<Item = &HostPort> {
         .iter()
         .chain(p.spec.init_containers.iter())
         .flat_map(|c| c.host_ports.iter())
-}
-
-/// The namespaces a pod-affinity term looks in: its own list, all (a namespace selector,
-/// read as every namespace), or the pod's.
-/// Whether `pod` is in a namespace the term of `owner` looks in (as [`term_namespaces`],
-/// without building the list).
-fn term_covers(term: &PodAffinityTerm, owner: &Pod, pod: &Pod) -> bool {
-    if term.namespace_selector.is_some() {
-        return true;
-    }
-    let ns = pod.metadata.namespace.as_deref();
-    match term.namespaces.as_deref() {
-        Some(list) if !list.is_empty() => list.iter().any(|n| Some(n.as_str()) == ns),
-        _ => owner.metadata.namespace.as_deref() == ns,
-    }
-}
-
-fn term_namespaces(term: &PodAffinityTerm, pod: &Pod) -> Option<Vec<String>> {
-    if term.namespace_selector.is_some() {
-        return None;
-    }
-    match term.namespaces.as_deref() {
-        Some(list) if !list.is_empty() => Some(list.to_vec()),
-        _ => Some(vec![pod
-            .metadata
-            .namespace
-            .as_deref()
-            .unwrap_or_default()
-            .to_string()]),
-    }
-}
-
-fn in_namespaces(p: &Pod, namespaces: Option<&[String]>) -> bool {
-    namespaces.is_none_or(|list| {
-        list.iter()
-            .any(|n| Some(n.as_str()) == p.metadata.namespace.as_deref())
-    })
 }
 
 fn note_short(t: &mut Tally, resource: &str, have: f64) {
