@@ -425,8 +425,14 @@ pub fn diagnose_cached<'c>(
             .namespace
             .as_deref()
             .map_or(0, |n| n.as_ptr() as usize);
+        // Its own labels count only through matchLabelKeys.
+        let own = pod
+            .spec
+            .topology_spread_constraints
+            .iter()
+            .any(|t| t.match_label_keys.as_ref().is_some_and(|k| !k.is_empty()));
         let labels: &std::collections::BTreeMap<String, String> = &pod.metadata.labels;
-        (ns, labels as *const _ as usize)
+        (ns, if own { labels as *const _ as usize } else { 0 })
     } else {
         (0, 0)
     };
