@@ -38,7 +38,15 @@ pub enum Target {
         #[arg(short, long)]
         namespace: Option<String>,
     },
-    /// Why a node is (not) being disrupted: pool, age vs expireAfter, drift, emptiness, blockers
+    /// Why a node is (not) being disrupted or consolidated: pool, age vs expireAfter, drift,
+    /// emptiness, blockers, and the consolidation answer
+    ///
+    /// The consolidation answer follows Karpenter's own order (already removing it, blockers,
+    /// a static pool, consolidateAfter Never, empty, policy WhenEmpty, not Consolidatable yet,
+    /// the budget), then Karpenter's own decision where it wrote one (Unconsolidatable,
+    /// ConsolidationRejected/Candidate/Approved), else kelp's check of whether the node's pods
+    /// fit on the other nodes. With --metrics-file (Karpenter's /metrics), Karpenter's
+    /// eligible nodes and its decisions in the node's pool are shown too.
     Node {
         /// Node name (or its NodeClaim's name)
         name: String,
