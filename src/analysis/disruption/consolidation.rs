@@ -106,6 +106,8 @@ pub(super) struct Facts<'a> {
     pub consolidatable: bool,
     pub deleting: bool,
     pub blockers: &'a [Blocker],
+    /// Karpenter's events about the node and its claim.
+    pub events: &'a [&'a Event],
     pub budget_counts: (usize, usize),
     pub price: Option<f64>,
 }
@@ -149,11 +151,9 @@ pub(super) fn judge<'r, 'c: 'r>(
     room: &dyn Fn() -> Option<&'r Room<'c>>,
     now: DateTime<Utc>,
 ) -> Consolidation {
-    let mut out = decide(c, f, room, now);
-    out.event = out
-        .event
-        .take()
-        .or_else(|| newest_decision(c, f, now, None));
+    let latest = newest_decision(f, now);
+    let mut out = decide(c, f, room, now, latest.as_ref());
+    out.event = out.event.take().or(latest);
     out
 }
 
@@ -162,6 +162,7 @@ fn decide<'r, 'c: 'r>(
     f: &Facts,
     room: &dyn Fn() -> Option<&'r Room<'c>>,
     now: DateTime<Utc>,
+    latest: Option<&Evidence>,
 ) -> Consolidation {
     use State::*;
     let node = f.node;
@@ -290,7 +291,10 @@ fn decide<'r, 'c: 'r>(
     // Past every gate: Karpenter's own decision, if it wrote one since it started to
     // consider the node, else kelp's check.
     let kelp = || check(c, f, room);
-    if let Some(e) = newest_decision(c, f, now, considered_since) {
+    // Only a decision written since Karpenter started to consider the node.
+    let since_considered =
+        latest.filter(|e| considered_since.is_none_or(|s| e.seen.is_some_and(|t| t >= s)));
+    if let Some(e) = since_considered.cloned() {
         let mut x = from_event(&e);
         x.event = Some(e.clone());
         if x.state != Candidate {
@@ -424,28 +428,14 @@ fn from_event(e: &Evidence) -> Consolidation {
     x
 }
 
-/// Karpenter's newest consolidation decision about the node or its claim, recent, and
-/// not older than `since` when given.
-fn newest_decision(
-    c: &Cluster,
-    f: &Facts,
-    now: DateTime<Utc>,
-    since: Option<DateTime<Utc>>,
-) -> Option<Evidence> {
-    let node = f.node;
-    let on_node = c.events_for("Node", None, &node.metadata.name, &node.metadata.uid);
-    let on_claim = f
-        .claim
-        .map(|cl| c.events_for("NodeClaim", None, &cl.metadata.name, &cl.metadata.uid))
-        .unwrap_or_default();
-    on_node
-        .into_iter()
-        .chain(on_claim)
+/// Karpenter's newest recent consolidation decision about the node or its claim.
+fn newest_decision(f: &Facts, now: DateTime<Utc>) -> Option<Evidence> {
+    f.events
+        .iter()
         .filter(|e| e.from_karpenter() && DECISIONS.contains(&e.reason.as_str()))
         .filter(|e| {
-            e.seen().is_some_and(|t| {
-                now - t <= Duration::minutes(EVENT_FRESH_MINUTES) && since.is_none_or(|s| t >= s)
-            })
+            e.seen()
+                .is_some_and(|t| now - t <= Duration::minutes(EVENT_FRESH_MINUTES))
         })
         .max_by_key(|e| e.seen())
         .map(|e| Evidence {

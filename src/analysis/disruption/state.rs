@@ -366,14 +366,14 @@ pub fn node_disruption(
         .and_then(|cl| cl.status.last_pod_event_time)
         .or(created);
 
-    let blocked_event = c
-        .events_for("Node", None, &node.metadata.name, &node.metadata.uid)
-        .into_iter()
-        .chain(
-            claim
-                .map(|cl| c.events_for("NodeClaim", None, &cl.metadata.name, &cl.metadata.uid))
-                .unwrap_or_default(),
-        )
+    // The events about the node and its claim, read once for its blockers and its
+    // consolidation answer.
+    let mut events = c.events_for("Node", None, &node.metadata.name, &node.metadata.uid);
+    if let Some(cl) = claim {
+        events.extend(c.events_for("NodeClaim", None, &cl.metadata.name, &cl.metadata.uid));
+    }
+    let blocked_event = events
+        .iter()
         .filter(|e| {
             e.from_karpenter()
                 && e.reason == "DisruptionBlocked"
@@ -538,6 +538,7 @@ pub fn node_disruption(
             consolidatable,
             deleting,
             blockers: &blockers,
+            events: &events,
             budget_counts,
             price: capacity::node_price(c, node),
         },

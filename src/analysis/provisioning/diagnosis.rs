@@ -378,7 +378,7 @@ pub fn diagnose_cached<'c>(
     let compute = || {
         let requests = pod_requests(&pod.spec);
         let terms = pod_terms(&pod.spec, pools.provider);
-        let spread = ZoneSpread::of(pools.cluster, pod);
+        let spread = ZoneSpread::of(pools, pod, &terms);
         let mut verdicts: Vec<PoolVerdict> = pools
             .ordered
             .iter()

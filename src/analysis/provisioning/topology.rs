@@ -16,8 +16,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 
 use super::super::selector;
+use super::{PoolInfo, PoolSet};
 use crate::karpenter::labels;
-use crate::karpenter::requirements::{Operator, Requirements};
+use crate::karpenter::requirements::{self, Operator, Requirements};
 use crate::model::*;
 
 /// One zone constraint, counted.
@@ -40,17 +41,28 @@ pub enum SpreadVerdict {
 }
 
 impl ZoneSpread {
-    /// The pod's zone constraints that can refuse it, counted against the cluster.
-    pub fn of(c: &Cluster, pod: &Pod) -> Vec<ZoneSpread> {
+    /// The pod's zone constraints that can refuse it, counted against the pools' cluster;
+    /// `terms` are the pod's requirement terms ([`super::pod_terms`]).
+    pub fn of(
+        pools: &PoolSet,
+        pod: &Pod,
+        terms: &Result<Vec<Requirements>, String>,
+    ) -> Vec<ZoneSpread> {
         pod.spec
             .topology_spread_constraints
             .iter()
             .filter(|t| t.when_unsatisfiable == "DoNotSchedule" && t.topology_key == labels::ZONE)
-            .map(|t| Self::count(c, pod, t))
+            .map(|t| Self::count(pools, pod, terms, t))
             .collect()
     }
 
-    fn count(c: &Cluster, pod: &Pod, t: &TopologySpreadConstraint) -> ZoneSpread {
+    fn count(
+        pools: &PoolSet,
+        pod: &Pod,
+        terms: &Result<Vec<Requirements>, String>,
+        t: &TopologySpreadConstraint,
+    ) -> ZoneSpread {
+        let c = pools.cluster;
         let mut sel = t.label_selector.clone();
         for k in t.match_label_keys.iter().flatten() {
             if let (Some(s), Some(v)) = (sel.as_mut(), pod.metadata.labels.get(k)) {
@@ -83,13 +95,14 @@ impl ZoneSpread {
         }
         // The zones of the pools that admit the pod (their taints aside, as nodeTaintsPolicy
         // Ignore, the default, reads them).
-        let provider = super::cluster_provider(c);
-        for p in c
-            .nodepools
-            .values()
-            .filter(|p| super::pool_requirements_admit(p, &pod.spec, provider))
-        {
-            for r in p.spec.template.spec.requirements.iter() {
+        let admits = |p: &&PoolInfo| match (&p.requirements, terms) {
+            (Ok(reqs), Ok(terms)) => terms
+                .iter()
+                .any(|t| requirements::compatible(t, reqs).is_ok()),
+            _ => false,
+        };
+        for p in pools.ordered.iter().filter(admits) {
+            for r in p.pool.spec.template.spec.requirements.iter() {
                 if r.key == labels::ZONE && r.operator == "In" {
                     for z in &r.values {
                         counts.entry(z.clone()).or_default();
@@ -169,7 +182,7 @@ fn named_zones(pool: &Requirements) -> Option<BTreeSet<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::provisioning::{pod_terms, PoolSet};
+    use crate::analysis::provisioning::pod_terms;
 
     /// Two zones a and b with a node each, the pool naming `zones`, `peers` web pods in a.
     fn verdict(zones: &str, constraint: &str, peers: usize) -> SpreadVerdict {
@@ -210,7 +223,7 @@ status: {{phase: Pending}}
         let pools = PoolSet::new(&c);
         let pool = pools.ordered[0].requirements.as_ref().unwrap();
         let term = &pod_terms(&pod.spec, pools.provider).unwrap()[0];
-        ZoneSpread::of(&c, pod)[0].judge(pool, term)
+        ZoneSpread::of(&pools, pod, &pod_terms(&pod.spec, pools.provider))[0].judge(pool, term)
     }
 
     const SPREAD: &str = "{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}";
@@ -252,6 +265,8 @@ status: {{phase: Pending}}
             &mut c,
         )
         .unwrap();
-        assert!(ZoneSpread::of(&c, c.pods.values().next().unwrap()).is_empty());
+        let pod = c.pods.values().next().unwrap();
+        let pools = PoolSet::new(&c);
+        assert!(ZoneSpread::of(&pools, pod, &pod_terms(&pod.spec, pools.provider)).is_empty());
     }
 }
