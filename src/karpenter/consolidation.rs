@@ -4,9 +4,7 @@
 //! codes kelp names a node's consolidation state by. Every parser is total: any text,
 //! truncated or foreign, yields a best-effort answer and never panics.
 
-use regex::Regex;
 use serde::Serialize;
-use std::sync::LazyLock;
 
 /// Why a node is not consolidated, as kelp names it (the `reason` of a
 /// `consolidation-blocked` finding and of `karpenter_helper_unconsolidated_nodes`).
@@ -108,13 +106,6 @@ pub struct Unconsolidatable {
     pub pods: Vec<PodMiss>,
     /// How many more pods Karpenter left out of its message (` and N other(s)`).
     pub more: usize,
-}
-
-macro_rules! re {
-    ($name:ident = $pat:expr) => {
-        static $name: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new($pat).expect("static regex is valid"));
-    };
 }
 
 re!(POD_ARROW = r"([A-Za-z0-9][-A-Za-z0-9.]*/[A-Za-z0-9][-A-Za-z0-9.]*) => ");

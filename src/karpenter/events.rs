@@ -12,13 +12,6 @@ use serde::Serialize;
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-macro_rules! re {
-    ($name:ident = $pat:expr) => {
-        static $name: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new($pat).expect("static regex is valid"));
-    };
-}
-
 /// Why a NodePool rejected a pod, as kelp's findings name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -2,6 +2,15 @@
 //! taints and tolerations, budgets, durations, quantities, and the event message parsers
 //! (consolidation decisions in [`consolidation`]).
 
+/// `re!(NAME = "pattern")`: a static regex, compiled on first use; the event parsers'
+/// patterns are literals, so compiling one cannot fail.
+macro_rules! re {
+    ($name:ident = $pat:expr) => {
+        static $name: std::sync::LazyLock<regex::Regex> =
+            std::sync::LazyLock::new(|| regex::Regex::new($pat).expect("static regex is valid"));
+    };
+}
+
 pub mod budgets;
 pub mod consolidation;
 pub mod duration;
