@@ -30,6 +30,9 @@ pub struct SourceArgs {
     /// A Karpenter controller /metrics text exposition (prices, offering availability)
     #[arg(long, value_name = "PATH", global = true)]
     pub metrics_file: Option<PathBuf>,
+    /// An instance-type catalogue: kelp's own (`kelp catalog -o yaml` writes one) or a kwok provider instance-types JSON file. Without one, kelp reads the types from Karpenter's metrics (AWS), or uses the kwok provider's built-in types on a kwok cluster; with none of these, instance types are "unknown"
+    #[arg(long, value_name = "PATH", global = true)]
+    pub catalog: Option<PathBuf>,
     /// Also read Karpenter's /metrics (prices, offering availability) from this Service through the API server's service proxy (needs get on services/proxy); a failure is logged and the run goes on. Unused with --metrics-file.
     #[arg(
         long,
@@ -251,6 +254,9 @@ impl SourceArgs {
         };
         if let Some(path) = &self.metrics_file {
             cluster.metrics = Some(source::metrics::read(path).context("--metrics-file")?);
+        }
+        if let Some(path) = &self.catalog {
+            cluster.catalog = Some(source::catalog::read(path).context("--catalog")?.into());
         }
         if let Some(at) = cluster
             .captured_at

@@ -15,6 +15,7 @@ pub mod budgets;
 pub mod consolidation;
 pub mod duration;
 pub mod events;
+pub mod instance_types;
 pub mod labels;
 pub mod requirements;
 pub mod resources;

@@ -39,6 +39,10 @@ pub struct Offering {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ControllerMetrics {
     pub offerings: Vec<Offering>,
+    /// `karpenter_cloudprovider_instance_type_cpu_cores` and `_memory_bytes` (AWS
+    /// provider): vCPUs and EC2 memory in bytes, by instance type.
+    pub instance_cpu: BTreeMap<String, f64>,
+    pub instance_memory: BTreeMap<String, f64>,
     /// `karpenter_nodepools_cost_total` by pool.
     pub nodepool_cost: BTreeMap<String, f64>,
     /// `karpenter_voluntary_disruption_eligible_nodes` by reason (`underutilized`, `empty`,
@@ -66,6 +70,9 @@ pub struct Cluster {
     pub crds: BTreeMap<String, Crd>,
     pub api: ApiInfo,
     pub metrics: Option<ControllerMetrics>,
+    /// An instance-type catalogue given to kelp (`--catalog`, or embedded in a dump);
+    /// analysis falls back on Karpenter's metrics and the kwok built-in types.
+    pub catalog: Option<std::sync::Arc<super::catalog::Catalog>>,
     /// When a `kelp snapshot` dump was captured.
     pub captured_at: Option<DateTime<Utc>>,
     /// Pods by the node they are bound to, sorted by (namespace, name). A `Pod` is a

@@ -1,5 +1,6 @@
 //! The model: trimmed projections of each kind and the [`Cluster`] index over them.
 
+pub mod catalog;
 pub mod cluster;
 pub mod container;
 pub mod event;
@@ -8,6 +9,7 @@ pub mod meta;
 pub mod object_kind;
 pub mod shared;
 
+pub use catalog::{Catalog, CatalogSource, InstanceType, TypeOffering};
 pub use cluster::{ApiInfo, Cluster, ControllerMetrics, ObjKey, Offering};
 pub use event::Event;
 pub use kinds::*;

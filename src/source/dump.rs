@@ -29,6 +29,10 @@ pub const CAPTURED_AT: &str = "kelp.dev/captured-at";
 /// text (prices, offering availability), as `kelp demo --dump` writes it.
 pub const KARPENTER_METRICS: &str = "kelp.dev/karpenter-metrics";
 
+/// The annotation on a kelp dump's List that carries the instance-type catalogue kelp
+/// judged with (`kelp snapshot --catalog`), as a catalogue file's JSON.
+pub const CATALOG: &str = "kelp.dev/instance-type-catalog";
+
 /// Apply a kelp List's annotations (capture time, controller metrics) to the model.
 pub(super) fn list_annotations(
     name: &str,
@@ -45,6 +49,13 @@ pub(super) fn list_annotations(
             &format!("{name} ({KARPENTER_METRICS})"),
             &text,
         )?);
+    }
+    if let Some(text) = get(CATALOG) {
+        let catalog = crate::source::catalog::parse(&text).map_err(|message| Error::Parse {
+            path: format!("{name} ({CATALOG})"),
+            message,
+        })?;
+        cluster.catalog = Some(catalog.into());
     }
     Ok(())
 }

@@ -9,6 +9,8 @@ use crate::model::{ControllerMetrics, Offering};
 
 const PRICE: &str = "karpenter_cloudprovider_instance_type_offering_price_estimate";
 const AVAILABLE: &str = "karpenter_cloudprovider_instance_type_offering_available";
+const CPU: &str = "karpenter_cloudprovider_instance_type_cpu_cores";
+const MEMORY: &str = "karpenter_cloudprovider_instance_type_memory_bytes";
 const POOL_COST: &str = "karpenter_nodepools_cost_total";
 const ELIGIBLE: &str = "karpenter_voluntary_disruption_eligible_nodes";
 const DECISIONS: &str = "karpenter_voluntary_disruption_decisions_by_nodepool_total";
@@ -33,6 +35,8 @@ pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
     }
     let mut offerings: BTreeMap<(String, String, String), Offering> = BTreeMap::new();
     let mut nodepool_cost = BTreeMap::new();
+    let mut instance_cpu = BTreeMap::new();
+    let mut instance_memory = BTreeMap::new();
     let mut eligible_nodes = BTreeMap::new();
     let mut decisions = BTreeMap::new();
     for s in &scrape.samples {
@@ -62,6 +66,12 @@ pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
                     o.available = Some(v > 0.0);
                 }
             }
+            CPU => {
+                instance_cpu.insert(label("instance_type"), v);
+            }
+            MEMORY => {
+                instance_memory.insert(label("instance_type"), v);
+            }
             POOL_COST => {
                 nodepool_cost.insert(label("nodepool"), v);
             }
@@ -79,6 +89,8 @@ pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
     }
     Ok(ControllerMetrics {
         offerings: offerings.into_values().collect(),
+        instance_cpu,
+        instance_memory,
         nodepool_cost,
         eligible_nodes,
         decisions,

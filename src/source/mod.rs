@@ -1,8 +1,9 @@
 //! Where objects come from: dumps (files, folders, stdin), one-shot lists from a live
-//! cluster, and a Karpenter controller's metrics (from a file, or scraped through the API
+//! cluster, a Karpenter controller's metrics, and instance-type catalogues ([`catalog`]) (from a file, or scraped through the API
 //! server's service proxy). Each fills the same [`Cluster`](crate::model::Cluster), each
 //! kind the way [`kinds`] says.
 
+pub mod catalog;
 pub mod controller;
 pub mod dump;
 mod json;

@@ -415,6 +415,28 @@ impl Requirements {
         self.reqs.is_empty()
     }
 
+    /// Both sets at once (a NodeClaim's requirements: its pool's and its pod's), each
+    /// key intersected as Karpenter's `Add` does; the provider is `self`'s.
+    pub fn intersect(&self, other: &Requirements) -> Requirements {
+        let mut out = self.clone();
+        for (k, r) in &other.reqs {
+            out.add(k, r.clone());
+        }
+        out
+    }
+
+    /// Whether `key` is constrained at all.
+    pub fn defines(&self, key: &str) -> bool {
+        self.reqs.contains_key(normalize_key(key))
+    }
+
+    /// The keys with a `minValues`, and how many values each needs.
+    pub fn min_values(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.reqs
+            .iter()
+            .filter_map(|(k, r)| Some((k.as_str(), r.min_values?)))
+    }
+
     /// The values an `In` requirement on `key` allows; None for any other operator or an
     /// undefined key.
     pub fn values(&self, key: &str) -> Option<Vec<&str>> {

@@ -1,0 +1,214 @@
+//! Instance-type catalogue files (`--catalog`): kelp's own `InstanceTypeCatalog` (JSON or
+//! YAML, as `kelp catalog` writes it) or a kwok provider instance-types file (the JSON
+//! list its `INSTANCE_TYPES_FILE_PATH` names), told apart by their shape.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::karpenter::labels;
+use crate::karpenter::resources::Resources;
+use crate::model::catalog::{CATALOG_API_VERSION, CATALOG_KIND};
+use crate::model::{Catalog, CatalogSource, InstanceType, TypeOffering};
+
+/// The largest catalogue file kelp reads (AWS has about 900 types; this is far beyond).
+const MAX_BYTES: u64 = 64 << 20;
+
+/// One entry of a kwok instance-types file (Go field names, as the provider reads them).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KwokOptions {
+    name: String,
+    #[serde(default)]
+    architecture: String,
+    #[serde(default)]
+    operating_systems: Vec<String>,
+    #[serde(default)]
+    resources: BTreeMap<String, Quantity>,
+    #[serde(default)]
+    offerings: Vec<KwokOffering>,
+}
+
+#[derive(Deserialize)]
+struct KwokOffering {
+    #[serde(rename = "Price", default)]
+    price: Option<f64>,
+    #[serde(rename = "Requirements", default)]
+    requirements: Vec<KwokRequirement>,
+}
+
+#[derive(Deserialize)]
+struct KwokRequirement {
+    key: String,
+    #[serde(default)]
+    values: Vec<String>,
+}
+
+/// Read a catalogue file.
+pub fn read(path: &Path) -> Result<Catalog> {
+    let name = path.display().to_string();
+    let fail = |message: String| Error::Parse {
+        path: name.clone(),
+        message,
+    };
+    let read_err = |source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let len = std::fs::metadata(path).map_err(read_err)?.len();
+    if len > MAX_BYTES {
+        return Err(fail(format!(
+            "{len} bytes is more than a catalogue file can be ({MAX_BYTES})"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(read_err)?;
+    parse(&text).map_err(fail)
+}
+
+/// Parse a catalogue's text (kelp's or kwok's format, JSON or YAML).
+pub fn parse(text: &str) -> std::result::Result<Catalog, String> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') {
+        let list: Vec<KwokOptions> = serde_json::from_str(text)
+            .map_err(|e| format!("not a kwok instance-types file: {e}"))?;
+        return kwok(list);
+    }
+    let value: serde_json::Value = if trimmed.starts_with('{') {
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?
+    } else {
+        serde_norway::from_str(text).map_err(|e| format!("not YAML: {e}"))?
+    };
+    if value.is_array() {
+        let list: Vec<KwokOptions> = serde_json::from_value(value)
+            .map_err(|e| format!("not a kwok instance-types file: {e}"))?;
+        return kwok(list);
+    }
+    let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    let api = value.get("apiVersion").and_then(|k| k.as_str()).unwrap_or("");
+    if kind != CATALOG_KIND || api != CATALOG_API_VERSION {
+        return Err(format!(
+            "not an instance-type catalogue: expected apiVersion {CATALOG_API_VERSION}, kind {CATALOG_KIND} (as `kelp catalog -o yaml` writes), or a kwok instance-types JSON list"
+        ));
+    }
+    let c: Catalog = serde_json::from_value(value).map_err(|e| format!("catalogue: {e}"))?;
+    if let Some(t) = c.instance_types.iter().find(|t| t.name.is_empty()) {
+        return Err(format!("catalogue: an instance type has no name ({:?})", t.labels));
+    }
+    Ok(c)
+}
+
+/// A kwok instance-types file as the provider loads it: every offering available.
+fn kwok(list: Vec<KwokOptions>) -> std::result::Result<Catalog, String> {
+    let mut types = Vec::with_capacity(list.len());
+    for o in list {
+        if o.name.is_empty() {
+            return Err("kwok instance-types file: an entry has no name".into());
+        }
+        let mut capacity = Resources::from_quantities(&o.resources)
+            .map_err(|e| format!("kwok instance type {}: {e}", o.name))?;
+        // The provider gives a type 110 pods when its file names none.
+        capacity.0.entry("pods".into()).or_insert(110.0);
+        let offerings = o
+            .offerings
+            .iter()
+            .flat_map(|off| {
+                let values = |key: &str| {
+                    off.requirements
+                        .iter()
+                        .filter(|r| r.key == key)
+                        .flat_map(|r| r.values.clone())
+                        .collect::<Vec<_>>()
+                };
+                let zones = values(labels::ZONE);
+                let types = values(labels::CAPACITY_TYPE);
+                zones
+                    .into_iter()
+                    .flat_map(move |z| {
+                        types.clone().into_iter().map(move |ct| TypeOffering {
+                            zone: z.clone(),
+                            capacity_type: ct,
+                            price: off.price,
+                            available: true,
+                        })
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let oses: Vec<&str> = o.operating_systems.iter().map(String::as_str).collect();
+        types.push(InstanceType::kwok_from(
+            &o.name,
+            &o.architecture,
+            &oses,
+            capacity,
+            offerings,
+        ));
+    }
+    Ok(Catalog::new(CatalogSource::KwokFile, types))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The real kwok provider file, where the Go module cache has it (the testenv's
+    /// Karpenter v1.14.1 is built from there).
+    fn real_kwok_file() -> Option<String> {
+        let out = std::process::Command::new("go")
+            .args(["env", "GOMODCACHE"])
+            .output()
+            .ok()?;
+        let cache = String::from_utf8(out.stdout).ok()?;
+        let path = Path::new(cache.trim())
+            .join("sigs.k8s.io/karpenter@v1.14.1/kwok/cloudprovider/instance_types.json");
+        std::fs::read_to_string(path).ok()
+    }
+
+    #[test]
+    fn kwoks_own_file_equals_the_builtin_catalogue() {
+        let Some(text) = real_kwok_file() else {
+            eprintln!("skipped: no Karpenter v1.14.1 in the Go module cache");
+            return;
+        };
+        let file = parse(&text).unwrap();
+        let builtin = Catalog::kwok_builtin();
+        assert_eq!(file.instance_types.len(), builtin.instance_types.len());
+        for t in &builtin.instance_types {
+            let f = file.get(&t.name).unwrap_or_else(|| panic!("{} missing", t.name));
+            assert_eq!((&f.labels, &f.capacity, &f.allocatable), (&t.labels, &t.capacity, &t.allocatable), "{}", t.name);
+            let mut a: Vec<_> = f.offerings.iter().map(|o| (&o.zone, &o.capacity_type, o.price.map(|p| (p * 1e9).round()))).collect();
+            let mut b: Vec<_> = t.offerings.iter().map(|o| (&o.zone, &o.capacity_type, o.price.map(|p| (p * 1e9).round()))).collect();
+            a.sort_by(|x, y| x.partial_cmp(y).unwrap());
+            b.sort_by(|x, y| x.partial_cmp(y).unwrap());
+            assert_eq!(a, b, "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn a_kwok_file_entry_becomes_a_type() {
+        let text = r#"[{"name":"c-1x-amd64-linux","architecture":"amd64","operatingSystems":["linux"],
+ "resources":{"cpu":"1","ephemeral-storage":"20Gi","memory":"2Gi","pods":"16"},
+ "offerings":[{"Price":0.019,"Available":false,"Requirements":[
+   {"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]},
+   {"key":"topology.kubernetes.io/zone","operator":"In","values":["test-zone-a"]}]}]}]"#;
+        let c = parse(text).unwrap();
+        assert_eq!(c.source, CatalogSource::KwokFile);
+        let t = &c.instance_types[0];
+        assert!((t.allocatable.get("cpu") - 0.9).abs() < 1e-9);
+        // The provider makes every offering available.
+        assert!(t.offerings[0].available);
+        assert_eq!(t.offerings[0].zone, "test-zone-a");
+    }
+
+    #[test]
+    fn kelps_own_format_reads_back_and_anything_else_is_one_clear_error() {
+        let yaml = serde_norway::to_string(&Catalog::kwok_builtin()).unwrap();
+        crate::model::catalog::tests::assert_same(&parse(&yaml).unwrap(), &Catalog::kwok_builtin());
+        let e = parse("apiVersion: v1\nkind: Pod\n").unwrap_err();
+        assert!(e.contains("not an instance-type catalogue"), "{e}");
+        let e = parse("apiVersion: kelp.dev/v1\nkind: InstanceTypeCatalog\nsource: file\ninstanceTypes: [{name: x, capacity: {cpu: lots}}]\n").unwrap_err();
+        assert!(e.contains("lots"), "{e}");
+    }
+}
