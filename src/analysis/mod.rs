@@ -7,6 +7,7 @@
 //! install (CRDs and API versions).
 
 pub mod capacity;
+pub mod catalog;
 pub mod disruption;
 pub mod fit;
 pub mod hold;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::findings::Report;
-use crate::model::Cluster;
+use crate::model::{Catalog, Cluster};
 use disruption::NodeDisruption;
 use hold::Hold;
 use provisioning::{PodDiagnosis, PoolUsage};
@@ -36,13 +37,17 @@ pub struct Context<'a> {
     pub pools: BTreeMap<String, PoolUsage>,
     /// The disruption state of every Karpenter node (a NodePool label or a NodeClaim), by name.
     pub nodes: BTreeMap<String, NodeDisruption>,
+    /// The instance-type catalogue the verdicts were judged with ([`catalog::resolve`]).
+    pub catalog: Option<Arc<Catalog>>,
 }
 
 impl<'a> Context<'a> {
     pub fn new(cluster: &'a Cluster, now: DateTime<Utc>) -> Self {
         let usages = provisioning::pool_usages(cluster);
+        let catalog = catalog::resolve(cluster, provisioning::cluster_provider(cluster));
         let pools = provisioning::PoolSet::with_usage(cluster, &usages)
-            .with_instance_type_events(cluster, now);
+            .with_instance_type_events(cluster, now)
+            .with_catalog(catalog.as_deref());
         let mut cache = provisioning::DiagnosisCache::default();
         let pending = provisioning::unschedulable_pods(cluster, now)
             .map(|(p, events)| {
@@ -57,6 +62,7 @@ impl<'a> Context<'a> {
             pending,
             pools: usages,
             nodes: disruption::node_states(cluster, now),
+            catalog,
         }
     }
 
@@ -80,6 +86,8 @@ pub struct Pass {
     pub pools: BTreeMap<String, PoolUsage>,
     /// The disruption state of every Karpenter node, by name.
     pub nodes: BTreeMap<String, NodeDisruption>,
+    /// The instance-type catalogue the pass judged with, if any.
+    pub catalog: Option<Arc<Catalog>>,
 }
 
 impl Pass {
@@ -131,6 +139,7 @@ pub fn run(cluster: &Cluster, now: DateTime<Utc>) -> Pass {
         pending: ctx.pending,
         pools: ctx.pools,
         nodes: ctx.nodes,
+        catalog: ctx.catalog,
     }
 }
 

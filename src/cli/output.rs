@@ -255,6 +255,7 @@ mod tests {
             reasons: Vec::new(),
             source: crate::analysis::provisioning::VerdictSource::Kelp,
             event_agrees: None,
+            launch: None,
         };
         let rows = [
             (verdict("gpu", Verdict::Rejected), 10),

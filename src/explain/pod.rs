@@ -67,7 +67,9 @@ pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodA
             // Not (yet) marked unschedulable, or nominated: evaluate anyway, it is still useful.
             Some(Arc::new(provisioning::diagnose(
                 c,
-                &PoolSet::with_usage(c, &usages).with_instance_type_events(c, pass.now),
+                &PoolSet::with_usage(c, &usages)
+                    .with_instance_type_events(c, pass.now)
+                    .with_catalog(pass.catalog.as_deref()),
                 pod,
                 pass.now,
             )))

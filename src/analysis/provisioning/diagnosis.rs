@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::super::Context;
 use super::evidence::{cross_check, EventEvidence};
+use super::instance_types::{Launch, Reject, TypeVerdict};
 use super::topology::{SpreadVerdict, ZoneSpread};
 use super::{no_instance_type_left, pod_requests, pod_terms, PodEvents, PoolInfo, PoolSet, GRACE};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
@@ -57,6 +58,10 @@ pub struct PoolVerdict {
     /// Whether Karpenter's event agrees with kelp's own verdict, where it speaks of this pool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_agrees: Option<bool>,
+    /// What Karpenter would launch for the pod on this pool, where kelp has an
+    /// instance-type catalogue and the pool is compatible.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Launch>,
 }
 
 /// Everything kelp knows about why a pod is pending.
@@ -160,6 +165,7 @@ pub fn evaluate(
         reasons,
         source: VerdictSource::Kelp,
         event_agrees: None,
+        launch: None,
     };
     // 1. readiness
     if let Some(nr) = &pool.not_ready {
@@ -174,6 +180,26 @@ pub fn evaluate(
             Verdict::Rejected,
             vec![reason(Category::InstanceTypes, msg.clone())],
         );
+    }
+    // The catalogue's types the pool admits at all (else Karpenter drops the pool).
+    let types = pool.types.as_ref();
+    match types.and_then(|t| t.pool_reject.as_ref()) {
+        Some(Reject::No {
+            message,
+            limits: false,
+        }) => {
+            return verdict(
+                Verdict::Rejected,
+                vec![reason(Category::InstanceTypes, message.clone())],
+            )
+        }
+        Some(Reject::Unknown(m)) => {
+            return verdict(
+                Verdict::Unknown,
+                vec![reason(Category::InstanceTypes, m.clone())],
+            )
+        }
+        _ => {}
     }
     // 2. limits
     match &pool.limits {
@@ -190,6 +216,9 @@ pub fn evaluate(
             let out: Vec<Reason> = limits
                 .0
                 .iter()
+                // With a catalogue, what is left of a resource limit is judged against the
+                // pool's real types (below); the floors are for when kelp has none.
+                .filter(|(res, _)| types.is_none() || res.as_str() == "nodes")
                 .filter_map(|(res, &limit)| {
                     let used = if res == "nodes" { pool.node_count.max(pool.usage.get("nodes")) } else { pool.usage.get(res) };
                     no_instance_type_left(res, limit - used).then(|| {
@@ -209,6 +238,16 @@ pub fn evaluate(
                 .collect();
             if !out.is_empty() {
                 return verdict(Verdict::Rejected, out);
+            }
+            if let Some(Reject::No {
+                message,
+                limits: true,
+            }) = types.and_then(|t| t.pool_reject.as_ref())
+            {
+                return verdict(
+                    Verdict::Rejected,
+                    vec![reason(Category::Limits, message.clone())],
+                );
             }
         }
     }
@@ -264,8 +303,24 @@ pub fn evaluate(
                         }
                     }
                 }
-                // 6. instance types: every type big enough for the pod is beyond what is
-                // left of a limit, so none both fits and stays under it.
+                // 6. instance types: from the catalogue, as Karpenter filters them.
+                if let Some(types) = types {
+                    let reqs = pool_reqs.intersect(term);
+                    return match types.judge(&reqs, requests) {
+                        TypeVerdict::Compatible(launch) => PoolVerdict {
+                            launch: Some(launch),
+                            ..verdict(Verdict::Compatible, Vec::new())
+                        },
+                        TypeVerdict::Rejected(m) => {
+                            verdict(Verdict::Rejected, vec![reason(Category::InstanceTypes, m)])
+                        }
+                        TypeVerdict::Unknown(m) => {
+                            verdict(Verdict::Unknown, vec![reason(Category::InstanceTypes, m)])
+                        }
+                    };
+                }
+                // Without one: every type big enough for the pod is beyond what is left
+                // of a limit, so none both fits and stays under it.
                 let over: Vec<Reason> = pool
                     .limits
                     .iter()
@@ -385,7 +440,7 @@ pub fn diagnose_cached<'c>(
             .map(|p| evaluate(p, &pod.spec, &requests, &terms, &spread))
             .collect();
         if let Some((_, segments, _)) = &parsed {
-            cross_check(&mut verdicts, segments);
+            cross_check(&mut verdicts, segments, pools.catalog.is_some());
         }
         let verdicts = verdicts
             .into_iter()

@@ -61,8 +61,14 @@ fn explained_by(v: &PoolVerdict, seg: &Segment) -> bool {
 
 /// Cross-check kelp's verdicts with the parsed event: attribute segments to pools
 /// (named, or by elimination when exactly one pool passes kelp's checks), let the event
-/// reject a pool for what kelp cannot compute, and record agreement.
-pub(super) fn cross_check(verdicts: &mut [PoolVerdict], segments: &[Segment]) {
+/// reject a pool for what kelp cannot compute, and record agreement. With a catalogue
+/// (`kelp_types`), kelp computes instance types too: the event then only agrees or not.
+pub(super) fn cross_check(verdicts: &mut [PoolVerdict], segments: &[Segment], kelp_types: bool) {
+    // An unknown verdict is one kelp could not settle: the event settles it.
+    let computes = |v: &PoolVerdict, c: &Category| {
+        KELP_COMPUTES.contains(c)
+            || (kelp_types && v.verdict == Verdict::Compatible && *c == Category::InstanceTypes)
+    };
     let mut by_pool: BTreeMap<String, Vec<&Segment>> = BTreeMap::new();
     let mut unnamed = Vec::new();
     for seg in segments {
@@ -109,7 +115,7 @@ pub(super) fn cross_check(verdicts: &mut [PoolVerdict], segments: &[Segment]) {
                 // the event is stale (e.g. limits raised since) and kelp's verdict stands.
                 let beyond: Vec<&&Segment> = segs
                     .iter()
-                    .filter(|s| !KELP_COMPUTES.contains(&s.category))
+                    .filter(|s| !computes(v, &s.category))
                     .collect();
                 if beyond.is_empty() {
                     v.event_agrees = Some(false);
@@ -125,9 +131,10 @@ pub(super) fn cross_check(verdicts: &mut [PoolVerdict], segments: &[Segment]) {
             // kelp only estimates instance types (it has no provider catalogue): where the
             // event speaks of this very pool, Karpenter's own reasons are the precise ones.
             Verdict::Rejected
-                if v.reasons
-                    .iter()
-                    .all(|r| r.category == Category::InstanceTypes) =>
+                if !kelp_types
+                    && v.reasons
+                        .iter()
+                        .all(|r| r.category == Category::InstanceTypes) =>
             {
                 v.event_agrees = Some(
                     segs.iter()
@@ -157,6 +164,7 @@ mod tests {
             reasons,
             source: VerdictSource::Kelp,
             event_agrees: None,
+            launch: None,
         }
     }
 
@@ -165,7 +173,7 @@ mod tests {
         // Limits were raised after Karpenter wrote its event: kelp's own check wins.
         let mut v = vec![verdict("ok", Verdict::Compatible, vec![])];
         let fs = events::parse_failed_scheduling("Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=ok)");
-        cross_check(&mut v, &fs.segments);
+        cross_check(&mut v, &fs.segments, false);
         assert_eq!(
             (v[0].verdict, v[0].event_agrees),
             (Verdict::Compatible, Some(false))
@@ -186,7 +194,7 @@ mod tests {
         let fs = events::parse_failed_scheduling(
             "Failed to schedule pod, did not tolerate taint (taint=nvidia.com/gpu=true:NoSchedule); no instance type has enough resources, requirements=kubernetes.io/arch In [amd64], resources={\"cpu\":\"300\"}",
         );
-        cross_check(&mut v, &fs.segments);
+        cross_check(&mut v, &fs.segments, false);
         assert_eq!(v[0].event_agrees, Some(true));
         assert_eq!(
             (v[1].verdict, v[1].source),
@@ -204,7 +212,7 @@ mod tests {
         let fs = events::parse_failed_scheduling(
             "Failed to schedule pod, no instance type has enough resources",
         );
-        cross_check(&mut v, &fs.segments);
+        cross_check(&mut v, &fs.segments, false);
         assert!(v.iter().all(|p| p.verdict == Verdict::Compatible));
     }
 }

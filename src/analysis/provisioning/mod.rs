@@ -14,13 +14,16 @@
 //! - [`nominations`]: nominations that never bound;
 //! - [`nodeclaims`]: NodeClaims stuck launching, registering or initialising, and
 //!   NotReady nodes;
-//! - [`topology`]: a pending pod's zone spread against the zones each pool allows.
+//! - [`topology`]: a pending pod's zone spread against the zones each pool allows;
+//! - [`instance_types`]: the instance types each pool can launch for a pod, from a
+//!   catalogue, and the launch Karpenter would make.
 //!
 //! This module owns the wiring ([`findings`]) and re-exports every public item, so
 //! paths such as `crate::analysis::provisioning::PoolSet` name them here.
 
 pub mod diagnosis;
 pub mod evidence;
+pub mod instance_types;
 pub mod limits;
 pub mod nodeclaims;
 pub mod nominations;
@@ -33,6 +36,7 @@ pub use diagnosis::{
     Verdict, VerdictSource,
 };
 pub use evidence::EventEvidence;
+pub use instance_types::{describe_launch, Launch, LaunchOption, TypeVerdict};
 pub use limits::{every_instance_has, no_instance_type_left};
 pub use nodeclaims::{claim_pool, LAUNCH_ERRORS};
 pub use nominations::NominationDetails;

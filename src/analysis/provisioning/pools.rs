@@ -10,6 +10,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::super::Context;
+use super::instance_types::{self, PoolTypes};
 use super::pending::pod_terms;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::Category;
@@ -31,6 +32,8 @@ pub struct PoolInfo<'a> {
     pub not_ready: Option<NotReady>,
     /// A recent NoCompatibleInstanceTypes event: Karpenter drops the pool before scheduling.
     pub no_instance_types: Option<String>,
+    /// The catalogue's types for this pool, where kelp has a catalogue.
+    pub types: Option<PoolTypes<'a>>,
 }
 
 /// Why a NodePool takes no pods.
@@ -136,6 +139,8 @@ pub struct PoolSet<'a> {
     pub cluster: &'a Cluster,
     /// The cloud provider behind the pools, which widens well-known labels and validation.
     pub provider: Provider,
+    /// The instance-type catalogue the verdicts were judged with, if any.
+    pub catalog: Option<&'a Catalog>,
 }
 
 impl<'a> PoolSet<'a> {
@@ -164,7 +169,31 @@ impl<'a> PoolSet<'a> {
             ordered,
             cluster: c,
             provider: cluster_provider(c),
+            catalog: None,
         }
+    }
+
+    /// Judge instance types from `catalog` (see [`super::instance_types`]), computing
+    /// each pool's admitted types once.
+    pub fn with_catalog(mut self, catalog: Option<&'a Catalog>) -> Self {
+        let Some(catalog) = catalog else {
+            return self;
+        };
+        self.catalog = Some(catalog);
+        let daemons = instance_types::daemons(self.cluster, self.provider);
+        for p in &mut self.ordered {
+            let Ok(reqs) = &p.requirements else { continue };
+            p.types = Some(PoolTypes::of(
+                catalog,
+                p.pool,
+                reqs,
+                p.limits.as_ref().ok(),
+                &p.usage,
+                &daemons,
+                self.provider,
+            ));
+        }
+        self
     }
 
     /// Mark pools whose requirements Karpenter reported (in the last hour) to match no
@@ -241,6 +270,7 @@ fn pool_info(pool: &NodePool, usage: PoolUsage) -> PoolInfo<'_> {
         node_count: usage.nodes as f64,
         not_ready: pool_not_ready(pool),
         no_instance_types: None,
+        types: None,
     }
 }
 

@@ -1,0 +1,177 @@
+//! Which instance-type catalogue a pass judges with, in order: one given to kelp
+//! (`--catalog`, or embedded in a dump); the AWS provider's
+//! `karpenter_cloudprovider_instance_type_*` metrics, with the labels and allocatable of
+//! a node of each type where the cluster has one; the kwok provider's built-in types when
+//! the pools use KWOKNodeClass. Else none, and instance types stay "unknown".
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::karpenter::instance_types::{self as rules, GI};
+use crate::karpenter::labels;
+use crate::karpenter::requirements::Provider;
+use crate::karpenter::resources::Resources;
+use crate::model::{Catalog, CatalogSource, Cluster, ControllerMetrics, InstanceType, Node, TypeOffering};
+
+/// The catalogue for this pass, if kelp has one.
+pub fn resolve(c: &Cluster, provider: Provider) -> Option<Arc<Catalog>> {
+    if let Some(given) = &c.catalog {
+        return Some(given.clone());
+    }
+    if let Some(m) = c.metrics.as_ref().filter(|m| !m.instance_cpu.is_empty()) {
+        return Some(Arc::new(from_metrics(c, m)));
+    }
+    (provider == Provider::Kwok).then(|| Arc::new(Catalog::kwok_builtin()))
+}
+
+/// Label keys a node of a type shows that belong to the type (not to the node).
+fn type_label(key: &str) -> bool {
+    matches!(key, labels::ARCH | labels::OS | labels::INSTANCE_TYPE)
+        || key.starts_with("karpenter.k8s.aws/instance-")
+}
+
+/// The AWS provider's types from its metrics. A type a node of the cluster runs gets that
+/// node's labels, capacity and allocatable (exact). Any other gets what the metrics say
+/// (vCPUs, memory, offerings) and the provider's overhead as a range: its pods (and so
+/// its kube-reserved memory) depend on ENI limits kelp does not know; its architecture
+/// is amd64 or arm64, kelp cannot tell which; extended resources are unknown.
+pub fn from_metrics(c: &Cluster, m: &ControllerMetrics) -> Catalog {
+    let mut sample: BTreeMap<&str, &Node> = BTreeMap::new();
+    for n in c.nodes.values() {
+        if let Some(t) = n.metadata.labels.get(labels::INSTANCE_TYPE) {
+            sample.entry(t.as_str()).or_insert(n);
+        }
+    }
+    let mut offerings: BTreeMap<&str, Vec<TypeOffering>> = BTreeMap::new();
+    for o in &m.offerings {
+        offerings
+            .entry(o.instance_type.as_str())
+            .or_default()
+            .push(TypeOffering {
+                zone: o.zone.clone(),
+                capacity_type: o.capacity_type.clone(),
+                price: o.price,
+                available: o.available.unwrap_or(true),
+            });
+    }
+    let types = m
+        .instance_cpu
+        .iter()
+        .map(|(name, &cores)| {
+            let raw = m.instance_memory.get(name).copied();
+            let offerings = offerings.remove(name.as_str()).unwrap_or_default();
+            match sample.get(name.as_str()) {
+                Some(node) => from_node(name, node, offerings),
+                None => estimated(name, cores, raw, offerings),
+            }
+        })
+        .collect();
+    Catalog::new(CatalogSource::KarpenterMetrics, types)
+}
+
+fn from_node(name: &str, node: &Node, offerings: Vec<TypeOffering>) -> InstanceType {
+    let labels = node
+        .metadata
+        .labels
+        .iter()
+        .filter(|(k, _)| type_label(k))
+        .map(|(k, v)| (k.clone(), vec![v.clone()]))
+        .collect();
+    let parse = |r: &crate::model::SharedResources| {
+        Resources::from_quantities(r).unwrap_or_default()
+    };
+    InstanceType {
+        name: name.into(),
+        labels,
+        capacity: parse(&node.status.capacity),
+        allocatable: parse(&node.status.allocatable),
+        allocatable_most: None,
+        uncertain: Vec::new(),
+        complete: true,
+        offerings,
+    }
+}
+
+fn estimated(name: &str, cores: f64, raw: Option<f64>, offerings: Vec<TypeOffering>) -> InstanceType {
+    let (family, size) = name.split_once('.').unwrap_or((name, ""));
+    let mut labels = BTreeMap::from([
+        (labels::INSTANCE_TYPE.to_string(), vec![name.to_string()]),
+        (labels::ARCH.to_string(), vec!["amd64".into(), "arm64".into()]),
+        (labels::OS.to_string(), vec!["linux".into()]),
+        (rules::AWS_FAMILY.to_string(), vec![family.to_string()]),
+    ]);
+    if !size.is_empty() {
+        labels.insert(rules::AWS_SIZE.to_string(), vec![size.to_string()]);
+    }
+    let cpu = cores - rules::aws_kube_reserved_cpu(cores);
+    let (fewest, most) = rules::aws_pods_range(cores);
+    let mut capacity = BTreeMap::from([("cpu".to_string(), cores)]);
+    let mut low = BTreeMap::from([
+        ("cpu".to_string(), cpu),
+        ("pods".to_string(), fewest),
+        // The AMI's default 20Gi root volume, less 1Gi kube-reserved and 10% eviction.
+        ("ephemeral-storage".to_string(), 17.0 * GI),
+    ]);
+    let mut high = BTreeMap::from([
+        ("cpu".to_string(), cpu),
+        ("pods".to_string(), most),
+        ("ephemeral-storage".to_string(), 64.0 * 1024.0 * GI),
+    ]);
+    if let Some(raw) = raw {
+        let memory = rules::aws_memory_capacity(raw);
+        capacity.insert("memory".into(), memory);
+        let left = |pods| {
+            (memory - rules::aws_kube_reserved_memory(pods) - rules::AWS_EVICTION_MEMORY).max(0.0)
+        };
+        low.insert("memory".into(), left(most));
+        high.insert("memory".into(), left(fewest));
+    }
+    InstanceType {
+        name: name.into(),
+        labels,
+        capacity: Resources(capacity),
+        allocatable: Resources(low),
+        allocatable_most: Some(Resources(high)),
+        uncertain: vec![labels::ARCH.to_string()],
+        complete: false,
+        offerings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_type_no_node_runs_is_a_range_and_one_a_node_runs_is_exact() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/metrics/aws-instance-types.txt"
+        ))
+        .unwrap();
+        let m = crate::source::metrics::parse("aws", &text).unwrap();
+        let mut c = Cluster::default();
+        let node: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "ip-10-0-1-5.ec2.internal", "labels": {
+                "node.kubernetes.io/instance-type": "m5.large", "kubernetes.io/arch": "amd64",
+                "kubernetes.io/os": "linux", "karpenter.k8s.aws/instance-family": "m5",
+                "karpenter.sh/nodepool": "default"}},
+            "status": {"capacity": {"cpu": "2", "memory": "7910320Ki", "pods": "29"},
+                       "allocatable": {"cpu": "1930m", "memory": "7220144Ki", "pods": "29"}}
+        }))
+        .unwrap();
+        c.apply_node(node);
+        let cat = from_metrics(&c, &m);
+        let m5 = cat.get("m5.large").unwrap();
+        assert!(m5.complete && m5.uncertain.is_empty());
+        assert_eq!(m5.allocatable.get("pods"), 29.0);
+        assert!(m5.offerings.iter().any(|o| o.capacity_type == "spot" && o.price.is_some()));
+        let c6g = cat.get("c6g.xlarge").unwrap();
+        assert!(!c6g.complete);
+        assert_eq!(c6g.labels[labels::ARCH], vec!["amd64", "arm64"]);
+        assert_eq!(c6g.labels[rules::AWS_FAMILY], vec!["c6g"]);
+        // 4 vCPU: 80m reserved; 8 GiB less 7.5%.
+        assert!((c6g.allocatable.get("cpu") - 3.92).abs() < 1e-9);
+        assert!(c6g.allocatable.get("memory") < c6g.allocatable_most("memory"));
+    }
+}

@@ -1,0 +1,540 @@
+//! The instance-type dimension of a pool's verdict, computed from a catalogue the way
+//! Karpenter v1.14.1's scheduler filters types: once per pool and pass, the types its
+//! template admits with an available offering (else Karpenter drops the pool:
+//! NoCompatibleInstanceTypes) and, of those, the ones within what is left of its limits
+//! (capacity against limits); then per pod, the types whose requirements meet the
+//! NodeClaim's (pool's and pod's), with an offering in an allowed zone and capacity type,
+//! whose allocatable holds the pod's requests, one pod, and the DaemonSets that would run
+//! there; then minValues. What survives predicts the launch: the cheapest offering.
+//!
+//! A catalogue may not know everything (a type's architecture, its pods): a check it
+//! cannot settle is "unknown", and the verdict is compatible only if some type passes
+//! every check for certain.
+
+use std::collections::BTreeSet;
+use std::hash::{Hash, Hasher};
+
+use serde::Serialize;
+
+use crate::karpenter::instance_types::FilterTally;
+use crate::karpenter::labels;
+use crate::karpenter::requirements::{self, Provider, Requirements};
+use crate::karpenter::resources::{format_quantity, Resources};
+use crate::karpenter::taints;
+use crate::model::{Catalog, CatalogSource, Cluster, InstanceType, PodSpec};
+
+use super::pending::{pod_requests, pod_terms};
+
+/// A three-way answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tri {
+    Yes,
+    No,
+    Unknown,
+}
+
+impl Tri {
+    fn and(self, other: Tri) -> Tri {
+        match (self, other) {
+            (Tri::No, _) | (_, Tri::No) => Tri::No,
+            (Tri::Yes, Tri::Yes) => Tri::Yes,
+            _ => Tri::Unknown,
+        }
+    }
+}
+
+/// Label keys that belong to the instance type: a catalogue that is not complete for a
+/// type cannot say it lacks one.
+fn type_key(key: &str) -> bool {
+    matches!(key, labels::ARCH | labels::OS | labels::INSTANCE_TYPE)
+        || key.starts_with("karpenter.k8s.aws/instance-")
+        || key.starts_with("karpenter.kwok.sh/instance-")
+}
+
+/// Whether a type's requirements meet `reqs` (Karpenter's `Intersects`: only keys both
+/// define; zone and capacity type are the type's offerings').
+pub fn type_compatible(it: &InstanceType, reqs: &Requirements) -> Tri {
+    let mut out = Tri::Yes;
+    let offered = |f: fn(&crate::model::TypeOffering) -> &String| {
+        it.offerings.iter().map(f).cloned().collect::<BTreeSet<String>>()
+    };
+    let zones: Vec<String> = offered(|o| &o.zone).into_iter().collect();
+    let capacity_types: Vec<String> = offered(|o| &o.capacity_type).into_iter().collect();
+    let keys = it
+        .labels
+        .iter()
+        .map(|(k, v)| (k.as_str(), v))
+        .chain([(labels::ZONE, &zones), (labels::CAPACITY_TYPE, &capacity_types)]);
+    for (key, values) in keys {
+        if !reqs.defines(key) || values.is_empty() {
+            continue;
+        }
+        let allowed = values.iter().filter(|v| reqs.allows(key, v)).count();
+        let uncertain = it.uncertain.iter().any(|k| k == key);
+        let this = match (allowed, uncertain) {
+            (0, _) => Tri::No,
+            (_, false) => Tri::Yes,
+            (n, true) if n == values.len() => Tri::Yes,
+            _ => Tri::Unknown,
+        };
+        out = out.and(this);
+    }
+    if !it.complete {
+        for key in reqs.keys() {
+            if type_key(key) && !it.labels.contains_key(key) {
+                out = out.and(Tri::Unknown);
+            }
+        }
+    }
+    out
+}
+
+/// Whether the type has an available offering in a zone and capacity type `reqs` allow;
+/// its cheapest such price if so.
+fn offering(it: &InstanceType, reqs: &Requirements) -> Option<Option<f64>> {
+    let mut found = None;
+    for o in it.offerings.iter().filter(|o| o.available) {
+        if reqs.allows(labels::ZONE, &o.zone) && reqs.allows(labels::CAPACITY_TYPE, &o.capacity_type) {
+            let best: &mut Option<f64> = found.get_or_insert(None);
+            *best = match (*best, o.price) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+    found
+}
+
+/// Whether `requests` fit the type's allocatable (every requested resource, a missing
+/// one counting as none).
+pub fn fits(it: &InstanceType, requests: &Resources) -> Tri {
+    let mut out = Tri::Yes;
+    for (r, &q) in &requests.0 {
+        if q <= 0.0 {
+            continue;
+        }
+        let most = if !it.complete && !it.capacity.0.contains_key(r) && it.allocatable_most.as_ref().is_none_or(|m| !m.0.contains_key(r)) {
+            f64::INFINITY
+        } else {
+            it.allocatable_most(r)
+        };
+        out = out.and(if le(q, it.allocatable.get(r)) {
+            Tri::Yes
+        } else if !le(q, most) {
+            Tri::No
+        } else {
+            Tri::Unknown
+        });
+    }
+    out
+}
+
+/// A DaemonSet's pod as Karpenter counts it into a pool's overhead.
+pub struct Daemon {
+    spec: PodSpec,
+    requests: Resources,
+    terms: Result<Vec<Requirements>, String>,
+}
+
+/// Every DaemonSet's template, with its requests and requirement terms, once per pass.
+pub fn daemons(c: &Cluster, provider: Provider) -> Vec<Daemon> {
+    c.daemonsets
+        .values()
+        .map(|d| {
+            let spec = d.spec.template.spec.clone();
+            Daemon {
+                requests: pod_requests(&spec),
+                terms: pod_terms(&spec, provider),
+                spec,
+            }
+        })
+        .collect()
+}
+
+/// One type a pool can launch, with what Karpenter adds to every pod's requests there.
+struct Candidate<'c> {
+    it: &'c InstanceType,
+    /// The pool's template admits it (Yes or Unknown) and it is within the limits.
+    sure: bool,
+    /// DaemonSet requests and pods.
+    overhead: Resources,
+}
+
+/// A pool's instance types for one pass.
+pub struct PoolTypes<'c> {
+    pub source: CatalogSource,
+    provider: Provider,
+    candidates: Vec<Candidate<'c>>,
+    /// Why the pool takes no pod at all, if so (before its taints and requirements).
+    pub pool_reject: Option<Reject>,
+}
+
+/// The instance types' answer for the pool alone, or for a pod.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reject {
+    /// Karpenter's words, and whether it is about limits.
+    No { message: String, limits: bool },
+    Unknown(String),
+}
+
+/// What Karpenter would launch for a pod on a pool.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Launch {
+    /// How many instance types the NodeClaim would carry.
+    pub instance_types: usize,
+    /// The cheapest options, best first (at most three).
+    pub cheapest: Vec<LaunchOption>,
+    /// What the catalogue was.
+    pub catalog: CatalogSource,
+}
+
+/// One instance type with its best offering.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaunchOption {
+    pub instance_type: String,
+    pub capacity_type: String,
+    /// The zones at that price (Karpenter picks one of them).
+    pub zones: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price_per_hour: Option<Dollars>,
+}
+
+/// A price that can sit in a hashed verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Dollars(pub f64);
+
+impl Eq for Dollars {}
+impl Hash for Dollars {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.to_bits().hash(h)
+    }
+}
+
+/// The instance-type dimension for one pod.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeVerdict {
+    Compatible(Launch),
+    Rejected(String),
+    Unknown(String),
+}
+
+impl<'c> PoolTypes<'c> {
+    /// The pool's types: those its template admits with an available offering, within
+    /// what is left of its limits (`usage` against `limits`).
+    pub fn of(
+        catalog: &'c Catalog,
+        pool: &crate::model::NodePool,
+        pool_reqs: &Requirements,
+        limits: Option<&Resources>,
+        usage: &Resources,
+        daemons: &[Daemon],
+        provider: Provider,
+    ) -> Self {
+        let name = &pool.metadata.name;
+        // The DaemonSets that run on the pool's nodes: they tolerate its taints and its
+        // requirements admit them (by one of their terms).
+        let pool_taints = &pool.spec.template.spec.taints;
+        let running: Vec<(&Daemon, &Requirements)> = daemons
+            .iter()
+            .filter(|d| taints::untolerated(&d.spec.tolerations, pool_taints).is_empty())
+            .filter_map(|d| {
+                let terms = d.terms.as_ref().ok()?;
+                let term = terms
+                    .iter()
+                    .find(|t| requirements::compatible(t, pool_reqs).is_ok())?;
+                Some((d, term))
+            })
+            .collect();
+        let mut admitted = Vec::new();
+        let (mut any_maybe, mut limited_out, mut maybe_limited) = (false, false, false);
+        // The least of each limited resource an admitted type has, to say what is short.
+        let mut smallest: std::collections::BTreeMap<&str, f64> = Default::default();
+        for it in &catalog.instance_types {
+            let pool_ok = type_compatible(it, pool_reqs);
+            if pool_ok == Tri::No || offering(it, pool_reqs).is_none() {
+                continue;
+            }
+            any_maybe = true;
+            for r in limits.iter().flat_map(|l| l.0.keys()) {
+                if let Some(&cap) = it.capacity.0.get(r) {
+                    let e = smallest.entry(r.as_str()).or_insert(cap);
+                    *e = e.min(cap);
+                }
+            }
+            let within = limits.map_or(Tri::Yes, |l| within_limits(it, l, usage));
+            match within {
+                Tri::No => {
+                    limited_out = true;
+                    continue;
+                }
+                Tri::Unknown => maybe_limited = true,
+                Tri::Yes => {}
+            }
+            let mut overhead = Resources::default();
+            let mut count = 0.0;
+            for (d, term) in &running {
+                if type_compatible(it, term) != Tri::No {
+                    overhead.add(&d.requests);
+                    count += 1.0;
+                }
+            }
+            if count > 0.0 {
+                overhead.add(&Resources([("pods".to_string(), count)].into()));
+            }
+            admitted.push(Candidate {
+                it,
+                sure: pool_ok == Tri::Yes && within == Tri::Yes,
+                overhead,
+            });
+        }
+        let pool_reject = if !any_maybe {
+            Some(Reject::No {
+                message: "NodePool requirements filtered out all compatible available instance types".into(),
+                limits: false,
+            })
+        } else if admitted.is_empty() && limited_out {
+            let short: Vec<String> = smallest
+                .iter()
+                .filter_map(|(r, &least)| {
+                    let limit = limits?.get(r);
+                    let left = limit - usage.get(r);
+                    (!le(least, left)).then(|| {
+                        format!(
+                            "{r} {} of {} in use, {} left, the smallest type it admits has {}",
+                            format_quantity(r, usage.get(r)),
+                            format_quantity(r, limit),
+                            format_quantity(r, left.max(0.0)),
+                            format_quantity(r, least)
+                        )
+                    })
+                })
+                .collect();
+            Some(Reject::No {
+                message: format!(
+                    "all available instance types exceed limits for nodepool (NodePool={name}){}",
+                    if short.is_empty() { String::new() } else { format!(": {}", short.join("; ")) }
+                ),
+                limits: true,
+            })
+        } else if !admitted.iter().any(|c| c.sure) {
+            Some(Reject::Unknown(format!(
+                "cannot tell which instance types the pool admits{}: {} does not say",
+                if maybe_limited { " within its limits" } else { "" },
+                catalog.source.describe()
+            )))
+        } else {
+            None
+        };
+        PoolTypes {
+            source: catalog.source,
+            provider,
+            candidates: admitted,
+            pool_reject,
+        }
+    }
+
+    /// The types for one pod whose NodeClaim requirements are `reqs` (the pool's and the
+    /// pod's, intersected), asking `requests`.
+    pub fn judge(&self, reqs: &Requirements, requests: &Resources) -> TypeVerdict {
+        let mut tally = FilterTally::default();
+        let mut kept: Vec<(&InstanceType, Option<f64>)> = Vec::new();
+        let mut maybe = 0usize;
+        let mut one = requests.clone();
+        one.add(&Resources([("pods".to_string(), 1.0)].into()));
+        // As Karpenter prints them: the pod's requests and the DaemonSets' overhead.
+        let shown = match self.candidates.first() {
+            Some(c) => {
+                let mut t = one.clone();
+                t.add(&c.overhead);
+                t
+            }
+            None => one.clone(),
+        };
+        for c in &self.candidates {
+            let compat = type_compatible(c.it, reqs);
+            let offer = offering(c.it, reqs);
+            let mut total = one.clone();
+            total.add(&c.overhead);
+            // Karpenter reads the fit only against an offering the NodeClaim allows.
+            let fit = if offer.is_some() { fits(c.it, &total) } else { Tri::No };
+            tally.add(compat == Tri::Yes, fit == Tri::Yes, offer.is_some());
+            match (compat.and(fit), c.sure) {
+                (Tri::Yes, true) => kept.push((c.it, offer.flatten())),
+                (Tri::No, _) => {}
+                _ => maybe += 1,
+            }
+        }
+        let context = || {
+            format!(
+                ", requirements={reqs}, resources={}",
+                render_resources(&shown)
+            )
+        };
+        // minValues, over the types kept (in catalogue order, as Karpenter walks them).
+        let short: Vec<&str> = reqs
+            .min_values()
+            .filter(|(key, min)| {
+                let mut values = BTreeSet::new();
+                for (it, _) in &kept {
+                    values.extend(label_values(it, key));
+                }
+                (values.len() as i64) < *min
+            })
+            .map(|(k, _)| k)
+            .collect();
+        if !short.is_empty() {
+            let message = format!(
+                "minValues requirement is not met for label(s) (label(s)=[{}]){}",
+                short.join(" "),
+                context()
+            );
+            return if maybe > 0 {
+                TypeVerdict::Unknown(format!("{message}; {maybe} more instance type(s) might count, {} does not say", self.source.describe()))
+            } else {
+                TypeVerdict::Rejected(message)
+            };
+        }
+        if !kept.is_empty() {
+            return TypeVerdict::Compatible(self.launch(&kept, reqs));
+        }
+        if maybe > 0 {
+            return TypeVerdict::Unknown(format!(
+                "cannot tell: {maybe} instance type(s) might fit, but {} does not say (their architecture, pods or extended resources){}",
+                self.source.describe(),
+                context()
+            ));
+        }
+        let mut message = format!("{}{}", tally.words(), context());
+        if !tally.fits && requests.get("cpu") >= 1e6 {
+            message.push_str(" (CPU request >= 1 Million, m vs M typo?)");
+        }
+        TypeVerdict::Rejected(message)
+    }
+
+    /// The cheapest offerings of the kept types: by capacity type first on AWS
+    /// (reserved, spot, then on-demand, as it launches), then by price and name.
+    fn launch(&self, kept: &[(&InstanceType, Option<f64>)], reqs: &Requirements) -> Launch {
+        let rank = |ct: &str| match (self.provider, ct) {
+            (Provider::Aws, "reserved") => 0,
+            (Provider::Aws, "spot") => 1,
+            (Provider::Aws, _) => 2,
+            _ => 0,
+        };
+        let mut options: Vec<(u8, f64, &str, &str)> = Vec::new();
+        for (it, _) in kept {
+            for o in it.offerings.iter().filter(|o| o.available) {
+                if reqs.allows(labels::ZONE, &o.zone) && reqs.allows(labels::CAPACITY_TYPE, &o.capacity_type) {
+                    options.push((rank(&o.capacity_type), o.price.unwrap_or(f64::INFINITY), &it.name, &o.capacity_type));
+                }
+            }
+        }
+        options.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(b.2)));
+        let mut cheapest: Vec<LaunchOption> = Vec::new();
+        for (_, price, name, ct) in options {
+            if cheapest.iter().any(|c| c.instance_type == name) {
+                continue;
+            }
+            if cheapest.len() == 3 {
+                break;
+            }
+            let it = kept.iter().find(|(t, _)| t.name == name).map(|(t, _)| *t);
+            let zones = it
+                .map(|t| {
+                    t.offerings
+                        .iter()
+                        .filter(|o| o.available && o.capacity_type == ct && reqs.allows(labels::ZONE, &o.zone))
+                        .filter(|o| o.price.unwrap_or(f64::INFINITY) == price)
+                        .map(|o| o.zone.clone())
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
+                        .collect()
+                })
+                .unwrap_or_default();
+            cheapest.push(LaunchOption {
+                instance_type: name.to_string(),
+                capacity_type: ct.to_string(),
+                zones,
+                price_per_hour: price.is_finite().then_some(Dollars(price)),
+            });
+        }
+        Launch {
+            instance_types: kept.len(),
+            cheapest,
+            catalog: self.source,
+        }
+    }
+}
+
+/// A type's values for a label, zone and capacity type from its offerings.
+fn label_values<'a>(it: &'a InstanceType, key: &str) -> Vec<&'a str> {
+    match key {
+        labels::ZONE => it.offerings.iter().map(|o| o.zone.as_str()).collect(),
+        labels::CAPACITY_TYPE => it.offerings.iter().map(|o| o.capacity_type.as_str()).collect(),
+        _ => it
+            .labels
+            .get(key)
+            .map(|v| v.iter().map(String::as_str).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// Whether the type's capacity is within what is left of every limit (Karpenter's
+/// `filterByRemainingResources`: capacity, not allocatable; `nodes` is checked apart).
+fn within_limits(it: &InstanceType, limits: &Resources, usage: &Resources) -> Tri {
+    let mut out = Tri::Yes;
+    for (r, &limit) in &limits.0 {
+        if r == "nodes" {
+            continue;
+        }
+        let left = limit - usage.get(r);
+        let known = it.complete || it.capacity.0.contains_key(r);
+        out = out.and(match (it.capacity.0.get(r), known) {
+            (Some(&cap), _) if !le(cap, left) => Tri::No,
+            (None, true) if left < 0.0 => Tri::No,
+            (_, true) => Tri::Yes,
+            (_, false) => Tri::Unknown,
+        });
+    }
+    out
+}
+
+/// `a <= b` for quantities: parsed quantities are off by a rounding step ("1900m" reads
+/// as 1.9000000000000001), and Karpenter compares exact ones.
+fn le(a: f64, b: f64) -> bool {
+    a <= b + b.abs() * 1e-12 + 1e-9
+}
+
+/// Requests as Karpenter prints them: `{"cpu":"300","pods":"1"}`.
+fn render_resources(r: &Resources) -> String {
+    let shown: std::collections::BTreeMap<&str, String> = r
+        .0
+        .iter()
+        .filter(|(_, v)| **v != 0.0)
+        .map(|(k, v)| (k.as_str(), format_quantity(k, *v)))
+        .collect();
+    serde_json::to_string(&shown).unwrap_or_default()
+}
+
+/// One line for a launch: `c-2x-amd64-linux spot in test-zone-a..d, $0.0380/h`.
+pub fn describe_launch(l: &Launch) -> Option<String> {
+    let best = l.cheapest.first()?;
+    let zones = match best.zones.as_slice() {
+        [] => String::new(),
+        [one] => format!(" in {one}"),
+        many => format!(" in one of {}", many.join(", ")),
+    };
+    let price = best
+        .price_per_hour
+        .map(|p| format!(", ${:.4}/h", p.0))
+        .unwrap_or_default();
+    Some(format!(
+        "{} {}{zones}{price} (cheapest of {} compatible instance type{})",
+        best.instance_type,
+        best.capacity_type,
+        l.instance_types,
+        if l.instance_types == 1 { "" } else { "s" }
+    ))
+}
