@@ -3,6 +3,7 @@
 
 pub mod completion;
 pub mod demo;
+pub mod catalog;
 pub mod doctor;
 pub mod generate;
 pub mod lint;
@@ -40,6 +41,8 @@ Examples:
       check NodePool/EC2NodeClass manifests offline, for CI
   kelp what-if --pod web.yaml --nodepools karpenter/
       would this workload fit these NodePools? (offline)
+  kelp catalog -o yaml > catalog.yaml
+      the instance types kelp judges with, as a file for --catalog
 
 kelp only reads (get/list) and never reads Secrets.";
 
@@ -77,6 +80,8 @@ pub enum Command {
     WhatIf(what_if::Args),
     /// Watch clusters: findings as Prometheus metrics and logs, and the live dashboard
     Serve(serve::Args),
+    /// The instance-type catalogue kelp judges with (types, allocatable, offerings), or write one for --catalog
+    Catalog(catalog::Args),
     /// Print monitoring configuration: Prometheus alerts or a Grafana dashboard
     Generate(generate::Args),
     /// A live terminal view: pools, nodes and pending pods with usage, $/hr and verdicts
@@ -133,6 +138,7 @@ pub fn main() -> ExitCode {
         Command::Serve(a) => serve::run(a),
         Command::Generate(a) => generate::run(a),
         Command::Top(a) => top::run(a),
+        Command::Catalog(a) => catalog::run(a),
         Command::Completion(a) => completion::run(a),
     };
     match result {

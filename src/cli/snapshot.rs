@@ -20,9 +20,15 @@ Examples:
   kelp doctor --from cluster.json
       analyse it later, at its capture time
 
+  kelp snapshot --karpenter-service karpenter/karpenter:8080 -f cluster.json
+      with Karpenter's /metrics (prices, and the AWS provider's instance types)
+  kelp snapshot --catalog catalog.yaml -f cluster.json
+      with an instance-type catalogue, so the dump judges instance types as live
+
 The dump holds NodePools, NodeClaims, node classes, Nodes, Pods, DaemonSets, PDBs,
 Karpenter's events and its CRDs; managedFields and last-applied annotations are
-removed. Never Secrets.")]
+removed. Never Secrets. Karpenter's /metrics text and a catalogue, when given, ride in the
+List's annotations (kelp.dev/karpenter-metrics, kelp.dev/instance-type-catalog).")]
 pub struct Args {
     /// Where to write the dump (- or none: stdout)
     #[arg(short, long, value_name = "FILE")]
@@ -37,6 +43,13 @@ pub struct Args {
     /// Kubeconfig context to use (default: the current context)
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+    /// Also capture Karpenter's /metrics from this Service through the API server's
+    /// service proxy (needs get on services/proxy); a failure is a warning
+    #[arg(long, value_name = "NS/SVC:PORT")]
+    pub karpenter_service: Option<crate::source::controller::ScrapeTarget>,
+    /// Embed this instance-type catalogue (kelp's own file or a kwok instance-types file)
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
 }
 
 /// Where to write and whether as YAML, from `--file` and `-o`.
@@ -74,14 +87,40 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         kubeconfig: args.kubeconfig,
         context: args.context,
     };
-    let items = super::block_on(async {
+    let catalog = args
+        .catalog
+        .as_deref()
+        .map(crate::source::catalog::read)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--catalog: {e}"))?;
+    let scrape = args.karpenter_service.clone();
+    let (items, metrics) = super::block_on(async {
         let conn = live::connect(&target).await?;
-        live::snapshot_items(&conn).await
+        let metrics = async {
+            let t = scrape.as_ref()?;
+            let r = crate::source::controller::scrape_text(&conn, t, crate::source::controller::DEFAULT_TIMEOUT).await;
+            match r {
+                Ok((_, text)) => Some(text),
+                Err(e) => {
+                    eprintln!("warning: Karpenter's metrics from {t} are not in the snapshot: {e}");
+                    None
+                }
+            }
+        };
+        let (items, metrics) = futures::future::join(live::snapshot_items(&conn), metrics).await;
+        Ok::<_, crate::Error>((items?, metrics))
     })??;
     let now = Utc::now();
     let captured = now.to_rfc3339_opts(SecondsFormat::Secs, true);
     let count = items.len();
-    let list = snapshot_list(items, now);
+    let mut list = snapshot_list(items, now);
+    let annotations = &mut list["metadata"]["annotations"];
+    if let Some(text) = metrics {
+        annotations[crate::source::dump::KARPENTER_METRICS] = text.into();
+    }
+    if let Some(c) = catalog {
+        annotations[crate::source::dump::CATALOG] = serde_json::to_string(&c)?.into();
+    }
     let text = if yaml {
         serde_norway::to_string(&list)?
     } else {

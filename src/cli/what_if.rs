@@ -44,9 +44,14 @@ The pod file may hold a Pod, Deployment, StatefulSet, ReplicaSet, Job, CronJob o
 (several documents are evaluated one by one). NodePools without status are taken as Ready
 and empty (usage 0); pools with status are judged by it.
 
-Without an instance-type catalogue kelp cannot tell whether a pool offers an architecture, an
-OS other than Linux, a GPU or other extended resource, or an instance type/family/size the
-pool's requirements do not pin down: such a pool's verdict is \"unknown\", never \"compatible\".
+Instance types are judged from a catalogue, as Karpenter filters them (requirements,
+offerings, allocatable after overhead and DaemonSets, minValues, what is left under the
+limits), and a compatible pool shows the launch Karpenter would make: with --catalog (kelp's
+own file, `kelp catalog -o yaml`, or a kwok instance-types file), with --metrics-file (the AWS
+provider's /metrics), or, for pools on KWOKNodeClass, the kwok provider's built-in types.
+Without one, kelp cannot tell whether a pool offers an architecture, an OS other than Linux,
+a GPU or other extended resource, an instance type/family/size the pool's requirements do not
+pin down, or a type big enough: such a pool's verdict is \"unknown\", never \"compatible\".
 
 Exit status: 0 every pod fits at least one NodePool, 1 one does not, 2 kelp could not run,
 3 kelp cannot tell for some pod (only pools it cannot judge could take it).")]
@@ -57,6 +62,14 @@ pub struct Args {
     /// NodePool manifests: files or folders (recursive *.yaml|*.yml|*.json). Repeatable.
     #[arg(long, value_name = "PATH", required = true, num_args = 1..)]
     pub nodepools: Vec<PathBuf>,
+    /// An instance-type catalogue: kelp's own file (`kelp catalog -o yaml`) or a kwok
+    /// provider instance-types JSON file
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    /// Karpenter's /metrics text (AWS provider): the instance types it offers, with
+    /// their vCPUs, memory, offerings and prices
+    #[arg(long, value_name = "FILE", conflicts_with = "catalog")]
+    pub metrics_file: Option<PathBuf>,
     /// Output format
     #[arg(short, long, value_enum, default_value_t = AnswerFormat::Table)]
     pub output: AnswerFormat,
@@ -94,6 +107,10 @@ pub struct Answer {
     pub pods: Vec<PodAnswer>,
     /// NodePools without status conditions, taken as Ready.
     pub assumed_ready: Vec<String>,
+    /// Where the instance types were judged from (`file`, `kwok-file`, `kwok-builtin`,
+    /// `karpenter-metrics`); absent: they were not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<crate::model::CatalogSource>,
 }
 
 /// Pods (or pod templates) in the file, named like `Deployment shop/web`.
@@ -167,7 +184,7 @@ pub fn answer(pools: &PoolSet, kind: &str, name: &str, pod: &Pod) -> PodAnswer {
         .map(|p| {
             // A manifest has no peers to spread against: zone spread cannot refuse it.
             let mut verdict = evaluate(p, &pod.spec, &requests, &terms, &[]);
-            if verdict.verdict == Verdict::Compatible {
+            if verdict.verdict == Verdict::Compatible && pools.catalog.is_none() {
                 let unjudged = unjudged(p, &terms, &requests);
                 if !unjudged.is_empty() {
                     verdict.verdict = Verdict::Unknown;
@@ -301,14 +318,29 @@ fn unjudged(
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let pods = read_pods(&args.pod)?;
-    let (cluster, assumed_ready) = load_pools(&args.nodepools)?;
-    let pools = PoolSet::new(&cluster);
+    let (mut cluster, assumed_ready) = load_pools(&args.nodepools)?;
+    if let Some(path) = &args.catalog {
+        cluster.catalog = Some(source::catalog::read(path).context("--catalog")?.into());
+    }
+    if let Some(path) = &args.metrics_file {
+        cluster.metrics = Some(source::metrics::read(path).context("--metrics-file")?);
+        if cluster.metrics.as_ref().is_some_and(|m| m.instance_cpu.is_empty()) {
+            anyhow::bail!(
+                "--metrics-file {}: no karpenter_cloudprovider_instance_type_cpu_cores series (only the AWS provider exposes its instance types)",
+                path.display()
+            );
+        }
+    }
+    let provider = crate::analysis::provisioning::cluster_provider(&cluster);
+    let catalog = crate::analysis::catalog::resolve(&cluster, provider);
+    let pools = PoolSet::new(&cluster).with_catalog(catalog.as_deref());
     let answer = Answer {
         pods: pods
             .iter()
             .map(|(kind, name, pod)| self::answer(&pools, kind, name, pod))
             .collect(),
         assumed_ready,
+        catalog: catalog.as_ref().map(|c| c.source),
     };
     let status = if answer.pods.iter().any(|p| p.answer == "does-not-fit") {
         ExitCode::from(1)
@@ -347,9 +379,17 @@ fn table(a: &Answer, s: Style) -> String {
             .filter(|r| r.verdict.verdict == Verdict::Unknown)
             .map(|r| r.verdict.name.as_str())
             .collect();
+        let launch = p
+            .nodepools
+            .iter()
+            .find(|r| r.verdict.verdict == Verdict::Compatible)
+            .and_then(|r| r.verdict.launch.as_ref())
+            .and_then(crate::analysis::provisioning::describe_launch)
+            .map(|l| format!(" It would launch {l}."))
+            .unwrap_or_default();
         match &p.first {
             Some(f) if unknown_before.is_empty() => out.push_str(&format!(
-                "Karpenter would try NodePool {} first.\n",
+                "Karpenter would try NodePool {} first.{launch}\n",
                 s.bold(f)
             )),
             Some(f) => out.push_str(&format!(
@@ -361,7 +401,11 @@ fn table(a: &Answer, s: Style) -> String {
                 "{}\n",
                 s.severity(
                     crate::findings::Severity::Warning,
-                    "Cannot tell: only NodePools kelp cannot judge without an instance-type catalogue could take this pod."
+                    if a.catalog.is_some() {
+                        "Cannot tell: only NodePools whose instance types the catalogue does not settle could take this pod."
+                    } else {
+                        "Cannot tell: only NodePools kelp cannot judge without an instance-type catalogue (--catalog, --metrics-file) could take this pod."
+                    }
                 )
             )),
             None => out.push_str(&format!(
@@ -383,8 +427,12 @@ fn table(a: &Answer, s: Style) -> String {
             a.assumed_ready.join(", ")
         )));
     }
-    out.push_str(
-        &s.dim("Instance types, topology spread and volumes are not evaluated offline.\n"),
-    );
+    out.push_str(&s.dim(&match a.catalog {
+        Some(c) => format!(
+            "Instance types judged from {}; topology spread and volumes are not evaluated offline.\n",
+            c.describe()
+        ),
+        None => "Instance types (no catalogue: --catalog or --metrics-file), topology spread and volumes are not evaluated offline.\n".into(),
+    }));
     out
 }

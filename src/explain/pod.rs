@@ -159,6 +159,18 @@ pub fn pod_text(c: &Cluster, now: DateTime<Utc>, answer: &PodAnswer, s: Style) -
                 d.nodepools.iter().map(|v| (&**v, weight(&v.name))),
                 s,
             ));
+            // Karpenter tries the pools in this order: the first compatible one launches.
+            if let Some((v, l)) = d
+                .compatible()
+                .next()
+                .and_then(|v| Some((v, provisioning::describe_launch(v.launch.as_ref()?)?)))
+            {
+                out.push_str(&format!(
+                    "\n{} (NodePool {}): {l}\n",
+                    s.bold("Karpenter would launch"),
+                    v.name
+                ));
+            }
         }
         out.push('\n');
         match &d.event {

@@ -217,9 +217,13 @@ pub fn verdict_table<'a>(
     ]];
     for (v, weight) in rows {
         let why = if v.reasons.is_empty() {
-            match v.verdict {
-                Verdict::Compatible => {
-                    "passes readiness, limits, taints and requirements".to_string()
+            match (v.verdict, &v.launch) {
+                (Verdict::Compatible, Some(l)) => format!(
+                    "passes readiness, limits, taints, requirements and instance types: {}",
+                    crate::analysis::provisioning::describe_launch(l).unwrap_or_default()
+                ),
+                (Verdict::Compatible, None) => {
+                    "passes readiness, limits, taints and requirements (instance types not checked: no catalogue)".to_string()
                 }
                 _ => String::new(),
             }
@@ -233,6 +237,11 @@ pub fn verdict_table<'a>(
                 r.push("(from Karpenter's event)".into());
             }
             r.join("; ")
+        };
+        let why = if v.event_agrees == Some(false) {
+            format!("{why} (Karpenter's event says otherwise)")
+        } else {
+            why
         };
         let verdict = match v.verdict {
             Verdict::Rejected => style.severity(Severity::Critical, "rejected"),

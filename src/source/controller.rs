@@ -466,6 +466,15 @@ pub async fn scrape(
     target: &ScrapeTarget,
     timeout: Duration,
 ) -> Result<ControllerMetrics, ScrapeError> {
+    scrape_text(conn, target, timeout).await.map(|(m, _)| m)
+}
+
+/// [`scrape`], keeping the exposition's text too (a snapshot embeds it).
+pub async fn scrape_text(
+    conn: &Connection,
+    target: &ScrapeTarget,
+    timeout: Duration,
+) -> Result<(ControllerMetrics, String), ScrapeError> {
     let unreachable =
         |what: &str, e: &(dyn std::error::Error + 'static)| ScrapeError::Unreachable {
             message: format!("{what} {}: {}", conn.server, root_cause(e)),
@@ -512,7 +521,8 @@ pub async fn scrape(
             })?
             .to_bytes();
         if (200..300).contains(&code) {
-            parse_body(target, &body)
+            let metrics = parse_body(target, &body)?;
+            Ok((metrics, String::from_utf8_lossy(&body).into_owned()))
         } else {
             Err(classify(code, &String::from_utf8_lossy(&body)))
         }

@@ -368,8 +368,20 @@ impl<'c> PoolTypes<'c> {
             }
         }
         let context = || {
+            // Karpenter's NodeClaim template also carries these two (for DaemonSets).
+            let scheduling: Vec<requirements::Requirement> = ["karpenter.sh/registered", "karpenter.sh/initialized"]
+                .map(|key| requirements::Requirement {
+                    key: key.into(),
+                    operator: "In".into(),
+                    values: vec!["true".into()],
+                    min_values: None,
+                })
+                .to_vec();
+            let shown_reqs = Requirements::from_requirements(&scheduling)
+                .map(|r| reqs.intersect(&r))
+                .unwrap_or_else(|_| reqs.clone());
             format!(
-                ", requirements={reqs}, resources={}",
+                ", requirements={shown_reqs}, resources={}",
                 render_resources(&shown)
             )
         };
@@ -537,4 +549,171 @@ pub fn describe_launch(l: &Launch) -> Option<String> {
         l.instance_types,
         if l.instance_types == 1 { "" } else { "s" }
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::provisioning::{diagnose, PoolSet, Verdict};
+    use crate::model::Pod;
+    use chrono::Utc;
+
+    /// A kwok pool as the testenv's, with `extra` YAML documents (pods, DaemonSets).
+    fn cluster(limits: &str, extra: &str) -> Cluster {
+        cluster_with(limits, extra, true)
+    }
+
+    fn cluster_with(limits: &str, extra: &str, amd64: bool) -> Cluster {
+        let mut text = format!(
+            r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: default}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
+      requirements:
+        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
+        - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand, spot]}}
+  limits: {limits}
+status:
+  conditions: [{{type: Ready, status: "True"}}]
+---
+{extra}"#
+        );
+        if !amd64 {
+            text = text.replace("        - {key: kubernetes.io/arch, operator: In, values: [amd64]}\n", "");
+        }
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &text, &mut c).unwrap();
+        c
+    }
+
+    fn pod(name: &str, cpu: &str, selector: &str) -> String {
+        format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  nodeSelector: {{{selector}}}
+  containers: [{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+status:
+  phase: Pending
+  conditions: [{{type: PodScheduled, status: "False", reason: Unschedulable}}]
+---
+"#
+        )
+    }
+
+    fn daemonset(cpu: &str) -> String {
+        format!(
+            r#"apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: agent, namespace: kube-system}}
+spec:
+  template:
+    spec:
+      containers: [{{name: a, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+---
+"#
+        )
+    }
+
+    /// The default pool's verdict for a pod, judged with the kwok built-in catalogue.
+    fn judge(c: &Cluster, name: &str) -> crate::analysis::provisioning::PoolVerdict {
+        let catalog = Catalog::kwok_builtin();
+        let pools = PoolSet::new(c).with_catalog(Some(&catalog));
+        let p: &Pod = c.pods.values().find(|p| p.metadata.name == name).unwrap();
+        let d = diagnose(c, &pools, p, Utc::now());
+        (*d.nodepools[0]).clone()
+    }
+
+    fn launched(v: &crate::analysis::provisioning::PoolVerdict) -> (String, String) {
+        let best = &v.launch.as_ref().unwrap().cheapest[0];
+        (best.instance_type.clone(), best.capacity_type.clone())
+    }
+
+    #[test]
+    fn a_pod_bigger_than_every_type_is_rejected_in_karpenters_words() {
+        let c = cluster("{}", &pod("huge", "300", ""));
+        let v = judge(&c, "huge");
+        assert_eq!(v.verdict, Verdict::Rejected);
+        let m = &v.reasons[0].message;
+        assert!(m.starts_with("no instance type has enough resources, requirements="), "{m}");
+        assert!(m.contains(r#"resources={"cpu":"300","pods":"1"}"#), "{m}");
+    }
+
+    #[test]
+    fn a_pod_only_the_biggest_type_holds_launches_it_cheapest_first() {
+        let c = cluster("{}", &pod("big", "200", ""));
+        let v = judge(&c, "big");
+        assert_eq!(v.verdict, Verdict::Compatible, "{v:?}");
+        assert_eq!(launched(&v), ("c-256x-amd64-linux".into(), "spot".into()));
+        let l = v.launch.as_ref().unwrap();
+        assert_eq!(l.instance_types, 3, "c, s and m at 256 CPUs");
+        assert_eq!(l.cheapest[0].zones.len(), 4);
+        // 0.7 x (0.025 x 256 + 0.001 x 512Gi/1e9)
+        assert!((l.cheapest[0].price_per_hour.unwrap().0 - 4.8648290697216).abs() < 1e-9);
+    }
+
+    #[test]
+    fn daemonset_overhead_counts_to_the_last_millicore() {
+        // 1400m + 500m is exactly c-2x's allocatable (2 - 100m): it fits, as live.
+        let c = cluster("{}", &(pod("exact", "1400m", "") + &daemonset("500m")));
+        assert_eq!(launched(&judge(&c, "exact")).0, "c-2x-amd64-linux");
+        // 100m more tips it over to the next size.
+        let c = cluster("{}", &(pod("over", "1500m", "") + &daemonset("500m")));
+        assert_eq!(launched(&judge(&c, "over")).0, "c-4x-amd64-linux");
+        // And at the top, over every type.
+        let c = cluster("{}", &(pod("top", "255500m", "") + &daemonset("500m")));
+        let v = judge(&c, "top");
+        assert_eq!(v.verdict, Verdict::Rejected);
+        assert!(v.reasons[0].message.contains(r#""cpu":"256""#), "{:?}", v.reasons);
+    }
+
+    #[test]
+    fn an_architecture_no_type_offers_fails_the_requirements() {
+        let c = cluster("{}", &pod("mainframe", "1", "kubernetes.io/arch: s390x"));
+        let v = judge(&c, "mainframe");
+        assert_eq!(v.verdict, Verdict::Rejected);
+        // The pool pins amd64: Karpenter stops at its requirements, before types.
+        assert!(v.reasons[0].message.starts_with("incompatible requirements"), "{:?}", v.reasons);
+        // A pool that leaves the architecture open meets no type with it.
+        let c = cluster_with("{}", &pod("mainframe", "1", "kubernetes.io/arch: s390x"), false);
+        let v = judge(&c, "mainframe");
+        assert_eq!(v.reasons[0].message.split(',').next().unwrap(), "no instance type met all requirements");
+    }
+
+    #[test]
+    fn limits_drop_the_types_bigger_than_what_is_left() {
+        // 200 CPUs of limit: the 256-CPU types are out, so a 200-CPU pod has none.
+        let c = cluster("{cpu: \"200\"}", &pod("big", "200", ""));
+        let v = judge(&c, "big");
+        assert_eq!(v.verdict, Verdict::Rejected);
+        assert!(v.reasons[0].message.starts_with("no instance type has enough resources"));
+        // Nothing left at all below the smallest type: the pool itself is out.
+        let c = cluster("{cpu: \"500m\"}", &pod("small", "100m", ""));
+        let v = judge(&c, "small");
+        assert_eq!(v.reasons[0].category, crate::karpenter::events::Category::Limits);
+        assert!(v.reasons[0].message.starts_with("all available instance types exceed limits for nodepool (NodePool=default): cpu 0 of 500m in use"), "{:?}", v.reasons);
+    }
+
+    #[test]
+    fn an_unknown_architecture_is_unknown_never_compatible() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/metrics/aws-instance-types.txt"
+        ))
+        .unwrap();
+        let mut c = cluster("{}", &pod("web", "1", ""));
+        c.metrics = Some(crate::source::metrics::parse("aws", &text).unwrap());
+        let catalog = crate::analysis::catalog::from_metrics(&c, c.metrics.as_ref().unwrap());
+        let pools = PoolSet::new(&c).with_catalog(Some(&catalog));
+        let p = c.pods.values().next().unwrap();
+        let v = diagnose(&c, &pools, p, Utc::now()).nodepools[0].clone();
+        // The pool pins amd64; no node says which types are amd64.
+        assert_eq!(v.verdict, Verdict::Unknown, "{v:?}");
+    }
 }

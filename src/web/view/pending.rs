@@ -34,6 +34,9 @@ pub struct PendingRow {
     pub summary: String,
     /// One line: `6 pools rejected: 2 taints, 2 requirements, 1 limits, 1 not ready`.
     pub verdict_line: String,
+    /// What Karpenter would launch on the first compatible pool, in words ("" when kelp
+    /// has no catalogue or no pool is compatible).
+    pub launch: String,
     /// The worst finding about the pod: critical, warning, info or "".
     pub severity: String,
     /// In the page (expanded row) and `.../pods/{ns}/{name}/why`, not the overview API.
@@ -100,6 +103,14 @@ pub(super) fn pending(
             requests: requests_line(&d.requests),
             summary: d.verdict_summary(),
             verdict_line: words::verdict_line(d),
+            launch: d
+                .compatible()
+                .next()
+                .and_then(|v| {
+                    let l = crate::analysis::provisioning::describe_launch(v.launch.as_ref()?)?;
+                    Some(format!("NodePool {}: {l}", v.name))
+                })
+                .unwrap_or_default(),
             severity: words::worst([worst
                 .get(&select_key("Pod", d.pod.namespace.as_deref(), &d.pod.name))
                 .copied()]),

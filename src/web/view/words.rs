@@ -74,7 +74,14 @@ pub fn verdict_line(d: &PodDiagnosis) -> String {
 /// A pool's reason in words (the first reason, without the instance-type dump).
 pub fn reason_words(v: &PoolVerdict) -> String {
     match v.verdict {
-        Verdict::Compatible => "can take this pod by kelp's checks".into(),
+        Verdict::Compatible => match v
+            .launch
+            .as_ref()
+            .and_then(crate::analysis::provisioning::describe_launch)
+        {
+            Some(l) => format!("can take this pod: would launch {l}"),
+            None => "can take this pod by kelp's checks (instance types not checked: no catalogue)".into(),
+        },
         _ => match v.reasons.first() {
             Some(r) => {
                 let m = r
