@@ -88,11 +88,55 @@ fn what_if_never_calls_compatible_what_it_could_not_check() {
     assert!(!text.contains("compatible"), "{text}");
     assert!(text.contains("Cannot tell"), "{text}");
 
-    // What the pools do settle is still judged: exit 0.
+    // What the pools do settle is still judged; whether a type holds the pod is not.
     let (v, code) = what_if("tests/fixtures/what-if/plain-pod.yaml");
-    assert_eq!(code, 0, "{v}");
-    assert_eq!(v["pods"][0]["first"], "general");
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["pods"][0]["first"], Value::Null);
     assert_eq!(v["pods"][0]["nodepools"][0]["verdict"], "rejected");
+    assert_eq!(v["pods"][0]["nodepools"][1]["verdict"], "unknown");
+}
+
+#[test]
+fn what_if_with_karpenters_metrics_gives_the_exact_answer() {
+    let run = |pod: &str| {
+        let (out, err, code) = stdout(kelp().args([
+            "what-if",
+            "--pod",
+            pod,
+            "--nodepools",
+            "tests/fixtures/what-if/t3-m4-pools.yaml",
+            "--metrics-file",
+            "tests/fixtures/metrics/aws-instance-types.txt",
+            "-o",
+            "json",
+        ]));
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        (v, code)
+    };
+    let (v, code) = run("tests/fixtures/what-if/exotic-pods.yaml");
+    assert_eq!(code, 1, "neither fits: {v:#}");
+    assert_eq!(v["catalog"], "karpenter-metrics");
+    let reason = |pod: usize, pool: usize| {
+        v["pods"][pod]["nodepools"][pool]["reasons"][0]["message"]
+            .as_str()
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    // t3: every type is amd64 or arm64 (kelp cannot tell which, but not s390x).
+    assert_eq!(reason(0, 0), "no instance type met all requirements");
+    // The metrics name no m4 type: Karpenter drops the pool.
+    assert_eq!(
+        reason(0, 1),
+        "NodePool requirements filtered out all compatible available instance types"
+    );
+    // 2 CPUs: t3.medium has 2 vCPUs, less 70m reserved.
+    assert_eq!(reason(1, 0), "no instance type has enough resources");
+    // The plain pod pins m4, which these metrics do not offer; t3 is not its family.
+    let (v, code) = run("tests/fixtures/what-if/plain-pod.yaml");
+    assert_eq!(code, 1, "m4 is not in the metrics: {v:#}");
 }
 
 #[test]

@@ -7,6 +7,8 @@ use serde_json::Value;
 
 const DIR: &str = "tests/fixtures/lint/what-if";
 const NOW: &str = "2026-11-21T10:00:00Z";
+/// Four real EC2 types in kelp's catalogue format.
+const CATALOG: &str = "tests/fixtures/what-if/aws-catalog.yaml";
 
 fn kelp() -> Command {
     let mut c = Command::cargo_bin("kelp").unwrap();
@@ -56,9 +58,19 @@ fn agrees_with_why_pod_on_the_same_objects() {
         &pod,
         "--now",
         NOW,
+        "--catalog",
+        CATALOG,
     ]);
     assert_eq!(code, 0);
-    let (what_if, code) = json(&["what-if", "--pod", &pod, "--nodepools", &pools]);
+    let (what_if, code) = json(&[
+        "what-if",
+        "--pod",
+        &pod,
+        "--nodepools",
+        &pools,
+        "--catalog",
+        CATALOG,
+    ]);
     assert_eq!(code, 0, "general can take it");
     let expected = verdicts(&why["diagnosis"]["nodepools"]);
     let got = verdicts(&what_if["pods"][0]["nodepools"]);
@@ -70,6 +82,12 @@ fn agrees_with_why_pod_on_the_same_objects() {
     assert_eq!(kinds, ["rejected", "rejected", "compatible", "rejected"]);
     assert_eq!(what_if["pods"][0]["first"], "general");
     assert_eq!(what_if["pods"][0]["requests"], why["diagnosis"]["requests"]);
+    // The same launch: 4 CPUs need m5.2xlarge (m5.xlarge has 3920m), spot first on AWS.
+    let launch = &what_if["pods"][0]["nodepools"][2]["launch"];
+    assert_eq!(launch, &verdict_launch(&why, "general"));
+    assert_eq!(launch["cheapest"][0]["instanceType"], "m5.2xlarge");
+    assert_eq!(launch["cheapest"][0]["capacityType"], "spot");
+    assert_eq!(what_if["catalog"], "file");
     assert_eq!(
         what_if["assumedReady"],
         serde_json::json!([]),
@@ -77,19 +95,45 @@ fn agrees_with_why_pod_on_the_same_objects() {
     );
 }
 
+fn verdict_launch(why: &Value, pool: &str) -> Value {
+    why["diagnosis"]["nodepools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == pool)
+        .unwrap()["launch"]
+        .clone()
+}
+
 #[test]
 fn workload_templates_against_pools_from_git() {
-    let (v, code) = json(&[
-        "what-if",
-        "--pod",
-        &format!("{DIR}/workloads.yaml"),
-        "--nodepools",
-        &format!("{DIR}/pools-from-git.yaml"),
-    ]);
+    let run = |catalog: bool| {
+        let mut args = vec![
+            "what-if".to_string(),
+            "--pod".into(),
+            format!("{DIR}/workloads.yaml"),
+            "--nodepools".into(),
+            format!("{DIR}/pools-from-git.yaml"),
+        ];
+        if catalog {
+            args.extend(["--catalog".into(), CATALOG.into()]);
+        }
+        json(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    // Without a catalogue no pool is called compatible: nothing checked an instance type.
+    let (v, code) = run(false);
+    assert_eq!(code, 3, "neither workload can be judged without a catalogue");
+    for p in v["pods"].as_array().unwrap() {
+        assert_eq!(p["answer"], "unknown", "{p}");
+        assert!(p["nodepools"].as_array().unwrap().iter().all(|v| v["verdict"] != "compatible"), "{p}");
+    }
+    let web = &v["pods"][0]["nodepools"][1];
     assert_eq!(
-        code, 3,
-        "the GPU CronJob cannot be judged without a catalogue"
+        web["reasons"][0]["message"],
+        "cannot tell: no instance-type catalogue (whether an instance type holds cpu 500m, memory 1Gi beside the pool's DaemonSets)"
     );
+    let (v, code) = run(true);
+    assert_eq!(code, 0, "with the catalogue both fit");
     assert_eq!(
         v["assumedReady"],
         serde_json::json!(["default", "general", "gpu"])
@@ -108,12 +152,20 @@ fn workload_templates_against_pools_from_git() {
     assert_eq!(pods[0]["nodepools"][0]["reasons"][0]["category"], "taints");
     assert_eq!(pods[0]["answer"], "fits");
     assert_eq!(
-        (pods[1]["kind"].as_str(), pods[1]["first"].as_str()),
-        (Some("CronJob"), None)
+        pods[0]["nodepools"][1]["launch"]["cheapest"][0]["instanceType"],
+        "m5.xlarge"
     );
-    assert_eq!(pods[1]["answer"], "unknown");
+    assert_eq!(
+        (pods[1]["kind"].as_str(), pods[1]["first"].as_str()),
+        (Some("CronJob"), Some("gpu"))
+    );
+    assert_eq!(pods[1]["answer"], "fits");
     assert_eq!(pods[1]["nodepools"][0]["name"], "gpu");
-    assert_eq!(pods[1]["nodepools"][0]["verdict"], "unknown");
+    assert_eq!(
+        pods[1]["nodepools"][0]["launch"]["cheapest"][0]["instanceType"],
+        "g4dn.xlarge",
+        "the only type with a GPU"
+    );
     assert_eq!(
         pods[1]["requests"]["nvidia.com/gpu"], "1",
         "requests default to limits"
@@ -161,6 +213,8 @@ fn yaml_output_and_stdin() {
             "-",
             "--nodepools",
             &format!("{DIR}/pools.yaml"),
+            "--catalog",
+            CATALOG,
             "-o",
             "yaml",
         ])

@@ -4,12 +4,13 @@
 //! Git carry no status, so a pool without conditions is taken as Ready and a pool
 //! without `status.resources` (and no NodeClaims in the inputs) as using nothing.
 //!
-//! With no instance-type catalogue, a pool that passes those checks is only called
-//! compatible when the pod asks nothing of the instance type that the pool's own
-//! requirements do not settle: an architecture, an OS other than Linux, an
-//! instance-type label (type, family, size, ...) the pool does not pin with `In`, or an
-//! extended resource (a GPU) makes the verdict `unknown` ("cannot tell"), never
-//! "compatible".
+//! Instance types are judged from a catalogue (`--catalog`, `--metrics-file`, or the kwok
+//! provider's built-in types for KWOKNodeClass pools) as Karpenter filters them, and a
+//! compatible pool carries the launch Karpenter would make. With no catalogue, a pool that
+//! passes the other checks is `unknown` ("cannot tell"), never "compatible", and the
+//! reason names what was not checked: an architecture, an OS other than Linux, an
+//! instance-type label the pool does not pin with `In`, an extended resource (a GPU), or
+//! else whether any type holds the pod's requests.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -184,18 +185,24 @@ pub fn answer(pools: &PoolSet, kind: &str, name: &str, pod: &Pod) -> PodAnswer {
         .map(|p| {
             // A manifest has no peers to spread against: zone spread cannot refuse it.
             let mut verdict = evaluate(p, &pod.spec, &requests, &terms, &[]);
+            // Without a catalogue nothing says an instance type holds the pod, nor offers
+            // what it asks: never "compatible" for what was not checked.
             if verdict.verdict == Verdict::Compatible && pools.catalog.is_none() {
-                let unjudged = unjudged(p, &terms, &requests);
-                if !unjudged.is_empty() {
-                    verdict.verdict = Verdict::Unknown;
-                    verdict.reasons = vec![Reason {
-                        category: Category::InstanceTypes,
-                        message: format!(
-                            "cannot tell: no instance-type catalogue ({})",
-                            unjudged.join(", ")
-                        ),
-                    }];
+                let mut unjudged = unjudged(p, &terms, &requests);
+                if unjudged.is_empty() {
+                    unjudged.push(format!(
+                        "whether an instance type holds {} beside the pool's DaemonSets",
+                        requests_words(&requests)
+                    ));
                 }
+                verdict.verdict = Verdict::Unknown;
+                verdict.reasons = vec![Reason {
+                    category: Category::InstanceTypes,
+                    message: format!(
+                        "cannot tell: no instance-type catalogue ({})",
+                        unjudged.join(", ")
+                    ),
+                }];
             }
             PoolRow {
                 weight: p.pool.spec.weight.unwrap_or(0),
@@ -233,6 +240,21 @@ pub fn answer(pools: &PoolSet, kind: &str, name: &str, pod: &Pod) -> PodAnswer {
         first,
         answer,
         notes,
+    }
+}
+
+/// `cpu 1, memory 1Gi` (or `no requests`).
+fn requests_words(r: &Resources) -> String {
+    let parts: Vec<String> = r
+        .0
+        .iter()
+        .filter(|(_, v)| **v > 0.0)
+        .map(|(k, v)| format!("{k} {}", format_quantity(k, *v)))
+        .collect();
+    if parts.is_empty() {
+        "a pod with no requests".into()
+    } else {
+        parts.join(", ")
     }
 }
 
