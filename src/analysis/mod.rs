@@ -21,13 +21,15 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::findings::Report;
+use crate::karpenter::events::LaunchError;
 use crate::model::Cluster;
 use disruption::NodeDisruption;
 use hold::Hold;
 use provisioning::{PodDiagnosis, PoolUsage};
 
 /// Everything one analysis pass needs, each computed once and shared by the findings that
-/// depend on it: per-pool usage, the pending pods' diagnoses, each node's disruption state.
+/// depend on it: per-pool usage, the pending pods' diagnoses, each node's disruption state,
+/// the launch errors' messages parsed.
 pub struct Context<'a> {
     pub cluster: &'a Cluster,
     pub now: DateTime<Utc>,
@@ -36,6 +38,8 @@ pub struct Context<'a> {
     pub pools: BTreeMap<String, PoolUsage>,
     /// The disruption state of every Karpenter node (a NodePool label or a NodeClaim), by name.
     pub nodes: BTreeMap<String, NodeDisruption>,
+    /// Every launch-error event's message parsed, by event id.
+    pub launch_errors: HashMap<String, LaunchError>,
 }
 
 impl<'a> Context<'a> {
@@ -57,6 +61,7 @@ impl<'a> Context<'a> {
             pending,
             pools: usages,
             nodes: disruption::node_states(cluster, now),
+            launch_errors: capacity::launch_errors(cluster),
         }
     }
 
@@ -80,6 +85,9 @@ pub struct Pass {
     pub pools: BTreeMap<String, PoolUsage>,
     /// The disruption state of every Karpenter node, by name.
     pub nodes: BTreeMap<String, NodeDisruption>,
+    /// Every launch-error event (a reason in [`provisioning::LAUNCH_ERRORS`]) with its message
+    /// parsed, by event id: the insufficient-capacity panel reads them here.
+    pub launch_errors: HashMap<String, LaunchError>,
 }
 
 impl Pass {
@@ -131,6 +139,7 @@ pub fn run(cluster: &Cluster, now: DateTime<Utc>) -> Pass {
         pending: ctx.pending,
         pools: ctx.pools,
         nodes: ctx.nodes,
+        launch_errors: ctx.launch_errors,
     }
 }
 

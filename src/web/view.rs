@@ -238,7 +238,7 @@ pub fn overview(c: &Cluster, pass: &Pass, i: Inputs) -> Overview {
         rollout: rollout(c, &nodeclaims),
         nodeclaims,
         pending,
-        capacity: capacity_panel(c, now),
+        capacity: capacity_panel(c, pass),
         timeline: timeline(c, now),
         findings: report
             .findings

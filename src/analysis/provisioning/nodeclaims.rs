@@ -162,7 +162,6 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
         if launch_reported.contains(name) {
             continue;
         }
-        let parsed = events::parse_launch_error(&e.message);
         out.push(
             Finding::new(
                 Code::NodeclaimLaunchFailed,
@@ -175,7 +174,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
             .details(ClaimDetails {
                 reason: Some(e.reason.clone()),
                 message: Some(e.message.clone()),
-                hint: parsed.hint,
+                hint: ctx.launch_errors.get(&e.id).and_then(|p| p.hint),
             }),
         );
     }

@@ -4,14 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
-
 use super::{Capacity, IceRow, OfferingRow};
-use crate::analysis::ago;
+use crate::analysis::{ago, Pass};
 use crate::karpenter::labels;
 use crate::model::Cluster;
 
-pub(super) fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
+pub(super) fn capacity_panel(c: &Cluster, pass: &Pass) -> Capacity {
     let unavailable = c
         .metrics
         .iter()
@@ -28,6 +26,11 @@ pub(super) fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
         if e.reason != "InsufficientCapacityError" {
             continue;
         }
+        // The message as the analysis pass over this same model parsed it (it parses every
+        // launch error).
+        let Some(parsed) = pass.launch_errors.get(&e.id) else {
+            continue;
+        };
         let claim = c.nodeclaims.get(&e.regarding.name);
         let label = |k: &str| {
             claim
@@ -57,7 +60,6 @@ pub(super) fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
         };
         // The claim is usually gone (Karpenter deletes it after the error): the message
         // names the type and zone (AWS fleet errors), the claim's name its pool.
-        let parsed = crate::karpenter::events::parse_launch_error(&e.message);
         let msg_type = parsed.instance_types.first().cloned();
         let msg_zone = parsed.zones.first().cloned();
         let or = |v: String, alt: Option<String>| {
@@ -103,7 +105,7 @@ pub(super) fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
             ),
             fill(or(pick(labels::ZONE), msg_zone), labels::ZONE),
             fill(
-                or(pick(labels::CAPACITY_TYPE), parsed.capacity_type),
+                or(pick(labels::CAPACITY_TYPE), parsed.capacity_type.clone()),
                 labels::CAPACITY_TYPE,
             ),
             nodepool,
@@ -119,7 +121,7 @@ pub(super) fn capacity_panel(c: &Cluster, now: DateTime<Utc>) -> Capacity {
         });
         row.count += i64::from(e.count.max(1));
         if let Some(t) = e.seen() {
-            row.last = format!("{} ago", ago(now, t));
+            row.last = format!("{} ago", ago(pass.now, t));
         }
     }
     Capacity {
