@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{Capacity, IceRow, OfferingRow};
+use crate::analysis::provisioning::claim_pool;
 use crate::analysis::{ago, Pass};
 use crate::karpenter::labels;
 use crate::model::Cluster;
@@ -69,19 +70,7 @@ pub(super) fn capacity_panel(c: &Cluster, pass: &Pass) -> Capacity {
                 v
             }
         };
-        let pool_by_name = || {
-            c.nodepools
-                .keys()
-                .filter(|p| {
-                    e.regarding
-                        .name
-                        .strip_prefix(p.as_str())
-                        .is_some_and(|rest| rest.starts_with('-'))
-                })
-                .max_by_key(|p| p.len())
-                .cloned()
-        };
-        let nodepool = or(pick(labels::NODEPOOL), pool_by_name());
+        let nodepool = claim_pool(c, &e.regarding.name).unwrap_or_default();
         // Neither the claim nor the message names it: what the pool allows (`any` if anything).
         let allowed = |k: &str| {
             let pool = c.nodepools.get(&nodepool);
