@@ -12,7 +12,7 @@ use crate::analysis::Pass;
 use crate::findings::{Code, Report, Severity};
 use crate::karpenter::resources::format_quantity;
 use crate::model::Cluster;
-pub use crate::source::status::PriceProblem;
+pub use crate::source::controller::PriceProblem;
 
 mod capacity;
 mod claims;
