@@ -1,15 +1,15 @@
 //! Capacity: offerings Karpenter cannot get (insufficient-capacity events and the AWS
 //! provider's offering-availability metric), and prices for cost views.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::Duration;
 use serde::Serialize;
 
-use super::provisioning::claim_pool;
+use super::provisioning::{claim_pool, LAUNCH_ERRORS};
 use super::Context;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
-use crate::karpenter::events;
+use crate::karpenter::events::{self, LaunchError};
 use crate::karpenter::labels;
 use crate::model::*;
 
@@ -20,6 +20,17 @@ pub struct OfferingRef {
     pub zone: String,
     pub capacity_type: String,
     pub source: String,
+}
+
+/// Every launch-error event (a reason in [`LAUNCH_ERRORS`]) with its message parsed, by
+/// event id: parsed once per pass, and read by the findings here and in provisioning and by
+/// the dashboard's insufficient-capacity panel.
+pub fn launch_errors(c: &Cluster) -> HashMap<String, LaunchError> {
+    c.events
+        .values()
+        .filter(|e| LAUNCH_ERRORS.contains(&e.reason.as_str()))
+        .map(|e| (e.id.clone(), events::parse_launch_error(&e.message)))
+        .collect()
 }
 
 pub fn findings(ctx: &Context) -> Vec<Finding> {
@@ -34,8 +45,10 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
         {
             continue;
         }
+        let Some(parsed) = ctx.launch_errors.get(&e.id) else {
+            continue;
+        };
         let pool = claim_pool(c, &e.regarding.name);
-        let parsed = events::parse_launch_error(&e.message);
         let entry = by_pool.entry(pool).or_default();
         entry.1.push(e.regarding.name.clone());
         let types = if parsed.instance_types.is_empty() {

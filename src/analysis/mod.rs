@@ -23,12 +23,14 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::findings::Report;
 use crate::model::{Catalog, Cluster};
+use crate::karpenter::events::LaunchError;
 use disruption::NodeDisruption;
 use hold::Hold;
 use provisioning::{PodDiagnosis, PoolUsage};
 
 /// Everything one analysis pass needs, each computed once and shared by the findings that
-/// depend on it: per-pool usage, the pending pods' diagnoses, each node's disruption state.
+/// depend on it: per-pool usage, the pending pods' diagnoses, each node's disruption state,
+/// the launch errors' messages parsed.
 pub struct Context<'a> {
     pub cluster: &'a Cluster,
     pub now: DateTime<Utc>,
@@ -39,6 +41,8 @@ pub struct Context<'a> {
     pub nodes: BTreeMap<String, NodeDisruption>,
     /// The instance-type catalogue the verdicts were judged with ([`catalog::resolve`]).
     pub catalog: Option<Arc<Catalog>>,
+    /// Every launch-error event's message parsed, by event id.
+    pub launch_errors: HashMap<String, LaunchError>,
 }
 
 impl<'a> Context<'a> {
@@ -63,6 +67,7 @@ impl<'a> Context<'a> {
             pools: usages,
             nodes: disruption::node_states(cluster, now),
             catalog,
+            launch_errors: capacity::launch_errors(cluster),
         }
     }
 
@@ -88,6 +93,9 @@ pub struct Pass {
     pub nodes: BTreeMap<String, NodeDisruption>,
     /// The instance-type catalogue the pass judged with, if any.
     pub catalog: Option<Arc<Catalog>>,
+    /// Every launch-error event (a reason in [`provisioning::LAUNCH_ERRORS`]) with its message
+    /// parsed, by event id: the insufficient-capacity panel reads them here.
+    pub launch_errors: HashMap<String, LaunchError>,
 }
 
 impl Pass {
@@ -140,6 +148,7 @@ pub fn run(cluster: &Cluster, now: DateTime<Utc>) -> Pass {
         pools: ctx.pools,
         nodes: ctx.nodes,
         catalog: ctx.catalog,
+        launch_errors: ctx.launch_errors,
     }
 }
 

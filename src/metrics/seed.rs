@@ -20,7 +20,7 @@ use super::common::{reg, uid, DEFAULT_SERIES_TTL};
 use super::defs;
 use crate::analysis::disruption::{Blocker, NotReapedDetails};
 use crate::analysis::placement::MismatchDetails;
-use crate::analysis::provisioning::NominationDetails;
+use crate::analysis::provisioning::{claim_pool, NominationDetails};
 use crate::analysis::Pass;
 use crate::findings::{Code, Finding, Report};
 use crate::karpenter::duration;
@@ -406,9 +406,7 @@ fn ttl_deaths(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
                     .node_name
                     .clone()
                     .unwrap_or_else(|| claim.metadata.name.clone()),
-                nodepool: Cluster::pool_of(&claim.metadata.labels)
-                    .unwrap_or_default()
-                    .to_string(),
+                nodepool: claim_pool(c, &claim.metadata.name).unwrap_or_default(),
                 ttl_reason: "expireAfter".into(),
             }),
             uids: vec![id],
@@ -446,9 +444,7 @@ fn created_for_nominated(c: &Cluster) -> Vec<Occurrence> {
                     node: claim.status.node_name.clone().unwrap_or(nc),
                     pod: e.regarding.name.clone(),
                     namespace: ns.clone(),
-                    nodepool: Cluster::pool_of(&claim.metadata.labels)
-                        .unwrap_or_default()
-                        .to_string(),
+                    nodepool: claim_pool(c, &claim.metadata.name).unwrap_or_default(),
                 }),
                 uids: vec![id],
                 value: 1.0,

@@ -26,8 +26,9 @@ use crate::analysis::{self, Pass};
 use crate::findings::Report;
 use crate::metrics::{self, LatestReport};
 use crate::model::*;
+use crate::source::controller::PriceProblem;
 use crate::source::live::Connection;
-use crate::source::status::{PriceProblem, Stale};
+use crate::source::status::Stale;
 
 pub use feed::{start, Input};
 

@@ -6,9 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Shared;
-use crate::source::controller::{PriceCache, ScrapeTarget};
+use crate::source::controller::{PriceCache, PriceProblem, ScrapeTarget};
 use crate::source::live::Connection;
-use crate::source::status::PriceProblem;
 
 pub const PRICE_INTERVAL: Duration = Duration::from_secs(60);
 

@@ -6,7 +6,8 @@
 //! [`scrape`] does one read; [`ScrapeError`] says what went wrong in a way a person can act
 //! on ([`ScrapeError::hint`], and for a 403 the Role and RoleBinding that fix it);
 //! [`PriceCache`] keeps the last good read and the last error for a caller that scrapes
-//! periodically (it never reads a clock itself: the caller passes `Instant`s).
+//! periodically (it never reads a clock itself: the caller passes `Instant`s);
+//! [`PriceProblem`] is that error as the views tell why the cost columns are hidden.
 
 use std::fmt;
 use std::str::FromStr;
@@ -649,6 +650,68 @@ impl PriceCache {
             error: err.map(ToString::to_string),
             hint: err.map(|e| e.hint(&self.target)),
             rbac_yaml: err.and_then(|e| e.rbac_yaml(&self.target)),
+        }
+    }
+}
+
+/// Why the cost columns are hidden, when they are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "cause", rename_all = "kebab-case")]
+pub enum PriceProblem {
+    /// The API server refused `services/proxy` (403): grant it with this YAML.
+    Forbidden { message: String, rbac: String },
+    /// The scrape did not answer in time.
+    Timeout { message: String },
+    /// The Karpenter service (or its namespace) does not exist.
+    NotFound { message: String },
+    /// Anything else (no endpoints, a parse error...).
+    Other { message: String },
+    /// Reading from a dump with no controller metrics in it.
+    NotScraped { message: String },
+}
+
+impl PriceProblem {
+    /// The words for a scrape failure (the dashboard shows them, with the RBAC to grant
+    /// when the API server refused).
+    pub fn of(e: &ScrapeError, target: &ScrapeTarget) -> Self {
+        let message = format!("{e} ({})", e.hint(target));
+        match e {
+            ScrapeError::Forbidden { .. } => PriceProblem::Forbidden {
+                rbac: e
+                    .rbac_yaml(target)
+                    .unwrap_or_else(|| rbac_yaml(target, "kelp", "kelp")),
+                message,
+            },
+            ScrapeError::Timeout { .. } => PriceProblem::Timeout { message },
+            ScrapeError::NotFound { .. } | ScrapeError::PortNotFound { .. } => {
+                PriceProblem::NotFound { message }
+            }
+            _ => PriceProblem::Other { message },
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            PriceProblem::Forbidden { message, .. }
+            | PriceProblem::Timeout { message }
+            | PriceProblem::NotFound { message }
+            | PriceProblem::Other { message }
+            | PriceProblem::NotScraped { message } => message,
+        }
+    }
+    pub fn cause(&self) -> &'static str {
+        match self {
+            PriceProblem::Forbidden { .. } => "forbidden",
+            PriceProblem::Timeout { .. } => "timeout",
+            PriceProblem::NotFound { .. } => "not-found",
+            PriceProblem::Other { .. } => "other",
+            PriceProblem::NotScraped { .. } => "not-scraped",
+        }
+    }
+    pub fn rbac(&self) -> Option<&str> {
+        match self {
+            PriceProblem::Forbidden { rbac, .. } => Some(rbac),
+            _ => None,
         }
     }
 }

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::analysis::provisioning::claim_pool;
 use crate::analysis::{ago, Pass};
 use crate::explain::{self as why, text::Style};
 use crate::model::{Cluster, ObjectKind};
@@ -184,12 +185,7 @@ pub fn pane(
             let field = |k: &str, v: String| format!("  {k:<14} {v}\n");
             text.push_str(&field(
                 "NodePool",
-                claim
-                    .metadata
-                    .labels
-                    .get(crate::karpenter::labels::NODEPOOL)
-                    .cloned()
-                    .unwrap_or_else(|| "-".into()),
+                claim_pool(c, &claim.metadata.name).unwrap_or_else(|| "-".into()),
             ));
             text.push_str(&field(
                 "Node",

@@ -7,26 +7,29 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::analysis::{capacity, Pass};
+use crate::analysis::capacity::node_price;
+use crate::analysis::Pass;
 use crate::findings::{Code, Report, Severity};
 use crate::karpenter::resources::format_quantity;
 use crate::model::Cluster;
-pub use crate::source::status::PriceProblem;
+pub use crate::source::controller::PriceProblem;
 
+mod capacity;
 mod claims;
-mod events;
 mod pending;
 mod pools;
+mod timeline;
 mod words;
 
+use capacity::capacity_panel;
 use claims::{claim_groups, rollout};
 pub use claims::{Badge, ClaimGroup, ClaimRow, Rollout};
-pub use events::LANES;
-use events::{capacity_panel, timeline};
 use pending::pending;
 pub use pending::{EventRow, Pending, PendingRow, VerdictRow};
 use pools::{pool_row, Prices};
 pub use pools::{BudgetRow, LimitBar, PoolRow};
+use timeline::timeline;
+pub use timeline::LANES;
 
 /// At most this many pending pods are listed, oldest first.
 pub const PENDING_CAP: usize = 50;
@@ -198,11 +201,7 @@ pub fn overview(c: &Cluster, pass: &Pass, i: Inputs) -> Overview {
     // Karpenter's order: the highest weight first, then by name.
     nodepools.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.name.cmp(&b.name)));
     let pending = pending(&pass.pending, now, &worst);
-    let priced: Vec<f64> = c
-        .nodes
-        .values()
-        .filter_map(|n| capacity::node_price(c, n))
-        .collect();
+    let priced: Vec<f64> = c.nodes.values().filter_map(|n| node_price(c, n)).collect();
     let cost_per_hour = (!priced.is_empty()).then(|| priced.iter().sum::<f64>());
     let price_source = prices.source.map(str::to_string);
     let price_problem = if price_source.is_some() {
@@ -239,7 +238,7 @@ pub fn overview(c: &Cluster, pass: &Pass, i: Inputs) -> Overview {
         rollout: rollout(c, &nodeclaims),
         nodeclaims,
         pending,
-        capacity: capacity_panel(c, now),
+        capacity: capacity_panel(c, pass),
         timeline: timeline(c, now),
         findings: report
             .findings

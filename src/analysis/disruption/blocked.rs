@@ -5,6 +5,7 @@
 use chrono::Duration;
 use serde::Serialize;
 
+use super::super::provisioning::claim_pool;
 use super::super::{ago, Context};
 use super::{Blocker, NodeDisruption, Want, WantReason};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
@@ -108,7 +109,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
                         d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.now, t))).unwrap_or_default()
                     ),
                 )
-                .pool(Cluster::pool_of(&claim.metadata.labels))
+                .pool(claim_pool(c, &claim.metadata.name).as_deref())
                 .since(d.last_transition_time)
                 .details(serde_json::json!({"reason": reason, "since": d.last_transition_time, "node": claim.status.node_name})),
             );

@@ -21,7 +21,9 @@ struct ClaimDetails {
     hint: Option<&'static str>,
 }
 
-/// A NodeClaim's pool: its label, else its name's prefix when that pool exists.
+/// A NodeClaim's pool, the one way kelp finds it: its `karpenter.sh/nodepool` label, else
+/// its name's prefix (Karpenter names a claim `POOL-xxxxx`) when that pool exists, so a claim
+/// since deleted, as an event names it, has its pool too. A node's pool is its label alone.
 pub fn claim_pool(c: &Cluster, name: &str) -> Option<String> {
     if let Some(p) = c
         .nodeclaims
@@ -49,7 +51,8 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
     for claim in c.nodeclaims.values() {
         let m = &claim.metadata;
         let conds = &claim.status.conditions;
-        let pool = Cluster::pool_of(&m.labels);
+        let pool = claim_pool(c, &m.name);
+        let pool = pool.as_deref();
         let obj = ObjectRef::of(ObjectKind::NodeClaim, m);
         if m.deletion_timestamp.is_some() {
             continue;
@@ -162,7 +165,6 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
         if launch_reported.contains(name) {
             continue;
         }
-        let parsed = events::parse_launch_error(&e.message);
         out.push(
             Finding::new(
                 Code::NodeclaimLaunchFailed,
@@ -175,7 +177,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
             .details(ClaimDetails {
                 reason: Some(e.reason.clone()),
                 message: Some(e.message.clone()),
-                hint: parsed.hint,
+                hint: ctx.launch_errors.get(&e.id).and_then(|p| p.hint),
             }),
         );
     }

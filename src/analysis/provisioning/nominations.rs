@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::super::{ago, Context};
 use super::pending::is_unschedulable;
-use super::{PodEvents, GRACE};
+use super::{claim_pool, PodEvents, GRACE};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::{self, NominationTarget};
 use crate::model::*;
@@ -121,14 +121,12 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
             })
             .collect();
         let pool = targets.iter().find_map(|t| match t {
-            NominationTarget::NodeClaim(n) => c
-                .nodeclaims
-                .get(n)
-                .and_then(|x| Cluster::pool_of(&x.metadata.labels)),
+            NominationTarget::NodeClaim(n) => claim_pool(c, n),
             NominationTarget::Node(n) => c
                 .nodes
                 .get(n)
-                .and_then(|x| Cluster::pool_of(&x.metadata.labels)),
+                .and_then(|x| Cluster::pool_of(&x.metadata.labels))
+                .map(str::to_string),
         });
         seen.insert((ns.clone().unwrap_or_default(), name.clone()));
         let object = ObjectRef {
@@ -147,7 +145,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
                     ago(ctx.now, at)
                 ),
             )
-            .pool(pool)
+            .pool(pool.as_deref())
             .since(Some(at))
             .details(NominationDetails {
                 nominated_to: to,

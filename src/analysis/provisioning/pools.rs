@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::super::Context;
 use super::instance_types::{self, PoolTypes};
+use super::claim_pool;
 use super::pending::pod_terms;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::Category;
@@ -320,14 +321,14 @@ pub fn usages_without(
 ) -> BTreeMap<String, PoolUsage> {
     let mut out = usages.clone();
     for claim in nominated.iter().filter_map(|n| c.nodeclaims.get(*n)) {
-        let Some(pool) = Cluster::pool_of(&claim.metadata.labels) else {
+        let Some(pool) = claim_pool(c, &claim.metadata.name) else {
             continue;
         };
-        let Some(usage) = out.get_mut(pool) else {
+        let Some(usage) = out.get_mut(&pool) else {
             continue;
         };
         let others: Vec<&NodeClaim> = c
-            .claims_in_pool(pool)
+            .claims_in_pool(&pool)
             .filter(|o| !nominated.contains(&o.metadata.name.as_str()))
             .collect();
         let mut used = capacity_of(others.iter().copied());

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::*;
 use crate::analysis::disruption::consolidation::State;
+use crate::analysis::provisioning::claim_pool;
 use crate::analysis::{ago, capacity, Pass};
 use crate::explain::text::serde_name;
 use crate::findings::Severity;
@@ -132,12 +133,7 @@ pub(super) fn claim_groups(
 ) -> Vec<ClaimGroup> {
     let mut groups: BTreeMap<String, Vec<ClaimRow>> = BTreeMap::new();
     for claim in c.nodeclaims.values() {
-        let pool = claim
-            .metadata
-            .labels
-            .get(labels::NODEPOOL)
-            .cloned()
-            .unwrap_or_default();
+        let pool = claim_pool(c, &claim.metadata.name).unwrap_or_default();
         let node: Option<&Node> = c.node_for_claim(claim);
         let l = |k: &str| {
             claim
