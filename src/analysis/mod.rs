@@ -41,6 +41,12 @@ pub struct Context<'a> {
     pub nodes: BTreeMap<String, NodeDisruption>,
     /// The instance-type catalogue the verdicts were judged with ([`catalog::resolve`]).
     pub catalog: Option<Arc<Catalog>>,
+    /// With a catalogue: per pool, the least of each limited resource a type it admits
+    /// has (what the limits findings compare what is left with).
+    pub smallest_types: BTreeMap<String, BTreeMap<String, f64>>,
+    /// With a catalogue: the pools it offers no type for at all (Karpenter drops them
+    /// before scheduling), with why in Karpenter's words.
+    pub without_types: BTreeMap<String, String>,
     /// Every launch-error event's message parsed, by event id.
     pub launch_errors: HashMap<String, LaunchError>,
 }
@@ -51,7 +57,22 @@ impl<'a> Context<'a> {
         let catalog = catalog::resolve(cluster, provisioning::cluster_provider(cluster));
         let pools = provisioning::PoolSet::with_usage(cluster, &usages)
             .with_instance_type_events(cluster, now)
-            .with_catalog(catalog.as_deref());
+            .with_catalog(catalog.as_ref());
+        let without_types = pools
+            .ordered
+            .iter()
+            .filter_map(|p| match p.types.as_ref()?.pool_reject.as_ref()? {
+                provisioning::instance_types::Reject::No { message, limits: false } => {
+                    Some((p.name.to_string(), message.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let smallest_types = pools
+            .ordered
+            .iter()
+            .filter_map(|p| Some((p.name.to_string(), p.types.as_ref()?.smallest.clone())))
+            .collect();
         let mut cache = provisioning::DiagnosisCache::default();
         let pending = provisioning::unschedulable_pods(cluster, now)
             .map(|(p, events)| {
@@ -65,8 +86,10 @@ impl<'a> Context<'a> {
             now,
             pending,
             pools: usages,
-            nodes: disruption::node_states(cluster, now),
+            nodes: disruption::node_states(cluster, now, catalog.as_ref()),
             catalog,
+            smallest_types,
+            without_types,
             launch_errors: capacity::launch_errors(cluster),
         }
     }

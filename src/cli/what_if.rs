@@ -355,7 +355,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let provider = crate::analysis::provisioning::cluster_provider(&cluster);
     let catalog = crate::analysis::catalog::resolve(&cluster, provider);
-    let pools = PoolSet::new(&cluster).with_catalog(catalog.as_deref());
+    let pools = PoolSet::new(&cluster).with_catalog(catalog.as_ref());
     let answer = Answer {
         pods: pods
             .iter()

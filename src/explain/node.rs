@@ -73,7 +73,7 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
             c,
             node,
             pass.now,
-            &disruption::NodeInputs::new(c, pass.now),
+            &disruption::NodeInputs::new(c, pass.now).with_catalog(pass.catalog.as_ref()),
         ),
     };
     let claim = state.nodeclaim.clone().unwrap_or_default();

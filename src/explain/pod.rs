@@ -69,7 +69,7 @@ pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodA
                 c,
                 &PoolSet::with_usage(c, &usages)
                     .with_instance_type_events(c, pass.now)
-                    .with_catalog(pass.catalog.as_deref()),
+                    .with_catalog(pass.catalog.as_ref()),
                 pod,
                 pass.now,
             )))

@@ -14,6 +14,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::super::fit::{Plan, Room};
+use super::super::provisioning::PoolSet;
+use super::replace::{self, Replacement};
 use super::super::{ago, Context};
 use super::budget::{allowed_of, budget_message};
 use super::Blocker;
@@ -149,10 +151,11 @@ pub(super) fn judge<'r, 'c: 'r>(
     c: &Cluster,
     f: &Facts,
     room: &dyn Fn() -> Option<&'r Room<'c>>,
+    pools: &dyn Fn() -> Option<&'r PoolSet<'c>>,
     now: DateTime<Utc>,
 ) -> Consolidation {
     let latest = newest_decision(f, now);
-    let mut out = decide(c, f, room, now, latest.as_ref());
+    let mut out = decide(c, f, room, pools, now, latest.as_ref());
     out.event = out.event.take().or(latest);
     out
 }
@@ -161,6 +164,7 @@ fn decide<'r, 'c: 'r>(
     c: &Cluster,
     f: &Facts,
     room: &dyn Fn() -> Option<&'r Room<'c>>,
+    pools: &dyn Fn() -> Option<&'r PoolSet<'c>>,
     now: DateTime<Utc>,
     latest: Option<&Evidence>,
 ) -> Consolidation {
@@ -290,7 +294,7 @@ fn decide<'r, 'c: 'r>(
 
     // Past every gate: Karpenter's own decision, if it wrote one since it started to
     // consider the node, else kelp's check.
-    let kelp = || check(c, f, room);
+    let kelp = || check(c, f, room, pools);
     // Only a decision written since Karpenter started to consider the node.
     let since_considered =
         latest.filter(|e| considered_since.is_none_or(|s| e.seen.is_some_and(|t| t >= s)));
@@ -333,6 +337,7 @@ fn check<'r, 'c: 'r>(
     c: &Cluster,
     f: &Facts,
     room: &dyn Fn() -> Option<&'r Room<'c>>,
+    pools: &dyn Fn() -> Option<&'r PoolSet<'c>>,
 ) -> (Consolidation, Option<DateTime<Utc>>) {
     let Some(room) = room() else {
         let x = Consolidation::kelp(
@@ -345,11 +350,30 @@ fn check<'r, 'c: 'r>(
     let pods: Vec<&Pod> = super::workload_pods(c, &f.node.metadata.name).collect();
     let plan = room.moves(f.node, &pods);
     let open_since = plan.open_since;
-    (answer_of(f, plan), open_since)
+    // Pods with no place elsewhere: would one cheaper node take them?
+    let replacement = (!plan.misses.is_empty() && plan.unknown.is_empty()).then(|| {
+        let left: Vec<&Pod> = pods
+            .iter()
+            .copied()
+            .filter(|p| {
+                let id = format!(
+                    "{}/{}",
+                    p.metadata.namespace.as_deref().unwrap_or_default(),
+                    p.metadata.name
+                );
+                plan.misses.iter().any(|m| m.pod == id)
+            })
+            .collect();
+        match pools() {
+            Some(pools) => replace::replacement(pools, f.node, &left, f.price),
+            None => Replacement::Unknown("kelp cannot price one without an instance-type catalogue".into()),
+        }
+    });
+    (answer_of(f, plan, replacement), open_since)
 }
 
-/// The answer a fit plan gives.
-fn answer_of(f: &Facts, plan: Plan) -> Consolidation {
+/// The answer a fit plan gives, with the replacement for the pods it left over.
+fn answer_of(f: &Facts, plan: Plan, replacement: Option<Replacement>) -> Consolidation {
     if plan.fits() {
         let mut x = Consolidation::kelp(
             State::Candidate,
@@ -374,14 +398,62 @@ fn answer_of(f: &Facts, plan: Plan) -> Consolidation {
         x.pods = plan.unknown;
         return x;
     }
-    let mut x = Consolidation::kelp(
-        State::Blocked,
-        Some(Reason::NeedsReplacement),
-        format!(
-            "not all its pods fit on the other nodes ({}); only a cheaper replacement node could consolidate it, and kelp cannot price one without an instance-type catalogue",
-            describe(&plan.misses)
+    let misses = describe(&plan.misses);
+    let dollars = |p: f64| format!("${p:.4}/h");
+    let (state, reason, tail, savings) = match replacement {
+        Some(Replacement::Cheaper { pool, instance_type, capacity_type, price, was }) => (
+            State::Candidate,
+            None,
+            format!(
+                "a cheaper node holds them: {instance_type} {capacity_type} from NodePool {pool} at {} against {}: Karpenter can replace it",
+                dollars(price),
+                dollars(was)
+            ),
+            Some(was - price),
         ),
-    );
+        Some(Replacement::NoCheaper { pool, instance_type, price, was }) => (
+            State::Blocked,
+            Some(Reason::NoCheaperNode),
+            format!(
+                "the cheapest node that holds them ({instance_type} from NodePool {pool}, {}) is not cheaper than this one ({})",
+                dollars(price),
+                dollars(was)
+            ),
+            None,
+        ),
+        Some(Replacement::SpotToSpot) => (
+            State::Blocked,
+            Some(Reason::SpotToSpot),
+            "it is spot and so would its replacement be, and Karpenter's spot-to-spot consolidation is off by default".into(),
+            None,
+        ),
+        Some(Replacement::Multiple) => (
+            State::Blocked,
+            Some(Reason::WouldCreateMultiple),
+            "no one node holds them all, and Karpenter does not replace one node with several".into(),
+            None,
+        ),
+        Some(Replacement::WouldNotSchedule(pod)) => (
+            State::Blocked,
+            Some(Reason::PodsWouldNotSchedule),
+            format!("no NodePool would take {pod} on a new node"),
+            None,
+        ),
+        Some(Replacement::Unknown(why)) => (
+            State::Blocked,
+            Some(Reason::NeedsReplacement),
+            format!("only a cheaper replacement node could consolidate it, and {why}"),
+            None,
+        ),
+        None => (
+            State::Blocked,
+            Some(Reason::NeedsReplacement),
+            "only a cheaper replacement node could consolidate it".into(),
+            None,
+        ),
+    };
+    let mut x = Consolidation::kelp(state, reason, format!("not all its pods fit on the other nodes ({misses}); {tail}"));
+    x.savings_per_hour = savings;
     x.pods = plan.misses;
     x
 }
@@ -546,6 +618,17 @@ mod tests {
     /// Node n1 (claim c1, Consolidatable since 09:00) runs one 1-cpu pod; node n2 has
     /// `free` cpu of 4 free. `pool` is the pool's `spec.disruption` and `extra` more YAML.
     fn answer(pool: &str, free: &str, extra: &str) -> Consolidation {
+        answer_priced(pool, free, extra, "", None)
+    }
+
+    /// [`answer`] with more labels on n1 (its type, zone, capacity type) and a catalogue.
+    fn answer_priced(
+        pool: &str,
+        free: &str,
+        extra: &str,
+        n1_labels: &str,
+        catalog: Option<crate::model::Catalog>,
+    ) -> Consolidation {
         let yaml = format!(
             r#"
 apiVersion: karpenter.sh/v1
@@ -566,7 +649,7 @@ status:
 ---
 apiVersion: v1
 kind: Node
-metadata: {{name: n1, uid: un1, labels: {{karpenter.sh/nodepool: default, kubernetes.io/hostname: n1}}}}
+metadata: {{name: n1, uid: un1, labels: {{karpenter.sh/nodepool: default, kubernetes.io/hostname: n1{n1_labels}}}}}
 status:
   allocatable: {{cpu: "4", memory: 8Gi, pods: "110"}}
   conditions: [{{type: Ready, status: "True"}}]
@@ -590,7 +673,35 @@ status: {{phase: Running, startTime: "2026-11-21T08:55:00Z"}}
         let mut c = Cluster::default();
         crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
         let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
-        node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::new(&c, now)).consolidation
+        let catalog = catalog.map(std::sync::Arc::new);
+        let inputs = NodeInputs::new(&c, now).with_catalog(catalog.as_ref());
+        node_disruption(&c, &c.nodes["n1"], now, &inputs).consolidation
+    }
+
+    #[test]
+    fn with_a_catalogue_kelp_prices_the_replacement_as_karpenter_does() {
+        let kwok = || Some(crate::model::Catalog::kwok_builtin());
+        let on = |t: &str, ct: &str| {
+            format!(", node.kubernetes.io/instance-type: {t}, topology.kubernetes.io/zone: test-zone-a, karpenter.sh/capacity-type: {ct}")
+        };
+        // An on-demand 8-CPU node whose 1-CPU pod fits nowhere else: a 2-CPU spot node
+        // holds it for less.
+        let a = answer_priced(UNDERUSED, "500m", "", &on("c-8x-amd64-linux", "on-demand"), kwok());
+        assert_eq!((a.state, a.reason), (State::Candidate, None), "{}", a.message);
+        assert!(a.message.contains("c-2x-amd64-linux spot"), "{}", a.message);
+        let saved = a.savings_per_hour.unwrap();
+        assert!((saved - (0.2171798691840 - 0.0380064771072)).abs() < 1e-9, "{saved}");
+        // The same node on spot: its replacement would be spot too.
+        let a = answer_priced(UNDERUSED, "500m", "", &on("c-8x-amd64-linux", "spot"), kwok());
+        assert_eq!(a.reason, Some(Reason::SpotToSpot), "{}", a.message);
+        // The smallest on-demand type: a 1-CPU pod needs 2 CPUs (900m allocatable on 1),
+        // and even spot at 2 CPUs costs more.
+        let a = answer_priced(UNDERUSED, "500m", "", &on("c-1x-amd64-linux", "on-demand"), kwok());
+        assert_eq!(a.reason, Some(Reason::NoCheaperNode), "{}", a.message);
+        // Without a catalogue kelp says what it cannot tell.
+        let a = answer_priced(UNDERUSED, "500m", "", &on("c-1x-amd64-linux", "on-demand"), None);
+        assert_eq!(a.reason, Some(Reason::NeedsReplacement));
+        assert!(a.message.contains("without an instance-type catalogue"), "{}", a.message);
     }
 
     const UNDERUSED: &str = "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 5m}";

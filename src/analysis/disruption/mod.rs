@@ -7,6 +7,7 @@
 //! - [`budget`]: Karpenter's budget arithmetic and the `budget-blocking` finding;
 //! - [`blocked`]: nodes Karpenter wants gone and has not removed, and drifted NodeClaims;
 //! - [`consolidation`]: why each node is, or is not, consolidated;
+//! - [`replace`]: whether a cheaper node could replace one whose pods fit nowhere else;
 //! - [`spot`]: spot interruptions per NodePool.
 //!
 //! This module owns the wiring ([`findings`]) and re-exports every public item, so
@@ -15,6 +16,7 @@
 pub mod blocked;
 pub mod budget;
 pub mod consolidation;
+pub mod replace;
 pub mod spot;
 pub mod state;
 

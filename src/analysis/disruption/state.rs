@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use super::super::provisioning::PoolSet;
 use super::super::{ago, capacity, fit::Room, selector};
 use super::budget::{allowed_of, budget_counts, budget_message};
 use super::consolidation::{self, Consolidation, Facts};
@@ -208,6 +209,10 @@ pub struct NodeInputs<'c> {
     cluster: Option<&'c Cluster>,
     now: DateTime<Utc>,
     room: std::cell::OnceCell<Room<'c>>,
+    /// The instance-type catalogue, for pricing a replacement node.
+    catalog: Option<std::sync::Arc<crate::model::Catalog>>,
+    /// The pools with their instance types, built once when a replacement is priced.
+    pools: std::cell::OnceCell<PoolSet<'c>>,
 }
 
 impl<'c> NodeInputs<'c> {
@@ -222,7 +227,22 @@ impl<'c> NodeInputs<'c> {
             cluster: Some(c),
             now,
             room: std::cell::OnceCell::new(),
+            catalog: None,
+            pools: std::cell::OnceCell::new(),
         }
+    }
+
+    /// Price replacements from this catalogue.
+    pub fn with_catalog(mut self, catalog: Option<&std::sync::Arc<crate::model::Catalog>>) -> Self {
+        self.catalog = catalog.cloned();
+        self
+    }
+
+    /// The pools with their instance types, built once (None without a catalogue).
+    fn pools(&self) -> Option<&PoolSet<'c>> {
+        let c = self.cluster?;
+        let catalog = self.catalog.as_ref()?;
+        Some(self.pools.get_or_init(|| PoolSet::new(c).with_catalog(Some(catalog))))
     }
 
     /// The free room on the cluster's schedulable nodes, built once.
@@ -543,6 +563,7 @@ pub fn node_disruption(
             price: capacity::node_price(c, node),
         },
         &|| inputs.room(),
+        &|| inputs.pools(),
         now,
     );
     // Underused but not consolidable (its pods have nowhere cheaper to go): Karpenter does
@@ -582,8 +603,12 @@ fn pod_key(o: &ObjectRef) -> String {
 
 /// The disruption state of every Karpenter node (one with a NodePool label or a NodeClaim),
 /// by name: once per pass.
-pub fn node_states(c: &Cluster, now: DateTime<Utc>) -> BTreeMap<String, NodeDisruption> {
-    let inputs = NodeInputs::new(c, now);
+pub fn node_states(
+    c: &Cluster,
+    now: DateTime<Utc>,
+    catalog: Option<&std::sync::Arc<crate::model::Catalog>>,
+) -> BTreeMap<String, NodeDisruption> {
+    let inputs = NodeInputs::new(c, now).with_catalog(catalog);
     c.nodes
         .values()
         .filter(|n| {

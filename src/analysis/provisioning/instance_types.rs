@@ -13,6 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -152,8 +153,9 @@ pub fn daemons(c: &Cluster, provider: Provider) -> Vec<Daemon> {
 }
 
 /// One type a pool can launch, with what Karpenter adds to every pod's requests there.
-struct Candidate<'c> {
-    it: &'c InstanceType,
+struct Candidate {
+    /// Its index in the catalogue.
+    it: usize,
     /// The pool's template admits it (Yes or Unknown) and it is within the limits.
     sure: bool,
     /// DaemonSet requests and pods.
@@ -161,10 +163,14 @@ struct Candidate<'c> {
 }
 
 /// A pool's instance types for one pass.
-pub struct PoolTypes<'c> {
+pub struct PoolTypes {
+    catalog: Arc<Catalog>,
     pub source: CatalogSource,
+    /// The least of each limited resource a type the pool admits has: once less than that
+    /// is left of a limit, no type is left for the pool.
+    pub smallest: std::collections::BTreeMap<String, f64>,
     provider: Provider,
-    candidates: Vec<Candidate<'c>>,
+    candidates: Vec<Candidate>,
     /// Why the pool takes no pod at all, if so (before its taints and requirements).
     pub pool_reject: Option<Reject>,
 }
@@ -221,11 +227,11 @@ pub enum TypeVerdict {
     Unknown(String),
 }
 
-impl<'c> PoolTypes<'c> {
+impl PoolTypes {
     /// The pool's types: those its template admits with an available offering, within
     /// what is left of its limits (`usage` against `limits`).
     pub fn of(
-        catalog: &'c Catalog,
+        catalog: &Arc<Catalog>,
         pool: &crate::model::NodePool,
         pool_reqs: &Requirements,
         limits: Option<&Resources>,
@@ -252,7 +258,7 @@ impl<'c> PoolTypes<'c> {
         let (mut any_maybe, mut limited_out, mut maybe_limited) = (false, false, false);
         // The least of each limited resource an admitted type has, to say what is short.
         let mut smallest: std::collections::BTreeMap<&str, f64> = Default::default();
-        for it in &catalog.instance_types {
+        for (index, it) in catalog.instance_types.iter().enumerate() {
             let pool_ok = type_compatible(it, pool_reqs);
             if pool_ok == Tri::No || offering(it, pool_reqs).is_none() {
                 continue;
@@ -285,7 +291,7 @@ impl<'c> PoolTypes<'c> {
                 overhead.add(&Resources([("pods".to_string(), count)].into()));
             }
             admitted.push(Candidate {
-                it,
+                it: index,
                 sure: pool_ok == Tri::Yes && within == Tri::Yes,
                 overhead,
             });
@@ -329,7 +335,9 @@ impl<'c> PoolTypes<'c> {
             None
         };
         PoolTypes {
+            smallest: smallest.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             source: catalog.source,
+            catalog: catalog.clone(),
             provider,
             candidates: admitted,
             pool_reject,
@@ -354,15 +362,16 @@ impl<'c> PoolTypes<'c> {
             None => one.clone(),
         };
         for c in &self.candidates {
-            let compat = type_compatible(c.it, reqs);
-            let offer = offering(c.it, reqs);
+            let it = &self.catalog.instance_types[c.it];
+            let compat = type_compatible(it, reqs);
+            let offer = offering(it, reqs);
             let mut total = one.clone();
             total.add(&c.overhead);
             // Karpenter reads the fit only against an offering the NodeClaim allows.
-            let fit = if offer.is_some() { fits(c.it, &total) } else { Tri::No };
+            let fit = if offer.is_some() { fits(it, &total) } else { Tri::No };
             tally.add(compat == Tri::Yes, fit == Tri::Yes, offer.is_some());
             match (compat.and(fit), c.sure) {
-                (Tri::Yes, true) => kept.push((c.it, offer.flatten())),
+                (Tri::Yes, true) => kept.push((it, offer.flatten())),
                 (Tri::No, _) => {}
                 _ => maybe += 1,
             }
@@ -623,7 +632,7 @@ spec:
 
     /// The default pool's verdict for a pod, judged with the kwok built-in catalogue.
     fn judge(c: &Cluster, name: &str) -> crate::analysis::provisioning::PoolVerdict {
-        let catalog = Catalog::kwok_builtin();
+        let catalog = Arc::new(Catalog::kwok_builtin());
         let pools = PoolSet::new(c).with_catalog(Some(&catalog));
         let p: &Pod = c.pods.values().find(|p| p.metadata.name == name).unwrap();
         let d = diagnose(c, &pools, p, Utc::now());
@@ -709,11 +718,29 @@ spec:
         .unwrap();
         let mut c = cluster("{}", &pod("web", "1", ""));
         c.metrics = Some(crate::source::metrics::parse("aws", &text).unwrap());
-        let catalog = crate::analysis::catalog::from_metrics(&c, c.metrics.as_ref().unwrap());
+        let catalog = Arc::new(crate::analysis::catalog::from_metrics(&c, c.metrics.as_ref().unwrap()));
         let pools = PoolSet::new(&c).with_catalog(Some(&catalog));
         let p = c.pods.values().next().unwrap();
         let v = diagnose(&c, &pools, p, Utc::now()).nodepools[0].clone();
         // The pool pins amd64; no node says which types are amd64.
         assert_eq!(v.verdict, Verdict::Unknown, "{v:?}");
+    }
+
+    #[test]
+    fn a_limit_is_exhausted_when_less_is_left_than_the_pools_smallest_type() {
+        // 1Gi of memory left: more than the 512Mi floor, less than kwok's smallest (2Gi).
+        let mut c = cluster("{memory: 10Gi}", "");
+        let yaml = "status: {resources: {memory: 9Gi}, conditions: [{type: Ready, status: \"True\"}]}";
+        let pool = c.nodepools.get("default").unwrap().clone();
+        let mut v = serde_json::to_value(&pool).unwrap();
+        v["status"] = serde_norway::from_str::<serde_json::Value>(yaml).unwrap()["status"].clone();
+        c.apply_nodepool(serde_json::from_value(v).unwrap());
+        let report = crate::analysis::analyze(&c, Utc::now());
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.code == crate::findings::Code::NodepoolLimitsExhausted)
+            .expect("exhausted by the catalogue's smallest type");
+        assert!(f.message.contains("what is left is less than any instance type"), "{}", f.message);
     }
 }

@@ -1,6 +1,7 @@
 //! NodePool limits: when what is left of a limit is less than any instance type has (so
-//! Karpenter has no type left for the pool), and the findings for pools at or near their
-//! limits, critical when pending pods wait on them.
+//! Karpenter has no type left for the pool: the pool's own types from a catalogue, else
+//! floors every type meets), and the findings for pools at or near their limits, critical
+//! when pending pods wait on them.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -77,8 +78,19 @@ pub(super) fn limits(ctx: &Context) -> Vec<Finding> {
             } else {
                 f64::INFINITY
             };
-            // Exhausted for Karpenter once no instance type fits in what is left.
-            let exhausted = ratio >= 1.0 || no_instance_type_left(&res, limit - used);
+            // Exhausted for Karpenter once no instance type fits in what is left: by the
+            // pool's own types with a catalogue, else by the floors every type meets.
+            let smallest = ctx
+                .smallest_types
+                .get(name)
+                .filter(|_| res != "nodes")
+                .map(|s| s.get(&res).copied());
+            let none_left = match smallest {
+                Some(Some(least)) => least > limit - used + 1e-9,
+                Some(None) => limit - used < 0.0,
+                None => no_instance_type_left(&res, limit - used),
+            };
+            let exhausted = ratio >= 1.0 || none_left;
             if !exhausted && ratio < 0.9 {
                 continue;
             }

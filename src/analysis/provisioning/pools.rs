@@ -34,7 +34,7 @@ pub struct PoolInfo<'a> {
     /// A recent NoCompatibleInstanceTypes event: Karpenter drops the pool before scheduling.
     pub no_instance_types: Option<String>,
     /// The catalogue's types for this pool, where kelp has a catalogue.
-    pub types: Option<PoolTypes<'a>>,
+    pub types: Option<PoolTypes>,
 }
 
 /// Why a NodePool takes no pods.
@@ -141,7 +141,7 @@ pub struct PoolSet<'a> {
     /// The cloud provider behind the pools, which widens well-known labels and validation.
     pub provider: Provider,
     /// The instance-type catalogue the verdicts were judged with, if any.
-    pub catalog: Option<&'a Catalog>,
+    pub catalog: Option<std::sync::Arc<Catalog>>,
 }
 
 impl<'a> PoolSet<'a> {
@@ -176,11 +176,11 @@ impl<'a> PoolSet<'a> {
 
     /// Judge instance types from `catalog` (see [`super::instance_types`]), computing
     /// each pool's admitted types once.
-    pub fn with_catalog(mut self, catalog: Option<&'a Catalog>) -> Self {
+    pub fn with_catalog(mut self, catalog: Option<&std::sync::Arc<Catalog>>) -> Self {
         let Some(catalog) = catalog else {
             return self;
         };
-        self.catalog = Some(catalog);
+        self.catalog = Some(catalog.clone());
         let daemons = instance_types::daemons(self.cluster, self.provider);
         for p in &mut self.ordered {
             let Ok(reqs) = &p.requirements else { continue };
@@ -468,20 +468,27 @@ pub(super) fn no_instance_types(ctx: &Context) -> Vec<Finding> {
                     e.from_karpenter()
                         && e.reason == "NoCompatibleInstanceTypes"
                         && ctx.within(e.seen(), Duration::hours(1))
-                })?;
+                });
+            // kelp's own answer from the catalogue, where it has one; Karpenter's event
+            // (written when it drops the pool) is the evidence.
+            let computed = ctx.without_types.get(&m.name);
+            let message = computed.or(e.map(|e| &e.message))?;
+            let source = ctx.catalog.as_ref().filter(|_| computed.is_some());
             Some(
                 Finding::new(
                     Code::NodepoolNoInstanceTypes,
                     Severity::Warning,
                     ObjectRef::of(ObjectKind::NodePool, m),
                     format!(
-                        "{} (widen the pool's instance requirements or relax minValues)",
-                        e.message
+                        "{message} (widen the pool's instance requirements or relax minValues)"
                     ),
                 )
                 .pool(Some(&m.name))
-                .since(e.seen())
-                .details(serde_json::json!({"event": e.message})),
+                .since(e.and_then(|e| e.seen()))
+                .details(serde_json::json!({
+                    "event": e.map(|e| &e.message),
+                    "catalog": source.map(|c| c.source),
+                })),
             )
         })
         .collect()

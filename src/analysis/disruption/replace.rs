@@ -1,0 +1,144 @@
+//! Whether a cheaper node could replace one whose pods do not all fit on the other nodes,
+//! the way Karpenter v1.14.1's single-node consolidation decides it
+//! (`computeConsolidation`): the pods left over go on one new NodeClaim from the first
+//! NodePool that takes them all (its instance types judged from the catalogue, as for a
+//! pending pod); more than one NodeClaim, or a pod no pool takes, and Karpenter leaves the
+//! node; a spot node is not replaced with spot (spot-to-spot consolidation is off by
+//! default); otherwise only the types cheaper than the node remain, and with none the node
+//! stays ("Can't replace with a cheaper node").
+
+use crate::analysis::provisioning::{pod_requests, pod_terms, Launch, PoolSet, TypeVerdict};
+use crate::karpenter::labels;
+use crate::karpenter::requirements::{self, Requirements};
+use crate::karpenter::resources::Resources;
+use crate::karpenter::taints;
+use crate::model::{Node, Pod};
+
+/// What a replacement would be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Replacement {
+    /// A cheaper node holds them: Karpenter replaces the node.
+    Cheaper {
+        pool: String,
+        instance_type: String,
+        capacity_type: String,
+        price: f64,
+        /// The node's own price, as compared.
+        was: f64,
+    },
+    /// The cheapest node that holds them costs at least as much as this one.
+    NoCheaper {
+        pool: String,
+        instance_type: String,
+        price: f64,
+        was: f64,
+    },
+    /// A spot node whose replacement would be spot.
+    SpotToSpot,
+    /// They need more than one new node.
+    Multiple,
+    /// A pod no pool takes at all.
+    WouldNotSchedule(String),
+    /// kelp cannot tell, and why.
+    Unknown(String),
+}
+
+/// The replacement for `node` (of `price` where kelp knows one) whose `pods` fit nowhere
+/// else. The node's own price is its offering's in the catalogue where it has it, as
+/// Karpenter prices it (a price label is rounded).
+pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f64>) -> Replacement {
+    let Some(catalog) = &pools.catalog else {
+        return Replacement::Unknown("kelp has no instance-type catalogue to price one".into());
+    };
+    let label = |k: &str| node.metadata.labels.get(k).map(String::as_str);
+    let capacity_type = label(labels::CAPACITY_TYPE);
+    let own = label(labels::INSTANCE_TYPE)
+        .and_then(|t| catalog.get(t))
+        .and_then(|t| {
+            t.offerings
+                .iter()
+                .find(|o| Some(o.zone.as_str()) == label(labels::ZONE) && Some(o.capacity_type.as_str()) == capacity_type)?
+                .price
+        });
+    let Some(price) = own.or(price) else {
+        return Replacement::Unknown("the node's own price is unknown".into());
+    };
+    let Some(launch) = one_claim(pools, pods) else {
+        // Each alone, then: does every pod have some pool?
+        for p in pods {
+            if one_claim(pools, std::slice::from_ref(p)).is_none() {
+                let m = &p.metadata;
+                return Replacement::WouldNotSchedule(format!(
+                    "{}/{}",
+                    m.namespace.as_deref().unwrap_or_default(),
+                    m.name
+                ));
+            }
+        }
+        return Replacement::Multiple;
+    };
+    let (pool, launch, reqs) = launch;
+    if capacity_type == Some("spot")
+        && reqs.allows(labels::CAPACITY_TYPE, "spot")
+        && launch.cheapest.iter().any(|o| o.capacity_type == "spot")
+    {
+        return Replacement::SpotToSpot;
+    }
+    let cheapest = launch
+        .cheapest
+        .iter()
+        .filter_map(|o| Some((o, o.price_per_hour?.0)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    match cheapest {
+        Some((o, p)) if p < price => Replacement::Cheaper {
+            pool,
+            instance_type: o.instance_type.clone(),
+            capacity_type: o.capacity_type.clone(),
+            price: p,
+            was: price,
+        },
+        Some((o, p)) => Replacement::NoCheaper {
+            pool,
+            instance_type: o.instance_type.clone(),
+            price: p,
+            was: price,
+        },
+        None => Replacement::Unknown("the catalogue has no price for the types that hold them".into()),
+    }
+}
+
+/// The first pool (in Karpenter's order) with a type that holds all `pods` on one node.
+fn one_claim(pools: &PoolSet, pods: &[&Pod]) -> Option<(String, Launch, Requirements)> {
+    'pools: for p in &pools.ordered {
+        if p.not_ready.is_some() {
+            continue;
+        }
+        let (Some(types), Ok(pool_reqs)) = (&p.types, &p.requirements) else {
+            continue;
+        };
+        if types.pool_reject.is_some() {
+            continue;
+        }
+        let mut reqs = pool_reqs.clone();
+        let mut requests = Resources::default();
+        for pod in pods {
+            if !taints::untolerated(&pod.spec.tolerations, &p.pool.spec.template.spec.taints).is_empty() {
+                continue 'pools;
+            }
+            let Ok(terms) = pod_terms(&pod.spec, pools.provider) else {
+                continue 'pools;
+            };
+            let Some(term) = terms.iter().find(|t| requirements::compatible(t, &reqs).is_ok()) else {
+                continue 'pools;
+            };
+            reqs = reqs.intersect(term);
+            requests.add(&pod_requests(&pod.spec));
+        }
+        // `judge` counts one pod; the others count too.
+        requests.add(&Resources([("pods".to_string(), pods.len() as f64 - 1.0)].into()));
+        if let TypeVerdict::Compatible(launch) = types.judge(&reqs, &requests) {
+            return Some((p.name.to_string(), launch, reqs));
+        }
+    }
+    None
+}
