@@ -952,3 +952,39 @@ async fn an_unknown_cluster_gets_the_page_chrome() {
         ["/clusters/test/karpenter"]
     );
 }
+
+#[tokio::test]
+async fn a_pending_pod_shows_the_launch_karpenter_would_make() {
+    // A kwok pool: kelp judges instance types from the kwok provider's built-in types.
+    let yaml = format!(
+        "apiVersion: v1\nkind: List\nitems:{}{}",
+        r#"
+- apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata: {name: kwok, uid: np1}
+  spec:
+    template:
+      spec:
+        nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+        requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: kubernetes.io/os, operator: In, values: [linux]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+  status:
+    conditions: [{type: Ready, status: "True"}]
+"#,
+        pending_pod(0)
+    );
+    let app = site(load(&yaml));
+    let h = get(&app, PAGE).await.html();
+    let launch = text(&h, "#pending tbody.pod .launch");
+    // 1 CPU needs 2 (900m allocatable on the 1-CPU type); on-demand only.
+    assert!(
+        launch.contains("NodePool kwok: c-2x-amd64-linux on-demand in one of test-zone-a, test-zone-b, test-zone-c, test-zone-d, $0.0543/h"),
+        "{launch}"
+    );
+    assert!(
+        text(&h, "#pending tbody.pod").contains("would launch c-2x-amd64-linux"),
+        "the verdict row says it too"
+    );
+}
