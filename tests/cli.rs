@@ -535,3 +535,73 @@ fn a_closed_stdout_pipe_ends_kelp_quietly() {
         );
     }
 }
+
+/// `kelp serve --catalog`: the dashboard's answer for a pending pod carries the launch the
+/// catalogue predicts (an AWS pool, which has no catalogue of its own here).
+#[test]
+fn serve_judges_instance_types_from_a_catalogue_file() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dump = tempfile::NamedTempFile::with_suffix(".yaml").unwrap();
+    std::fs::write(
+        dump.path(),
+        std::fs::read_to_string("tests/fixtures/lint/what-if/pools.yaml").unwrap()
+            + "---\n"
+            + &std::fs::read_to_string("tests/fixtures/lint/what-if/pod.yaml").unwrap(),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .args(["serve", "--from"])
+        .arg(dump.path())
+        .args(["--catalog", "tests/fixtures/what-if/aws-catalog.yaml"])
+        .args(["--metrics-addr", "127.0.0.1:0", "--dashboard-addr", "127.0.0.1:0"])
+        .env_remove("KELP_AUTH_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Keep reading its log: a closed pipe would end serve (quiet on a closed pipe).
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if line.contains("serving the dashboard") {
+                let addr = line
+                    .split("http://")
+                    .nth(1)
+                    .and_then(|rest| rest.split('/').next())
+                    .map(str::to_string);
+                let _ = tx.send(addr);
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .ok()
+        .flatten()
+        .expect("serve said where the dashboard is");
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body
+    };
+    let clusters = get("/api/v1/clusters");
+    let name = clusters
+        .split("\"name\":\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_else(|| panic!("{addr}: {clusters:?}"))
+        .to_string();
+    let mut why = String::new();
+    for _ in 0..50 {
+        why = get(&format!("/api/v1/clusters/{name}/pods/ml/trainer-0/why"));
+        if why.contains("m5.2xlarge") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(why.contains("\"instanceType\":\"m5.2xlarge\""), "{why}");
+}

@@ -170,10 +170,10 @@ fn a_when_empty_pool_and_a_disabled_one_are_not_considered_as_karpenter_says() {
     }
 }
 
-/// A pod that fits nowhere else: kelp says only a replacement could consolidate the node,
-/// before Karpenter writes a word; then Karpenter says why no replacement does
-/// ("Can't replace with a cheaper node" for the cheapest type, "Not all pods would
-/// schedule" for a pod pinned to its node), and kelp takes its reason, agreeing.
+/// A pod that fits nowhere else: before Karpenter writes a word, kelp prices the
+/// replacement from the kwok provider's types and says why none consolidates the node
+/// ("no-cheaper-node" for the cheapest type, "pods-would-not-schedule" for a pod pinned to
+/// its node); then Karpenter says the same, and kelp takes its reason, agreeing.
 #[test]
 fn a_node_whose_pods_fit_nowhere_else_agrees_with_karpenters_reason() {
     let Some(e) = env() else { return };
@@ -213,11 +213,11 @@ fn a_node_whose_pods_fit_nowhere_else_agrees_with_karpenters_reason() {
             consolidatable(&e, &claim).then_some(())
         });
         // Before Karpenter's event (unless other activity already made it look): kelp's own
-        // check names the pod that fits nowhere else.
+        // check gives Karpenter's reason and names the pod that fits nowhere else.
         let before = answer(&e, node);
         if before["source"] == "kelp" {
             assert_eq!(before["state"], "blocked", "{before:#}");
-            assert_eq!(before["reason"], "needs-replacement", "{before:#}");
+            assert_eq!(before["reason"], reason, "{before:#}");
             let pods = before["pods"].as_array().unwrap();
             assert!(
                 pods.iter().any(|m| m["pod"]

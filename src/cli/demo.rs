@@ -74,6 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         secure_cookie: false,
         karpenter_service: None,
         series_ttl: crate::metrics::common::DEFAULT_SERIES_TTL,
+        catalog: None,
     }))?;
     Ok(ExitCode::SUCCESS)
 }

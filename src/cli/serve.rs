@@ -52,6 +52,10 @@ pub struct Args {
     /// Do not scrape Karpenter's metrics (prices then come from node labels, if any)
     #[arg(long)]
     pub no_cost_scrape: bool,
+    /// An instance-type catalogue (kelp's own file or a kwok instance-types file) for every
+    /// cluster; without one, the AWS provider's metrics or, on kwok, its built-in types
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
     /// Do not serve the dashboard
     #[arg(long)]
     pub no_dashboard: bool,
@@ -120,6 +124,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect()
     };
     let auth_token = args.auth_token.filter(|t| !t.is_empty());
+    let catalog = args
+        .catalog
+        .as_deref()
+        .map(crate::source::catalog::read)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--catalog: {e}"))?
+        .map(std::sync::Arc::new);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -133,6 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         secure_cookie: args.secure_cookie,
         karpenter_service: (!args.no_cost_scrape).then_some(args.karpenter_service),
         series_ttl: args.series_ttl,
+        catalog,
     }))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -144,7 +144,14 @@ fn set_model(shared: &Shared, c: Cluster) {
     if let Ok(mut clock) = shared.clock.write() {
         *clock = c.captured_at.filter(|t| analysis::plausible_clock(*t));
     }
-    shared.update(move |m| *m = c);
+    // A catalogue given to serve (`--catalog`) outlives a re-read dump that carries none.
+    shared.update(move |m| {
+        let given = m.catalog.take();
+        *m = c;
+        if m.catalog.is_none() {
+            m.catalog = given;
+        }
+    });
 }
 
 fn mtimes(paths: &[PathBuf]) -> Vec<Option<std::time::SystemTime>> {

@@ -36,6 +36,8 @@ pub struct Options {
     /// The Karpenter controller's Service, scraped through the API server for prices
     /// (live clusters only; None: never).
     pub karpenter_service: Option<crate::source::controller::ScrapeTarget>,
+    /// An instance-type catalogue for every cluster (`--catalog`).
+    pub catalog: Option<Arc<crate::model::Catalog>>,
     /// How long the series of objects that no longer exist are kept.
     pub series_ttl: Duration,
 }
@@ -146,6 +148,9 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             },
         )
         .await?;
+        if let Some(catalog) = opts.catalog.clone() {
+            shared.update(move |c| c.catalog = Some(catalog));
+        }
         if clusters.iter().any(|c| c.name() == shared.name()) {
             anyhow::bail!("cluster {:?} is given twice", shared.name());
         }

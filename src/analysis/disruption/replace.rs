@@ -14,6 +14,8 @@ use crate::karpenter::resources::Resources;
 use crate::karpenter::taints;
 use crate::model::{Node, Pod};
 
+const HOSTNAME: &str = "kubernetes.io/hostname";
+
 /// What a replacement would be.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Replacement {
@@ -128,7 +130,13 @@ fn one_claim(pools: &PoolSet, pods: &[&Pod]) -> Option<(String, Launch, Requirem
             let Ok(terms) = pod_terms(&pod.spec, pools.provider) else {
                 continue 'pools;
             };
-            let Some(term) = terms.iter().find(|t| requirements::compatible(t, &reqs).is_ok()) else {
+            // A new node has a hostname of its own: a pod pinned to a hostname never goes there.
+            let Some(term) = terms.iter().find(|t| {
+                !matches!(
+                    t.operator(HOSTNAME),
+                    Some(requirements::Operator::In | requirements::Operator::DoesNotExist)
+                ) && requirements::compatible(t, &reqs).is_ok()
+            }) else {
                 continue 'pools;
             };
             reqs = reqs.intersect(term);
