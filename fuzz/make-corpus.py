@@ -156,6 +156,7 @@ def values():
 def metrics():
     for path in [os.path.join(ROOT, "demo", "karpenter-metrics.txt")] + sorted(
         glob.glob(os.path.join(FIXTURES, "findings", "*", "*metrics.txt"))
+        + glob.glob(os.path.join(FIXTURES, "metrics", "*.txt"))
     ):
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -178,6 +179,29 @@ def metrics():
         'karpenter_cloudprovider_instance_type_offering_available{instance_type="g5.xlarge",'
         'zone="us-west-2a",capacity_type="spot"} 0\n',
     )
+
+
+def catalog():
+    """Instance-type catalogues: kelp's own file, and the kwok provider's JSON shape."""
+    with open(os.path.join(FIXTURES, "what-if", "aws-catalog.yaml"), encoding="utf-8") as f:
+        put("corpus", "catalog", f.read())
+    kwok = []
+    for cpu in (1, 2):
+        for arch in ("amd64", "arm64"):
+            price = 0.025 * cpu + 0.001 * cpu * 2 * 2**30 / 1e9
+            kwok.append({
+                "name": f"c-{cpu}x-{arch}-linux", "architecture": arch, "operatingSystems": ["linux"],
+                "resources": {"cpu": str(cpu), "memory": f"{cpu * 2}Gi", "pods": str(cpu * 16), "ephemeral-storage": "20Gi"},
+                "offerings": [{"Price": price * f, "Available": True, "Requirements": [
+                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [ct]},
+                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]}]}
+                    for ct, f in (("spot", 0.7), ("on-demand", 1.0))],
+            })
+    put("corpus", "catalog", json.dumps(kwok))
+    put("corpus", "catalog", "apiVersion: kelp.dev/v1\nkind: InstanceTypeCatalog\nsource: file\ninstanceTypes:\n"
+        "- {name: x.large, capacity: {cpu: '2', memory: 8Gi}, allocatable: {cpu: 1930m, memory: 7Gi},"
+        " allocatableMost: {memory: 7.5Gi}, uncertain: [kubernetes.io/arch], complete: false,"
+        " labels: {kubernetes.io/arch: [amd64, arm64]}, offerings: [{zone: z, capacityType: spot, price: 0.1}]}\n")
 
 
 KEEP_KINDS = {"NodePool", "NodeClaim", "EC2NodeClass", "KWOKNodeClass", "Node", "Pod",
@@ -329,6 +353,7 @@ def main():
     events()
     values()
     metrics()
+    catalog()
     dump_page()
     lint()
     router()

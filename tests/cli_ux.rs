@@ -40,15 +40,24 @@ fn demo_dump_round_trip_gives_the_demo_report() {
 }
 
 fn what_if(pod: &str) -> (Value, i32) {
-    let (out, err, code) = stdout(kelp().args([
-        "what-if",
-        "--pod",
-        pod,
-        "--nodepools",
-        "tests/fixtures/what-if/t3-m4-pools.yaml",
-        "-o",
-        "json",
-    ]));
+    what_if_with(pod, &[])
+}
+
+/// `what-if -o json` of `pod` against the t3/m4 pools, with `extra` flags.
+fn what_if_with(pod: &str, extra: &[&str]) -> (Value, i32) {
+    let (out, err, code) = stdout(
+        kelp()
+            .args([
+                "what-if",
+                "--pod",
+                pod,
+                "--nodepools",
+                "tests/fixtures/what-if/t3-m4-pools.yaml",
+                "-o",
+                "json",
+            ])
+            .args(extra),
+    );
     (
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}")),
         code,
@@ -99,19 +108,7 @@ fn what_if_never_calls_compatible_what_it_could_not_check() {
 #[test]
 fn what_if_with_karpenters_metrics_gives_the_exact_answer() {
     let run = |pod: &str| {
-        let (out, err, code) = stdout(kelp().args([
-            "what-if",
-            "--pod",
-            pod,
-            "--nodepools",
-            "tests/fixtures/what-if/t3-m4-pools.yaml",
-            "--metrics-file",
-            "tests/fixtures/metrics/aws-instance-types.txt",
-            "-o",
-            "json",
-        ]));
-        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
-        (v, code)
+        what_if_with(pod, &["--metrics-file", "tests/fixtures/metrics/aws-instance-types.txt"])
     };
     let (v, code) = run("tests/fixtures/what-if/exotic-pods.yaml");
     assert_eq!(code, 1, "neither fits: {v:#}");
