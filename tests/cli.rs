@@ -605,3 +605,60 @@ fn serve_judges_instance_types_from_a_catalogue_file() {
     let _ = child.wait();
     assert!(why.contains("\"instanceType\":\"m5.2xlarge\""), "{why}");
 }
+
+/// A dump that carries a catalogue (`kelp snapshot --catalog` writes it into the List's
+/// `kelp.dev/instance-type-catalog` annotation) judges instance types as live did.
+#[test]
+fn a_dump_with_an_embedded_catalogue_judges_instance_types() {
+    let mut items: Vec<serde_json::Value> = Vec::new();
+    for f in ["tests/fixtures/lint/what-if/pools.yaml", "tests/fixtures/lint/what-if/pod.yaml"] {
+        let text = std::fs::read_to_string(f).unwrap();
+        for doc in serde_norway::Deserializer::from_str(&text) {
+            let v: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();
+            if v.is_object() {
+                items.push(v);
+            }
+        }
+    }
+    let catalog = std::fs::read_to_string("tests/fixtures/what-if/aws-catalog.yaml").unwrap();
+    let catalog: serde_json::Value = serde_norway::from_str(&catalog).unwrap();
+    let list = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"annotations": {
+            "kelp.dev/captured-at": "2026-11-21T10:00:00Z",
+            "kelp.dev/instance-type-catalog": catalog.to_string(),
+        }},
+        "items": items,
+    });
+    let dump = tempfile::NamedTempFile::with_suffix(".json").unwrap();
+    std::fs::write(dump.path(), list.to_string()).unwrap();
+    let run = |path: &std::path::Path| {
+        let out = kelp()
+            .args(["why", "pod", "ml/trainer-0", "-o", "json", "--from"])
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let why = run(dump.path());
+    let general = why["diagnosis"]["nodepools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "general")
+        .unwrap()
+        .clone();
+    assert_eq!(general["launch"]["cheapest"][0]["instanceType"], "m5.2xlarge", "{general:#}");
+    assert_eq!(general["launch"]["catalog"], "file");
+    // Without the annotation, the same dump has no catalogue (AWS pools, no metrics).
+    let mut bare = list.clone();
+    bare["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove("kelp.dev/instance-type-catalog");
+    std::fs::write(dump.path(), bare.to_string()).unwrap();
+    let why = run(dump.path());
+    assert!(why.to_string().contains("\"launch\"") == false, "{why:#}");
+}

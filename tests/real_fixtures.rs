@@ -1127,3 +1127,46 @@ fn cluster_yaml_and_cluster_json_give_the_same_findings() {
     };
     assert_eq!(keys(&yaml), keys(doctor()));
 }
+
+/// kelp's kwok catalogue against the nodes the real kwok provider made: each node's type is
+/// in it, its allocatable (what kelp fits pods against) is what the real node shows for
+/// cpu, memory, pods and ephemeral storage, and its price is the node's price label.
+#[test]
+fn the_kwok_catalogue_matches_every_real_node() {
+    use kelp::karpenter::resources::Resources;
+    let catalog = kelp::model::Catalog::kwok_builtin();
+    let mut seen = 0;
+    for node in items("Node") {
+        let labels = &node["metadata"]["labels"];
+        let Some(name) = labels["node.kubernetes.io/instance-type"].as_str() else {
+            continue;
+        };
+        let t = catalog
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is not in kelp's kwok catalogue"));
+        let alloc: std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity> =
+            serde_json::from_value(node["status"]["allocatable"].clone()).unwrap();
+        let real = Resources::from_quantities(&alloc).unwrap();
+        for r in ["cpu", "memory", "pods", "ephemeral-storage"] {
+            assert!(
+                (real.get(r) - t.allocatable.get(r)).abs() < 1e-6,
+                "{name} {r}: node {} vs kelp {}",
+                real.get(r),
+                t.allocatable.get(r)
+            );
+        }
+        // The node's zone and capacity type are one of the type's offerings, priced as
+        // the provider labels the node (to the label's 6 decimals).
+        let zone = labels["topology.kubernetes.io/zone"].as_str().unwrap();
+        let ct = labels["karpenter.sh/capacity-type"].as_str().unwrap();
+        let o = t
+            .offerings
+            .iter()
+            .find(|o| o.zone == zone && o.capacity_type == ct)
+            .unwrap_or_else(|| panic!("{name}: no {ct} offering in {zone}"));
+        let label: f64 = labels["eks-node-viewer/instance-price"].as_str().unwrap().parse().unwrap();
+        assert!((o.price.unwrap() - label).abs() < 1e-6, "{name} {ct}: {:?} vs {label}", o.price);
+        seen += 1;
+    }
+    assert!(seen >= 5, "the capture has kwok nodes: {seen}");
+}
