@@ -742,6 +742,14 @@ for t in TYPES:
             p = instance_type(t)["od_price"] if ct == "on-demand" else spot_price(t, z)
             lines.append(f'karpenter_cloudprovider_instance_type_offering_price_estimate{{capacity_type="{ct}",instance_type="{t}",zone="{z}"}} {p}')
 
+# The AWS provider's instance-type series: vCPUs and EC2 memory (kelp's catalogue source).
+lines += ["# TYPE karpenter_cloudprovider_instance_type_cpu_cores gauge"]
+for t in TYPES:
+    lines.append(f'karpenter_cloudprovider_instance_type_cpu_cores{{instance_type="{t}"}} {instance_type(t)["cpu"]}')
+lines += ["# TYPE karpenter_cloudprovider_instance_type_memory_bytes gauge"]
+for t in TYPES:
+    lines.append(f'karpenter_cloudprovider_instance_type_memory_bytes{{instance_type="{t}"}} {instance_type(t)["mem_gib"] * 2**30}')
+
 np_objs = {o["metadata"]["name"]: o for o in objs if o["kind"] == "NodePool"}
 
 
