@@ -497,3 +497,43 @@ fn doctor_uses_the_scrape_and_never_fails_for_it() {
     let report: Value = serde_json::from_slice(&out.stdout).expect("doctor JSON");
     assert!(report["findings"].is_array());
 }
+
+/// `kelp snapshot --karpenter-service` captures the real controller's `/metrics` text, and
+/// `--catalog` embeds a catalogue: the dump reads both back (the metrics' pool cost, the
+/// catalogue `kelp catalog --from` shows).
+#[test]
+fn a_snapshot_captures_the_controllers_metrics_and_a_catalogue() {
+    let Some(e) = env() else { return };
+    setup(&e);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snap.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .env_remove("KUBECONFIG")
+        .args(["snapshot", "--kubeconfig", &e.kubeconfig, "-f"])
+        .arg(&path)
+        .args(["--karpenter-service", &format!("{NS}/karpenter:8080")])
+        .args(["--catalog", "tests/fixtures/what-if/aws-catalog.yaml"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let annotations = &list["metadata"]["annotations"];
+    let metrics = annotations["kelp.dev/karpenter-metrics"].as_str().unwrap_or_default();
+    assert!(metrics.contains("karpenter_nodepools_cost_total"), "{annotations:#}");
+    assert!(annotations["kelp.dev/instance-type-catalog"].is_string());
+    let kelp = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .env_remove("KUBECONFIG")
+            .args(args)
+            .arg("--from")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let catalog = kelp(&["catalog", "-o", "json"]);
+    assert_eq!(catalog["source"], "file");
+    assert_eq!(catalog["instanceTypes"].as_array().unwrap().len(), 4);
+    assert!(kelp(&["doctor", "-o", "json"])["findings"].is_array());
+}

@@ -258,12 +258,19 @@ impl PoolTypes {
         let (mut any_maybe, mut limited_out, mut maybe_limited) = (false, false, false);
         // The least of each limited resource an admitted type has, to say what is short.
         let mut smallest: std::collections::BTreeMap<&str, f64> = Default::default();
+        // The types the pool's own requirements admit for certain (its minValues count them).
+        let (mut pool_sure, mut pool_unsure): (Vec<&InstanceType>, bool) = (Vec::new(), false);
         for (index, it) in catalog.instance_types.iter().enumerate() {
             let pool_ok = type_compatible(it, pool_reqs);
             if pool_ok == Tri::No || offering(it, pool_reqs).is_none() {
                 continue;
             }
             any_maybe = true;
+            if pool_ok == Tri::Yes {
+                pool_sure.push(it);
+            } else {
+                pool_unsure = true;
+            }
             for r in limits.iter().flat_map(|l| l.0.keys()) {
                 if let Some(&cap) = it.capacity.0.get(r) {
                     let e = smallest.entry(r.as_str()).or_insert(cap);
@@ -296,9 +303,18 @@ impl PoolTypes {
                 overhead,
             });
         }
+        let short_min_values = pool_reqs.min_values().any(|(key, min)| {
+            let values: BTreeSet<&str> = pool_sure.iter().flat_map(|it| label_values(it, key)).collect();
+            (values.len() as i64) < min
+        });
         let pool_reject = if !any_maybe {
             Some(Reject::No {
                 message: "NodePool requirements filtered out all compatible available instance types".into(),
+                limits: false,
+            })
+        } else if short_min_values && !pool_unsure {
+            Some(Reject::No {
+                message: "NodePool requirements filtered out all compatible available instance types due to minValues incompatibility".into(),
                 limits: false,
             })
         } else if admitted.is_empty() && limited_out {
@@ -742,5 +758,20 @@ spec:
             .find(|f| f.code == crate::findings::Code::NodepoolLimitsExhausted)
             .expect("exhausted by the catalogue's smallest type");
         assert!(f.message.contains("what is left is less than any instance type"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_pool_whose_min_values_its_own_types_cannot_meet_is_dropped() {
+        // Linux amd64 on-demand kwok types come in 3 families; minValues 4 cannot be met.
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/testenv/manifests/nodepool.yaml")).unwrap();
+        let mut c = Cluster::default();
+        let pool = text.replace(
+            "      expireAfter: 720h",
+            "        - {key: karpenter.kwok.sh/instance-family, operator: Exists, minValues: 4}\n      expireAfter: 720h",
+        );
+        crate::source::load_str("p.yaml", &(pool + "\nstatus: {conditions: [{type: Ready, status: \"True\"}]}\n---\n" + &pod("p", "1", "")), &mut c).unwrap();
+        let v = judge(&c, "p");
+        assert_eq!(v.verdict, Verdict::Rejected, "{v:?}");
+        assert!(v.reasons[0].message.ends_with("due to minValues incompatibility"), "{:?}", v.reasons);
     }
 }
