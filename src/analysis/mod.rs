@@ -61,6 +61,8 @@ impl<'a> Context<'a> {
         let without_types = pools
             .ordered
             .iter()
+            // Karpenter looks at the types of the pools it schedules with, the ready ones.
+            .filter(|p| p.not_ready.is_none())
             .filter_map(|p| match p.types.as_ref()?.pool_reject.as_ref()? {
                 provisioning::instance_types::Reject::No { message, limits: false } => {
                     Some((p.name.to_string(), message.clone()))

@@ -35,9 +35,19 @@ fn rfc3339_opt<S: serde::Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<
     }
 }
 
-/// The pool named inside an instance-types segment's `requirements=` (`karpenter.sh/nodepool In [x]`).
+/// The pool a segment's requirements name: an instance-types segment's `requirements=`
+/// (the NodeClaim's: `karpenter.sh/nodepool In [x]`), or the pool's own side of a
+/// `key karpenter.sh/nodepool, <pod's> not in <pool's>` incompatibility (the pod's side
+/// names the pool it asked for, not the one that rejected it).
 fn pool_in_requirements(message: &str) -> Option<&str> {
-    let rest = message.split("karpenter.sh/nodepool In [").nth(1)?;
+    let own = match message.split_once(", requirements=") {
+        Some((_, reqs)) => reqs,
+        None => message
+            .strip_prefix("incompatible requirements, key karpenter.sh/nodepool,")?
+            .rsplit_once(" not in ")?
+            .1,
+    };
+    let rest = own.split("karpenter.sh/nodepool In [").nth(1)?;
     let inner = rest.split(']').next()?;
     (!inner.contains(' ') && !inner.is_empty()).then_some(inner)
 }
@@ -214,5 +224,14 @@ mod tests {
         );
         cross_check(&mut v, &fs.segments, false);
         assert!(v.iter().all(|p| p.verdict == Verdict::Compatible));
+    }
+
+    #[test]
+    fn a_nodepool_incompatibility_is_the_rejecting_pools_not_the_one_the_pod_asked_for() {
+        let m = "incompatible requirements, key karpenter.sh/nodepool, karpenter.sh/nodepool In [mv-check] not in karpenter.sh/nodepool In [default]";
+        assert_eq!(pool_in_requirements(m), Some("default"));
+        let m = "no instance type has enough resources, requirements=karpenter.sh/nodepool In [big], kubernetes.io/os In [linux], resources={}";
+        assert_eq!(pool_in_requirements(m), Some("big"));
+        assert_eq!(pool_in_requirements("did not tolerate taint (taint=a=b:NoSchedule)"), None);
     }
 }
