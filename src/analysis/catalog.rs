@@ -19,7 +19,16 @@ pub fn resolve(c: &Cluster, provider: Provider) -> Option<Arc<Catalog>> {
         return Some(given.clone());
     }
     if let Some(m) = c.metrics.as_ref().filter(|m| !m.instance_cpu.is_empty()) {
-        return Some(Arc::new(from_metrics(c, m)));
+        let catalog = from_metrics(c, m);
+        // Types with no available offering at all would reject every pool: a scrape
+        // without offering series is no catalogue.
+        if catalog
+            .instance_types
+            .iter()
+            .any(|t| t.offerings.iter().any(|o| o.available))
+        {
+            return Some(Arc::new(catalog));
+        }
     }
     (provider == Provider::Kwok).then(|| Arc::new(Catalog::kwok_builtin()))
 }
@@ -36,10 +45,15 @@ fn type_label(key: &str) -> bool {
 /// its kube-reserved memory) depend on ENI limits kelp does not know; its architecture
 /// is amd64 or arm64, kelp cannot tell which; extended resources are unknown.
 pub fn from_metrics(c: &Cluster, m: &ControllerMetrics) -> Catalog {
+    // A node Karpenter launched carries every label of its type; prefer one.
     let mut sample: BTreeMap<&str, &Node> = BTreeMap::new();
     for n in c.nodes.values() {
         if let Some(t) = n.metadata.labels.get(labels::INSTANCE_TYPE) {
-            sample.entry(t.as_str()).or_insert(n);
+            let karpenters = |n: &Node| n.metadata.labels.contains_key(labels::NODEPOOL);
+            let e = sample.entry(t.as_str()).or_insert(n);
+            if !karpenters(e) && karpenters(n) {
+                *e = n;
+            }
         }
     }
     let mut offerings: BTreeMap<&str, Vec<TypeOffering>> = BTreeMap::new();
@@ -57,19 +71,24 @@ pub fn from_metrics(c: &Cluster, m: &ControllerMetrics) -> Catalog {
     let types = m
         .instance_cpu
         .iter()
+        .filter(|(_, cores)| cores.is_finite() && **cores > 0.0)
         .map(|(name, &cores)| {
-            let raw = m.instance_memory.get(name).copied();
-            let offerings = offerings.remove(name.as_str()).unwrap_or_default();
-            match sample.get(name.as_str()) {
-                Some(node) => from_node(name, node, offerings),
-                None => estimated(name, cores, raw, offerings),
-            }
+            let raw = m.instance_memory.get(name).copied().filter(|v| v.is_finite() && *v > 0.0);
+            let mut offerings = offerings.remove(name.as_str()).unwrap_or_default();
+            offerings.retain(|o| o.price.is_none_or(f64::is_finite));
+            sample
+                .get(name.as_str())
+                .and_then(|node| from_node(name, node, offerings.clone()))
+                .unwrap_or_else(|| estimated(name, cores, raw, offerings))
         })
         .collect();
     Catalog::new(CatalogSource::KarpenterMetrics, types)
 }
 
-fn from_node(name: &str, node: &Node, offerings: Vec<TypeOffering>) -> InstanceType {
+/// A type as a node of it shows it: None when the node's quantities do not all read.
+/// Only a node Karpenter launched is complete (it carries every label of its type, and the
+/// AWS provider's `instance-*` labels it lacks the type does not have).
+fn from_node(name: &str, node: &Node, offerings: Vec<TypeOffering>) -> Option<InstanceType> {
     let labels = node
         .metadata
         .labels
@@ -77,19 +96,21 @@ fn from_node(name: &str, node: &Node, offerings: Vec<TypeOffering>) -> InstanceT
         .filter(|(k, _)| type_label(k))
         .map(|(k, v)| (k.clone(), vec![v.clone()]))
         .collect();
-    let parse = |r: &crate::model::SharedResources| {
-        Resources::from_quantities(r).unwrap_or_default()
-    };
-    InstanceType {
+    let capacity = Resources::from_quantities(&node.status.capacity).ok()?;
+    let allocatable = Resources::from_quantities(&node.status.allocatable).ok()?;
+    if allocatable.0.is_empty() {
+        return None;
+    }
+    Some(InstanceType {
         name: name.into(),
         labels,
-        capacity: parse(&node.status.capacity),
-        allocatable: parse(&node.status.allocatable),
+        capacity,
+        allocatable,
         allocatable_most: None,
         uncertain: Vec::new(),
-        complete: true,
+        complete: node.metadata.labels.contains_key(labels::NODEPOOL),
         offerings,
-    }
+    })
 }
 
 fn estimated(name: &str, cores: f64, raw: Option<f64>, offerings: Vec<TypeOffering>) -> InstanceType {
@@ -120,11 +141,12 @@ fn estimated(name: &str, cores: f64, raw: Option<f64>, offerings: Vec<TypeOfferi
     if let Some(raw) = raw {
         let memory = rules::aws_memory_capacity(raw);
         capacity.insert("memory".into(), memory);
-        let left = |pods| {
+        // An arm64 type has 64Mi less; kelp does not know which this one is.
+        let left = |memory: f64, pods| {
             (memory - rules::aws_kube_reserved_memory(pods) - rules::AWS_EVICTION_MEMORY).max(0.0)
         };
-        low.insert("memory".into(), left(most));
-        high.insert("memory".into(), left(fewest));
+        low.insert("memory".into(), left(memory - 64.0 * rules::MI, most));
+        high.insert("memory".into(), left(memory, fewest));
     }
     InstanceType {
         name: name.into(),

@@ -95,7 +95,7 @@ fn table(c: &Catalog, s: Style) -> String {
     let mut out = format!(
         "{} instance types from {}\n\n",
         c.instance_types.len(),
-        s.bold(c.source.describe())
+        s.bold(&c.describe())
     );
     out.push_str(&columns(&rows));
     out

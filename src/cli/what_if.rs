@@ -112,6 +112,9 @@ pub struct Answer {
     /// `karpenter-metrics`); absent: they were not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catalog: Option<crate::model::CatalogSource>,
+    /// The same, in words for the table.
+    #[serde(skip)]
+    pub judged_from: Option<String>,
 }
 
 /// Pods (or pod templates) in the file, named like `Deployment shop/web`.
@@ -363,6 +366,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect(),
         assumed_ready,
         catalog: catalog.as_ref().map(|c| c.source),
+        judged_from: catalog.as_ref().map(|c| c.describe()),
     };
     let status = if answer.pods.iter().any(|p| p.answer == "does-not-fit") {
         ExitCode::from(1)
@@ -449,10 +453,9 @@ fn table(a: &Answer, s: Style) -> String {
             a.assumed_ready.join(", ")
         )));
     }
-    out.push_str(&s.dim(&match a.catalog {
+    out.push_str(&s.dim(&match &a.judged_from {
         Some(c) => format!(
-            "Instance types judged from {}; topology spread and volumes are not evaluated offline.\n",
-            c.describe()
+            "Instance types judged from {c}; topology spread and volumes are not evaluated offline.\n"
         ),
         None => "Instance types (no catalogue: --catalog or --metrics-file), topology spread and volumes are not evaluated offline.\n".into(),
     }));

@@ -51,9 +51,18 @@ pub struct Catalog {
     pub api_version: String,
     #[serde(default = "kind")]
     pub kind: String,
+    #[serde(default = "file")]
     pub source: CatalogSource,
+    /// For a file: where its types came from (`kelp catalog` writes its source, which
+    /// reads back here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<CatalogSource>,
     #[serde(default)]
     pub instance_types: Vec<InstanceType>,
+}
+
+fn file() -> CatalogSource {
+    CatalogSource::File
 }
 
 fn api_version() -> String {
@@ -120,6 +129,7 @@ impl Catalog {
             api_version: api_version(),
             kind: kind(),
             source,
+            from: None,
             instance_types,
         }
     }
@@ -147,6 +157,14 @@ impl Catalog {
             })
             .collect();
         Catalog::new(CatalogSource::KwokBuiltin, types)
+    }
+
+    /// Where the types came from, in words (a file says what it was written from).
+    pub fn describe(&self) -> String {
+        match self.from {
+            Some(from) => format!("{} (written from {})", self.source.describe(), from.describe()),
+            None => self.source.describe().to_string(),
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&InstanceType> {

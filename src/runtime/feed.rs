@@ -144,11 +144,11 @@ fn set_model(shared: &Shared, c: Cluster) {
     if let Ok(mut clock) = shared.clock.write() {
         *clock = c.captured_at.filter(|t| analysis::plausible_clock(*t));
     }
-    // A catalogue given to serve (`--catalog`) outlives a re-read dump that carries none.
+    // A catalogue given to serve (`--catalog`) wins over the one a re-read dump carries.
+    let given = shared.given_catalog();
     shared.update(move |m| {
-        let given = m.catalog.take();
         *m = c;
-        if m.catalog.is_none() {
+        if given.is_some() {
             m.catalog = given;
         }
     });

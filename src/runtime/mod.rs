@@ -85,6 +85,9 @@ pub struct Shared {
     seed: metrics::seed::SeedMetrics,
     /// Who gets each pass (the dashboard builds its page from it).
     hooks: RwLock<Vec<PassHook>>,
+    /// An instance-type catalogue given to serve (`--catalog`): it wins over one a dump
+    /// carries, on every re-read.
+    catalog: std::sync::OnceLock<Arc<crate::model::Catalog>>,
 }
 
 /// A change to the model, applied on the applier thread; returns whether it changed anything.
@@ -150,6 +153,7 @@ impl Shared {
             last_pass: std::sync::Mutex::new(None),
             clock: RwLock::new(None),
             seed: metrics::seed::SeedMetrics::new(series_ttl),
+            catalog: std::sync::OnceLock::new(),
             hooks: RwLock::new(Vec::new()),
         })
     }
@@ -271,6 +275,17 @@ impl Shared {
 
     /// Queue an edit of the model for the applier thread; never blocks. The analysis
     /// is woken once it is applied.
+    /// Judge instance types from this catalogue from now on, whatever the model carries.
+    pub fn set_catalog(&self, catalog: Arc<crate::model::Catalog>) {
+        let _ = self.catalog.set(catalog.clone());
+        self.update(move |c| c.catalog = Some(catalog));
+    }
+
+    /// The catalogue given to serve, if any.
+    pub fn given_catalog(&self) -> Option<Arc<crate::model::Catalog>> {
+        self.catalog.get().cloned()
+    }
+
     pub fn update(&self, f: impl FnOnce(&mut Cluster) + Send + 'static) {
         self.update_if(move |c| {
             f(c);

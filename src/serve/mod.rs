@@ -149,7 +149,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         )
         .await?;
         if let Some(catalog) = opts.catalog.clone() {
-            shared.update(move |c| c.catalog = Some(catalog));
+            shared.set_catalog(catalog);
         }
         if clusters.iter().any(|c| c.name() == shared.name()) {
             anyhow::bail!("cluster {:?} is given twice", shared.name());

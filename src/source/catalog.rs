@@ -93,9 +93,44 @@ pub fn parse(text: &str) -> std::result::Result<Catalog, String> {
             "not an instance-type catalogue: expected apiVersion {CATALOG_API_VERSION}, kind {CATALOG_KIND} (as `kelp catalog -o yaml` writes), or a kwok instance-types JSON list"
         ));
     }
-    let c: Catalog = serde_json::from_value(value).map_err(|e| format!("catalogue: {e}"))?;
-    if let Some(t) = c.instance_types.iter().find(|t| t.name.is_empty()) {
-        return Err(format!("catalogue: an instance type has no name ({:?})", t.labels));
+    let mut c: Catalog = serde_json::from_value(value).map_err(|e| format!("catalogue: {e}"))?;
+    // Read from a file, it is a file's; where its types came from stays said.
+    if c.source != CatalogSource::File {
+        c.from = Some(c.source);
+        c.source = CatalogSource::File;
+    }
+    check(c)
+}
+
+/// A catalogue kelp can judge with: some types, each named once, every quantity finite.
+fn check(c: Catalog) -> std::result::Result<Catalog, String> {
+    if c.instance_types.is_empty() {
+        return Err("the catalogue has no instance types".into());
+    }
+    if !c.instance_types.iter().any(|t| t.offerings.iter().any(|o| o.available)) {
+        return Err("no instance type in the catalogue has an available offering".into());
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for t in &c.instance_types {
+        if t.name.is_empty() {
+            return Err(format!("an instance type has no name ({:?})", t.labels));
+        }
+        if !names.insert(t.name.as_str()) {
+            return Err(format!("instance type {} is listed twice", t.name));
+        }
+        let quantities = t
+            .capacity
+            .0
+            .values()
+            .chain(t.allocatable.0.values())
+            .chain(t.allocatable_most.iter().flat_map(|m| m.0.values()));
+        let prices = t.offerings.iter().filter_map(|o| o.price);
+        if quantities.copied().chain(prices).any(|v| !v.is_finite()) {
+            return Err(format!(
+                "instance type {}: a quantity or price is not a finite number",
+                t.name
+            ));
+        }
     }
     Ok(c)
 }
@@ -146,7 +181,7 @@ fn kwok(list: Vec<KwokOptions>) -> std::result::Result<Catalog, String> {
             offerings,
         ));
     }
-    Ok(Catalog::new(CatalogSource::KwokFile, types))
+    check(Catalog::new(CatalogSource::KwokFile, types))
 }
 
 #[cfg(test)]
@@ -205,10 +240,31 @@ mod tests {
     #[test]
     fn kelps_own_format_reads_back_and_anything_else_is_one_clear_error() {
         let yaml = serde_norway::to_string(&Catalog::kwok_builtin()).unwrap();
-        crate::model::catalog::tests::assert_same(&parse(&yaml).unwrap(), &Catalog::kwok_builtin());
+        let mut back = parse(&yaml).unwrap();
+        assert_eq!((back.source, back.from), (CatalogSource::File, Some(CatalogSource::KwokBuiltin)));
+        back.source = CatalogSource::KwokBuiltin;
+        crate::model::catalog::tests::assert_same(&back, &Catalog::kwok_builtin());
         let e = parse("apiVersion: v1\nkind: Pod\n").unwrap_err();
         assert!(e.contains("not an instance-type catalogue"), "{e}");
         let e = parse("apiVersion: kelp.dev/v1\nkind: InstanceTypeCatalog\nsource: file\ninstanceTypes: [{name: x, capacity: {cpu: lots}}]\n").unwrap_err();
         assert!(e.contains("lots"), "{e}");
+    }
+
+    #[test]
+    fn a_catalogue_kelp_cannot_judge_with_is_refused_in_one_line() {
+        let head = "apiVersion: kelp.dev/v1\nkind: InstanceTypeCatalog\n";
+        let e = parse(&format!("{head}instanceTypes: []\n")).unwrap_err();
+        assert_eq!(e, "the catalogue has no instance types");
+        let e = parse(&format!("{head}instanceTypes: [{{name: a}}]\n")).unwrap_err();
+        assert_eq!(e, "no instance type in the catalogue has an available offering");
+        let one = "{name: a, offerings: [{zone: z, capacityType: spot, price: 0.1}]}";
+        let e = parse(&format!("{head}instanceTypes: [{one}, {one}]\n")).unwrap_err();
+        assert_eq!(e, "instance type a is listed twice");
+        // A file says it is one, and keeps where its types came from.
+        let c = parse(&format!("{head}source: karpenter-metrics\ninstanceTypes: [{one}]\n")).unwrap();
+        assert_eq!((c.source, c.from), (CatalogSource::File, Some(CatalogSource::KarpenterMetrics)));
+        assert_eq!(c.describe(), "a catalogue file (written from Karpenter's instance-type metrics)");
+        // The source may be left out of a hand-written file.
+        assert_eq!(parse(&format!("{head}instanceTypes: [{one}]\n")).unwrap().source, CatalogSource::File);
     }
 }

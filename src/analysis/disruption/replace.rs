@@ -7,6 +7,7 @@
 //! default); otherwise only the types cheaper than the node remain, and with none the node
 //! stays ("Can't replace with a cheaper node").
 
+use crate::analysis::provisioning::instance_types::{daemons, PoolTypes};
 use crate::analysis::provisioning::{pod_requests, pod_terms, Launch, PoolSet, TypeVerdict};
 use crate::karpenter::labels;
 use crate::karpenter::requirements::{self, Requirements};
@@ -65,10 +66,22 @@ pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f6
     let Some(price) = own.or(price) else {
         return Replacement::Unknown("the node's own price is unknown".into());
     };
-    let Some(launch) = one_claim(pools, pods) else {
+    // Karpenter simulates without the candidate: its capacity no longer counts against
+    // its own pool's limits.
+    let freed = node
+        .metadata
+        .labels
+        .get(labels::NODEPOOL)
+        .zip(Resources::from_quantities(&node.status.capacity).ok())
+        .map(|(pool, mut capacity)| {
+            capacity.0.insert("nodes".into(), 1.0);
+            (pool.as_str(), capacity)
+        });
+    let freed = freed.as_ref().map(|(p, r)| (*p, r));
+    let Some(launch) = one_claim(pools, pods, freed) else {
         // Each alone, then: does every pod have some pool?
         for p in pods {
-            if one_claim(pools, std::slice::from_ref(p)).is_none() {
+            if one_claim(pools, std::slice::from_ref(p), freed).is_none() {
                 let m = &p.metadata;
                 return Replacement::WouldNotSchedule(format!(
                     "{}/{}",
@@ -80,10 +93,8 @@ pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f6
         return Replacement::Multiple;
     };
     let (pool, launch, reqs) = launch;
-    if capacity_type == Some("spot")
-        && reqs.allows(labels::CAPACITY_TYPE, "spot")
-        && launch.cheapest.iter().any(|o| o.capacity_type == "spot")
-    {
+    // As Karpenter: all candidates spot and the replacement's requirements allow spot.
+    if capacity_type == Some("spot") && reqs.allows(labels::CAPACITY_TYPE, "spot") {
         return Replacement::SpotToSpot;
     }
     let cheapest = launch
@@ -99,6 +110,13 @@ pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f6
             price: p,
             was: price,
         },
+        // A type the catalogue cannot settle might hold them for less than the node.
+        Some(_) if launch.unsure_cheapest.is_some_and(|u| u.0 < price) => Replacement::Unknown(
+            format!(
+                "kelp cannot tell: the cheapest type it is sure of is not cheaper, but {} it cannot settle might be",
+                launch.unsure
+            ),
+        ),
         Some((o, p)) => Replacement::NoCheaper {
             pool,
             instance_type: o.instance_type.clone(),
@@ -109,8 +127,13 @@ pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f6
     }
 }
 
-/// The first pool (in Karpenter's order) with a type that holds all `pods` on one node.
-fn one_claim(pools: &PoolSet, pods: &[&Pod]) -> Option<(String, Launch, Requirements)> {
+/// The first pool (in Karpenter's order) with a type that holds all `pods` on one node;
+/// `freed` is the candidate's pool and capacity, which its own pool's limits get back.
+fn one_claim(
+    pools: &PoolSet,
+    pods: &[&Pod],
+    freed: Option<(&str, &Resources)>,
+) -> Option<(String, Launch, Requirements)> {
     'pools: for p in &pools.ordered {
         if p.not_ready.is_some() {
             continue;
@@ -118,6 +141,27 @@ fn one_claim(pools: &PoolSet, pods: &[&Pod]) -> Option<(String, Launch, Requirem
         let (Some(types), Ok(pool_reqs)) = (&p.types, &p.requirements) else {
             continue;
         };
+        let rebuilt = match (freed, &pools.catalog, &p.limits) {
+            (Some((pool, capacity)), Some(catalog), Ok(limits))
+                if pool == p.name && !limits.0.is_empty() =>
+            {
+                let mut usage = p.usage.clone();
+                for (k, v) in &capacity.0 {
+                    *usage.0.entry(k.clone()).or_default() -= v;
+                }
+                Some(PoolTypes::of(
+                    catalog,
+                    p.pool,
+                    pool_reqs,
+                    Some(limits),
+                    &usage,
+                    &daemons(pools.cluster, pools.provider),
+                    pools.provider,
+                ))
+            }
+            _ => None,
+        };
+        let types = rebuilt.as_ref().unwrap_or(types);
         if types.pool_reject.is_some() {
             continue;
         }

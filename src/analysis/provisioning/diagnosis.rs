@@ -175,32 +175,28 @@ pub fn evaluate(
         };
         return verdict(Verdict::Rejected, vec![reason(nr.category, msg)]);
     }
-    if let Some(msg) = &pool.no_instance_types {
+    // The catalogue's types the pool admits at all (else Karpenter drops the pool); without
+    // a catalogue, Karpenter's NoCompatibleInstanceTypes event says so (with one, the
+    // event is only evidence: the pool may have been fixed since).
+    let types = pool.types.as_ref();
+    if let (None, Some(msg)) = (types, &pool.no_instance_types) {
         return verdict(
             Verdict::Rejected,
             vec![reason(Category::InstanceTypes, msg.clone())],
         );
     }
-    // The catalogue's types the pool admits at all (else Karpenter drops the pool).
-    let types = pool.types.as_ref();
-    match types.and_then(|t| t.pool_reject.as_ref()) {
-        Some(Reject::No {
-            message,
-            limits: false,
-        }) => {
-            return verdict(
-                Verdict::Rejected,
-                vec![reason(Category::InstanceTypes, message.clone())],
-            )
-        }
-        Some(Reject::Unknown(m)) => {
-            return verdict(
-                Verdict::Unknown,
-                vec![reason(Category::InstanceTypes, m.clone())],
-            )
-        }
-        _ => {}
+    if let Some(Reject::No {
+        message,
+        limits: false,
+    }) = types.and_then(|t| t.pool_reject.as_ref())
+    {
+        return verdict(
+            Verdict::Rejected,
+            vec![reason(Category::InstanceTypes, message.clone())],
+        );
     }
+    // A pool whose types the catalogue cannot settle is still judged on the rest (a taint
+    // rejects it whatever its types); the types' own step below says unknown.
     // 2. limits
     match &pool.limits {
         Err(e) => {
@@ -288,6 +284,9 @@ pub fn evaluate(
         }
     };
     let mut last_failure = Vec::new();
+    // The verdict of the last compatible term whose instance types failed: Karpenter
+    // relaxes a failing term away and tries the next, and reports its last attempt.
+    let mut last_types: Option<PoolVerdict> = None;
     for term in terms {
         match requirements::compatible(term, pool_reqs) {
             Ok(()) => {
@@ -306,18 +305,27 @@ pub fn evaluate(
                 // 6. instance types: from the catalogue, as Karpenter filters them.
                 if let Some(types) = types {
                     let reqs = pool_reqs.intersect(term);
-                    return match types.judge(&reqs, requests) {
-                        TypeVerdict::Compatible(launch) => PoolVerdict {
-                            launch: Some(launch),
-                            ..verdict(Verdict::Compatible, Vec::new())
-                        },
+                    match types.judge(&reqs, requests) {
+                        TypeVerdict::Compatible(launch) => {
+                            return PoolVerdict {
+                                launch: Some(launch),
+                                ..verdict(Verdict::Compatible, Vec::new())
+                            }
+                        }
                         TypeVerdict::Rejected(m) => {
-                            verdict(Verdict::Rejected, vec![reason(Category::InstanceTypes, m)])
+                            last_types = Some(verdict(
+                                Verdict::Rejected,
+                                vec![reason(Category::InstanceTypes, m)],
+                            ))
                         }
                         TypeVerdict::Unknown(m) => {
-                            verdict(Verdict::Unknown, vec![reason(Category::InstanceTypes, m)])
+                            last_types = Some(verdict(
+                                Verdict::Unknown,
+                                vec![reason(Category::InstanceTypes, m)],
+                            ))
                         }
-                    };
+                    }
+                    continue;
                 }
                 // Without one: every type big enough for the pod is beyond what is left
                 // of a limit, so none both fits and stays under it.
@@ -348,6 +356,9 @@ pub fn evaluate(
             }
             Err(incompatibilities) => last_failure = incompatibilities,
         }
+    }
+    if let Some(v) = last_types {
+        return v;
     }
     // Karpenter relaxes by dropping leading terms, so the last term's error is the one it reports.
     let reasons = last_failure

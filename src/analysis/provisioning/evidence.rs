@@ -132,6 +132,7 @@ pub(super) fn cross_check(verdicts: &mut [PoolVerdict], segments: &[Segment], ke
                 } else {
                     v.verdict = Verdict::Rejected;
                     v.source = VerdictSource::Event;
+                    v.launch = None;
                     v.reasons = beyond
                         .iter()
                         .map(|s| reason(s.category, s.message.clone()))

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::karpenter::instance_types::FilterTally;
 use crate::karpenter::labels;
-use crate::karpenter::requirements::{self, Provider, Requirements};
+use crate::karpenter::requirements::{self, Operator, Provider, Requirements};
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
 use crate::model::{Catalog, CatalogSource, Cluster, InstanceType, PodSpec};
@@ -80,12 +80,24 @@ pub fn type_compatible(it: &InstanceType, reqs: &Requirements) -> Tri {
         };
         out = out.and(this);
     }
-    if !it.complete {
-        for key in reqs.keys() {
-            if type_key(key) && !it.labels.contains_key(key) {
-                out = out.and(Tri::Unknown);
-            }
+    for key in reqs.keys() {
+        if !type_key(key) || it.labels.contains_key(key) {
+            continue;
         }
+        // A provider defines every one of its instance labels on each of its types
+        // (DoesNotExist where it does not apply): a complete type lacking one of its own
+        // provider's keys lacks the label. A key of another domain it does not define at
+        // all, and Karpenter compares only the keys both sides define.
+        let domain = key.split('/').next().unwrap_or_default();
+        let own_domain = it.labels.keys().any(|k| k.starts_with(domain) && k.contains('/'));
+        out = out.and(match (it.complete, own_domain) {
+            (false, _) => Tri::Unknown,
+            (true, false) => Tri::Yes,
+            (true, true) => match reqs.operator(key) {
+                Some(Operator::NotIn | Operator::DoesNotExist) => Tri::Yes,
+                _ => Tri::No,
+            },
+        });
     }
     out
 }
@@ -109,6 +121,10 @@ fn offering(it: &InstanceType, reqs: &Requirements) -> Option<Option<f64>> {
 /// Whether `requests` fit the type's allocatable (every requested resource, a missing
 /// one counting as none).
 pub fn fits(it: &InstanceType, requests: &Resources) -> Tri {
+    // Karpenter's Fits: a type with any negative allocatable holds nothing.
+    if it.allocatable.0.values().any(|v| *v < 0.0) {
+        return Tri::No;
+    }
     let mut out = Tri::Yes;
     for (r, &q) in &requests.0 {
         if q <= 0.0 {
@@ -191,8 +207,18 @@ pub struct Launch {
     pub instance_types: usize,
     /// The cheapest options, best first (at most three).
     pub cheapest: Vec<LaunchOption>,
+    /// Types the catalogue cannot settle (their architecture, pods, ...) that might also
+    /// hold the pod, and the cheapest offering among them: Karpenter might launch one.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unsure: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsure_cheapest: Option<Dollars>,
     /// What the catalogue was.
     pub catalog: CatalogSource,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One instance type with its best offering.
@@ -366,6 +392,7 @@ impl PoolTypes {
         let mut tally = FilterTally::default();
         let mut kept: Vec<(&InstanceType, Option<f64>)> = Vec::new();
         let mut maybe = 0usize;
+        let mut maybe_cheapest: Option<f64> = None;
         let mut one = requests.clone();
         one.add(&Resources([("pods".to_string(), 1.0)].into()));
         // As Karpenter prints them: the pod's requests and the DaemonSets' overhead.
@@ -389,7 +416,12 @@ impl PoolTypes {
             match (compat.and(fit), c.sure) {
                 (Tri::Yes, true) => kept.push((it, offer.flatten())),
                 (Tri::No, _) => {}
-                _ => maybe += 1,
+                _ => {
+                    maybe += 1;
+                    if let Some(Some(p)) = offer {
+                        maybe_cheapest = Some(maybe_cheapest.map_or(p, |m: f64| m.min(p)));
+                    }
+                }
             }
         }
         let context = || {
@@ -435,7 +467,10 @@ impl PoolTypes {
             };
         }
         if !kept.is_empty() {
-            return TypeVerdict::Compatible(self.launch(&kept, reqs));
+            let mut launch = self.launch(&kept, reqs);
+            launch.unsure = maybe;
+            launch.unsure_cheapest = maybe_cheapest.map(Dollars);
+            return TypeVerdict::Compatible(launch);
         }
         if maybe > 0 {
             return TypeVerdict::Unknown(format!(
@@ -498,6 +533,8 @@ impl PoolTypes {
             });
         }
         Launch {
+            unsure: 0,
+            unsure_cheapest: None,
             instance_types: kept.len(),
             cheapest,
             catalog: self.source,
@@ -567,8 +604,15 @@ pub fn describe_launch(l: &Launch) -> Option<String> {
         .price_per_hour
         .map(|p| format!(", ${:.4}/h", p.0))
         .unwrap_or_default();
+    let unsure = match (l.unsure_cheapest, best.price_per_hour) {
+        (Some(u), Some(b)) if u.0 < b.0 => format!(
+            "; {} more the catalogue cannot settle might be cheaper, from ${:.4}/h",
+            l.unsure, u.0
+        ),
+        _ => String::new(),
+    };
     Some(format!(
-        "{} {}{zones}{price} (cheapest of {} compatible instance type{})",
+        "{} {}{zones}{price} (cheapest of {} compatible instance type{}{unsure})",
         best.instance_type,
         best.capacity_type,
         l.instance_types,
@@ -773,5 +817,81 @@ spec:
         let v = judge(&c, "p");
         assert_eq!(v.verdict, Verdict::Rejected, "{v:?}");
         assert!(v.reasons[0].message.ends_with("due to minValues incompatibility"), "{:?}", v.reasons);
+    }
+
+    #[test]
+    fn karpenter_falls_back_to_a_later_node_affinity_term_when_types_fail() {
+        // Term 1 asks for the 1-CPU types (900m allocatable: a 1-CPU pod fits none); term 2
+        // for the 2-CPU ones. Karpenter relaxes term 1 away and launches from term 2.
+        let affinity = r#"apiVersion: v1
+kind: Pod
+metadata: {name: two-terms, namespace: default}
+spec:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions: [{key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["1"]}]
+        - matchExpressions: [{key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["2"]}]
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+status:
+  phase: Pending
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
+"#;
+        let c = cluster("{}", affinity);
+        let v = judge(&c, "two-terms");
+        assert_eq!(v.verdict, Verdict::Compatible, "{v:?}");
+        assert_eq!(launched(&v).0, "c-2x-amd64-linux");
+    }
+
+    #[test]
+    fn a_taint_rejects_a_pool_whatever_its_unknown_types() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/metrics/aws-instance-types.txt"
+        ))
+        .unwrap();
+        let mut c = cluster("{}", &pod("web", "1", ""));
+        let pool = c.nodepools.get("default").unwrap().clone();
+        let mut v = serde_json::to_value(&pool).unwrap();
+        v["spec"]["template"]["spec"]["taints"] =
+            serde_json::json!([{"key": "team", "value": "x", "effect": "NoSchedule"}]);
+        c.apply_nodepool(serde_json::from_value(v).unwrap());
+        c.metrics = Some(crate::source::metrics::parse("aws", &text).unwrap());
+        let catalog = Arc::new(crate::analysis::catalog::from_metrics(&c, c.metrics.as_ref().unwrap()));
+        let pools = PoolSet::new(&c).with_catalog(Some(&catalog));
+        let p = c.pods.values().next().unwrap();
+        let v = diagnose(&c, &pools, p, Utc::now()).nodepools[0].clone();
+        assert_eq!(v.verdict, Verdict::Rejected, "{v:?}");
+        assert_eq!(v.reasons[0].category, crate::karpenter::events::Category::Taints);
+    }
+
+    #[test]
+    fn a_complete_type_lacking_one_of_its_providers_labels_does_not_have_it() {
+        let mut it = Catalog::kwok_builtin().instance_types.remove(0);
+        let reqs = |op: &str| {
+            Requirements::from_requirements(&[requirements::Requirement {
+                key: "karpenter.kwok.sh/instance-gpu-count".into(),
+                operator: op.into(),
+                values: if op == "Exists" || op == "DoesNotExist" { vec![] } else { vec!["1".into()] },
+                min_values: None,
+            }])
+            .unwrap()
+        };
+        assert_eq!(type_compatible(&it, &reqs("Exists")), Tri::No);
+        assert_eq!(type_compatible(&it, &reqs("DoesNotExist")), Tri::Yes);
+        assert_eq!(type_compatible(&it, &reqs("NotIn")), Tri::Yes);
+        // A key of a domain the type has no label in: not compared, as Karpenter does.
+        let aws = Requirements::from_requirements(&[requirements::Requirement {
+            key: "karpenter.k8s.aws/instance-family".into(),
+            operator: "In".into(),
+            values: vec!["m5".into()],
+            min_values: None,
+        }])
+        .unwrap();
+        assert_eq!(type_compatible(&it, &aws), Tri::Yes);
+        // Where the catalogue is not complete for the type, it cannot tell.
+        it.complete = false;
+        assert_eq!(type_compatible(&it, &reqs("Exists")), Tri::Unknown);
     }
 }
