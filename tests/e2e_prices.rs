@@ -529,7 +529,12 @@ fn a_snapshot_captures_the_controllers_metrics_and_a_catalogue() {
             .arg(&path)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        // doctor exits 1 when something critical is found (other suites leave pods pending).
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
     let catalog = kelp(&["catalog", "-o", "json"]);
