@@ -101,16 +101,8 @@ fn from_node(name: &str, node: &Node, offerings: Vec<TypeOffering>) -> Option<In
     if allocatable.0.is_empty() {
         return None;
     }
-    Some(InstanceType {
-        name: name.into(),
-        labels,
-        capacity,
-        allocatable,
-        allocatable_most: None,
-        uncertain: Vec::new(),
-        complete: node.metadata.labels.contains_key(labels::NODEPOOL),
-        offerings,
-    })
+    let complete = node.metadata.labels.contains_key(labels::NODEPOOL);
+    Some(InstanceType::exact(name, labels, capacity, allocatable, complete, offerings))
 }
 
 fn estimated(name: &str, cores: f64, raw: Option<f64>, offerings: Vec<TypeOffering>) -> InstanceType {

@@ -220,6 +220,18 @@ impl InstanceType {
                 *a = ((*a - v) * 1000.0).round() / 1000.0;
             }
         }
+        InstanceType::exact(name, labels, capacity, allocatable, true, offerings)
+    }
+
+    /// A type whose allocatable is known exactly and whose labels are all certain.
+    pub fn exact(
+        name: &str,
+        labels: BTreeMap<String, Vec<String>>,
+        capacity: Resources,
+        allocatable: Resources,
+        complete: bool,
+        offerings: Vec<TypeOffering>,
+    ) -> Self {
         InstanceType {
             name: name.into(),
             labels,
@@ -227,7 +239,7 @@ impl InstanceType {
             allocatable,
             allocatable_most: None,
             uncertain: Vec::new(),
-            complete: true,
+            complete,
             offerings,
         }
     }
