@@ -116,6 +116,17 @@ fn estimated(name: &str, cores: f64, raw: Option<f64>, offerings: Vec<TypeOfferi
     if !size.is_empty() {
         labels.insert(rules::AWS_SIZE.to_string(), vec![size.to_string()]);
     }
+    // What the AWS provider derives from the name and the figures the metrics carry.
+    if let Some((category, generation)) = rules::aws_category_generation(name) {
+        labels.insert(rules::AWS_CATEGORY.to_string(), vec![category.to_string()]);
+        labels.insert(rules::AWS_GENERATION.to_string(), vec![generation.to_string()]);
+    }
+    if cores.fract() == 0.0 {
+        labels.insert(rules::AWS_CPU.to_string(), vec![format!("{cores}")]);
+    }
+    if let Some(mib) = raw.map(|r| r / rules::MI).filter(|m| m.fract() == 0.0) {
+        labels.insert(rules::AWS_MEMORY.to_string(), vec![format!("{mib}")]);
+    }
     let cpu = cores - rules::aws_kube_reserved_cpu(cores);
     let (fewest, most) = rules::aws_pods_range(cores);
     let mut capacity = BTreeMap::from([("cpu".to_string(), cores)]);
@@ -184,6 +195,10 @@ mod tests {
         assert!(!c6g.complete);
         assert_eq!(c6g.labels[labels::ARCH], vec!["amd64", "arm64"]);
         assert_eq!(c6g.labels[rules::AWS_FAMILY], vec!["c6g"]);
+        assert_eq!(c6g.labels[rules::AWS_CATEGORY], vec!["c"]);
+        assert_eq!(c6g.labels[rules::AWS_GENERATION], vec!["6"]);
+        assert_eq!(c6g.labels[rules::AWS_CPU], vec!["4"]);
+        assert_eq!(c6g.labels[rules::AWS_MEMORY], vec!["8192"]);
         // 4 vCPU: 80m reserved; 8 GiB less 7.5%.
         assert!((c6g.allocatable.get("cpu") - 3.92).abs() < 1e-9);
         assert!(c6g.allocatable.get("memory") < c6g.allocatable_most("memory"));

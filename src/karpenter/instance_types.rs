@@ -15,6 +15,19 @@ pub const KWOK_MEMORY: &str = "karpenter.kwok.sh/instance-memory";
 /// The AWS provider's family and size labels.
 pub const AWS_FAMILY: &str = "karpenter.k8s.aws/instance-family";
 pub const AWS_SIZE: &str = "karpenter.k8s.aws/instance-size";
+pub const AWS_CATEGORY: &str = "karpenter.k8s.aws/instance-category";
+pub const AWS_GENERATION: &str = "karpenter.k8s.aws/instance-generation";
+pub const AWS_CPU: &str = "karpenter.k8s.aws/instance-cpu";
+/// In MiB of the EC2 memory figure.
+pub const AWS_MEMORY: &str = "karpenter.k8s.aws/instance-memory";
+
+/// An AWS type's category and generation as the AWS provider reads them from its name
+/// (`m5.large`: `m`, `5`; `u-6tb1.metal`: `u`, `1`); None for a name that does not say.
+pub fn aws_category_generation(name: &str) -> Option<(&str, &str)> {
+    re!(SCHEME = r"^([a-z]+)(-[0-9]+tb)?([0-9]+)[^.]*\.");
+    let c = SCHEME.captures(name)?;
+    Some((c.get(1)?.as_str(), c.get(3)?.as_str()))
+}
 
 /// The zones of the kwok provider's built-in offerings.
 pub const KWOK_ZONES: [&str; 4] = ["test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d"];
@@ -189,6 +202,11 @@ mod tests {
         assert_eq!(aws_kube_reserved_memory(29.0), 574.0 * MI);
         // m5.large: 8 GiB raw, 7.5% off rounded up: 8192 - 615 = 7577 MiB.
         assert_eq!(aws_memory_capacity(8.0 * GI), 7577.0 * MI);
+        assert_eq!(aws_category_generation("m5.large"), Some(("m", "5")));
+        assert_eq!(aws_category_generation("c7gn.xlarge"), Some(("c", "7")));
+        assert_eq!(aws_category_generation("u-6tb1.metal"), Some(("u", "1")));
+        assert_eq!(aws_category_generation("inf2.xlarge"), Some(("inf", "2")));
+        assert_eq!(aws_category_generation("weird"), None);
     }
 
     #[test]
