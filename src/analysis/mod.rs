@@ -88,7 +88,7 @@ impl<'a> Context<'a> {
             now,
             pending,
             pools: usages,
-            nodes: disruption::node_states(cluster, now, catalog.as_ref()),
+            nodes: disruption::node_states(cluster, now, Some(&pools)),
             catalog,
             smallest_types,
             without_types,

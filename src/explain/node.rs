@@ -73,7 +73,8 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
             c,
             node,
             pass.now,
-            &disruption::NodeInputs::new(c, pass.now).with_catalog(pass.catalog.as_ref()),
+            // A node of no pool: Karpenter never consolidates it, so no replacement to price.
+            &disruption::NodeInputs::new(c, pass.now),
         ),
     };
     let claim = state.nodeclaim.clone().unwrap_or_default();

@@ -674,7 +674,8 @@ status: {{phase: Running, startTime: "2026-11-21T08:55:00Z"}}
         crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
         let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
         let catalog = catalog.map(std::sync::Arc::new);
-        let inputs = NodeInputs::new(&c, now).with_catalog(catalog.as_ref());
+        let pools = crate::analysis::provisioning::PoolSet::new(&c).with_catalog(catalog.as_ref());
+        let inputs = NodeInputs::new(&c, now).with_pools(Some(&pools));
         node_disruption(&c, &c.nodes["n1"], now, &inputs).consolidation
     }
 

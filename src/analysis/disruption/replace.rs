@@ -7,7 +7,7 @@
 //! default); otherwise only the types cheaper than the node remain, and with none the node
 //! stays ("Can't replace with a cheaper node").
 
-use crate::analysis::provisioning::instance_types::{daemons, PoolTypes};
+use crate::analysis::provisioning::instance_types::PoolTypes;
 use crate::analysis::provisioning::{pod_requests, pod_terms, Launch, PoolSet, TypeVerdict};
 use crate::karpenter::labels;
 use crate::karpenter::requirements::{self, Requirements};
@@ -51,7 +51,7 @@ pub enum Replacement {
 /// Karpenter prices it (a price label is rounded).
 pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f64>) -> Replacement {
     let Some(catalog) = &pools.catalog else {
-        return Replacement::Unknown("kelp has no instance-type catalogue to price one".into());
+        return Replacement::Unknown("kelp cannot price one without an instance-type catalogue".into());
     };
     let label = |k: &str| node.metadata.labels.get(k).map(String::as_str);
     let capacity_type = label(labels::CAPACITY_TYPE);
@@ -155,7 +155,7 @@ fn one_claim(
                     pool_reqs,
                     Some(limits),
                     &usage,
-                    &daemons(pools.cluster, pools.provider),
+                    &pools.daemons,
                     pools.provider,
                 ))
             }

@@ -209,10 +209,8 @@ pub struct NodeInputs<'c> {
     cluster: Option<&'c Cluster>,
     now: DateTime<Utc>,
     room: std::cell::OnceCell<Room<'c>>,
-    /// The instance-type catalogue, for pricing a replacement node.
-    catalog: Option<std::sync::Arc<crate::model::Catalog>>,
-    /// The pools with their instance types, built once when a replacement is priced.
-    pools: std::cell::OnceCell<PoolSet<'c>>,
+    /// The pass's pools with their instance types, for pricing a replacement node.
+    pools: Option<&'c PoolSet<'c>>,
 }
 
 impl<'c> NodeInputs<'c> {
@@ -227,22 +225,15 @@ impl<'c> NodeInputs<'c> {
             cluster: Some(c),
             now,
             room: std::cell::OnceCell::new(),
-            catalog: None,
-            pools: std::cell::OnceCell::new(),
+            pools: None,
         }
     }
 
-    /// Price replacements from this catalogue.
-    pub fn with_catalog(mut self, catalog: Option<&std::sync::Arc<crate::model::Catalog>>) -> Self {
-        self.catalog = catalog.cloned();
+    /// Price replacements with the pass's pools and their instance types (a pool set
+    /// without a catalogue says it cannot price one).
+    pub fn with_pools(mut self, pools: Option<&'c PoolSet<'c>>) -> Self {
+        self.pools = pools;
         self
-    }
-
-    /// The pools with their instance types, built once (None without a catalogue).
-    fn pools(&self) -> Option<&PoolSet<'c>> {
-        let c = self.cluster?;
-        let catalog = self.catalog.as_ref()?;
-        Some(self.pools.get_or_init(|| PoolSet::new(c).with_catalog(Some(catalog))))
     }
 
     /// The free room on the cluster's schedulable nodes, built once.
@@ -563,7 +554,7 @@ pub fn node_disruption(
             price: capacity::node_price(c, node),
         },
         &|| inputs.room(),
-        &|| inputs.pools(),
+        &|| inputs.pools,
         now,
     );
     // Underused but not consolidable (its pods have nowhere cheaper to go): Karpenter does
@@ -606,9 +597,9 @@ fn pod_key(o: &ObjectRef) -> String {
 pub fn node_states(
     c: &Cluster,
     now: DateTime<Utc>,
-    catalog: Option<&std::sync::Arc<crate::model::Catalog>>,
+    pools: Option<&PoolSet>,
 ) -> BTreeMap<String, NodeDisruption> {
-    let inputs = NodeInputs::new(c, now).with_catalog(catalog);
+    let inputs = NodeInputs::new(c, now).with_pools(pools);
     c.nodes
         .values()
         .filter(|n| {

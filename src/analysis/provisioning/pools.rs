@@ -142,6 +142,8 @@ pub struct PoolSet<'a> {
     pub provider: Provider,
     /// The instance-type catalogue the verdicts were judged with, if any.
     pub catalog: Option<std::sync::Arc<Catalog>>,
+    /// With a catalogue: every DaemonSet as Karpenter counts it into a pool's overhead.
+    pub daemons: Vec<instance_types::Daemon>,
 }
 
 impl<'a> PoolSet<'a> {
@@ -171,6 +173,7 @@ impl<'a> PoolSet<'a> {
             cluster: c,
             provider: cluster_provider(c),
             catalog: None,
+            daemons: Vec::new(),
         }
     }
 
@@ -181,7 +184,8 @@ impl<'a> PoolSet<'a> {
             return self;
         };
         self.catalog = Some(catalog.clone());
-        let daemons = instance_types::daemons(self.cluster, self.provider);
+        self.daemons = instance_types::daemons(self.cluster, self.provider);
+        let daemons = &self.daemons;
         for p in &mut self.ordered {
             let Ok(reqs) = &p.requirements else { continue };
             p.types = Some(PoolTypes::of(
@@ -190,7 +194,7 @@ impl<'a> PoolSet<'a> {
                 reqs,
                 p.limits.as_ref().ok(),
                 &p.usage,
-                &daemons,
+                daemons,
                 self.provider,
             ));
         }
