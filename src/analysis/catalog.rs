@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::provisioning::instance_types::type_key;
 use crate::karpenter::instance_types::{self as rules, GI};
 use crate::karpenter::labels;
 use crate::karpenter::requirements::Provider;
@@ -33,11 +34,6 @@ pub fn resolve(c: &Cluster, provider: Provider) -> Option<Arc<Catalog>> {
     (provider == Provider::Kwok).then(|| Arc::new(Catalog::kwok_builtin()))
 }
 
-/// Label keys a node of a type shows that belong to the type (not to the node).
-fn type_label(key: &str) -> bool {
-    matches!(key, labels::ARCH | labels::OS | labels::INSTANCE_TYPE)
-        || key.starts_with("karpenter.k8s.aws/instance-")
-}
 
 /// The AWS provider's types from its metrics. A type a node of the cluster runs gets that
 /// node's labels, capacity and allocatable (exact). Any other gets what the metrics say
@@ -93,7 +89,7 @@ fn from_node(name: &str, node: &Node, offerings: Vec<TypeOffering>) -> Option<In
         .metadata
         .labels
         .iter()
-        .filter(|(k, _)| type_label(k))
+        .filter(|(k, _)| type_key(k))
         .map(|(k, v)| (k.clone(), vec![v.clone()]))
         .collect();
     let capacity = Resources::from_quantities(&node.status.capacity).ok()?;

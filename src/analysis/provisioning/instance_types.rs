@@ -44,9 +44,10 @@ impl Tri {
     }
 }
 
-/// Label keys that belong to the instance type: a catalogue that is not complete for a
-/// type cannot say it lacks one.
-fn type_key(key: &str) -> bool {
+/// Label keys that belong to the instance type (not to the node that runs it): a node of
+/// a type shows them, and a catalogue that is not complete for a type cannot say it lacks
+/// one.
+pub(crate) fn type_key(key: &str) -> bool {
     matches!(key, labels::ARCH | labels::OS | labels::INSTANCE_TYPE)
         || key.starts_with("karpenter.k8s.aws/instance-")
         || key.starts_with("karpenter.kwok.sh/instance-")
@@ -56,17 +57,22 @@ fn type_key(key: &str) -> bool {
 /// define; zone and capacity type are the type's offerings').
 pub fn type_compatible(it: &InstanceType, reqs: &Requirements) -> Tri {
     let mut out = Tri::Yes;
-    let offered = |f: fn(&crate::model::TypeOffering) -> &String| {
-        it.offerings.iter().map(f).cloned().collect::<BTreeSet<String>>()
-    };
-    let zones: Vec<String> = offered(|o| &o.zone).into_iter().collect();
-    let capacity_types: Vec<String> = offered(|o| &o.capacity_type).into_iter().collect();
-    let keys = it
-        .labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v))
-        .chain([(labels::ZONE, &zones), (labels::CAPACITY_TYPE, &capacity_types)]);
-    for (key, values) in keys {
+    // Its zones and capacity types are its offerings' (all of them, available or not),
+    // each one certain: some allowed is enough. Read in place: this runs per type per pod.
+    let offered = [
+        (labels::ZONE, (|o| &o.zone) as fn(&crate::model::TypeOffering) -> &String),
+        (labels::CAPACITY_TYPE, |o| &o.capacity_type),
+    ];
+    for (key, value) in offered {
+        if reqs.defines(key)
+            && !it.offerings.is_empty()
+            && !it.offerings.iter().any(|o| reqs.allows(key, value(o)))
+        {
+            out = Tri::No;
+        }
+    }
+    for (key, values) in &it.labels {
+        let key = key.as_str();
         if !reqs.defines(key) || values.is_empty() {
             continue;
         }
