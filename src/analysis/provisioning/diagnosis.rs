@@ -185,15 +185,24 @@ pub fn evaluate(
             vec![reason(Category::InstanceTypes, msg.clone())],
         );
     }
-    if let Some(Reject::No {
-        message,
-        limits: false,
-    }) = types.and_then(|t| t.pool_reject.as_ref())
-    {
-        return verdict(
-            Verdict::Rejected,
-            vec![reason(Category::InstanceTypes, message.clone())],
-        );
+    // The pool's own rejection by its types, at its step: before limits when its
+    // requirements admit none, at the limits when none is left under them.
+    let pool_reject = |at_limits: bool| match types.and_then(|t| t.pool_reject.as_ref()) {
+        Some(Reject::No { message, limits }) if *limits == at_limits => {
+            let category = if at_limits {
+                Category::Limits
+            } else {
+                Category::InstanceTypes
+            };
+            Some(verdict(
+                Verdict::Rejected,
+                vec![reason(category, message.clone())],
+            ))
+        }
+        _ => None,
+    };
+    if let Some(v) = pool_reject(false) {
+        return v;
     }
     // A pool whose types the catalogue cannot settle is still judged on the rest (a taint
     // rejects it whatever its types); the types' own step below says unknown.
@@ -235,15 +244,8 @@ pub fn evaluate(
             if !out.is_empty() {
                 return verdict(Verdict::Rejected, out);
             }
-            if let Some(Reject::No {
-                message,
-                limits: true,
-            }) = types.and_then(|t| t.pool_reject.as_ref())
-            {
-                return verdict(
-                    Verdict::Rejected,
-                    vec![reason(Category::Limits, message.clone())],
-                );
+            if let Some(v) = pool_reject(true) {
+                return v;
             }
         }
     }
