@@ -273,7 +273,8 @@ impl SeedMetrics {
 /// Which of the `wanted` object ids (see [`uid`]) the model still holds: one look at each
 /// object, with nothing allocated for the many that no occurrence names.
 fn alive_uids<'a>(c: &Cluster, wanted: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
-    let wanted: std::collections::HashSet<&str> = wanted.map(String::as_str).collect();
+    let wanted: std::collections::HashSet<&str, foldhash::fast::RandomState> =
+        wanted.map(String::as_str).collect();
     let mut alive = BTreeSet::new();
     if wanted.is_empty() {
         return alive;

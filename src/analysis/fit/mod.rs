@@ -151,13 +151,35 @@ impl<'c> Room<'c> {
             .map(|n| {
                 let mut free =
                     Resources::from_quantities(&n.status.allocatable).unwrap_or_default();
+                // Pods alike (one scheduling spec, shared by the replicas of a workload) are
+                // counted first and taken off together.
+                let mut alike: Vec<(*const SchedulingSpec, &Pod, f64)> = Vec::new();
+                let mut count = 0.0;
                 for p in c.pods_on(&n.metadata.name).filter(|p| holds_room(p)) {
+                    count += 1.0;
                     let key: *const SchedulingSpec = &*p.spec.scheduling;
+                    match alike.iter_mut().find(|(k, _, _)| *k == key) {
+                        Some((_, _, n)) => *n += 1.0,
+                        None => alike.push((key, p, 1.0)),
+                    }
+                }
+                for (key, p, n) in alike {
                     let r = requests.entry(key).or_insert_with(|| pod_requests(&p.spec));
                     for (k, v) in &r.0 {
-                        *free.0.entry(k.clone()).or_default() -= v;
+                        match free.0.get_mut(k) {
+                            Some(f) => *f -= v * n,
+                            None => {
+                                free.0.insert(k.clone(), -v * n);
+                            }
+                        }
                     }
-                    *free.0.entry("pods".into()).or_default() -= 1.0;
+                }
+                match free.0.get_mut("pods") {
+                    Some(f) => *f -= count,
+                    None if count > 0.0 => {
+                        free.0.insert("pods".into(), -count);
+                    }
+                    None => {}
                 }
                 let settles = settles_at(c, n);
                 Target {

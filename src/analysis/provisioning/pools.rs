@@ -144,6 +144,8 @@ pub struct PoolSet<'a> {
     pub catalog: Option<std::sync::Arc<Catalog>>,
     /// With a catalogue: every DaemonSet as Karpenter counts it into a pool's overhead.
     pub daemons: Vec<instance_types::Daemon>,
+    /// The bound pods as zone spread counts them, built on first use.
+    spread: std::sync::OnceLock<super::topology::SpreadIndex>,
 }
 
 impl<'a> PoolSet<'a> {
@@ -174,7 +176,14 @@ impl<'a> PoolSet<'a> {
             provider: cluster_provider(c),
             catalog: None,
             daemons: Vec::new(),
+            spread: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The cluster's bound pods indexed for zone spread (built once, on first use).
+    pub fn spread_index(&self) -> &super::topology::SpreadIndex {
+        self.spread
+            .get_or_init(|| super::topology::SpreadIndex::new(self.cluster))
     }
 
     /// Judge instance types from `catalog` (see [`super::instance_types`]), computing
@@ -502,7 +511,7 @@ pub(super) fn no_instance_types(ctx: &Context) -> Vec<Finding> {
 mod grace_tests {
     use crate::findings::Code;
     use crate::model::Cluster;
-    use chrono::{DateTime, Utc};
+    use chrono::DateTime;
 
     const NOW: &str = "2026-11-21T10:00:00Z";
 

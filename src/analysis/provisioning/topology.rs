@@ -11,7 +11,7 @@
 //! compatible; a pool that names its zones is judged exactly. Hostname spread is always
 //! satisfiable by a new node and is not checked.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 
@@ -28,6 +28,138 @@ pub struct ZoneSpread {
     min_domains: Option<i64>,
     /// Matching pods per known zone (0 for a zone with none).
     counts: BTreeMap<String, i64>,
+}
+
+/// The cluster's bound pods as zone spread counts them, built once per pass on first use
+/// ([`PoolSet::spread_index`]): the nodes with a zone, and their active pods grouped by
+/// namespace and labels (a workload's replicas share one interned label map, so a
+/// selector is tried once per group, not once per pod). Which nodes a pod may use is
+/// worked out once per distinct node selector and affinity.
+pub struct SpreadIndex {
+    /// Every node with a zone label (its labels), with that zone.
+    nodes: Vec<(StringMap, String)>,
+    groups: Vec<PodGroup>,
+    /// Per (node selector, affinity) seen: whether each node of `nodes` fits it.
+    fits: std::sync::Mutex<HashMap<(usize, usize), std::sync::Arc<Vec<bool>>>>,
+    /// Counts already made, by namespace, selector and node filter.
+    counted: std::sync::Mutex<HashMap<String, BTreeMap<String, i64>>>,
+}
+
+/// Active pods alike in namespace and labels, by the index of their node.
+struct PodGroup {
+    namespace: Option<Shared<str>>,
+    labels: StringMap,
+    nodes: Vec<u32>,
+}
+
+impl SpreadIndex {
+    pub fn new(c: &Cluster) -> Self {
+        let zoned: Vec<(&Node, &str)> = c
+            .nodes
+            .values()
+            .filter_map(|n| Some((n, n.metadata.labels.get(labels::ZONE)?.as_str())))
+            .collect();
+        let mut groups: Vec<PodGroup> = Vec::new();
+        let mut by_key: HashMap<(usize, usize), usize> = HashMap::new();
+        for (i, (n, _)) in zoned.iter().enumerate() {
+            let active = c.pods_on(&n.metadata.name).filter(|p| {
+                p.metadata.deletion_timestamp.is_none()
+                    && !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+            });
+            for p in active {
+                let ns = p.metadata.namespace.as_deref();
+                let labels: &BTreeMap<String, String> = &p.metadata.labels;
+                let key = (
+                    ns.map_or(0, |s| s.as_ptr() as usize),
+                    labels as *const _ as usize,
+                );
+                let g = *by_key.entry(key).or_insert_with(|| {
+                    groups.push(PodGroup {
+                        namespace: p.metadata.namespace.clone(),
+                        labels: p.metadata.labels.clone(),
+                        nodes: Vec::new(),
+                    });
+                    groups.len() - 1
+                });
+                groups[g].nodes.push(i as u32);
+            }
+        }
+        SpreadIndex {
+            nodes: zoned
+                .into_iter()
+                .map(|(n, z)| (n.metadata.labels.clone(), z.to_string()))
+                .collect(),
+            groups,
+            fits: Default::default(),
+            counted: Default::default(),
+        }
+    }
+
+    /// The pods `sel` selects in the pod's namespace, per zone of the nodes the pod may
+    /// use (every such zone, 0 where none), or of every node when `ignore` (the
+    /// constraint's nodeAffinityPolicy Ignore). Replicas ask alike: once per pass.
+    fn counts(
+        &self,
+        pod: &Pod,
+        sel: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+        ignore: bool,
+    ) -> BTreeMap<String, i64> {
+        let fits = (!ignore).then(|| self.fits(pod));
+        let key = format!(
+            "{:?}|{sel:?}|{:?}",
+            pod.metadata.namespace,
+            fits.as_ref().map(|f| std::sync::Arc::as_ptr(f) as usize)
+        );
+        if let Some(c) = self.counted.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return c.clone();
+        }
+        let usable = |i: usize| fits.as_ref().is_none_or(|f| f[i]);
+        let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+        for (i, (_, z)) in self.nodes.iter().enumerate() {
+            if usable(i) && !counts.contains_key(z) {
+                counts.insert(z.clone(), 0);
+            }
+        }
+        for g in &self.groups {
+            if g.namespace.as_deref() != pod.metadata.namespace.as_deref()
+                || !selector::matches(sel, &g.labels)
+            {
+                continue;
+            }
+            for &i in &g.nodes {
+                if usable(i as usize) {
+                    if let Some(n) = counts.get_mut(&self.nodes[i as usize].1) {
+                        *n += 1;
+                    }
+                }
+            }
+        }
+        self.counted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, counts.clone());
+        counts
+    }
+
+    /// Whether each zoned node fits the pod's node selector and required affinity.
+    fn fits(&self, pod: &Pod) -> std::sync::Arc<Vec<bool>> {
+        let selector: &BTreeMap<String, String> = &pod.spec.node_selector;
+        let key = (
+            selector as *const _ as usize,
+            pod.spec.affinity.as_deref().map_or(0, |a| a as *const _ as usize),
+        );
+        let mut memo = self.fits.lock().unwrap_or_else(|e| e.into_inner());
+        memo.entry(key)
+            .or_insert_with(|| {
+                std::sync::Arc::new(
+                    self.nodes
+                        .iter()
+                        .map(|(labels, _)| selector::node_fits_pod(pod, labels))
+                        .collect(),
+                )
+            })
+            .clone()
+    }
 }
 
 /// What a pool's zones come to for the pod.
@@ -62,7 +194,6 @@ impl ZoneSpread {
         terms: &Result<Vec<Requirements>, String>,
         t: &TopologySpreadConstraint,
     ) -> ZoneSpread {
-        let c = pools.cluster;
         let mut sel = t.label_selector.clone();
         for k in t.match_label_keys.iter().flatten() {
             if let (Some(s), Some(v)) = (sel.as_mut(), pod.metadata.labels.get(k)) {
@@ -73,26 +204,8 @@ impl ZoneSpread {
         }
         let mut counts: BTreeMap<String, i64> = BTreeMap::new();
         // Every zone Karpenter knows: the nodes' (that the pod may use) and the pools'.
-        for n in c.nodes.values() {
-            let Some(z) = n.metadata.labels.get(labels::ZONE) else {
-                continue;
-            };
-            if t.node_affinity_policy.as_deref() != Some("Ignore")
-                && !selector::node_fits_pod(pod, &n.metadata.labels)
-            {
-                continue;
-            }
-            let k = c
-                .pods_on(&n.metadata.name)
-                .filter(|p| {
-                    p.metadata.deletion_timestamp.is_none()
-                        && !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
-                        && p.metadata.namespace == pod.metadata.namespace
-                        && selector::matches(sel.as_ref(), &p.metadata.labels)
-                })
-                .count() as i64;
-            *counts.entry(z.clone()).or_default() += k;
-        }
+        let ignore = t.node_affinity_policy.as_deref() == Some("Ignore");
+        counts.extend(pools.spread_index().counts(pod, sel.as_ref(), ignore));
         // The zones of the pools that admit the pod (their taints aside, as nodeTaintsPolicy
         // Ignore, the default, reads them).
         let admits = |p: &&PoolInfo| match (&p.requirements, terms) {
