@@ -8,9 +8,11 @@
 
 pub mod capacity;
 pub mod catalog;
+pub mod clock;
 pub mod disruption;
 pub mod fit;
 pub mod hold;
+pub mod incremental;
 pub mod install;
 pub mod placement;
 pub mod provisioning;
@@ -53,6 +55,16 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub fn new(cluster: &'a Cluster, now: DateTime<Utc>) -> Self {
+        Self::build(cluster, now, None)
+    }
+
+    /// As [`Context::new`], reusing what `engine` kept of the previous pass where nothing
+    /// it read has changed (see [`incremental`]).
+    pub fn build(
+        cluster: &'a Cluster,
+        now: DateTime<Utc>,
+        engine: Option<&mut incremental::Incremental>,
+    ) -> Self {
         let usages = provisioning::pool_usages(cluster);
         let catalog = catalog::resolve(cluster, provisioning::cluster_provider(cluster));
         let pools = provisioning::PoolSet::with_usage(cluster, &usages)
@@ -88,7 +100,10 @@ impl<'a> Context<'a> {
             now,
             pending,
             pools: usages,
-            nodes: disruption::node_states(cluster, now, Some(&pools)),
+            nodes: match engine {
+                Some(e) => e.node_states(cluster, now, Some(&pools)),
+                None => disruption::node_states(cluster, now, Some(&pools)),
+            },
             catalog,
             smallest_types,
             without_types,
@@ -145,7 +160,21 @@ pub fn analyze(cluster: &Cluster, now: DateTime<Utc>) -> Report {
 
 /// One pass: every check, and the typed results behind the report.
 pub fn run(cluster: &Cluster, now: DateTime<Utc>) -> Pass {
-    let ctx = Context::new(cluster, now);
+    pass(Context::new(cluster, now))
+}
+
+/// One pass that reuses what `engine` kept of the previous one where nothing it read
+/// has changed: the same result as [`run`], for less work.
+pub fn run_incremental(
+    cluster: &Cluster,
+    now: DateTime<Utc>,
+    engine: &mut incremental::Incremental,
+) -> Pass {
+    pass(Context::build(cluster, now, Some(engine)))
+}
+
+fn pass(ctx: Context) -> Pass {
+    let (cluster, now) = (ctx.cluster, ctx.now);
     let mut findings = install::findings(&ctx);
     if cluster.karpenter_seen() {
         findings.extend(provisioning::findings(&ctx));

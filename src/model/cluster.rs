@@ -88,6 +88,8 @@ pub struct Cluster {
     claims_by_pool: HashMap<String, BTreeSet<String>>,
     /// Event ids by the name of the object they are about (kind and namespace are checked on lookup).
     events_by_object: HashMap<String, BTreeSet<String>>,
+    /// What changed, and in which order (see [`super::stamps`]).
+    stamps: super::stamps::Stamps,
 }
 
 /// The interning tables behind [`Cluster`]'s `apply_*` methods.
@@ -230,16 +232,39 @@ impl Cluster {
         p.strings.purge();
     }
 
+    /// The change stamps, for a reader that reuses what it computed before.
+    pub fn stamps(&self) -> &super::stamps::Stamps {
+        &self.stamps
+    }
+
+    /// Say that something every reader depends on changed: for a write to a public field
+    /// (the catalogue, the metrics, the API discovery), which the stamps cannot see.
+    pub fn touch_all(&mut self) {
+        self.stamps.touch_all();
+    }
+
+    fn prune_stamps(&mut self) {
+        let live_nodes = self.nodes.len() + self.pods_by_node.len() + self.claims_by_node.len();
+        let (claims, events) = (self.nodeclaims.len(), self.events_by_object.len());
+        self.stamps.prune(live_nodes, claims, events);
+    }
+
     pub fn apply_nodepool(&mut self, o: NodePool) {
+        self.stamps.touch_all();
         self.nodepools.insert(o.metadata.name.clone(), o);
     }
     pub fn delete_nodepool(&mut self, name: &str) {
+        self.stamps.touch_all();
         self.nodepools.remove(name);
     }
     pub fn apply_nodeclaim(&mut self, mut o: NodeClaim) {
         self.shared.nodeclaim(&mut o);
         let name = o.metadata.name.clone();
         self.unindex_nodeclaim(&name);
+        self.stamps.touch_claim(&name);
+        if let Some(n) = &o.status.node_name {
+            self.stamps.touch_node(n);
+        }
         if let Some(n) = &o.status.node_name {
             self.claims_by_node.insert(n.clone(), name.clone());
         }
@@ -256,13 +281,18 @@ impl Cluster {
     }
     pub fn delete_nodeclaim(&mut self, name: &str) {
         self.unindex_nodeclaim(name);
+        self.stamps.touch_claim(name);
         self.nodeclaims.remove(name);
+        self.prune_stamps();
     }
     fn unindex_nodeclaim(&mut self, name: &str) {
         let Some(old) = self.nodeclaims.get(name) else {
             return;
         };
         let (node, pid) = (old.status.node_name.clone(), old.status.provider_id.clone());
+        if let Some(n) = &node {
+            self.stamps.touch_node(n);
+        }
         let pool = Self::pool_of(&old.metadata.labels).map(str::to_string);
         // Only if the entry is still this claim's: node names are reused (AWS ip-based
         // hostnames) while an old claim terminates.
@@ -277,10 +307,12 @@ impl Cluster {
         }
     }
     pub fn apply_nodeclass(&mut self, o: NodeClass) {
+        self.stamps.touch_all();
         self.nodeclasses
             .insert((o.kind.clone(), o.metadata.name.clone()), o);
     }
     pub fn delete_nodeclass(&mut self, kind: &str, name: &str) {
+        self.stamps.touch_all();
         self.nodeclasses
             .remove(&(kind.to_string(), name.to_string()));
     }
@@ -288,6 +320,7 @@ impl Cluster {
         self.shared.node(&mut o);
         let name = o.metadata.name.clone();
         self.unindex_node(&name);
+        self.stamps.touch_node(&name);
         if let Some(pool) = Self::pool_of(&o.metadata.labels) {
             self.nodes_by_pool
                 .entry(pool.to_string())
@@ -298,7 +331,9 @@ impl Cluster {
     }
     pub fn delete_node(&mut self, name: &str) {
         self.unindex_node(name);
+        self.stamps.touch_node(name);
         self.nodes.remove(name);
+        self.prune_stamps();
     }
     fn unindex_node(&mut self, name: &str) {
         if let Some(pool) = self
@@ -315,6 +350,7 @@ impl Cluster {
         let key = obj_key(&o.metadata);
         self.unindex_pod(&key);
         if let Some(node) = &o.spec.node_name {
+            self.stamps.touch_node(node);
             let on = self.pods_by_node.entry(node.clone()).or_default();
             if let Err(at) = on.binary_search_by(|p| pod_order(p, &key)) {
                 on.insert(at, o.clone());
@@ -326,11 +362,13 @@ impl Cluster {
         let key = (namespace.to_string(), name.to_string());
         self.unindex_pod(&key);
         self.pods.remove(&key);
+        self.prune_stamps();
     }
     fn unindex_pod(&mut self, key: &ObjKey) {
         let Some(node) = self.pods.get(key).and_then(|p| p.spec.node_name.clone()) else {
             return;
         };
+        self.stamps.touch_node(&node);
         if let Some(on) = self.pods_by_node.get_mut(&node) {
             if let Ok(at) = on.binary_search_by(|p| pod_order(p, key)) {
                 on.remove(at);
@@ -341,16 +379,21 @@ impl Cluster {
         }
     }
     pub fn apply_daemonset(&mut self, o: DaemonSet) {
+        self.stamps.touch_all();
         self.daemonsets.insert(obj_key(&o.metadata), o);
     }
     pub fn delete_daemonset(&mut self, namespace: &str, name: &str) {
+        self.stamps.touch_all();
         self.daemonsets
             .remove(&(namespace.to_string(), name.to_string()));
     }
     pub fn apply_pdb(&mut self, o: PodDisruptionBudget) {
+        self.stamps
+            .touch_pdbs(o.metadata.namespace.as_deref().unwrap_or_default());
         self.pdbs.insert(obj_key(&o.metadata), o);
     }
     pub fn delete_pdb(&mut self, namespace: &str, name: &str) {
+        self.stamps.touch_pdbs(namespace);
         self.pdbs.remove(&(namespace.to_string(), name.to_string()));
     }
     /// Keeps the event only if kelp can use it; returns whether it was kept.
@@ -360,6 +403,7 @@ impl Cluster {
         }
         self.delete_event(&e.id.clone());
         let r = &e.regarding;
+        self.stamps.touch_events(&r.name);
         self.events_by_object
             .entry(r.name.clone())
             .or_default()
@@ -369,19 +413,24 @@ impl Cluster {
     }
     pub fn delete_event(&mut self, id: &str) {
         if let Some(old) = self.events.remove(id) {
+            self.stamps.touch_events(&old.regarding.name);
             remove_from(&mut self.events_by_object, &old.regarding.name, id);
+            self.prune_stamps();
         }
     }
     pub fn apply_crd(&mut self, o: Crd) {
+        self.stamps.touch_all();
         self.crds.insert(o.metadata.name.clone(), o);
     }
     /// Forget every pod (a watch relist replaces them all).
     pub fn reset_pods(&mut self) {
+        self.stamps.reset();
         self.pods.clear();
         self.pods_by_node.clear();
     }
     /// Forget every event.
     pub fn reset_events(&mut self) {
+        self.stamps.reset();
         self.events.clear();
         self.events_by_object.clear();
     }

@@ -8,6 +8,7 @@ pub mod kinds;
 pub mod meta;
 pub mod object_kind;
 pub mod shared;
+pub mod stamps;
 
 pub use catalog::{Catalog, CatalogSource, InstanceType, TypeOffering};
 pub use cluster::{ApiInfo, Cluster, ControllerMetrics, ObjKey, Offering};

@@ -88,6 +88,8 @@ pub struct Shared {
     /// An instance-type catalogue given to serve (`--catalog`): it wins over one a dump
     /// carries, on every re-read.
     catalog: std::sync::OnceLock<Arc<crate::model::Catalog>>,
+    /// What the previous pass computed, for the next to reuse (passes run one at a time).
+    engine: std::sync::Mutex<analysis::incremental::Incremental>,
 }
 
 /// A change to the model, applied on the applier thread; returns whether it changed anything.
@@ -155,6 +157,7 @@ impl Shared {
             seed: metrics::seed::SeedMetrics::new(series_ttl),
             catalog: std::sync::OnceLock::new(),
             hooks: RwLock::new(Vec::new()),
+            engine: Default::default(),
         })
     }
 
@@ -248,9 +251,28 @@ impl Shared {
 
     /// One analysis pass (CPU work, blocking): the report, the metrics, and every
     /// subscriber's share. Returns the report for the caller to log and publish.
+    /// The analysis reuses what the previous pass computed where nothing it read has
+    /// changed ([`analysis::incremental`]).
     pub fn pass(&self, now: chrono::DateTime<Utc>) -> Arc<Report> {
+        self.pass_with(now, true)
+    }
+
+    /// As [`Shared::pass`], with the analysis computed afresh (tests, benchmarks).
+    pub fn pass_full(&self, now: chrono::DateTime<Utc>) -> Arc<Report> {
+        self.pass_with(now, false)
+    }
+
+    fn pass_with(&self, now: chrono::DateTime<Utc>, reuse: bool) -> Arc<Report> {
         let cluster = self.cluster.read().unwrap_or_else(|e| e.into_inner());
-        let pass = Arc::new(analysis::run(&cluster, now));
+        let pass = if reuse {
+            let mut engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+            let pass = analysis::run_incremental(&cluster, now, &mut engine);
+            let s = engine.stats();
+            tracing::debug!(reused = s.reused, computed = s.computed, "node states");
+            Arc::new(pass)
+        } else {
+            Arc::new(analysis::run(&cluster, now))
+        };
         self.seed.update(&pass, &cluster, now);
         let hooks = self.hooks.read().unwrap_or_else(|e| e.into_inner());
         if !hooks.is_empty() {
@@ -273,8 +295,6 @@ impl Shared {
         }
     }
 
-    /// Queue an edit of the model for the applier thread; never blocks. The analysis
-    /// is woken once it is applied.
     /// Judge instance types from this catalogue from now on, whatever the model carries.
     pub fn set_catalog(&self, catalog: Arc<crate::model::Catalog>) {
         let _ = self.catalog.set(catalog.clone());
@@ -286,9 +306,13 @@ impl Shared {
         self.catalog.get().cloned()
     }
 
+    /// Queue an edit of the model for the applier thread; never blocks. The analysis
+    /// is woken once it is applied. For an edit that may write any part of the model (a
+    /// public field the change stamps cannot see): every cached result is recomputed.
     pub fn update(&self, f: impl FnOnce(&mut Cluster) + Send + 'static) {
         self.update_if(move |c| {
             f(c);
+            c.touch_all();
             true
         })
     }

@@ -28,9 +28,19 @@ pub(super) async fn scrape_prices(
                 }
                 None => tracing::debug!(service = %target, "Karpenter's metrics scraped"),
             }
+            // A scrape that read the same figures, with the same problem, changes nothing:
+            // no pass, nothing recomputed.
+            let new_problem = shared.status().price_problem != problem;
             shared.set_price_problem(problem);
             let metrics = cache.metrics().cloned();
-            shared.update(move |c| c.metrics = metrics);
+            shared.update_if(move |c| {
+                if c.metrics == metrics {
+                    return new_problem;
+                }
+                c.metrics = metrics;
+                c.touch_all();
+                true
+            });
         }
         tokio::time::sleep(Duration::from_secs(5)).await;
     }

@@ -428,9 +428,11 @@ impl Kind for Crd {
     /// CRDs are read from dumps only, and index nothing: the map is all there is.
     fn delete(&self, c: &mut Cluster) {
         c.crds.remove(&self.metadata.name);
+        c.touch_all();
     }
     fn reset(c: &mut Cluster, _: &Resource, items: Vec<Self>) {
         c.crds.clear();
+        c.touch_all();
         items.into_iter().for_each(|o| o.apply(c));
     }
 }

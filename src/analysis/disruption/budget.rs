@@ -44,7 +44,7 @@ pub fn pool_allowed(
 }
 
 /// Budget verdict for a pool whose (total, unavailable) counts are known.
-pub(super) fn allowed_of(
+pub(crate) fn allowed_of(
     (total, unavailable): (usize, usize),
     pool: &NodePool,
     reason: DisruptionReason,

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::super::fit::{Plan, Room};
 use super::super::provisioning::PoolSet;
 use super::replace::{self, Replacement};
-use super::super::{ago, Context};
+use super::super::{ago, clock::Clock, Context};
 use super::budget::{allowed_of, budget_message};
 use super::Blocker;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
@@ -152,10 +152,10 @@ pub(super) fn judge<'r, 'c: 'r>(
     f: &Facts,
     room: &dyn Fn() -> Option<&'r Room<'c>>,
     pools: &dyn Fn() -> Option<&'r PoolSet<'c>>,
-    now: DateTime<Utc>,
+    clock: &Clock,
 ) -> Consolidation {
-    let latest = newest_decision(f, now);
-    let mut out = decide(c, f, room, pools, now, latest.as_ref());
+    let latest = newest_decision(f, clock);
+    let mut out = decide(c, f, room, pools, clock, latest.as_ref());
     out.event = out.event.take().or(latest);
     out
 }
@@ -165,7 +165,7 @@ fn decide<'r, 'c: 'r>(
     f: &Facts,
     room: &dyn Fn() -> Option<&'r Room<'c>>,
     pools: &dyn Fn() -> Option<&'r PoolSet<'c>>,
-    now: DateTime<Utc>,
+    clock: &Clock,
     latest: Option<&Evidence>,
 ) -> Consolidation {
     use State::*;
@@ -266,7 +266,7 @@ fn decide<'r, 'c: 'r>(
         return Consolidation::kelp(
             NotConsidered,
             Some(Reason::ConsolidateAfter),
-            not_yet(f, after, now),
+            not_yet(f, after, clock),
         );
     }
     let reason = if f.empty {
@@ -274,7 +274,9 @@ fn decide<'r, 'c: 'r>(
     } else {
         DisruptionReason::Underutilized
     };
-    let allowed = allowed_of(f.budget_counts, pool, reason, now);
+    // At the clock's instant: a reader that reuses this answer compares the pool's
+    // budgets again itself (they follow schedules, not this node).
+    let allowed = allowed_of(f.budget_counts, pool, reason, clock.now());
     if allowed.allowed == 0 {
         return with_since(Consolidation::kelp(
             Blocked,
@@ -501,13 +503,13 @@ fn from_event(e: &Evidence) -> Consolidation {
 }
 
 /// Karpenter's newest recent consolidation decision about the node or its claim.
-fn newest_decision(f: &Facts, now: DateTime<Utc>) -> Option<Evidence> {
+fn newest_decision(f: &Facts, clock: &Clock) -> Option<Evidence> {
     f.events
         .iter()
         .filter(|e| e.from_karpenter() && DECISIONS.contains(&e.reason.as_str()))
         .filter(|e| {
             e.seen()
-                .is_some_and(|t| now - t <= Duration::minutes(EVENT_FRESH_MINUTES))
+                .is_some_and(|t| clock.within(t, Duration::minutes(EVENT_FRESH_MINUTES)))
         })
         .max_by_key(|e| e.seen())
         .map(|e| Evidence {
@@ -518,7 +520,8 @@ fn newest_decision(f: &Facts, now: DateTime<Utc>) -> Option<Evidence> {
 }
 
 /// Why a node is not Consolidatable yet: when consolidateAfter runs out.
-fn not_yet(f: &Facts, after: &str, now: DateTime<Utc>) -> String {
+fn not_yet(f: &Facts, after: &str, clock: &Clock) -> String {
+    let now = clock.now();
     let claim = f.claim;
     let initialized = claim
         .and_then(|cl| condition(&cl.status.conditions, "Initialized"))
@@ -531,11 +534,15 @@ fn not_yet(f: &Facts, after: &str, now: DateTime<Utc>) -> String {
         _ => None,
     };
     match (at, last_pod) {
-        (Some(at), _) if at > now => format!(
-            "not Consolidatable yet: consolidateAfter {after} since its {} runs out in {}",
-            if last_pod == from { "last pod event" } else { "initialization" },
-            ago(at, now)
-        ),
+        (Some(at), _) if !clock.reached(at) => {
+            // A countdown: new words at every reading.
+            clock.volatile();
+            format!(
+                "not Consolidatable yet: consolidateAfter {after} since its {} runs out in {}",
+                if last_pod == from { "last pod event" } else { "initialization" },
+                ago(at, now)
+            )
+        }
         (Some(_), _) => format!(
             "not Consolidatable yet: consolidateAfter {after} has passed, and Karpenter has not marked it yet"
         ),

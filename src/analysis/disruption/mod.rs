@@ -23,7 +23,7 @@ pub mod state;
 pub use blocked::{BlockedDetails, NotReapedDetails};
 pub use budget::pool_allowed;
 pub use state::{
-    node_disruption, node_states, workload_pods, Blocker, NodeDisruption, NodeInputs, Nominations,
+    node_disruption, node_disruption_at, node_states, workload_pods, Blocker, NodeDisruption, NodeInputs, Nominations,
     Want, WantReason, DEFAULT_EXPIRE_AFTER,
 };
 

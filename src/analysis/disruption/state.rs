@@ -9,7 +9,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::super::provisioning::PoolSet;
-use super::super::{ago, capacity, fit::Room, selector};
+use super::super::{ago, capacity, clock::Clock, fit::Room, selector};
 use super::budget::{allowed_of, budget_counts, budget_message};
 use super::consolidation::{self, Consolidation, Facts};
 use crate::findings::ObjectRef;
@@ -211,6 +211,10 @@ pub struct NodeInputs<'c> {
     room: std::cell::OnceCell<Room<'c>>,
     /// The pass's pools with their instance types, for pricing a replacement node.
     pools: Option<&'c PoolSet<'c>>,
+    /// Whether the room and the pools were asked for since [`NodeInputs::take_asked`]:
+    /// what a node's answer read beyond the node.
+    asked_room: std::cell::Cell<bool>,
+    asked_pools: std::cell::Cell<bool>,
 }
 
 impl<'c> NodeInputs<'c> {
@@ -226,6 +230,8 @@ impl<'c> NodeInputs<'c> {
             now,
             room: std::cell::OnceCell::new(),
             pools: None,
+            asked_room: Default::default(),
+            asked_pools: Default::default(),
         }
     }
 
@@ -238,11 +244,28 @@ impl<'c> NodeInputs<'c> {
 
     /// The free room on the cluster's schedulable nodes, built once.
     fn room(&self) -> Option<&Room<'c>> {
+        self.asked_room.set(true);
         let c = self.cluster?;
         Some(self.room.get_or_init(|| Room::new(c, self.now)))
     }
 
-    fn budget_counts(&self, c: &Cluster, pool: &str) -> (usize, usize) {
+    /// The pools, for pricing a replacement.
+    fn pools(&self) -> Option<&'c PoolSet<'c>> {
+        self.asked_pools.set(true);
+        self.pools
+    }
+
+    /// Whether the room and the pools were asked for since the last call: (room, pools).
+    pub fn take_asked(&self) -> (bool, bool) {
+        (self.asked_room.take(), self.asked_pools.take())
+    }
+
+    /// The pod a node is nominated for, if any (Karpenter's recent nominations).
+    pub fn nominated(&self, node: &Node, claim: Option<&NodeClaim>) -> Option<ObjectRef> {
+        self.nominations.for_node(node, claim)
+    }
+
+    pub fn budget_counts(&self, c: &Cluster, pool: &str) -> (usize, usize) {
         self.budgets
             .get(pool)
             .copied()
@@ -251,7 +274,7 @@ impl<'c> NodeInputs<'c> {
 }
 
 /// Pod-level blockers: do-not-disrupt pods and PDBs that allow no disruption.
-fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
+fn pod_blockers(c: &Cluster, node: &str, clock: &Clock) -> Vec<Blocker> {
     let mut out = Vec::new();
     // Karpenter lets every active pod block with do-not-disrupt, DaemonSet and mirror pods too.
     for p in active_pods(c, node) {
@@ -262,14 +285,17 @@ fn pod_blockers(c: &Cluster, node: &str, now: DateTime<Utc>) -> Vec<Blocker> {
         let until = match p
             .status
             .start_time
-            .map(|since| budgets::pod_do_not_disrupt(v, since, now))
+            .map(|since| budgets::pod_do_not_disrupt(v, since, clock.now()))
         {
             None => Some(String::new()),
             Some(DoNotDisrupt::Forever) => Some(String::new()),
-            Some(DoNotDisrupt::Until(t)) => Some(format!(
-                " until {}",
-                t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-            )),
+            Some(DoNotDisrupt::Until(t)) => {
+                clock.changes_at(t);
+                Some(format!(
+                    " until {}",
+                    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                ))
+            }
             Some(DoNotDisrupt::Elapsed(_) | DoNotDisrupt::Invalid) => None,
         };
         if let Some(until) = until {
@@ -348,6 +374,17 @@ pub fn node_disruption(
     now: DateTime<Utc>,
     inputs: &NodeInputs<'_>,
 ) -> NodeDisruption {
+    node_disruption_at(c, node, &Clock::at(now), inputs)
+}
+
+/// Analyse one node, noting on `clock` when the answer changes with time alone.
+pub fn node_disruption_at(
+    c: &Cluster,
+    node: &Node,
+    clock: &Clock,
+    inputs: &NodeInputs<'_>,
+) -> NodeDisruption {
+    let now = clock.now();
     let nominations = &inputs.nominations;
     let claim = c.nodeclaim_for_node(node);
     let pool_name = Cluster::pool_of(&node.metadata.labels).map(str::to_string);
@@ -368,7 +405,7 @@ pub fn node_disruption(
         Ok(NillableDuration::After(d)) => created.map(|t| t + d),
         _ => None,
     };
-    let expired = expires_at.is_some_and(|t| now >= t);
+    let expired = expires_at.is_some_and(|t| clock.reached(t));
 
     let drift = condition(claim_conds, "Drifted").filter(|d| d.is_true());
     let consolidatable = is_true(claim_conds, "Consolidatable");
@@ -388,7 +425,7 @@ pub fn node_disruption(
         .filter(|e| {
             e.from_karpenter()
                 && e.reason == "DisruptionBlocked"
-                && e.seen().is_some_and(|t| now - t <= Duration::hours(1))
+                && e.seen().is_some_and(|t| clock.within(t, Duration::hours(1)))
         })
         .max_by_key(|e| e.seen())
         .map(|e| e.message.clone());
@@ -480,7 +517,7 @@ pub fn node_disruption(
     // (eventual disruption) go ahead anyway, and the wait ends when the period runs out.
     let tgp = claim.and_then(|cl| cl.spec.termination_grace_period.as_deref());
     let eventual = !wants.is_empty() && wants.iter().all(|w| w.reason.eventual());
-    let mut held = pod_blockers(c, &node.metadata.name, now);
+    let mut held = pod_blockers(c, &node.metadata.name, clock);
     if let (Some(tgp), true) = (tgp, eventual) {
         let deleting_since = claim
             .and_then(|cl| cl.metadata.deletion_timestamp)
@@ -554,8 +591,8 @@ pub fn node_disruption(
             price: capacity::node_price(c, node),
         },
         &|| inputs.room(),
-        &|| inputs.pools,
-        now,
+        &|| inputs.pools(),
+        clock,
     );
     // Underused but not consolidable (its pods have nowhere cheaper to go): Karpenter does
     // not want to disrupt it after all.

@@ -140,6 +140,16 @@ fn settles_at(c: &Cluster, n: &Node) -> Option<DateTime<Utc>> {
     Some(since + after)
 }
 
+/// Which schedulable nodes are still inside their pool's consolidateAfter at `now`, in
+/// node order: with the model's stamps, what tells whether the room changed.
+pub fn settling(c: &Cluster, now: DateTime<Utc>) -> Vec<bool> {
+    c.nodes
+        .values()
+        .filter(|n| is_schedulable_target(c, n))
+        .map(|n| settles_at(c, n).is_some_and(|t| now < t))
+        .collect()
+}
+
 impl<'c> Room<'c> {
     pub fn new(c: &'c Cluster, now: DateTime<Utc>) -> Self {
         // Replicas share their scheduling spec: their requests are summed once.

@@ -1,0 +1,98 @@
+//! The clock an analysis reads, and when its answer next changes. A time threshold asked
+//! through [`Clock`] (has `t` come? is `t` within `d` of now?) notes the instant its answer
+//! flips; a result computed with it is therefore the same at any later instant before
+//! [`Clock::next_change`], unless its inputs change. That is what lets `kelp serve` reuse
+//! a node's disruption state from one pass to the next, and still see a threshold pass
+//! with no watch event at all.
+
+use std::cell::Cell;
+
+use chrono::{DateTime, Duration, Utc};
+
+#[derive(Debug)]
+pub struct Clock {
+    now: DateTime<Utc>,
+    next: Cell<Option<DateTime<Utc>>>,
+}
+
+impl Clock {
+    pub fn at(now: DateTime<Utc>) -> Self {
+        Clock {
+            now,
+            next: Cell::new(None),
+        }
+    }
+
+    /// The instant itself: for an answer that is then noted with [`Clock::changes_at`]
+    /// or [`Clock::volatile`], or one that does not depend on it.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.now
+    }
+
+    /// Whether `t` has come (now ≥ t).
+    pub fn reached(&self, t: DateTime<Utc>) -> bool {
+        let yes = self.now >= t;
+        if !yes {
+            self.changes_at(t);
+        }
+        yes
+    }
+
+    /// Whether `t` is at most `d` before now (now - t ≤ d).
+    pub fn within(&self, t: DateTime<Utc>, d: Duration) -> bool {
+        let yes = self.now - t <= d;
+        if yes {
+            self.changes_at(t + d + Duration::nanoseconds(1));
+        }
+        yes
+    }
+
+    /// The answer may change at `t`.
+    pub fn changes_at(&self, t: DateTime<Utc>) {
+        if t > self.now && self.next.get().is_none_or(|n| t < n) {
+            self.next.set(Some(t));
+        }
+    }
+
+    /// The answer changes with every reading of the clock (a countdown in its words).
+    pub fn volatile(&self) {
+        self.next.set(Some(self.now));
+    }
+
+    /// The first instant the answers read so far may differ; None if never.
+    pub fn next_change(&self) -> Option<DateTime<Utc>> {
+        self.next.get()
+    }
+
+    /// Start noting afresh (for the next result), returning what was noted.
+    pub fn take(&self) -> Option<DateTime<Utc>> {
+        self.next.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_note_when_they_flip() {
+        let t0 = DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z")
+            .unwrap()
+            .to_utc();
+        let c = Clock::at(t0);
+        assert!(c.reached(t0));
+        assert_eq!(c.next_change(), None, "a threshold already passed never flips back");
+        assert!(!c.reached(t0 + Duration::minutes(5)));
+        assert_eq!(c.next_change(), Some(t0 + Duration::minutes(5)));
+        assert!(c.within(t0 - Duration::seconds(10), Duration::seconds(20)));
+        assert_eq!(
+            c.next_change(),
+            Some(t0 + Duration::seconds(10) + Duration::nanoseconds(1))
+        );
+        assert!(!c.within(t0 - Duration::hours(2), Duration::hours(1)));
+        assert_eq!(c.take(), Some(t0 + Duration::seconds(10) + Duration::nanoseconds(1)));
+        assert_eq!(c.next_change(), None);
+        c.volatile();
+        assert_eq!(c.next_change(), Some(t0));
+    }
+}

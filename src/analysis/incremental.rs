@@ -1,0 +1,216 @@
+//! Incremental analysis for `kelp serve`: a pass that recomputes only what a change
+//! touched, and reuses the rest of the previous pass. Today that is each node's
+//! disruption state, the largest share of a pass.
+//!
+//! A node's state is reused when none of what it read has changed:
+//! - the model's change stamps ([`crate::model::stamps`]) of the node (its pods
+//!   included), its NodeClaim, the events about either, and the PDBs of its pods'
+//!   namespaces; nothing global (pools, classes, DaemonSets, catalogue, metrics);
+//! - which NodeClaim it resolves to, and the pod it is nominated for;
+//! - its pool's budget counts and what the budgets allow now (they follow schedules);
+//! - if it looked for room on other nodes: every node's free room (any bound pod or
+//!   node) and which nodes are still settling; if it priced a replacement: every
+//!   pool's usage;
+//! - the clock has not reached the first instant its answer changes with time alone
+//!   ([`super::clock::Clock`]).
+//!
+//! Its age is written afresh. [`Incremental::node_states`] equals
+//! [`super::disruption::node_states`] at every step: `tests/incremental.rs` checks it on
+//! random sequences of changes and clock moves.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+
+use super::clock::Clock;
+use super::disruption::{self, NodeDisruption, NodeInputs};
+use super::provisioning::PoolSet;
+use super::{ago, fit};
+use crate::findings::ObjectRef;
+use crate::karpenter::budgets::DisruptionReason;
+use crate::model::*;
+
+/// What the last pass computed, with what each answer read.
+#[derive(Default)]
+pub struct Incremental {
+    epoch: u64,
+    nodes: HashMap<String, Entry>,
+    /// Per pool: its budget counts and allowances at the last pass, and how many times
+    /// they changed.
+    budgets: HashMap<String, (String, u64)>,
+    /// The room's inputs at the last pass (the bound stamp and who settles), and how
+    /// many times they changed.
+    room: (Option<(u64, Vec<bool>)>, u64),
+    /// The pools' usage and events at the last pass, and how many times they changed.
+    usage: (Option<String>, u64),
+    stats: Stats,
+}
+
+/// How many node states the last pass reused and computed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub reused: usize,
+    pub computed: usize,
+}
+
+struct Entry {
+    state: NodeDisruption,
+    /// The model's newest stamp when it was computed.
+    stamp: u64,
+    /// The first instant its answer may change with time alone.
+    until: Option<DateTime<Utc>>,
+    claim: Option<String>,
+    namespaces: Vec<String>,
+    nominated: Option<ObjectRef>,
+    budgets: u64,
+    /// The room's and the usage's change counts, where it read them.
+    room: Option<u64>,
+    usage: Option<u64>,
+}
+
+impl Incremental {
+    /// What the last pass reused and computed.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The disruption state of every Karpenter node, as [`disruption::node_states`]
+    /// computes it, recomputing only the nodes whose inputs changed.
+    pub fn node_states(
+        &mut self,
+        c: &Cluster,
+        now: DateTime<Utc>,
+        pools: Option<&PoolSet>,
+    ) -> BTreeMap<String, NodeDisruption> {
+        let stamps = c.stamps();
+        if stamps.epoch() != self.epoch {
+            *self = Incremental {
+                epoch: stamps.epoch(),
+                ..Default::default()
+            };
+        }
+        let inputs = NodeInputs::new(c, now).with_pools(pools);
+        self.note_budgets(c, now, &inputs);
+        self.note_room(c, now);
+        self.note_usage(pools);
+        let mut stats = Stats::default();
+        let mut out = BTreeMap::new();
+        let mut seen = std::collections::HashSet::new();
+        for n in c.nodes.values() {
+            let claim = c.nodeclaim_for_node(n);
+            if Cluster::pool_of(&n.metadata.labels).is_none() && claim.is_none() {
+                continue;
+            }
+            let name = &n.metadata.name;
+            seen.insert(name.as_str());
+            let nominated = inputs.nominated(n, claim);
+            let pool = Cluster::pool_of(&n.metadata.labels);
+            let budgets = pool.and_then(|p| self.budgets.get(p)).map_or(0, |b| b.1);
+            let current = self.nodes.get(name).is_some_and(|e| {
+                self.current(e, c, n, claim, now, &nominated, budgets)
+            });
+            let state = if current {
+                stats.reused += 1;
+                let mut s = self.nodes[name].state.clone();
+                s.age = s.created.map(|t| ago(now, t));
+                s
+            } else {
+                stats.computed += 1;
+                let clock = Clock::at(now);
+                inputs.take_asked();
+                let state = disruption::node_disruption_at(c, n, &clock, &inputs);
+                let (room, usage) = inputs.take_asked();
+                let mut namespaces: Vec<String> = c
+                    .pods_on(name)
+                    .filter_map(|p| p.metadata.namespace.as_deref().map(str::to_string))
+                    .collect();
+                namespaces.dedup();
+                self.nodes.insert(
+                    name.clone(),
+                    Entry {
+                        state: state.clone(),
+                        stamp: stamps.last(),
+                        until: clock.next_change(),
+                        claim: claim.map(|cl| cl.metadata.name.clone()),
+                        namespaces,
+                        nominated,
+                        budgets,
+                        room: room.then_some(self.room.1),
+                        usage: usage.then_some(self.usage.1),
+                    },
+                );
+                state
+            };
+            out.insert(name.clone(), state);
+        }
+        self.nodes.retain(|name, _| seen.contains(name.as_str()));
+        self.stats = stats;
+        out
+    }
+
+    /// Whether entry `e` of node `n` still holds.
+    #[allow(clippy::too_many_arguments)]
+    fn current(
+        &self,
+        e: &Entry,
+        c: &Cluster,
+        n: &Node,
+        claim: Option<&NodeClaim>,
+        now: DateTime<Utc>,
+        nominated: &Option<ObjectRef>,
+        budgets: u64,
+    ) -> bool {
+        let st = c.stamps();
+        let name = &n.metadata.name;
+        let claim_name = claim.map(|cl| cl.metadata.name.as_str());
+        e.until.is_none_or(|t| now < t)
+            && st.global() <= e.stamp
+            && st.node(name) <= e.stamp
+            && st.events(name) <= e.stamp
+            && e.claim.as_deref() == claim_name
+            && claim_name.is_none_or(|cl| st.claim(cl) <= e.stamp && st.events(cl) <= e.stamp)
+            && e.namespaces.iter().all(|ns| st.pdbs(ns) <= e.stamp)
+            && e.nominated == *nominated
+            && e.budgets == budgets
+            && e.room.is_none_or(|r| r == self.room.1)
+            && e.usage.is_none_or(|u| u == self.usage.1)
+    }
+
+    /// Each pool's budget counts and what its budgets allow now, for every reason.
+    fn note_budgets(&mut self, c: &Cluster, now: DateTime<Utc>, inputs: &NodeInputs) {
+        for p in c.nodepools.values() {
+            let name = &p.metadata.name;
+            let counts = inputs.budget_counts(c, name);
+            let allowed: Vec<_> = DisruptionReason::ALL
+                .iter()
+                .map(|r| disruption::budget::allowed_of(counts, p, *r, now))
+                .collect();
+            let token = format!("{counts:?} {allowed:?}");
+            let slot = self.budgets.entry(name.clone()).or_default();
+            if slot.0 != token {
+                *slot = (token, slot.1 + 1);
+            }
+        }
+    }
+
+    fn note_room(&mut self, c: &Cluster, now: DateTime<Utc>) {
+        let token = (c.stamps().bound(), fit::settling(c, now));
+        if self.room.0.as_ref() != Some(&token) {
+            self.room = (Some(token), self.room.1 + 1);
+        }
+    }
+
+    fn note_usage(&mut self, pools: Option<&PoolSet>) {
+        let token = pools.map(|ps| {
+            let parts: Vec<_> = ps
+                .ordered
+                .iter()
+                .map(|p| (p.name, &p.usage, &p.no_instance_types))
+                .collect();
+            format!("{parts:?}")
+        });
+        if self.usage.0 != token {
+            self.usage = (token, self.usage.1 + 1);
+        }
+    }
+}

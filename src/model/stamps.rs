@@ -1,0 +1,146 @@
+//! Change stamps: which parts of the model changed, and when, counted in changes rather
+//! than in time. Every `apply_*`/`delete_*`/`reset_*` of [`super::Cluster`] stamps what it
+//! touched with the next number; an incremental reader (`kelp serve`'s analysis) keeps the
+//! stamp it computed a result at and reuses the result while nothing it read has a newer
+//! stamp. A write that goes around those methods (a public field set directly: the
+//! catalogue, Karpenter's metrics, the API discovery) must call
+//! [`super::Cluster::touch_all`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Tells one model from another: a reader must not compare stamps across models.
+static EPOCHS: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Debug)]
+pub struct Stamps {
+    epoch: u64,
+    last: u64,
+    /// Something every node's analysis reads: a NodePool, a node class, a DaemonSet, a
+    /// CRD, the catalogue, the metrics, a relist.
+    global: u64,
+    /// Any node, NodeClaim or bound pod: what the free room on the nodes is made of.
+    bound: u64,
+    /// By node name: the node, a pod bound to it, a NodeClaim naming it.
+    nodes: HashMap<String, u64>,
+    /// By NodeClaim name.
+    claims: HashMap<String, u64>,
+    /// By the name of the object the events are about.
+    events: HashMap<String, u64>,
+    /// By namespace: the PodDisruptionBudgets there.
+    pdbs: HashMap<String, u64>,
+}
+
+impl Default for Stamps {
+    fn default() -> Self {
+        Stamps {
+            epoch: EPOCHS.fetch_add(1, Ordering::Relaxed),
+            last: 0,
+            global: 0,
+            bound: 0,
+            nodes: HashMap::new(),
+            claims: HashMap::new(),
+            events: HashMap::new(),
+            pdbs: HashMap::new(),
+        }
+    }
+}
+
+impl Stamps {
+    fn next(&mut self) -> u64 {
+        self.last += 1;
+        self.last
+    }
+
+    /// Which model these stamps belong to.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The newest stamp: a result computed now is current as of it.
+    pub fn last(&self) -> u64 {
+        self.last
+    }
+
+    pub fn global(&self) -> u64 {
+        self.global
+    }
+
+    pub fn bound(&self) -> u64 {
+        self.bound
+    }
+
+    pub fn node(&self, name: &str) -> u64 {
+        self.nodes.get(name).copied().unwrap_or(0)
+    }
+
+    pub fn claim(&self, name: &str) -> u64 {
+        self.claims.get(name).copied().unwrap_or(0)
+    }
+
+    pub fn events(&self, about: &str) -> u64 {
+        self.events.get(about).copied().unwrap_or(0)
+    }
+
+    pub fn pdbs(&self, namespace: &str) -> u64 {
+        self.pdbs.get(namespace).copied().unwrap_or(0)
+    }
+
+    pub(super) fn touch_all(&mut self) {
+        self.global = self.next();
+        self.bound = self.global;
+    }
+
+    pub(super) fn touch_node(&mut self, name: &str) {
+        let s = self.next();
+        self.bound = s;
+        set(&mut self.nodes, name, s);
+    }
+
+    pub(super) fn touch_claim(&mut self, name: &str) {
+        let s = self.next();
+        self.bound = s;
+        set(&mut self.claims, name, s);
+    }
+
+    pub(super) fn touch_events(&mut self, about: &str) {
+        let s = self.next();
+        set(&mut self.events, about, s);
+    }
+
+    pub(super) fn touch_pdbs(&mut self, namespace: &str) {
+        let s = self.next();
+        set(&mut self.pdbs, namespace, s);
+    }
+
+    /// Forget the per-object stamps once they are mostly of objects that are gone (they
+    /// would only grow as pods and events come and go): a global change, so every reader
+    /// starts over once, is the price. `live` is how many objects each map could name.
+    pub(super) fn prune(&mut self, live_nodes: usize, live_claims: usize, live_events: usize) {
+        let stale = |len: usize, live: usize| len > 1024 && len > 2 * live;
+        if stale(self.nodes.len(), live_nodes)
+            || stale(self.claims.len(), live_claims)
+            || stale(self.events.len(), live_events)
+        {
+            self.reset();
+        }
+    }
+
+    /// Forget every per-object stamp: a global change makes every reader start over.
+    pub(super) fn reset(&mut self) {
+        self.nodes.clear();
+        self.claims.clear();
+        self.events.clear();
+        self.pdbs.clear();
+        self.touch_all();
+    }
+}
+
+fn set(map: &mut HashMap<String, u64>, key: &str, stamp: u64) {
+    match map.get_mut(key) {
+        Some(s) => *s = stamp,
+        None => {
+            map.insert(key.to_string(), stamp);
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! `kelp serve`'s incremental pass equals a full pass: on random sequences of changes
+//! (pods bound, moved, deleted, marked do-not-disrupt; nodes and claims changed or gone;
+//! events written and deleted; pools re-tuned; PDBs closed and opened) and clock moves,
+//! on the demo cluster and on the real Karpenter capture, the pass that reuses the
+//! previous one gives the same report and the same node states as one computed afresh.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Duration, Utc};
+use kelp::analysis::{self, incremental::Incremental};
+use kelp::model::*;
+use proptest::prelude::*;
+
+/// One change to the model, or a clock move. Indexes are taken modulo what is there.
+#[derive(Debug, Clone)]
+enum Step {
+    Tick(i64),
+    DeletePod(usize),
+    /// Bind a pod to a node, or unbind it (`None`).
+    MovePod(usize, Option<usize>),
+    DoNotDisrupt(usize, usize),
+    DeleteNode(usize),
+    /// Set a claim's Consolidatable (or Drifted) condition now.
+    ClaimCondition(usize, bool, bool),
+    DeleteClaim(usize),
+    /// A Karpenter event about a node or its claim, some seconds ago.
+    Event(usize, usize, i64),
+    DeleteEvent(usize),
+    PoolConsolidateAfter(usize, usize),
+    PoolBudget(usize, usize),
+    PdbAllows(usize, i32),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => (0i64..3_600).prop_map(Step::Tick),
+        1 => (0i64..172_800).prop_map(Step::Tick),
+        2 => any::<usize>().prop_map(Step::DeletePod),
+        3 => (any::<usize>(), prop::option::of(any::<usize>())).prop_map(|(p, n)| Step::MovePod(p, n)),
+        2 => (any::<usize>(), 0usize..4).prop_map(|(p, v)| Step::DoNotDisrupt(p, v)),
+        1 => any::<usize>().prop_map(Step::DeleteNode),
+        3 => (any::<usize>(), any::<bool>(), any::<bool>()).prop_map(|(c, a, b)| Step::ClaimCondition(c, a, b)),
+        1 => any::<usize>().prop_map(Step::DeleteClaim),
+        3 => (any::<usize>(), 0usize..5, 0i64..7_200).prop_map(|(n, r, a)| Step::Event(n, r, a)),
+        1 => any::<usize>().prop_map(Step::DeleteEvent),
+        1 => (any::<usize>(), 0usize..4).prop_map(|(p, v)| Step::PoolConsolidateAfter(p, v)),
+        1 => (any::<usize>(), 0usize..4).prop_map(|(p, v)| Step::PoolBudget(p, v)),
+        1 => (any::<usize>(), 0i32..2).prop_map(|(p, v)| Step::PdbAllows(p, v)),
+    ]
+}
+
+fn nth<K: Clone, V>(m: &std::collections::BTreeMap<K, V>, i: usize) -> Option<K> {
+    (!m.is_empty()).then(|| m.keys().nth(i % m.len()).cloned())?
+}
+
+fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize) {
+    *serial += 1;
+    match *s {
+        Step::Tick(secs) => *now += Duration::seconds(secs),
+        Step::DeletePod(i) => {
+            if let Some((ns, name)) = nth(&c.pods, i) {
+                c.delete_pod(&ns, &name);
+            }
+        }
+        Step::MovePod(i, n) => {
+            let (Some(key), node) = (nth(&c.pods, i), n.and_then(|n| nth(&c.nodes, n))) else {
+                return;
+            };
+            let mut p = c.pods[&key].clone();
+            p.spec.node_name = node.map(Shared::from);
+            c.apply_pod(p);
+        }
+        Step::DoNotDisrupt(i, v) => {
+            let Some(key) = nth(&c.pods, i) else { return };
+            let mut p = c.pods[&key].clone();
+            let a = p.metadata.annotations.make_mut();
+            match ["true", "10m", "2h", ""][v] {
+                "" => a.remove("karpenter.sh/do-not-disrupt"),
+                v => a.insert("karpenter.sh/do-not-disrupt".into(), v.into()),
+            };
+            p.status.start_time = Some(*now - Duration::minutes(5));
+            c.apply_pod(p);
+        }
+        Step::DeleteNode(i) => {
+            if let Some(n) = nth(&c.nodes, i) {
+                c.delete_node(&n);
+            }
+        }
+        Step::ClaimCondition(i, consolidatable, drifted) => {
+            let Some(name) = nth(&c.nodeclaims, i) else { return };
+            let mut cl = c.nodeclaims[&name].clone();
+            let (kind, status) = if drifted {
+                ("Drifted", "True")
+            } else {
+                ("Consolidatable", if consolidatable { "True" } else { "False" })
+            };
+            cl.status.conditions.retain(|c| &*c.type_ != kind);
+            cl.status.conditions.push(Condition {
+                type_: kind.into(),
+                status: status.into(),
+                reason: drifted.then(|| "NodePoolDrifted".into()),
+                message: None,
+                last_transition_time: Some(*now),
+            });
+            cl.status.last_pod_event_time = Some(*now - Duration::minutes(1));
+            c.apply_nodeclaim(cl);
+        }
+        Step::DeleteClaim(i) => {
+            if let Some(n) = nth(&c.nodeclaims, i) {
+                c.delete_nodeclaim(&n);
+            }
+        }
+        Step::Event(i, r, ago) => {
+            let Some(node) = nth(&c.nodes, i) else { return };
+            let claim = c.nodeclaim_for_node(&c.nodes[&node]).map(|cl| cl.metadata.name.clone());
+            let (reason, message) = [
+                ("DisruptionBlocked", "Node is nominated for a pending pod"),
+                ("DisruptionBlocked", "Not all pods would schedule, default/x => would schedule against uninitialized nodeclaim"),
+                ("Unconsolidatable", "Can't replace with a cheaper node"),
+                ("ConsolidationCandidate", "replace: [node] -> [1 replacement]"),
+                ("Nominated", "Pod should schedule on: nodeclaim/x"),
+            ][r];
+            let (kind, name) = match (&claim, r % 2) {
+                (Some(cl), 0) => ("NodeClaim", cl.clone()),
+                _ => ("Node", node),
+            };
+            let at = *now - Duration::seconds(ago);
+            c.apply_event(Event {
+                id: format!("step-{serial}"),
+                regarding: kelp::model::event::ObjectRef {
+                    kind: kind.into(),
+                    name,
+                    ..Default::default()
+                },
+                reason: reason.into(),
+                message: message.into(),
+                type_: "Normal".into(),
+                source: "karpenter".into(),
+                first_seen: Some(at),
+                last_seen: Some(at),
+                count: 1,
+                ..Default::default()
+            });
+        }
+        Step::DeleteEvent(i) => {
+            let mut ids: Vec<String> = c.events.keys().cloned().collect();
+            ids.sort();
+            if !ids.is_empty() {
+                let id = ids[i % ids.len()].clone();
+                c.delete_event(&id);
+            }
+        }
+        Step::PoolConsolidateAfter(i, v) => {
+            let Some(name) = nth(&c.nodepools, i) else { return };
+            let mut p = c.nodepools[&name].clone();
+            p.spec.disruption.consolidate_after =
+                Some(["0s", "30s", "10m", "Never"][v].to_string());
+            c.apply_nodepool(p);
+        }
+        Step::PoolBudget(i, v) => {
+            let Some(name) = nth(&c.nodepools, i) else { return };
+            let mut p = c.nodepools[&name].clone();
+            let budget = |nodes: &str, schedule: Option<&str>| kelp::karpenter::budgets::Budget {
+                nodes: nodes.into(),
+                schedule: schedule.map(str::to_string),
+                duration: schedule.map(|_| "2h".to_string()),
+                reasons: None,
+            };
+            p.spec.disruption.budgets = match v {
+                0 => None,
+                1 => Some(vec![budget("0", None)]),
+                2 => Some(vec![budget("0", Some("0 9 * * *"))]),
+                _ => Some(vec![budget("50%", None)]),
+            };
+            c.apply_nodepool(p);
+        }
+        Step::PdbAllows(i, v) => {
+            let Some(key) = nth(&c.pdbs, i) else { return };
+            let mut pdb = c.pdbs[&key].clone();
+            pdb.status.disruptions_allowed = Some(v);
+            c.apply_pdb(pdb);
+        }
+    }
+}
+
+/// The incremental pass and a full one, side by side.
+fn same(c: &Cluster, now: DateTime<Utc>, engine: &mut Incremental) -> Result<(), TestCaseError> {
+    let inc = analysis::run_incremental(c, now, engine);
+    let full = analysis::run(c, now);
+    for (name, state) in &full.nodes {
+        prop_assert_eq!(inc.nodes.get(name), Some(state), "node {} at {}", name, now);
+    }
+    prop_assert_eq!(inc.nodes.len(), full.nodes.len());
+    let json = |p: &analysis::Pass| serde_json::to_string(&*p.report).unwrap();
+    prop_assert_eq!(json(&inc), json(&full));
+    Ok(())
+}
+
+fn demo() -> (Cluster, DateTime<Utc>) {
+    (kelp::demo::cluster().unwrap(), kelp::demo::now())
+}
+
+fn real() -> (Cluster, DateTime<Utc>) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real/karpenter-v1.14.1");
+    let mut c = Cluster::default();
+    kelp::source::load_paths(&[dir.join("cluster.json")], &mut c).unwrap();
+    let now = c.captured_at.expect("the capture's clock");
+    (c, now)
+}
+
+fn run(base: fn() -> (Cluster, DateTime<Utc>), steps: &[Step]) -> Result<(), TestCaseError> {
+    let (mut c, mut now) = base();
+    let mut engine = Incremental::default();
+    let mut serial = 0;
+    same(&c, now, &mut engine)?;
+    for s in steps {
+        apply(&mut c, &mut now, s, &mut serial);
+        same(&c, now, &mut engine)?;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn incremental_equals_full_on_the_demo(steps in prop::collection::vec(step(), 1..24)) {
+        run(demo, &steps)?;
+    }
+
+    #[test]
+    fn incremental_equals_full_on_the_real_capture(steps in prop::collection::vec(step(), 1..24)) {
+        run(real, &steps)?;
+    }
+}
+
+/// The reuse is real: with nothing changed every node state is reused; one pod's change
+/// recomputes its node (and the nodes that read the cluster's free room), not the rest.
+#[test]
+fn a_pass_reuses_what_did_not_change() {
+    let (mut c, now) = demo();
+    let mut engine = Incremental::default();
+    analysis::run_incremental(&c, now, &mut engine);
+    let all = engine.stats().computed;
+    assert!(all > 3, "the demo has Karpenter nodes: {all}");
+    analysis::run_incremental(&c, now, &mut engine);
+    assert_eq!(engine.stats().computed, 0, "{:?}", engine.stats());
+    assert_eq!(engine.stats().reused, all);
+    // A minute later, only what has a threshold inside that minute.
+    analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
+    assert!(engine.stats().reused > 0, "{:?}", engine.stats());
+    // A pod's change on one node.
+    let key = c.pods.iter().find(|(_, p)| p.spec.node_name.is_some()).map(|(k, _)| k.clone()).unwrap();
+    let mut p = c.pods[&key].clone();
+    p.metadata.labels.make_mut().insert("touched".into(), "yes".into());
+    c.apply_pod(p);
+    analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
+    let s = engine.stats();
+    assert!(s.computed >= 1 && s.reused > 0, "{s:?}");
+    // A pool's change: everything.
+    let pool = c.nodepools.values().next().unwrap().clone();
+    c.apply_nodepool(pool);
+    analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
+    assert_eq!(engine.stats().reused, 0, "{:?}", engine.stats());
+}
