@@ -97,10 +97,10 @@ impl Incremental {
         let mut out = BTreeMap::new();
         let mut seen = std::collections::HashSet::new();
         for n in c.nodes.values() {
-            let claim = c.nodeclaim_for_node(n);
-            if Cluster::pool_of(&n.metadata.labels).is_none() && claim.is_none() {
+            if !disruption::karpenter_node(c, n) {
                 continue;
             }
+            let claim = c.nodeclaim_for_node(n);
             let name = &n.metadata.name;
             seen.insert(name.as_str());
             let nominated = inputs.nominated(n, claim);

@@ -15,9 +15,9 @@ use serde::Serialize;
 
 use super::super::fit::{Plan, Room};
 use super::super::provisioning::PoolSet;
-use super::replace::{self, Replacement};
 use super::super::{ago, clock::Clock, Context};
 use super::budget::{allowed_of, budget_message};
+use super::replace::{self, Replacement};
 use super::Blocker;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::budgets::DisruptionReason;
@@ -368,7 +368,9 @@ fn check<'r, 'c: 'r>(
             .collect();
         match pools() {
             Some(pools) => replace::replacement(pools, f.node, &left, f.price),
-            None => Replacement::Unknown("kelp cannot price one without an instance-type catalogue".into()),
+            None => Replacement::Unknown(
+                "kelp cannot price one without an instance-type catalogue".into(),
+            ),
         }
     });
     (answer_of(f, plan, replacement), open_since)
@@ -454,7 +456,11 @@ fn answer_of(f: &Facts, plan: Plan, replacement: Option<Replacement>) -> Consoli
             None,
         ),
     };
-    let mut x = Consolidation::kelp(state, reason, format!("not all its pods fit on the other nodes ({misses}); {tail}"));
+    let mut x = Consolidation::kelp(
+        state,
+        reason,
+        format!("not all its pods fit on the other nodes ({misses}); {tail}"),
+    );
     x.savings_per_hour = savings;
     x.pods = plan.misses;
     x
@@ -694,22 +700,58 @@ status: {{phase: Running, startTime: "2026-11-21T08:55:00Z"}}
         };
         // An on-demand 8-CPU node whose 1-CPU pod fits nowhere else: a 2-CPU spot node
         // holds it for less.
-        let a = answer_priced(UNDERUSED, "500m", "", &on("c-8x-amd64-linux", "on-demand"), kwok());
-        assert_eq!((a.state, a.reason), (State::Candidate, None), "{}", a.message);
+        let a = answer_priced(
+            UNDERUSED,
+            "500m",
+            "",
+            &on("c-8x-amd64-linux", "on-demand"),
+            kwok(),
+        );
+        assert_eq!(
+            (a.state, a.reason),
+            (State::Candidate, None),
+            "{}",
+            a.message
+        );
         assert!(a.message.contains("c-2x-amd64-linux spot"), "{}", a.message);
         let saved = a.savings_per_hour.unwrap();
-        assert!((saved - (0.2171798691840 - 0.0380064771072)).abs() < 1e-9, "{saved}");
+        assert!(
+            (saved - (0.2171798691840 - 0.0380064771072)).abs() < 1e-9,
+            "{saved}"
+        );
         // The same node on spot: its replacement would be spot too.
-        let a = answer_priced(UNDERUSED, "500m", "", &on("c-8x-amd64-linux", "spot"), kwok());
+        let a = answer_priced(
+            UNDERUSED,
+            "500m",
+            "",
+            &on("c-8x-amd64-linux", "spot"),
+            kwok(),
+        );
         assert_eq!(a.reason, Some(Reason::SpotToSpot), "{}", a.message);
         // The smallest on-demand type: a 1-CPU pod needs 2 CPUs (900m allocatable on 1),
         // and even spot at 2 CPUs costs more.
-        let a = answer_priced(UNDERUSED, "500m", "", &on("c-1x-amd64-linux", "on-demand"), kwok());
+        let a = answer_priced(
+            UNDERUSED,
+            "500m",
+            "",
+            &on("c-1x-amd64-linux", "on-demand"),
+            kwok(),
+        );
         assert_eq!(a.reason, Some(Reason::NoCheaperNode), "{}", a.message);
         // Without a catalogue kelp says what it cannot tell.
-        let a = answer_priced(UNDERUSED, "500m", "", &on("c-1x-amd64-linux", "on-demand"), None);
+        let a = answer_priced(
+            UNDERUSED,
+            "500m",
+            "",
+            &on("c-1x-amd64-linux", "on-demand"),
+            None,
+        );
         assert_eq!(a.reason, Some(Reason::NeedsReplacement));
-        assert!(a.message.contains("without an instance-type catalogue"), "{}", a.message);
+        assert!(
+            a.message.contains("without an instance-type catalogue"),
+            "{}",
+            a.message
+        );
     }
 
     const UNDERUSED: &str = "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 5m}";

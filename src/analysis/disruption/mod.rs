@@ -23,8 +23,8 @@ pub mod state;
 pub use blocked::{BlockedDetails, NotReapedDetails};
 pub use budget::pool_allowed;
 pub use state::{
-    node_disruption, node_disruption_at, node_states, workload_pods, Blocker, NodeDisruption, NodeInputs, Nominations,
-    Want, WantReason, DEFAULT_EXPIRE_AFTER,
+    active_pods, karpenter_node, node_disruption, node_disruption_at, node_states, workload_pods,
+    Blocker, NodeDisruption, NodeInputs, Nominations, Want, WantReason, DEFAULT_EXPIRE_AFTER,
 };
 
 use super::Context;

@@ -51,7 +51,9 @@ pub enum Replacement {
 /// Karpenter prices it (a price label is rounded).
 pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f64>) -> Replacement {
     let Some(catalog) = &pools.catalog else {
-        return Replacement::Unknown("kelp cannot price one without an instance-type catalogue".into());
+        return Replacement::Unknown(
+            "kelp cannot price one without an instance-type catalogue".into(),
+        );
     };
     let label = |k: &str| node.metadata.labels.get(k).map(String::as_str);
     let capacity_type = label(labels::CAPACITY_TYPE);
@@ -60,7 +62,10 @@ pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f6
         .and_then(|t| {
             t.offerings
                 .iter()
-                .find(|o| Some(o.zone.as_str()) == label(labels::ZONE) && Some(o.capacity_type.as_str()) == capacity_type)?
+                .find(|o| {
+                    Some(o.zone.as_str()) == label(labels::ZONE)
+                        && Some(o.capacity_type.as_str()) == capacity_type
+                })?
                 .price
         });
     let Some(price) = own.or(price) else {
@@ -168,7 +173,9 @@ fn one_claim(
         let mut reqs = pool_reqs.clone();
         let mut requests = Resources::default();
         for pod in pods {
-            if !taints::untolerated(&pod.spec.tolerations, &p.pool.spec.template.spec.taints).is_empty() {
+            if !taints::untolerated(&pod.spec.tolerations, &p.pool.spec.template.spec.taints)
+                .is_empty()
+            {
                 continue 'pools;
             }
             let Ok(terms) = pod_terms(&pod.spec, pools.provider) else {
@@ -187,7 +194,9 @@ fn one_claim(
             requests.add(&pod_requests(&pod.spec));
         }
         // `judge` counts one pod; the others count too.
-        requests.add(&Resources([("pods".to_string(), pods.len() as f64 - 1.0)].into()));
+        requests.add(&Resources(
+            [("pods".to_string(), pods.len() as f64 - 1.0)].into(),
+        ));
         if let TypeVerdict::Compatible(launch) = types.judge(&reqs, &requests) {
             return Some((p.name.to_string(), launch, reqs));
         }

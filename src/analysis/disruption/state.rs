@@ -102,7 +102,7 @@ pub fn workload_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c
 }
 
 /// Pods still active on a node: not finished, not being deleted.
-fn active_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
+pub fn active_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
     c.pods_on(node).filter(|p| {
         p.metadata.deletion_timestamp.is_none()
             && !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
@@ -425,7 +425,8 @@ pub fn node_disruption_at(
         .filter(|e| {
             e.from_karpenter()
                 && e.reason == "DisruptionBlocked"
-                && e.seen().is_some_and(|t| clock.within(t, Duration::hours(1)))
+                && e.seen()
+                    .is_some_and(|t| clock.within(t, Duration::hours(1)))
         })
         .max_by_key(|e| e.seen())
         .map(|e| e.message.clone());
@@ -629,6 +630,11 @@ fn pod_key(o: &ObjectRef) -> String {
     }
 }
 
+/// Whether Karpenter manages a node: it has a NodePool label or a NodeClaim.
+pub fn karpenter_node(c: &Cluster, n: &Node) -> bool {
+    Cluster::pool_of(&n.metadata.labels).is_some() || c.nodeclaim_for_node(n).is_some()
+}
+
 /// The disruption state of every Karpenter node (one with a NodePool label or a NodeClaim),
 /// by name: once per pass.
 pub fn node_states(
@@ -639,9 +645,7 @@ pub fn node_states(
     let inputs = NodeInputs::new(c, now).with_pools(pools);
     c.nodes
         .values()
-        .filter(|n| {
-            Cluster::pool_of(&n.metadata.labels).is_some() || c.nodeclaim_for_node(n).is_some()
-        })
+        .filter(|n| karpenter_node(c, n))
         .map(|n| (n.metadata.name.clone(), node_disruption(c, n, now, &inputs)))
         .collect()
 }

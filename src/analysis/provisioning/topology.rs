@@ -62,11 +62,7 @@ impl SpreadIndex {
         let mut groups: Vec<PodGroup> = Vec::new();
         let mut by_key: HashMap<(usize, usize), usize> = HashMap::new();
         for (i, (n, _)) in zoned.iter().enumerate() {
-            let active = c.pods_on(&n.metadata.name).filter(|p| {
-                p.metadata.deletion_timestamp.is_none()
-                    && !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
-            });
-            for p in active {
+            for p in super::super::disruption::active_pods(c, &n.metadata.name) {
                 let ns = p.metadata.namespace.as_deref();
                 let labels: &BTreeMap<String, String> = &p.metadata.labels;
                 let key = (
