@@ -87,12 +87,17 @@ fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize)
             }
         }
         Step::ClaimCondition(i, consolidatable, drifted) => {
-            let Some(name) = nth(&c.nodeclaims, i) else { return };
+            let Some(name) = nth(&c.nodeclaims, i) else {
+                return;
+            };
             let mut cl = c.nodeclaims[&name].clone();
             let (kind, status) = if drifted {
                 ("Drifted", "True")
             } else {
-                ("Consolidatable", if consolidatable { "True" } else { "False" })
+                (
+                    "Consolidatable",
+                    if consolidatable { "True" } else { "False" },
+                )
             };
             cl.status.conditions.retain(|c| &*c.type_ != kind);
             cl.status.conditions.push(Condition {
@@ -112,7 +117,9 @@ fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize)
         }
         Step::Event(i, r, ago) => {
             let Some(node) = nth(&c.nodes, i) else { return };
-            let claim = c.nodeclaim_for_node(&c.nodes[&node]).map(|cl| cl.metadata.name.clone());
+            let claim = c
+                .nodeclaim_for_node(&c.nodes[&node])
+                .map(|cl| cl.metadata.name.clone());
             let (reason, message) = [
                 ("DisruptionBlocked", "Node is nominated for a pending pod"),
                 ("DisruptionBlocked", "Not all pods would schedule, default/x => would schedule against uninitialized nodeclaim"),
@@ -151,14 +158,18 @@ fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize)
             }
         }
         Step::PoolConsolidateAfter(i, v) => {
-            let Some(name) = nth(&c.nodepools, i) else { return };
+            let Some(name) = nth(&c.nodepools, i) else {
+                return;
+            };
             let mut p = c.nodepools[&name].clone();
             p.spec.disruption.consolidate_after =
                 Some(["0s", "30s", "10m", "Never"][v].to_string());
             c.apply_nodepool(p);
         }
         Step::PoolBudget(i, v) => {
-            let Some(name) = nth(&c.nodepools, i) else { return };
+            let Some(name) = nth(&c.nodepools, i) else {
+                return;
+            };
             let mut p = c.nodepools[&name].clone();
             let budget = |nodes: &str, schedule: Option<&str>| kelp::karpenter::budgets::Budget {
                 nodes: nodes.into(),
@@ -201,7 +212,8 @@ fn demo() -> (Cluster, DateTime<Utc>) {
 }
 
 fn real() -> (Cluster, DateTime<Utc>) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real/karpenter-v1.14.1");
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real/karpenter-v1.14.1");
     let mut c = Cluster::default();
     kelp::source::load_paths(&[dir.join("cluster.json")], &mut c).unwrap();
     let now = c.captured_at.expect("the capture's clock");
@@ -234,8 +246,9 @@ proptest! {
     }
 }
 
-/// The reuse is real: with nothing changed every node state is reused; one pod's change
-/// recomputes its node (and the nodes that read the cluster's free room), not the rest.
+/// The reuse is real: with nothing changed every node state and pending pod verdict is
+/// reused; one pod's change recomputes its node (and the nodes that read the cluster's
+/// free room), not the rest; a pool's change recomputes everything.
 #[test]
 fn a_pass_reuses_what_did_not_change() {
     let (mut c, now) = demo();
@@ -243,23 +256,37 @@ fn a_pass_reuses_what_did_not_change() {
     analysis::run_incremental(&c, now, &mut engine);
     let all = engine.stats().computed;
     assert!(all > 3, "the demo has Karpenter nodes: {all}");
+    let verdicts = engine.stats().verdicts_computed;
+    assert!(verdicts > 1, "the demo has pending pods: {:?}", engine.stats());
     analysis::run_incremental(&c, now, &mut engine);
     assert_eq!(engine.stats().computed, 0, "{:?}", engine.stats());
     assert_eq!(engine.stats().reused, all);
+    assert_eq!(engine.stats().verdicts_computed, 0, "{:?}", engine.stats());
+    assert_eq!(engine.stats().verdicts_reused, verdicts);
     // A minute later, only what has a threshold inside that minute.
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
     assert!(engine.stats().reused > 0, "{:?}", engine.stats());
     // A pod's change on one node.
-    let key = c.pods.iter().find(|(_, p)| p.spec.node_name.is_some()).map(|(k, _)| k.clone()).unwrap();
+    let key = c
+        .pods
+        .iter()
+        .find(|(_, p)| p.spec.node_name.is_some())
+        .map(|(k, _)| k.clone())
+        .unwrap();
     let mut p = c.pods[&key].clone();
-    p.metadata.labels.make_mut().insert("touched".into(), "yes".into());
+    p.metadata
+        .labels
+        .make_mut()
+        .insert("touched".into(), "yes".into());
     c.apply_pod(p);
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
     let s = engine.stats();
     assert!(s.computed >= 1 && s.reused > 0, "{s:?}");
+    assert_eq!(s.verdicts_reused, verdicts, "a labelled bound pod is no pool's business");
     // A pool's change: everything.
     let pool = c.nodepools.values().next().unwrap().clone();
     c.apply_nodepool(pool);
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
     assert_eq!(engine.stats().reused, 0, "{:?}", engine.stats());
+    assert_eq!(engine.stats().verdicts_reused, 0, "{:?}", engine.stats());
 }

@@ -1,6 +1,6 @@
 //! Incremental analysis for `kelp serve`: a pass that recomputes only what a change
-//! touched, and reuses the rest of the previous pass. Today that is each node's
-//! disruption state, the largest share of a pass.
+//! touched, and reuses the rest of the previous pass: each node's disruption state, and
+//! the pending pods' per-pool verdicts.
 //!
 //! A node's state is reused when none of what it read has changed:
 //! - the model's change stamps ([`crate::model::stamps`]) of the node (its pods
@@ -10,21 +10,27 @@
 //! - its pool's budget counts and what the budgets allow now (they follow schedules);
 //! - if it looked for room on other nodes: every node's free room (any bound pod or
 //!   node) and which nodes are still settling; if it priced a replacement: every
-//!   pool's usage;
+//!   pool's usage and the instance-type catalogue (the AWS one takes a type's labels
+//!   from a node of that type, so a node's coming or going can change it);
 //! - the clock has not reached the first instant its answer changes with time alone
 //!   ([`super::clock::Clock`]).
 //!
-//! Its age is written afresh. [`Incremental::node_states`] equals
-//! [`super::disruption::node_states`] at every step: `tests/incremental.rs` checks it on
-//! random sequences of changes and clock moves.
+//! Its age is written afresh. The verdicts of pending pods (per distinct spec, affinity,
+//! event and peers, as one pass already shares them) are kept while nothing global, no
+//! pool's usage and not the catalogue changed; one of a pod that spreads over zones,
+//! while the zone counts it was judged with are the same. The incremental pass equals
+//! the full one at every step: `tests/incremental.rs` checks it on random sequences of
+//! changes and clock moves.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use super::clock::Clock;
 use super::disruption::{self, NodeDisruption, NodeInputs};
-use super::provisioning::PoolSet;
+use super::provisioning::{KeptVerdicts, PoolSet};
+use crate::karpenter::resources::Resources;
 use super::{ago, fit};
 use crate::findings::ObjectRef;
 use crate::karpenter::budgets::DisruptionReason;
@@ -37,20 +43,48 @@ pub struct Incremental {
     nodes: HashMap<String, Entry>,
     /// Per pool: its budget counts and allowances at the last pass, and how many times
     /// they changed.
-    budgets: HashMap<String, (String, u64)>,
+    budgets: HashMap<String, (BudgetToken, u64)>,
     /// The room's inputs at the last pass (the bound stamp and who settles), and how
     /// many times they changed.
     room: (Option<(u64, Vec<bool>)>, u64),
-    /// The pools' usage and events at the last pass, and how many times they changed.
-    usage: (Option<String>, u64),
+    /// What a pool's verdict reads beyond the pools' own specs at the last pass (each
+    /// pool's usage, its instance-type problem, the catalogue), and how many times it
+    /// changed.
+    usage: (Option<UsageToken>, u64),
+    /// The pending pods' verdicts, with the global stamp and the usage's change count
+    /// they were judged at.
+    verdicts: ((u64, u64), KeptVerdicts),
     stats: Stats,
 }
 
-/// How many node states the last pass reused and computed.
+/// What the last pass reused and computed: node states, and distinct pending-pod
+/// verdicts (replicas share one).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
     pub reused: usize,
     pub computed: usize,
+    pub verdicts_reused: usize,
+    pub verdicts_computed: usize,
+}
+
+/// A pool's budget counts (total, unavailable) and what its budgets allow, per reason.
+type BudgetToken = ((usize, usize), Vec<crate::karpenter::budgets::Allowed>);
+
+/// What the pools are judged with beyond their specs. The catalogue can change without
+/// a global stamp: the AWS one takes a type's labels and allocatable from a node of it.
+struct UsageToken {
+    pools: Vec<(String, Resources, Option<String>)>,
+    catalog: Option<Arc<Catalog>>,
+}
+
+impl PartialEq for UsageToken {
+    fn eq(&self, other: &Self) -> bool {
+        self.pools == other.pools
+            && match (&self.catalog, &other.catalog) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+                (a, b) => a.is_none() && b.is_none(),
+            }
+    }
 }
 
 struct Entry {
@@ -71,7 +105,43 @@ struct Entry {
 impl Incremental {
     /// What the last pass reused and computed.
     pub fn stats(&self) -> Stats {
-        self.stats
+        let (verdicts_reused, verdicts_computed) = self.verdicts.1.counts();
+        Stats {
+            verdicts_reused,
+            verdicts_computed,
+            ..self.stats
+        }
+    }
+
+    /// The pending pods' verdicts kept from the last pass, for this pass's diagnoses to
+    /// reuse: none when anything global or the pools' usage changed since.
+    pub fn take_verdicts(&mut self, c: &Cluster, pools: &PoolSet) -> KeptVerdicts {
+        self.start(c);
+        self.note_usage(Some(pools));
+        let token = (c.stamps().global(), self.usage.1);
+        if self.verdicts.0 != token {
+            self.verdicts = (token, KeptVerdicts::default());
+        }
+        let mut kept = std::mem::take(&mut self.verdicts.1);
+        kept.start_pass();
+        kept
+    }
+
+    /// What this pass's diagnoses leave for the next: the verdicts it asked for.
+    pub fn keep_verdicts(&mut self, mut kept: KeptVerdicts) {
+        kept.end_pass();
+        self.verdicts.1 = kept;
+    }
+
+    /// Forget everything when the model is another one.
+    fn start(&mut self, c: &Cluster) {
+        let epoch = c.stamps().epoch();
+        if epoch != self.epoch {
+            *self = Incremental {
+                epoch,
+                ..Default::default()
+            };
+        }
     }
 
     /// The disruption state of every Karpenter node, as [`disruption::node_states`]
@@ -82,13 +152,8 @@ impl Incremental {
         now: DateTime<Utc>,
         pools: Option<&PoolSet>,
     ) -> BTreeMap<String, NodeDisruption> {
+        self.start(c);
         let stamps = c.stamps();
-        if stamps.epoch() != self.epoch {
-            *self = Incremental {
-                epoch: stamps.epoch(),
-                ..Default::default()
-            };
-        }
         let inputs = NodeInputs::new(c, now).with_pools(pools);
         self.note_budgets(c, now, &inputs);
         self.note_room(c, now);
@@ -106,9 +171,10 @@ impl Incremental {
             let nominated = inputs.nominated(n, claim);
             let pool = Cluster::pool_of(&n.metadata.labels);
             let budgets = pool.and_then(|p| self.budgets.get(p)).map_or(0, |b| b.1);
-            let current = self.nodes.get(name).is_some_and(|e| {
-                self.current(e, c, n, claim, now, &nominated, budgets)
-            });
+            let current = self
+                .nodes
+                .get(name)
+                .is_some_and(|e| self.current(e, c, n, claim, now, &nominated, budgets));
             let state = if current {
                 stats.reused += 1;
                 let mut s = self.nodes[name].state.clone();
@@ -185,7 +251,7 @@ impl Incremental {
                 .iter()
                 .map(|r| disruption::budget::allowed_of(counts, p, *r, now))
                 .collect();
-            let token = format!("{counts:?} {allowed:?}");
+            let token = (counts, allowed);
             let slot = self.budgets.entry(name.clone()).or_default();
             if slot.0 != token {
                 *slot = (token, slot.1 + 1);
@@ -201,13 +267,13 @@ impl Incremental {
     }
 
     fn note_usage(&mut self, pools: Option<&PoolSet>) {
-        let token = pools.map(|ps| {
-            let parts: Vec<_> = ps
+        let token = pools.map(|ps| UsageToken {
+            pools: ps
                 .ordered
                 .iter()
-                .map(|p| (p.name, &p.usage, &p.no_instance_types))
-                .collect();
-            format!("{parts:?}")
+                .map(|p| (p.name.to_string(), p.usage.clone(), p.no_instance_types.clone()))
+                .collect(),
+            catalog: ps.catalog.clone(),
         });
         if self.usage.0 != token {
             self.usage = (token, self.usage.1 + 1);

@@ -24,8 +24,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::findings::Report;
-use crate::model::{Catalog, Cluster};
 use crate::karpenter::events::LaunchError;
+use crate::model::{Catalog, Cluster};
 use disruption::NodeDisruption;
 use hold::Hold;
 use provisioning::{PodDiagnosis, PoolUsage};
@@ -76,9 +76,10 @@ impl<'a> Context<'a> {
             // Karpenter looks at the types of the pools it schedules with, the ready ones.
             .filter(|p| p.not_ready.is_none())
             .filter_map(|p| match p.types.as_ref()?.pool_reject.as_ref()? {
-                provisioning::instance_types::Reject::No { message, limits: false } => {
-                    Some((p.name.to_string(), message.clone()))
-                }
+                provisioning::instance_types::Reject::No {
+                    message,
+                    limits: false,
+                } => Some((p.name.to_string(), message.clone())),
                 _ => None,
             })
             .collect();
@@ -87,7 +88,11 @@ impl<'a> Context<'a> {
             .iter()
             .filter_map(|p| Some((p.name.to_string(), p.types.as_ref()?.smallest.clone())))
             .collect();
-        let mut cache = provisioning::DiagnosisCache::default();
+        let mut engine = engine;
+        let mut cache = match engine.as_deref_mut() {
+            Some(e) => provisioning::DiagnosisCache::with_kept(e.take_verdicts(cluster, &pools)),
+            None => provisioning::DiagnosisCache::default(),
+        };
         let pending = provisioning::unschedulable_pods(cluster, now)
             .map(|(p, events)| {
                 Arc::new(provisioning::diagnose_cached(
@@ -95,6 +100,9 @@ impl<'a> Context<'a> {
                 ))
             })
             .collect();
+        if let (Some(e), Some(kept)) = (engine.as_deref_mut(), cache.into_kept()) {
+            e.keep_verdicts(kept);
+        }
         Context {
             cluster,
             now,

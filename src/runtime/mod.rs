@@ -268,7 +268,13 @@ impl Shared {
             let mut engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
             let pass = analysis::run_incremental(&cluster, now, &mut engine);
             let s = engine.stats();
-            tracing::debug!(reused = s.reused, computed = s.computed, "node states");
+            tracing::debug!(
+                nodes_reused = s.reused,
+                nodes_computed = s.computed,
+                verdicts_reused = s.verdicts_reused,
+                verdicts_computed = s.verdicts_computed,
+                "incremental pass"
+            );
             Arc::new(pass)
         } else {
             Arc::new(analysis::run(&cluster, now))

@@ -390,6 +390,86 @@ pub struct DiagnosisCache<'c> {
     pool_verdicts: std::collections::HashSet<Arc<PoolVerdict>>,
     /// Karpenter's messages, parsed.
     parses: HashMap<&'c str, ParsedEvent>,
+    /// What an earlier pass computed, where the caller keeps it.
+    kept: Option<KeptVerdicts>,
+}
+
+impl DiagnosisCache<'_> {
+    /// A cache that also reuses, and adds to, what earlier passes computed.
+    pub fn with_kept(kept: KeptVerdicts) -> Self {
+        DiagnosisCache {
+            kept: Some(kept),
+            ..Default::default()
+        }
+    }
+
+    /// What this pass leaves for the next.
+    pub fn into_kept(self) -> Option<KeptVerdicts> {
+        self.kept
+    }
+}
+
+/// Verdicts kept from one pass for the next (`kelp serve`'s incremental pass, see
+/// [`crate::analysis::incremental`]), by the per-pass key with the event's text in place
+/// of its address. Each entry holds the shared spec, affinity, namespace and labels its
+/// key names by address, so no other value can take that address while it is kept.
+/// Whoever keeps it empties it when the pools change (their usage, limits, types, or
+/// anything global); an entry of a pod that spreads over zones is reused only while the
+/// zone counts it was judged with are the same.
+#[derive(Default)]
+pub struct KeptVerdicts {
+    entries: HashMap<KeptKey, Kept>,
+    /// Distinct verdicts the last pass took from here, and computed afresh.
+    reused: usize,
+    computed: usize,
+    /// The pass now filling it: what no pass asked for is let go at its end.
+    pass: u64,
+}
+
+type KeptKey = (usize, usize, Option<Arc<str>>, (usize, usize));
+
+type Alive = (
+    Shared<SchedulingSpec>,
+    Option<Shared<Affinity>>,
+    Option<Shared<str>>,
+    StringMap,
+);
+
+struct Kept {
+    /// The last pass that asked for it.
+    pass: u64,
+    _alive: Alive,
+    spread: Vec<ZoneSpread>,
+    value: SharedVerdicts,
+}
+
+impl KeptVerdicts {
+    /// Distinct verdicts held for the next pass.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// How many distinct verdicts the pass that filled it reused and computed.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.reused, self.computed)
+    }
+
+    /// Start a pass: its counts start at zero.
+    pub fn start_pass(&mut self) {
+        (self.reused, self.computed) = (0, 0);
+        self.pass += 1;
+    }
+
+    /// End a pass: let go of what it did not ask for (pods gone, specs changed), so
+    /// what is kept follows the pending pods, not everything ever pending.
+    pub fn end_pass(&mut self) {
+        let pass = self.pass;
+        self.entries.retain(|_, k| k.pass == pass);
+    }
 }
 
 /// A FailedScheduling message parsed: its format, segments and text.
@@ -427,6 +507,7 @@ pub fn diagnose_cached<'c>(
         messages,
         pool_verdicts,
         parses,
+        kept,
     } = cache;
     // Each distinct message is parsed once, whichever pods it is about; its one shared
     // copy then stands for it (by address) in the verdicts' key.
@@ -443,14 +524,13 @@ pub fn diagnose_cached<'c>(
             })
             .clone()
     });
-    let compute = || {
+    let terms = || pod_terms(&pod.spec, pools.provider);
+    let mut compute = |terms: Result<Vec<Requirements>, String>, spread: &[ZoneSpread]| {
         let requests = pod_requests(&pod.spec);
-        let terms = pod_terms(&pod.spec, pools.provider);
-        let spread = ZoneSpread::of(pools, pod, &terms);
         let mut verdicts: Vec<PoolVerdict> = pools
             .ordered
             .iter()
-            .map(|p| evaluate(p, &pod.spec, &requests, &terms, &spread))
+            .map(|p| evaluate(p, &pod.spec, &requests, &terms, spread))
             .collect();
         if let Some((_, segments, _)) = &parsed {
             cross_check(&mut verdicts, segments, pools.catalog.is_some());
@@ -510,7 +590,57 @@ pub fn diagnose_cached<'c>(
         message.unwrap_or_default(),
         peers,
     );
-    let (requests, nodepools) = cached.entry(key).or_insert_with(compute).clone();
+    let (requests, nodepools) = match cached.get(&key) {
+        Some(v) => v.clone(),
+        None => {
+            let v = match kept.as_mut() {
+                None => {
+                    let terms = terms();
+                    let spread = ZoneSpread::of(pools, pod, &terms);
+                    compute(terms, &spread)
+                }
+                Some(kept) => {
+                    let kept_key = (
+                        key.0,
+                        key.1,
+                        parsed.as_ref().map(|(_, _, m)| m.clone()),
+                        key.3,
+                    );
+                    let terms = terms();
+                    let spread = ZoneSpread::of(pools, pod, &terms);
+                    match kept.entries.get_mut(&kept_key) {
+                        Some(k) if k.spread == spread => {
+                            kept.reused += 1;
+                            k.pass = kept.pass;
+                            k.value.clone()
+                        }
+                        _ => {
+                            kept.computed += 1;
+                            let v = compute(terms, &spread);
+                            let alive = (
+                                pod.spec.scheduling.clone(),
+                                pod.spec.affinity.clone(),
+                                pod.metadata.namespace.clone(),
+                                pod.metadata.labels.clone(),
+                            );
+                            kept.entries.insert(
+                                kept_key,
+                                Kept {
+                                    pass: kept.pass,
+                                    _alive: alive,
+                                    spread,
+                                    value: v.clone(),
+                                },
+                            );
+                            v
+                        }
+                    }
+                }
+            };
+            cached.insert(key, v.clone());
+            v
+        }
+    };
     let event = event
         .zip(parsed)
         .map(|(e, (format, segments, message))| EventEvidence {

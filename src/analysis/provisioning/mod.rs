@@ -32,8 +32,8 @@ pub mod pools;
 pub mod topology;
 
 pub use diagnosis::{
-    diagnose, diagnose_cached, evaluate, DiagnosisCache, PodDiagnosis, PoolVerdict, Reason,
-    Verdict, VerdictSource,
+    diagnose, diagnose_cached, evaluate, DiagnosisCache, KeptVerdicts, PodDiagnosis, PoolVerdict,
+    Reason, Verdict, VerdictSource,
 };
 pub use evidence::EventEvidence;
 pub use instance_types::{describe_launch, Launch, LaunchOption, TypeVerdict};
