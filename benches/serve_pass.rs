@@ -79,7 +79,9 @@ fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("serve-pass");
     g.sample_size(10);
     g.bench_function("full-150k-pods", |b| b.iter(|| shared.pass_full(now())));
-    g.bench_function("nothing-changed-150k-pods", |b| b.iter(|| shared.pass(now())));
+    g.bench_function("nothing-changed-150k-pods", |b| {
+        b.iter(|| shared.pass(now()))
+    });
     let mut flip = false;
     g.bench_function("one-pod-change-150k-pods", |b| {
         b.iter(|| {

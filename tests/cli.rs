@@ -553,7 +553,12 @@ fn serve_judges_instance_types_from_a_catalogue_file() {
         .args(["serve", "--from"])
         .arg(dump.path())
         .args(["--catalog", "tests/fixtures/what-if/aws-catalog.yaml"])
-        .args(["--metrics-addr", "127.0.0.1:0", "--dashboard-addr", "127.0.0.1:0"])
+        .args([
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--dashboard-addr",
+            "127.0.0.1:0",
+        ])
         .env_remove("KELP_AUTH_TOKEN")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -581,7 +586,11 @@ fn serve_judges_instance_types_from_a_catalogue_file() {
         .expect("serve said where the dashboard is");
     let get = |path: &str| {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
         let mut body = String::new();
         s.read_to_string(&mut body).unwrap();
         body
@@ -611,7 +620,10 @@ fn serve_judges_instance_types_from_a_catalogue_file() {
 #[test]
 fn a_dump_with_an_embedded_catalogue_judges_instance_types() {
     let mut items: Vec<serde_json::Value> = Vec::new();
-    for f in ["tests/fixtures/lint/what-if/pools.yaml", "tests/fixtures/lint/what-if/pod.yaml"] {
+    for f in [
+        "tests/fixtures/lint/what-if/pools.yaml",
+        "tests/fixtures/lint/what-if/pod.yaml",
+    ] {
         let text = std::fs::read_to_string(f).unwrap();
         for doc in serde_norway::Deserializer::from_str(&text) {
             let v: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();
@@ -639,7 +651,11 @@ fn a_dump_with_an_embedded_catalogue_judges_instance_types() {
             .arg(path)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
     let why = run(dump.path());
@@ -650,7 +666,10 @@ fn a_dump_with_an_embedded_catalogue_judges_instance_types() {
         .find(|v| v["name"] == "general")
         .unwrap()
         .clone();
-    assert_eq!(general["launch"]["cheapest"][0]["instanceType"], "m5.2xlarge", "{general:#}");
+    assert_eq!(
+        general["launch"]["cheapest"][0]["instanceType"], "m5.2xlarge",
+        "{general:#}"
+    );
     assert_eq!(general["launch"]["catalog"], "file");
     // Without the annotation, the same dump has no catalogue (AWS pools, no metrics).
     let mut bare = list.clone();

@@ -108,7 +108,13 @@ fn what_if_never_calls_compatible_what_it_could_not_check() {
 #[test]
 fn what_if_with_karpenters_metrics_gives_the_exact_answer() {
     let run = |pod: &str| {
-        what_if_with(pod, &["--metrics-file", "tests/fixtures/metrics/aws-instance-types.txt"])
+        what_if_with(
+            pod,
+            &[
+                "--metrics-file",
+                "tests/fixtures/metrics/aws-instance-types.txt",
+            ],
+        )
     };
     let (v, code) = run("tests/fixtures/what-if/exotic-pods.yaml");
     assert_eq!(code, 1, "neither fits: {v:#}");

@@ -18,7 +18,14 @@ use serde_json::Value;
 
 /// A scenario's pool with a high CPU limit (the big types must stay within it).
 fn big_pool(name: &str, requirements: &str) -> String {
-    pool_with(name, name, requirements, "", "2000", "{consolidationPolicy: WhenEmpty, consolidateAfter: 10m}")
+    pool_with(
+        name,
+        name,
+        requirements,
+        "",
+        "2000",
+        "{consolidationPolicy: WhenEmpty, consolidateAfter: 10m}",
+    )
 }
 
 /// kelp's verdict for the scenario's own pool, with the diagnosis it came in.
@@ -30,11 +37,15 @@ fn kelp_verdict(e: &Env, ns: &str, pod: &str, pool: &str) -> (Value, Value) {
 
 /// kelp's verdict once Karpenter's FailedScheduling event is in its diagnosis.
 fn verdict_with_event(e: &Env, ns: &str, pod: &str, pool: &str) -> (Value, String) {
-    wait_for(&format!("Karpenter's event about {ns}/{pod}"), 2 * MINUTES, || {
-        let (v, d) = kelp_verdict(e, ns, pod, pool);
-        let m = d["event"]["message"].as_str()?.to_string();
-        Some((v, m))
-    })
+    wait_for(
+        &format!("Karpenter's event about {ns}/{pod}"),
+        2 * MINUTES,
+        || {
+            let (v, d) = kelp_verdict(e, ns, pod, pool);
+            let m = d["event"]["message"].as_str()?.to_string();
+            Some((v, m))
+        },
+    )
 }
 
 /// The first look: before Karpenter has written anything about the pod.
@@ -63,12 +74,21 @@ fn a_pod_bigger_than_every_instance_type_is_rejected_before_karpenter_says_so() 
     let v = before_event(&e, ns, &name, &scenario);
     assert_eq!(v["verdict"], "rejected", "{v:#}");
     assert_eq!(v["reasons"][0]["category"], "instance-types", "{v:#}");
-    assert!(message(&v).starts_with("no instance type has enough resources"), "{v:#}");
+    assert!(
+        message(&v).starts_with("no instance type has enough resources"),
+        "{v:#}"
+    );
     let (after, event) = verdict_with_event(&e, ns, &name, &scenario);
-    assert!(event.contains("no instance type has enough resources"), "Karpenter: {event}");
+    assert!(
+        event.contains("no instance type has enough resources"),
+        "Karpenter: {event}"
+    );
     assert_eq!(after["verdict"], "rejected");
     assert_eq!(after["eventAgrees"], true, "{after:#}");
-    assert_eq!(after["source"], "kelp", "kelp computed it; the event only agrees");
+    assert_eq!(
+        after["source"], "kelp",
+        "kelp computed it; the event only agrees"
+    );
 }
 
 #[test]
@@ -84,7 +104,10 @@ fn a_pod_only_the_biggest_types_hold_launches_the_type_kelp_predicted() {
     assert_eq!(v["verdict"], "compatible", "{v:#}");
     let predicted = &v["launch"]["cheapest"][0];
     assert_eq!(predicted["instanceType"], "c-256x-amd64-linux", "{v:#}");
-    assert_eq!(predicted["capacityType"], "on-demand", "the pool allows on-demand only");
+    assert_eq!(
+        predicted["capacityType"], "on-demand",
+        "the pool allows on-demand only"
+    );
     assert_eq!(v["launch"]["instanceTypes"], 3, "c, s and m at 256 CPUs");
     // Karpenter launches it, and the node is of the predicted type.
     assert_eq!(launched_pool(&e, ns, &name), scenario);
@@ -94,7 +117,10 @@ fn a_pod_only_the_biggest_types_hold_launches_the_type_kelp_predicted() {
         node["metadata"]["labels"]["node.kubernetes.io/instance-type"], predicted["instanceType"],
         "kelp predicted {predicted}"
     );
-    assert_eq!(node["metadata"]["labels"]["karpenter.sh/capacity-type"], "on-demand");
+    assert_eq!(
+        node["metadata"]["labels"]["karpenter.sh/capacity-type"],
+        "on-demand"
+    );
     let zones = predicted["zones"].as_array().unwrap();
     assert!(zones.contains(&node["metadata"]["labels"]["topology.kubernetes.io/zone"]));
     e.kubectl(&["delete", "pod", "-n", ns, &name, "--wait=false"], None);
@@ -130,11 +156,23 @@ spec:
     e.apply(&pod(ns, &name, &scenario, "254500m", ""));
     let v = before_event(&e, ns, &name, &scenario);
     assert_eq!(v["verdict"], "rejected", "{v:#}");
-    assert!(message(&v).starts_with("no instance type has enough resources"), "{v:#}");
-    assert!(message(&v).contains(r#""cpu":"256500m""#), "the DaemonSet counted: {v:#}");
+    assert!(
+        message(&v).starts_with("no instance type has enough resources"),
+        "{v:#}"
+    );
+    assert!(
+        message(&v).contains(r#""cpu":"256500m""#),
+        "the DaemonSet counted: {v:#}"
+    );
     let (after, event) = verdict_with_event(&e, ns, &name, &scenario);
-    assert!(event.contains("no instance type has enough resources"), "Karpenter: {event}");
-    assert!(event.contains("256500m"), "Karpenter counts the DaemonSet too: {event}");
+    assert!(
+        event.contains("no instance type has enough resources"),
+        "Karpenter: {event}"
+    );
+    assert!(
+        event.contains("256500m"),
+        "Karpenter counts the DaemonSet too: {event}"
+    );
     assert_eq!(after["eventAgrees"], true, "{after:#}");
 }
 
@@ -145,18 +183,21 @@ fn an_architecture_no_instance_type_offers_is_rejected_before_karpenter_says_so(
     let (ns, scenario) = ("e2e-it-arch", format!("it-arch-{id}"));
     namespace(&e, ns);
     // The pool allows s390x as well as amd64; kwok offers no s390x type.
-    let pool = big_pool(&scenario, "").replace(
-        "values: [amd64]}",
-        "values: [amd64, s390x]}",
-    );
+    let pool = big_pool(&scenario, "").replace("values: [amd64]}", "values: [amd64, s390x]}");
     assert!(pool.contains("s390x"));
     e.apply(&pool);
     let name = format!("mainframe-{id}");
     e.apply(&pod(ns, &name, &scenario, "1", "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n          - matchExpressions:\n              - {key: kubernetes.io/arch, operator: In, values: [s390x]}"));
     let v = before_event(&e, ns, &name, &scenario);
     assert_eq!(v["verdict"], "rejected", "{v:#}");
-    assert!(message(&v).starts_with("no instance type met all requirements"), "{v:#}");
+    assert!(
+        message(&v).starts_with("no instance type met all requirements"),
+        "{v:#}"
+    );
     let (after, event) = verdict_with_event(&e, ns, &name, &scenario);
-    assert!(event.contains("no instance type met all requirements"), "Karpenter: {event}");
+    assert!(
+        event.contains("no instance type met all requirements"),
+        "Karpenter: {event}"
+    );
     assert_eq!(after["eventAgrees"], true, "{after:#}");
 }

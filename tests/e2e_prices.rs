@@ -515,11 +515,20 @@ fn a_snapshot_captures_the_controllers_metrics_and_a_catalogue() {
         .args(["--catalog", "tests/fixtures/what-if/aws-catalog.yaml"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let list: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let annotations = &list["metadata"]["annotations"];
-    let metrics = annotations["kelp.dev/karpenter-metrics"].as_str().unwrap_or_default();
-    assert!(metrics.contains("karpenter_nodepools_cost_total"), "{annotations:#}");
+    let metrics = annotations["kelp.dev/karpenter-metrics"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        metrics.contains("karpenter_nodepools_cost_total"),
+        "{annotations:#}"
+    );
     assert!(annotations["kelp.dev/instance-type-catalog"].is_string());
     let kelp = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))

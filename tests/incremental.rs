@@ -257,7 +257,11 @@ fn a_pass_reuses_what_did_not_change() {
     let all = engine.stats().computed;
     assert!(all > 3, "the demo has Karpenter nodes: {all}");
     let verdicts = engine.stats().verdicts_computed;
-    assert!(verdicts > 1, "the demo has pending pods: {:?}", engine.stats());
+    assert!(
+        verdicts > 1,
+        "the demo has pending pods: {:?}",
+        engine.stats()
+    );
     analysis::run_incremental(&c, now, &mut engine);
     assert_eq!(engine.stats().computed, 0, "{:?}", engine.stats());
     assert_eq!(engine.stats().reused, all);
@@ -282,7 +286,10 @@ fn a_pass_reuses_what_did_not_change() {
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
     let s = engine.stats();
     assert!(s.computed >= 1 && s.reused > 0, "{s:?}");
-    assert_eq!(s.verdicts_reused, verdicts, "a labelled bound pod is no pool's business");
+    assert_eq!(
+        s.verdicts_reused, verdicts,
+        "a labelled bound pod is no pool's business"
+    );
     // A pool's change: everything.
     let pool = c.nodepools.values().next().unwrap().clone();
     c.apply_nodepool(pool);

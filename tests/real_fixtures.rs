@@ -1144,8 +1144,10 @@ fn the_kwok_catalogue_matches_every_real_node() {
         let t = catalog
             .get(name)
             .unwrap_or_else(|| panic!("{name} is not in kelp's kwok catalogue"));
-        let alloc: std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity> =
-            serde_json::from_value(node["status"]["allocatable"].clone()).unwrap();
+        let alloc: std::collections::BTreeMap<
+            String,
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = serde_json::from_value(node["status"]["allocatable"].clone()).unwrap();
         let real = Resources::from_quantities(&alloc).unwrap();
         for r in ["cpu", "memory", "pods", "ephemeral-storage"] {
             assert!(
@@ -1164,8 +1166,16 @@ fn the_kwok_catalogue_matches_every_real_node() {
             .iter()
             .find(|o| o.zone == zone && o.capacity_type == ct)
             .unwrap_or_else(|| panic!("{name}: no {ct} offering in {zone}"));
-        let label: f64 = labels["eks-node-viewer/instance-price"].as_str().unwrap().parse().unwrap();
-        assert!((o.price.unwrap() - label).abs() < 1e-6, "{name} {ct}: {:?} vs {label}", o.price);
+        let label: f64 = labels["eks-node-viewer/instance-price"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (o.price.unwrap() - label).abs() < 1e-6,
+            "{name} {ct}: {:?} vs {label}",
+            o.price
+        );
         seen += 1;
     }
     assert!(seen >= 5, "the capture has kwok nodes: {seen}");

@@ -122,10 +122,20 @@ fn workload_templates_against_pools_from_git() {
     };
     // Without a catalogue no pool is called compatible: nothing checked an instance type.
     let (v, code) = run(false);
-    assert_eq!(code, 3, "neither workload can be judged without a catalogue");
+    assert_eq!(
+        code, 3,
+        "neither workload can be judged without a catalogue"
+    );
     for p in v["pods"].as_array().unwrap() {
         assert_eq!(p["answer"], "unknown", "{p}");
-        assert!(p["nodepools"].as_array().unwrap().iter().all(|v| v["verdict"] != "compatible"), "{p}");
+        assert!(
+            p["nodepools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|v| v["verdict"] != "compatible"),
+            "{p}"
+        );
     }
     let web = &v["pods"][0]["nodepools"][1];
     assert_eq!(
@@ -162,8 +172,7 @@ fn workload_templates_against_pools_from_git() {
     assert_eq!(pods[1]["answer"], "fits");
     assert_eq!(pods[1]["nodepools"][0]["name"], "gpu");
     assert_eq!(
-        pods[1]["nodepools"][0]["launch"]["cheapest"][0]["instanceType"],
-        "g4dn.xlarge",
+        pods[1]["nodepools"][0]["launch"]["cheapest"][0]["instanceType"], "g4dn.xlarge",
         "the only type with a GPU"
     );
     assert_eq!(

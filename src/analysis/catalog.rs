@@ -12,7 +12,9 @@ use crate::karpenter::instance_types::{self as rules, GI};
 use crate::karpenter::labels;
 use crate::karpenter::requirements::Provider;
 use crate::karpenter::resources::Resources;
-use crate::model::{Catalog, CatalogSource, Cluster, ControllerMetrics, InstanceType, Node, TypeOffering};
+use crate::model::{
+    Catalog, CatalogSource, Cluster, ControllerMetrics, InstanceType, Node, TypeOffering,
+};
 
 /// The catalogue for this pass, if kelp has one.
 pub fn resolve(c: &Cluster, provider: Provider) -> Option<Arc<Catalog>> {
@@ -33,7 +35,6 @@ pub fn resolve(c: &Cluster, provider: Provider) -> Option<Arc<Catalog>> {
     }
     (provider == Provider::Kwok).then(|| Arc::new(Catalog::kwok_builtin()))
 }
-
 
 /// The AWS provider's types from its metrics. A type a node of the cluster runs gets that
 /// node's labels, capacity and allocatable (exact). Any other gets what the metrics say
@@ -69,7 +70,11 @@ pub fn from_metrics(c: &Cluster, m: &ControllerMetrics) -> Catalog {
         .iter()
         .filter(|(_, cores)| cores.is_finite() && **cores > 0.0)
         .map(|(name, &cores)| {
-            let raw = m.instance_memory.get(name).copied().filter(|v| v.is_finite() && *v > 0.0);
+            let raw = m
+                .instance_memory
+                .get(name)
+                .copied()
+                .filter(|v| v.is_finite() && *v > 0.0);
             let mut offerings = offerings.remove(name.as_str()).unwrap_or_default();
             offerings.retain(|o| o.price.is_none_or(f64::is_finite));
             sample
@@ -98,14 +103,29 @@ fn from_node(name: &str, node: &Node, offerings: Vec<TypeOffering>) -> Option<In
         return None;
     }
     let complete = node.metadata.labels.contains_key(labels::NODEPOOL);
-    Some(InstanceType::exact(name, labels, capacity, allocatable, complete, offerings))
+    Some(InstanceType::exact(
+        name,
+        labels,
+        capacity,
+        allocatable,
+        complete,
+        offerings,
+    ))
 }
 
-fn estimated(name: &str, cores: f64, raw: Option<f64>, offerings: Vec<TypeOffering>) -> InstanceType {
+fn estimated(
+    name: &str,
+    cores: f64,
+    raw: Option<f64>,
+    offerings: Vec<TypeOffering>,
+) -> InstanceType {
     let (family, size) = name.split_once('.').unwrap_or((name, ""));
     let mut labels = BTreeMap::from([
         (labels::INSTANCE_TYPE.to_string(), vec![name.to_string()]),
-        (labels::ARCH.to_string(), vec!["amd64".into(), "arm64".into()]),
+        (
+            labels::ARCH.to_string(),
+            vec!["amd64".into(), "arm64".into()],
+        ),
         (labels::OS.to_string(), vec!["linux".into()]),
         (rules::AWS_FAMILY.to_string(), vec![family.to_string()]),
     ]);
@@ -115,7 +135,10 @@ fn estimated(name: &str, cores: f64, raw: Option<f64>, offerings: Vec<TypeOfferi
     // What the AWS provider derives from the name and the figures the metrics carry.
     if let Some((category, generation)) = rules::aws_category_generation(name) {
         labels.insert(rules::AWS_CATEGORY.to_string(), vec![category.to_string()]);
-        labels.insert(rules::AWS_GENERATION.to_string(), vec![generation.to_string()]);
+        labels.insert(
+            rules::AWS_GENERATION.to_string(),
+            vec![generation.to_string()],
+        );
     }
     if cores.fract() == 0.0 {
         labels.insert(rules::AWS_CPU.to_string(), vec![format!("{cores}")]);
@@ -186,7 +209,10 @@ mod tests {
         let m5 = cat.get("m5.large").unwrap();
         assert!(m5.complete && m5.uncertain.is_empty());
         assert_eq!(m5.allocatable.get("pods"), 29.0);
-        assert!(m5.offerings.iter().any(|o| o.capacity_type == "spot" && o.price.is_some()));
+        assert!(m5
+            .offerings
+            .iter()
+            .any(|o| o.capacity_type == "spot" && o.price.is_some()));
         let c6g = cat.get("c6g.xlarge").unwrap();
         assert!(!c6g.complete);
         assert_eq!(c6g.labels[labels::ARCH], vec!["amd64", "arm64"]);

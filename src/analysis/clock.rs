@@ -81,7 +81,11 @@ mod tests {
             .to_utc();
         let c = Clock::at(t0);
         assert!(c.reached(t0));
-        assert_eq!(c.next_change(), None, "a threshold already passed never flips back");
+        assert_eq!(
+            c.next_change(),
+            None,
+            "a threshold already passed never flips back"
+        );
         assert!(!c.reached(t0 + Duration::minutes(5)));
         assert_eq!(c.next_change(), Some(t0 + Duration::minutes(5)));
         assert!(c.within(t0 - Duration::seconds(10), Duration::seconds(20)));
@@ -90,7 +94,10 @@ mod tests {
             Some(t0 + Duration::seconds(10) + Duration::nanoseconds(1))
         );
         assert!(!c.within(t0 - Duration::hours(2), Duration::hours(1)));
-        assert_eq!(c.take(), Some(t0 + Duration::seconds(10) + Duration::nanoseconds(1)));
+        assert_eq!(
+            c.take(),
+            Some(t0 + Duration::seconds(10) + Duration::nanoseconds(1))
+        );
         assert_eq!(c.next_change(), None);
         c.volatile();
         assert_eq!(c.next_change(), Some(t0));

@@ -30,10 +30,10 @@ use chrono::{DateTime, Utc};
 use super::clock::Clock;
 use super::disruption::{self, NodeDisruption, NodeInputs};
 use super::provisioning::{KeptVerdicts, PoolSet};
-use crate::karpenter::resources::Resources;
 use super::{ago, fit};
 use crate::findings::ObjectRef;
 use crate::karpenter::budgets::DisruptionReason;
+use crate::karpenter::resources::Resources;
 use crate::model::*;
 
 /// What the last pass computed, with what each answer read.
@@ -271,7 +271,13 @@ impl Incremental {
             pools: ps
                 .ordered
                 .iter()
-                .map(|p| (p.name.to_string(), p.usage.clone(), p.no_instance_types.clone()))
+                .map(|p| {
+                    (
+                        p.name.to_string(),
+                        p.usage.clone(),
+                        p.no_instance_types.clone(),
+                    )
+                })
                 .collect(),
             catalog: ps.catalog.clone(),
         });

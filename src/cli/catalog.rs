@@ -63,7 +63,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn table(c: &Catalog, s: Style) -> String {
     let mut rows = vec![[
-        "NAME", "ARCH", "CPU", "MEMORY", "PODS", "ALLOCATABLE CPU", "ALLOCATABLE MEMORY", "OFFERINGS", "CHEAPEST $/H",
+        "NAME",
+        "ARCH",
+        "CPU",
+        "MEMORY",
+        "PODS",
+        "ALLOCATABLE CPU",
+        "ALLOCATABLE MEMORY",
+        "OFFERINGS",
+        "CHEAPEST $/H",
     ]
     .map(String::from)
     .to_vec()];
@@ -71,7 +79,11 @@ fn table(c: &Catalog, s: Style) -> String {
         let range = |r: &str| {
             let low = format_quantity(r, t.allocatable.get(r));
             let high = format_quantity(r, t.allocatable_most(r));
-            if low == high { low } else { format!("{low}-{high}") }
+            if low == high {
+                low
+            } else {
+                format!("{low}-{high}")
+            }
         };
         let available = t.offerings.iter().filter(|o| o.available).count();
         let cheapest = t
@@ -82,14 +94,23 @@ fn table(c: &Catalog, s: Style) -> String {
             .fold(None, |m: Option<f64>, p| Some(m.map_or(p, |m| m.min(p))));
         rows.push(vec![
             t.name.clone(),
-            t.labels.get(labels::ARCH).map(|a| a.join("|")).unwrap_or_else(|| "?".into()),
+            t.labels
+                .get(labels::ARCH)
+                .map(|a| a.join("|"))
+                .unwrap_or_else(|| "?".into()),
             format_quantity("cpu", t.capacity.get("cpu")),
-            t.capacity.0.get("memory").map(|m| format_quantity("memory", *m)).unwrap_or_else(|| "?".into()),
+            t.capacity
+                .0
+                .get("memory")
+                .map(|m| format_quantity("memory", *m))
+                .unwrap_or_else(|| "?".into()),
             range("pods"),
             range("cpu"),
             range("memory"),
             format!("{available}/{}", t.offerings.len()),
-            cheapest.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into()),
+            cheapest
+                .map(|p| format!("{p:.4}"))
+                .unwrap_or_else(|| "-".into()),
         ]);
     }
     let mut out = format!(

@@ -1,9 +1,9 @@
 //! The command line: one file per subcommand. Each parses its flags, asks a source for a
 //! model, runs the analysis and renders. Errors become one line on stderr and exit 2.
 
+pub mod catalog;
 pub mod completion;
 pub mod demo;
-pub mod catalog;
 pub mod doctor;
 pub mod generate;
 pub mod lint;

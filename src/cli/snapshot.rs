@@ -98,7 +98,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let conn = live::connect(&target).await?;
         let metrics = async {
             let t = scrape.as_ref()?;
-            let r = crate::source::controller::scrape_text(&conn, t, crate::source::controller::DEFAULT_TIMEOUT).await;
+            let r = crate::source::controller::scrape_text(
+                &conn,
+                t,
+                crate::source::controller::DEFAULT_TIMEOUT,
+            )
+            .await;
             match r {
                 Ok((_, text)) => Some(text),
                 Err(e) => {

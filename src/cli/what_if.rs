@@ -248,12 +248,11 @@ pub fn answer(pools: &PoolSet, kind: &str, name: &str, pod: &Pod) -> PodAnswer {
 
 /// `cpu 1, memory 1Gi` (or `no requests`).
 fn requests_words(r: &Resources) -> String {
-    let parts: Vec<String> = r
-        .0
-        .iter()
-        .filter(|(_, v)| **v > 0.0)
-        .map(|(k, v)| format!("{k} {}", format_quantity(k, *v)))
-        .collect();
+    let parts: Vec<String> =
+        r.0.iter()
+            .filter(|(_, v)| **v > 0.0)
+            .map(|(k, v)| format!("{k} {}", format_quantity(k, *v)))
+            .collect();
     if parts.is_empty() {
         "a pod with no requests".into()
     } else {
@@ -349,7 +348,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.metrics_file {
         cluster.metrics = Some(source::metrics::read(path).context("--metrics-file")?);
-        if cluster.metrics.as_ref().is_some_and(|m| m.instance_cpu.is_empty()) {
+        if cluster
+            .metrics
+            .as_ref()
+            .is_some_and(|m| m.instance_cpu.is_empty())
+        {
             anyhow::bail!(
                 "--metrics-file {}: no karpenter_cloudprovider_instance_type_cpu_cores series (only the AWS provider exposes its instance types)",
                 path.display()

@@ -95,7 +95,10 @@ pub fn kwok_family(name: &str) -> &str {
 /// first core, 1% of the second, 0.5% of the third and fourth, 0.25% of each above four.
 pub fn aws_kube_reserved_cpu(cores: f64) -> f64 {
     let band = |from: f64, to: f64, share: f64| (cores.min(to) - from).max(0.0) * share;
-    band(0.0, 1.0, 0.06) + band(1.0, 2.0, 0.01) + band(2.0, 4.0, 0.005) + band(4.0, f64::MAX, 0.0025)
+    band(0.0, 1.0, 0.06)
+        + band(1.0, 2.0, 0.01)
+        + band(2.0, 4.0, 0.005)
+        + band(4.0, f64::MAX, 0.0025)
 }
 
 /// The AWS provider's kube-reserved memory (bytes) for `pods` pods: 11Mi each plus 255Mi.
@@ -212,7 +215,9 @@ mod tests {
     #[test]
     fn filter_words_follow_karpenters_order() {
         let mut t = FilterTally::default();
-        assert!(t.words().starts_with("no instance type met the scheduling requirements or had enough resources or"));
+        assert!(t.words().starts_with(
+            "no instance type met the scheduling requirements or had enough resources or"
+        ));
         t.add(true, false, true);
         assert_eq!(t.words(), "no instance type has enough resources");
         let mut t = FilterTally::default();

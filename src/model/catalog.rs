@@ -162,7 +162,11 @@ impl Catalog {
     /// Where the types came from, in words (a file says what it was written from).
     pub fn describe(&self) -> String {
         match self.from {
-            Some(from) => format!("{} (written from {})", self.source.describe(), from.describe()),
+            Some(from) => format!(
+                "{} (written from {})",
+                self.source.describe(),
+                from.describe()
+            ),
             None => self.source.describe().to_string(),
         }
     }
@@ -259,7 +263,9 @@ mod quantities {
 
     pub fn serialize<S: serde::Serializer>(r: &Resources, s: S) -> Result<S::Ok, S::Error> {
         let shown: BTreeMap<&String, String> =
-            r.0.iter().map(|(k, v)| (k, format_quantity(k, *v))).collect();
+            r.0.iter()
+                .map(|(k, v)| (k, format_quantity(k, *v)))
+                .collect();
         shown.serialize(s)
     }
 
@@ -299,7 +305,10 @@ pub(crate) mod tests {
         assert_eq!(t.labels[rules::KWOK_SIZE], vec!["192"]);
         // Allocatable as the live node showed it: 191900m CPU, 1536Gi - 10Mi.
         assert!((t.allocatable.get("cpu") - 191.9).abs() < 1e-9);
-        assert_eq!(t.allocatable.get("memory"), 1536.0 * rules::GI - 10.0 * rules::MI);
+        assert_eq!(
+            t.allocatable.get("memory"),
+            1536.0 * rules::GI - 10.0 * rules::MI
+        );
         assert_eq!(t.offerings.len(), 8);
     }
 
@@ -307,7 +316,11 @@ pub(crate) mod tests {
     fn the_file_form_round_trips() {
         let c = Catalog::kwok_builtin();
         let text = serde_json::to_string(&c).unwrap();
-        assert!(text.contains("\"capacity\":{\"cpu\":\"1\""), "{}", &text[..300]);
+        assert!(
+            text.contains("\"capacity\":{\"cpu\":\"1\""),
+            "{}",
+            &text[..300]
+        );
         let back: Catalog = serde_json::from_str(&text).unwrap();
         assert_same(&back, &c);
     }
@@ -323,7 +336,12 @@ pub(crate) mod tests {
         assert_eq!(a.instance_types.len(), b.instance_types.len());
         for (x, y) in a.instance_types.iter().zip(&b.instance_types) {
             let (mut x, mut y) = (x.clone(), y.clone());
-            for r in [&mut x.capacity, &mut x.allocatable, &mut y.capacity, &mut y.allocatable] {
+            for r in [
+                &mut x.capacity,
+                &mut x.allocatable,
+                &mut y.capacity,
+                &mut y.allocatable,
+            ] {
                 milli(r);
             }
             let y = &y;

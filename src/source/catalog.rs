@@ -87,7 +87,10 @@ pub fn parse(text: &str) -> std::result::Result<Catalog, String> {
         return kwok(list);
     }
     let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    let api = value.get("apiVersion").and_then(|k| k.as_str()).unwrap_or("");
+    let api = value
+        .get("apiVersion")
+        .and_then(|k| k.as_str())
+        .unwrap_or("");
     if kind != CATALOG_KIND || api != CATALOG_API_VERSION {
         return Err(format!(
             "not an instance-type catalogue: expected apiVersion {CATALOG_API_VERSION}, kind {CATALOG_KIND} (as `kelp catalog -o yaml` writes), or a kwok instance-types JSON list"
@@ -107,7 +110,11 @@ fn check(c: Catalog) -> std::result::Result<Catalog, String> {
     if c.instance_types.is_empty() {
         return Err("the catalogue has no instance types".into());
     }
-    if !c.instance_types.iter().any(|t| t.offerings.iter().any(|o| o.available)) {
+    if !c
+        .instance_types
+        .iter()
+        .any(|t| t.offerings.iter().any(|o| o.available))
+    {
         return Err("no instance type in the catalogue has an available offering".into());
     }
     let mut names = std::collections::BTreeSet::new();
@@ -211,10 +218,37 @@ mod tests {
         let builtin = Catalog::kwok_builtin();
         assert_eq!(file.instance_types.len(), builtin.instance_types.len());
         for t in &builtin.instance_types {
-            let f = file.get(&t.name).unwrap_or_else(|| panic!("{} missing", t.name));
-            assert_eq!((&f.labels, &f.capacity, &f.allocatable), (&t.labels, &t.capacity, &t.allocatable), "{}", t.name);
-            let mut a: Vec<_> = f.offerings.iter().map(|o| (&o.zone, &o.capacity_type, o.price.map(|p| (p * 1e9).round()))).collect();
-            let mut b: Vec<_> = t.offerings.iter().map(|o| (&o.zone, &o.capacity_type, o.price.map(|p| (p * 1e9).round()))).collect();
+            let f = file
+                .get(&t.name)
+                .unwrap_or_else(|| panic!("{} missing", t.name));
+            assert_eq!(
+                (&f.labels, &f.capacity, &f.allocatable),
+                (&t.labels, &t.capacity, &t.allocatable),
+                "{}",
+                t.name
+            );
+            let mut a: Vec<_> = f
+                .offerings
+                .iter()
+                .map(|o| {
+                    (
+                        &o.zone,
+                        &o.capacity_type,
+                        o.price.map(|p| (p * 1e9).round()),
+                    )
+                })
+                .collect();
+            let mut b: Vec<_> = t
+                .offerings
+                .iter()
+                .map(|o| {
+                    (
+                        &o.zone,
+                        &o.capacity_type,
+                        o.price.map(|p| (p * 1e9).round()),
+                    )
+                })
+                .collect();
             a.sort_by(|x, y| x.partial_cmp(y).unwrap());
             b.sort_by(|x, y| x.partial_cmp(y).unwrap());
             assert_eq!(a, b, "{}", t.name);
@@ -241,7 +275,10 @@ mod tests {
     fn kelps_own_format_reads_back_and_anything_else_is_one_clear_error() {
         let yaml = serde_norway::to_string(&Catalog::kwok_builtin()).unwrap();
         let mut back = parse(&yaml).unwrap();
-        assert_eq!((back.source, back.from), (CatalogSource::File, Some(CatalogSource::KwokBuiltin)));
+        assert_eq!(
+            (back.source, back.from),
+            (CatalogSource::File, Some(CatalogSource::KwokBuiltin))
+        );
         back.source = CatalogSource::KwokBuiltin;
         crate::model::catalog::tests::assert_same(&back, &Catalog::kwok_builtin());
         let e = parse("apiVersion: v1\nkind: Pod\n").unwrap_err();
@@ -256,15 +293,32 @@ mod tests {
         let e = parse(&format!("{head}instanceTypes: []\n")).unwrap_err();
         assert_eq!(e, "the catalogue has no instance types");
         let e = parse(&format!("{head}instanceTypes: [{{name: a}}]\n")).unwrap_err();
-        assert_eq!(e, "no instance type in the catalogue has an available offering");
+        assert_eq!(
+            e,
+            "no instance type in the catalogue has an available offering"
+        );
         let one = "{name: a, offerings: [{zone: z, capacityType: spot, price: 0.1}]}";
         let e = parse(&format!("{head}instanceTypes: [{one}, {one}]\n")).unwrap_err();
         assert_eq!(e, "instance type a is listed twice");
         // A file says it is one, and keeps where its types came from.
-        let c = parse(&format!("{head}source: karpenter-metrics\ninstanceTypes: [{one}]\n")).unwrap();
-        assert_eq!((c.source, c.from), (CatalogSource::File, Some(CatalogSource::KarpenterMetrics)));
-        assert_eq!(c.describe(), "a catalogue file (written from Karpenter's instance-type metrics)");
+        let c = parse(&format!(
+            "{head}source: karpenter-metrics\ninstanceTypes: [{one}]\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            (c.source, c.from),
+            (CatalogSource::File, Some(CatalogSource::KarpenterMetrics))
+        );
+        assert_eq!(
+            c.describe(),
+            "a catalogue file (written from Karpenter's instance-type metrics)"
+        );
         // The source may be left out of a hand-written file.
-        assert_eq!(parse(&format!("{head}instanceTypes: [{one}]\n")).unwrap().source, CatalogSource::File);
+        assert_eq!(
+            parse(&format!("{head}instanceTypes: [{one}]\n"))
+                .unwrap()
+                .source,
+            CatalogSource::File
+        );
     }
 }

@@ -42,10 +42,12 @@ fn rfc3339_opt<S: serde::Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<
 fn pool_in_requirements(message: &str) -> Option<&str> {
     let own = match message.split_once(", requirements=") {
         Some((_, reqs)) => reqs,
-        None => message
-            .strip_prefix("incompatible requirements, key karpenter.sh/nodepool,")?
-            .rsplit_once(" not in ")?
-            .1,
+        None => {
+            message
+                .strip_prefix("incompatible requirements, key karpenter.sh/nodepool,")?
+                .rsplit_once(" not in ")?
+                .1
+        }
     };
     let rest = own.split("karpenter.sh/nodepool In [").nth(1)?;
     let inner = rest.split(']').next()?;
@@ -123,10 +125,8 @@ pub(super) fn cross_check(verdicts: &mut [PoolVerdict], segments: &[Segment], ke
                 // The event may only add what kelp cannot compute (instance types, topology,
                 // volumes, ...). Where kelp computed the same check from the current objects,
                 // the event is stale (e.g. limits raised since) and kelp's verdict stands.
-                let beyond: Vec<&&Segment> = segs
-                    .iter()
-                    .filter(|s| !computes(v, &s.category))
-                    .collect();
+                let beyond: Vec<&&Segment> =
+                    segs.iter().filter(|s| !computes(v, &s.category)).collect();
                 if beyond.is_empty() {
                     v.event_agrees = Some(false);
                 } else {
@@ -233,6 +233,9 @@ mod tests {
         assert_eq!(pool_in_requirements(m), Some("default"));
         let m = "no instance type has enough resources, requirements=karpenter.sh/nodepool In [big], kubernetes.io/os In [linux], resources={}";
         assert_eq!(pool_in_requirements(m), Some("big"));
-        assert_eq!(pool_in_requirements("did not tolerate taint (taint=a=b:NoSchedule)"), None);
+        assert_eq!(
+            pool_in_requirements("did not tolerate taint (taint=a=b:NoSchedule)"),
+            None
+        );
     }
 }

@@ -60,7 +60,10 @@ pub fn type_compatible(it: &InstanceType, reqs: &Requirements) -> Tri {
     // Its zones and capacity types are its offerings' (all of them, available or not),
     // each one certain: some allowed is enough. Read in place: this runs per type per pod.
     let offered = [
-        (labels::ZONE, (|o| &o.zone) as fn(&crate::model::TypeOffering) -> &String),
+        (
+            labels::ZONE,
+            (|o| &o.zone) as fn(&crate::model::TypeOffering) -> &String,
+        ),
         (labels::CAPACITY_TYPE, |o| &o.capacity_type),
     ];
     for (key, value) in offered {
@@ -95,7 +98,10 @@ pub fn type_compatible(it: &InstanceType, reqs: &Requirements) -> Tri {
         // provider's keys lacks the label. A key of another domain it does not define at
         // all, and Karpenter compares only the keys both sides define.
         let domain = key.split('/').next().unwrap_or_default();
-        let own_domain = it.labels.keys().any(|k| k.starts_with(domain) && k.contains('/'));
+        let own_domain = it
+            .labels
+            .keys()
+            .any(|k| k.starts_with(domain) && k.contains('/'));
         out = out.and(match (it.complete, own_domain) {
             (false, _) => Tri::Unknown,
             (true, false) => Tri::Yes,
@@ -113,7 +119,9 @@ pub fn type_compatible(it: &InstanceType, reqs: &Requirements) -> Tri {
 fn offering(it: &InstanceType, reqs: &Requirements) -> Option<Option<f64>> {
     let mut found = None;
     for o in it.offerings.iter().filter(|o| o.available) {
-        if reqs.allows(labels::ZONE, &o.zone) && reqs.allows(labels::CAPACITY_TYPE, &o.capacity_type) {
+        if reqs.allows(labels::ZONE, &o.zone)
+            && reqs.allows(labels::CAPACITY_TYPE, &o.capacity_type)
+        {
             let best: &mut Option<f64> = found.get_or_insert(None);
             *best = match (*best, o.price) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -136,7 +144,13 @@ pub fn fits(it: &InstanceType, requests: &Resources) -> Tri {
         if q <= 0.0 {
             continue;
         }
-        let most = if !it.complete && !it.capacity.0.contains_key(r) && it.allocatable_most.as_ref().is_none_or(|m| !m.0.contains_key(r)) {
+        let most = if !it.complete
+            && !it.capacity.0.contains_key(r)
+            && it
+                .allocatable_most
+                .as_ref()
+                .is_none_or(|m| !m.0.contains_key(r))
+        {
             f64::INFINITY
         } else {
             it.allocatable_most(r)
@@ -201,7 +215,10 @@ pub struct PoolTypes {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reject {
     /// Karpenter's words, and whether it is about limits.
-    No { message: String, limits: bool },
+    No {
+        message: String,
+        limits: bool,
+    },
     Unknown(String),
 }
 
@@ -336,12 +353,17 @@ impl PoolTypes {
             });
         }
         let short_min_values = pool_reqs.min_values().any(|(key, min)| {
-            let values: BTreeSet<&str> = pool_sure.iter().flat_map(|it| label_values(it, key)).collect();
+            let values: BTreeSet<&str> = pool_sure
+                .iter()
+                .flat_map(|it| label_values(it, key))
+                .collect();
             (values.len() as i64) < min
         });
         let pool_reject = if !any_maybe {
             Some(Reject::No {
-                message: "NodePool requirements filtered out all compatible available instance types".into(),
+                message:
+                    "NodePool requirements filtered out all compatible available instance types"
+                        .into(),
                 limits: false,
             })
         } else if short_min_values && !pool_unsure {
@@ -369,21 +391,32 @@ impl PoolTypes {
             Some(Reject::No {
                 message: format!(
                     "all available instance types exceed limits for nodepool (NodePool={name}){}",
-                    if short.is_empty() { String::new() } else { format!(": {}", short.join("; ")) }
+                    if short.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", short.join("; "))
+                    }
                 ),
                 limits: true,
             })
         } else if !admitted.iter().any(|c| c.sure) {
             Some(Reject::Unknown(format!(
                 "cannot tell which instance types the pool admits{}: {} does not say",
-                if maybe_limited { " within its limits" } else { "" },
+                if maybe_limited {
+                    " within its limits"
+                } else {
+                    ""
+                },
                 catalog.source.describe()
             )))
         } else {
             None
         };
         PoolTypes {
-            smallest: smallest.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            smallest: smallest
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
             source: catalog.source,
             catalog: catalog.clone(),
             provider,
@@ -417,7 +450,11 @@ impl PoolTypes {
             let mut total = one.clone();
             total.add(&c.overhead);
             // Karpenter reads the fit only against an offering the NodeClaim allows.
-            let fit = if offer.is_some() { fits(it, &total) } else { Tri::No };
+            let fit = if offer.is_some() {
+                fits(it, &total)
+            } else {
+                Tri::No
+            };
             tally.add(compat == Tri::Yes, fit == Tri::Yes, offer.is_some());
             match (compat.and(fit), c.sure) {
                 (Tri::Yes, true) => kept.push((it, offer.flatten())),
@@ -432,14 +469,15 @@ impl PoolTypes {
         }
         let context = || {
             // Karpenter's NodeClaim template also carries these two (for DaemonSets).
-            let scheduling: Vec<requirements::Requirement> = ["karpenter.sh/registered", "karpenter.sh/initialized"]
-                .map(|key| requirements::Requirement {
-                    key: key.into(),
-                    operator: "In".into(),
-                    values: vec!["true".into()],
-                    min_values: None,
-                })
-                .to_vec();
+            let scheduling: Vec<requirements::Requirement> =
+                ["karpenter.sh/registered", "karpenter.sh/initialized"]
+                    .map(|key| requirements::Requirement {
+                        key: key.into(),
+                        operator: "In".into(),
+                        values: vec!["true".into()],
+                        min_values: None,
+                    })
+                    .to_vec();
             let shown_reqs = Requirements::from_requirements(&scheduling)
                 .map(|r| reqs.intersect(&r))
                 .unwrap_or_else(|_| reqs.clone());
@@ -467,7 +505,10 @@ impl PoolTypes {
                 context()
             );
             return if maybe > 0 {
-                TypeVerdict::Unknown(format!("{message}; {maybe} more instance type(s) might count, {} does not say", self.source.describe()))
+                TypeVerdict::Unknown(format!(
+                    "{message}; {maybe} more instance type(s) might count, {} does not say",
+                    self.source.describe()
+                ))
             } else {
                 TypeVerdict::Rejected(message)
             };
@@ -504,8 +545,15 @@ impl PoolTypes {
         let mut options: Vec<(u8, f64, &str, &str)> = Vec::new();
         for (it, _) in kept {
             for o in it.offerings.iter().filter(|o| o.available) {
-                if reqs.allows(labels::ZONE, &o.zone) && reqs.allows(labels::CAPACITY_TYPE, &o.capacity_type) {
-                    options.push((rank(&o.capacity_type), o.price.unwrap_or(f64::INFINITY), &it.name, &o.capacity_type));
+                if reqs.allows(labels::ZONE, &o.zone)
+                    && reqs.allows(labels::CAPACITY_TYPE, &o.capacity_type)
+                {
+                    options.push((
+                        rank(&o.capacity_type),
+                        o.price.unwrap_or(f64::INFINITY),
+                        &it.name,
+                        &o.capacity_type,
+                    ));
                 }
             }
         }
@@ -523,7 +571,11 @@ impl PoolTypes {
                 .map(|t| {
                     t.offerings
                         .iter()
-                        .filter(|o| o.available && o.capacity_type == ct && reqs.allows(labels::ZONE, &o.zone))
+                        .filter(|o| {
+                            o.available
+                                && o.capacity_type == ct
+                                && reqs.allows(labels::ZONE, &o.zone)
+                        })
                         .filter(|o| o.price.unwrap_or(f64::INFINITY) == price)
                         .map(|o| o.zone.clone())
                         .collect::<BTreeSet<_>>()
@@ -552,7 +604,11 @@ impl PoolTypes {
 fn label_values<'a>(it: &'a InstanceType, key: &str) -> Vec<&'a str> {
     match key {
         labels::ZONE => it.offerings.iter().map(|o| o.zone.as_str()).collect(),
-        labels::CAPACITY_TYPE => it.offerings.iter().map(|o| o.capacity_type.as_str()).collect(),
+        labels::CAPACITY_TYPE => it
+            .offerings
+            .iter()
+            .map(|o| o.capacity_type.as_str())
+            .collect(),
         _ => it
             .labels
             .get(key)
@@ -589,12 +645,11 @@ fn le(a: f64, b: f64) -> bool {
 
 /// Requests as Karpenter prints them: `{"cpu":"300","pods":"1"}`.
 fn render_resources(r: &Resources) -> String {
-    let shown: std::collections::BTreeMap<&str, String> = r
-        .0
-        .iter()
-        .filter(|(_, v)| **v != 0.0)
-        .map(|(k, v)| (k.as_str(), format_quantity(k, *v)))
-        .collect();
+    let shown: std::collections::BTreeMap<&str, String> =
+        r.0.iter()
+            .filter(|(_, v)| **v != 0.0)
+            .map(|(k, v)| (k.as_str(), format_quantity(k, *v)))
+            .collect();
     serde_json::to_string(&shown).unwrap_or_default()
 }
 
@@ -659,7 +714,10 @@ status:
 {extra}"#
         );
         if !amd64 {
-            text = text.replace("        - {key: kubernetes.io/arch, operator: In, values: [amd64]}\n", "");
+            text = text.replace(
+                "        - {key: kubernetes.io/arch, operator: In, values: [amd64]}\n",
+                "",
+            );
         }
         let mut c = Cluster::default();
         crate::source::load_str("t.yaml", &text, &mut c).unwrap();
@@ -716,7 +774,10 @@ spec:
         let v = judge(&c, "huge");
         assert_eq!(v.verdict, Verdict::Rejected);
         let m = &v.reasons[0].message;
-        assert!(m.starts_with("no instance type has enough resources, requirements="), "{m}");
+        assert!(
+            m.starts_with("no instance type has enough resources, requirements="),
+            "{m}"
+        );
         assert!(m.contains(r#"resources={"cpu":"300","pods":"1"}"#), "{m}");
     }
 
@@ -745,7 +806,11 @@ spec:
         let c = cluster("{}", &(pod("top", "255500m", "") + &daemonset("500m")));
         let v = judge(&c, "top");
         assert_eq!(v.verdict, Verdict::Rejected);
-        assert!(v.reasons[0].message.contains(r#""cpu":"256""#), "{:?}", v.reasons);
+        assert!(
+            v.reasons[0].message.contains(r#""cpu":"256""#),
+            "{:?}",
+            v.reasons
+        );
     }
 
     #[test]
@@ -754,11 +819,24 @@ spec:
         let v = judge(&c, "mainframe");
         assert_eq!(v.verdict, Verdict::Rejected);
         // The pool pins amd64: Karpenter stops at its requirements, before types.
-        assert!(v.reasons[0].message.starts_with("incompatible requirements"), "{:?}", v.reasons);
+        assert!(
+            v.reasons[0]
+                .message
+                .starts_with("incompatible requirements"),
+            "{:?}",
+            v.reasons
+        );
         // A pool that leaves the architecture open meets no type with it.
-        let c = cluster_with("{}", &pod("mainframe", "1", "kubernetes.io/arch: s390x"), false);
+        let c = cluster_with(
+            "{}",
+            &pod("mainframe", "1", "kubernetes.io/arch: s390x"),
+            false,
+        );
         let v = judge(&c, "mainframe");
-        assert_eq!(v.reasons[0].message.split(',').next().unwrap(), "no instance type met all requirements");
+        assert_eq!(
+            v.reasons[0].message.split(',').next().unwrap(),
+            "no instance type met all requirements"
+        );
     }
 
     #[test]
@@ -767,11 +845,16 @@ spec:
         let c = cluster("{cpu: \"200\"}", &pod("big", "200", ""));
         let v = judge(&c, "big");
         assert_eq!(v.verdict, Verdict::Rejected);
-        assert!(v.reasons[0].message.starts_with("no instance type has enough resources"));
+        assert!(v.reasons[0]
+            .message
+            .starts_with("no instance type has enough resources"));
         // Nothing left at all below the smallest type: the pool itself is out.
         let c = cluster("{cpu: \"500m\"}", &pod("small", "100m", ""));
         let v = judge(&c, "small");
-        assert_eq!(v.reasons[0].category, crate::karpenter::events::Category::Limits);
+        assert_eq!(
+            v.reasons[0].category,
+            crate::karpenter::events::Category::Limits
+        );
         assert!(v.reasons[0].message.starts_with("all available instance types exceed limits for nodepool (NodePool=default): cpu 0 of 500m in use"), "{:?}", v.reasons);
     }
 
@@ -784,7 +867,10 @@ spec:
         .unwrap();
         let mut c = cluster("{}", &pod("web", "1", ""));
         c.metrics = Some(crate::source::metrics::parse("aws", &text).unwrap());
-        let catalog = Arc::new(crate::analysis::catalog::from_metrics(&c, c.metrics.as_ref().unwrap()));
+        let catalog = Arc::new(crate::analysis::catalog::from_metrics(
+            &c,
+            c.metrics.as_ref().unwrap(),
+        ));
         let pools = PoolSet::new(&c).with_catalog(Some(&catalog));
         let p = c.pods.values().next().unwrap();
         let v = diagnose(&c, &pools, p, Utc::now()).nodepools[0].clone();
@@ -796,7 +882,8 @@ spec:
     fn a_limit_is_exhausted_when_less_is_left_than_the_pools_smallest_type() {
         // 1Gi of memory left: more than the 512Mi floor, less than kwok's smallest (2Gi).
         let mut c = cluster("{memory: 10Gi}", "");
-        let yaml = "status: {resources: {memory: 9Gi}, conditions: [{type: Ready, status: \"True\"}]}";
+        let yaml =
+            "status: {resources: {memory: 9Gi}, conditions: [{type: Ready, status: \"True\"}]}";
         let pool = c.nodepools.get("default").unwrap().clone();
         let mut v = serde_json::to_value(&pool).unwrap();
         v["status"] = serde_norway::from_str::<serde_json::Value>(yaml).unwrap()["status"].clone();
@@ -807,22 +894,44 @@ spec:
             .iter()
             .find(|f| f.code == crate::findings::Code::NodepoolLimitsExhausted)
             .expect("exhausted by the catalogue's smallest type");
-        assert!(f.message.contains("what is left is less than any instance type"), "{}", f.message);
+        assert!(
+            f.message
+                .contains("what is left is less than any instance type"),
+            "{}",
+            f.message
+        );
     }
 
     #[test]
     fn a_pool_whose_min_values_its_own_types_cannot_meet_is_dropped() {
         // Linux amd64 on-demand kwok types come in 3 families; minValues 4 cannot be met.
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/testenv/manifests/nodepool.yaml")).unwrap();
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testenv/manifests/nodepool.yaml"
+        ))
+        .unwrap();
         let mut c = Cluster::default();
         let pool = text.replace(
             "      expireAfter: 720h",
             "        - {key: karpenter.kwok.sh/instance-family, operator: Exists, minValues: 4}\n      expireAfter: 720h",
         );
-        crate::source::load_str("p.yaml", &(pool + "\nstatus: {conditions: [{type: Ready, status: \"True\"}]}\n---\n" + &pod("p", "1", "")), &mut c).unwrap();
+        crate::source::load_str(
+            "p.yaml",
+            &(pool
+                + "\nstatus: {conditions: [{type: Ready, status: \"True\"}]}\n---\n"
+                + &pod("p", "1", "")),
+            &mut c,
+        )
+        .unwrap();
         let v = judge(&c, "p");
         assert_eq!(v.verdict, Verdict::Rejected, "{v:?}");
-        assert!(v.reasons[0].message.ends_with("due to minValues incompatibility"), "{:?}", v.reasons);
+        assert!(
+            v.reasons[0]
+                .message
+                .ends_with("due to minValues incompatibility"),
+            "{:?}",
+            v.reasons
+        );
     }
 
     #[test]
@@ -864,12 +973,18 @@ status:
             serde_json::json!([{"key": "team", "value": "x", "effect": "NoSchedule"}]);
         c.apply_nodepool(serde_json::from_value(v).unwrap());
         c.metrics = Some(crate::source::metrics::parse("aws", &text).unwrap());
-        let catalog = Arc::new(crate::analysis::catalog::from_metrics(&c, c.metrics.as_ref().unwrap()));
+        let catalog = Arc::new(crate::analysis::catalog::from_metrics(
+            &c,
+            c.metrics.as_ref().unwrap(),
+        ));
         let pools = PoolSet::new(&c).with_catalog(Some(&catalog));
         let p = c.pods.values().next().unwrap();
         let v = diagnose(&c, &pools, p, Utc::now()).nodepools[0].clone();
         assert_eq!(v.verdict, Verdict::Rejected, "{v:?}");
-        assert_eq!(v.reasons[0].category, crate::karpenter::events::Category::Taints);
+        assert_eq!(
+            v.reasons[0].category,
+            crate::karpenter::events::Category::Taints
+        );
     }
 
     #[test]
@@ -879,7 +994,11 @@ status:
             Requirements::from_requirements(&[requirements::Requirement {
                 key: "karpenter.kwok.sh/instance-gpu-count".into(),
                 operator: op.into(),
-                values: if op == "Exists" || op == "DoesNotExist" { vec![] } else { vec!["1".into()] },
+                values: if op == "Exists" || op == "DoesNotExist" {
+                    vec![]
+                } else {
+                    vec!["1".into()]
+                },
                 min_values: None,
             }])
             .unwrap()

@@ -10,8 +10,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::super::Context;
-use super::instance_types::{self, PoolTypes};
 use super::claim_pool;
+use super::instance_types::{self, PoolTypes};
 use super::pending::pod_terms;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::Category;

@@ -106,7 +106,12 @@ impl SpreadIndex {
             pod.metadata.namespace,
             fits.as_ref().map(|f| std::sync::Arc::as_ptr(f) as usize)
         );
-        if let Some(c) = self.counted.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(c) = self
+            .counted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
             return c.clone();
         }
         let usable = |i: usize| fits.as_ref().is_none_or(|f| f[i]);
@@ -142,7 +147,10 @@ impl SpreadIndex {
         let selector: &BTreeMap<String, String> = &pod.spec.node_selector;
         let key = (
             selector as *const _ as usize,
-            pod.spec.affinity.as_deref().map_or(0, |a| a as *const _ as usize),
+            pod.spec
+                .affinity
+                .as_deref()
+                .map_or(0, |a| a as *const _ as usize),
         );
         let mut memo = self.fits.lock().unwrap_or_else(|e| e.into_inner());
         memo.entry(key)

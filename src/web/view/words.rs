@@ -80,7 +80,8 @@ pub fn reason_words(v: &PoolVerdict) -> String {
             .and_then(crate::analysis::provisioning::describe_launch)
         {
             Some(l) => format!("can take this pod: would launch {l}"),
-            None => "can take this pod by kelp's checks (instance types not checked: no catalogue)".into(),
+            None => "can take this pod by kelp's checks (instance types not checked: no catalogue)"
+                .into(),
         },
         _ => match v.reasons.first() {
             Some(r) => {
