@@ -123,7 +123,7 @@ impl Incremental {
             self.verdicts = (token, KeptVerdicts::default());
         }
         let mut kept = std::mem::take(&mut self.verdicts.1);
-        kept.start_pass();
+        kept.start_pass(c.stamps().bound());
         kept
     }
 

@@ -66,8 +66,7 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
         pools.ordered.iter().map(|p| (p.name, p)).collect();
     // (daemonset namespace/name, pool) -> (why, nodes), or None once found compatible:
     // each pair is judged once, not once per pod.
-    let mut found: BTreeMap<(String, String, String), Option<(String, Vec<&str>)>> =
-        BTreeMap::new();
+    let mut found: BTreeMap<(&str, &str, &str), Option<(String, Vec<&str>)>> = BTreeMap::new();
     for pod in c.pods.values() {
         let Some(owner) = pod
             .metadata
@@ -90,23 +89,19 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
         let Some(info) = by_name.get(pool) else {
             continue;
         };
-        let ns = pod
-            .metadata
-            .namespace
-            .as_deref()
-            .unwrap_or_default()
-            .to_string();
-        // Karpenter computes overhead from the DaemonSet's template; fall back to the pod.
-        let spec = c
-            .daemonsets
-            .get(&(ns.clone(), owner.name.clone()))
-            .map(|d| &d.spec.template.spec)
-            .unwrap_or(&pod.spec);
-        let key = (ns, owner.name.clone(), pool.to_string());
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let key = (ns, owner.name.as_str(), pool);
         match found.get_mut(&key) {
             Some(Some((_, nodes))) => nodes.push(node),
             Some(None) => {}
             None => {
+                // Karpenter computes overhead from the DaemonSet's template; fall back to
+                // the pod.
+                let spec = c
+                    .daemonsets
+                    .get(&(ns.to_string(), owner.name.clone()))
+                    .map(|d| &d.spec.template.spec)
+                    .unwrap_or(&pod.spec);
                 let judged =
                     template_mismatch(spec, info, pools.provider).map(|why| (why, vec![node]));
                 found.insert(key, judged);
@@ -120,14 +115,14 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
             Finding::new(
                 Code::DaemonsetNodepoolMismatch,
                 Severity::Warning,
-                ObjectRef::namespaced(ObjectKind::DaemonSet, &ns, &ds),
+                ObjectRef::namespaced(ObjectKind::DaemonSet, ns, ds),
                 format!(
                     "Runs on {} node(s) of NodePool {pool} (e.g. {}) although its pod template is incompatible with the pool ({why}); Karpenter leaves it out of the pool's DaemonSet overhead, so new nodes are sized too small for it",
                     nodes.len(),
                     nodes[0]
                 ),
             )
-            .pool(Some(&pool))
+            .pool(Some(pool))
             .details(MismatchDetails {
                 daemonset: format!("{ns}/{ds}"),
                 node: nodes[0].to_string(),

@@ -424,6 +424,8 @@ pub struct KeptVerdicts {
     computed: usize,
     /// The pass now filling it: what no pass asked for is let go at its end.
     pass: u64,
+    /// The model's bound stamp in this pass.
+    bound: u64,
 }
 
 type KeptKey = (usize, usize, Option<Arc<str>>, (usize, usize));
@@ -438,6 +440,9 @@ type Alive = (
 struct Kept {
     /// The last pass that asked for it.
     pass: u64,
+    /// The model's bound stamp ([`crate::model::stamps`]) its zone counts were last
+    /// found the same at.
+    bound: u64,
     _alive: Alive,
     spread: Vec<ZoneSpread>,
     value: SharedVerdicts,
@@ -458,10 +463,11 @@ impl KeptVerdicts {
         (self.reused, self.computed)
     }
 
-    /// Start a pass: its counts start at zero.
-    pub fn start_pass(&mut self) {
+    /// Start a pass on a model whose bound stamp is `bound`: its counts start at zero.
+    pub fn start_pass(&mut self, bound: u64) {
         (self.reused, self.computed) = (0, 0);
         self.pass += 1;
+        self.bound = bound;
     }
 
     /// End a pass: let go of what it did not ask for (pods gone, specs changed), so
@@ -606,33 +612,44 @@ pub fn diagnose_cached<'c>(
                         parsed.as_ref().map(|(_, _, m)| m.clone()),
                         key.3,
                     );
-                    let terms = terms();
-                    let spread = ZoneSpread::of(pools, pod, &terms);
-                    match kept.entries.get_mut(&kept_key) {
-                        Some(k) if k.spread == spread => {
-                            kept.reused += 1;
-                            k.pass = kept.pass;
-                            k.value.clone()
-                        }
-                        _ => {
-                            kept.computed += 1;
-                            let v = compute(terms, &spread);
-                            let alive = (
-                                pod.spec.scheduling.clone(),
-                                pod.spec.affinity.clone(),
-                                pod.metadata.namespace.clone(),
-                                pod.metadata.labels.clone(),
-                            );
-                            kept.entries.insert(
-                                kept_key,
-                                Kept {
-                                    pass: kept.pass,
-                                    _alive: alive,
-                                    spread,
-                                    value: v.clone(),
-                                },
-                            );
-                            v
+                    // Zone counts only move with a node, a claim or a bound pod: until
+                    // one does, an entry stands without counting them again.
+                    let (pass, bound) = (kept.pass, kept.bound);
+                    let standing = kept.entries.get_mut(&kept_key).filter(|k| k.bound == bound);
+                    if let Some(k) = standing {
+                        kept.reused += 1;
+                        k.pass = pass;
+                        k.value.clone()
+                    } else {
+                        let terms = terms();
+                        let spread = ZoneSpread::of(pools, pod, &terms);
+                        match kept.entries.get_mut(&kept_key) {
+                            Some(k) if k.spread == spread => {
+                                kept.reused += 1;
+                                (k.pass, k.bound) = (pass, bound);
+                                k.value.clone()
+                            }
+                            _ => {
+                                kept.computed += 1;
+                                let v = compute(terms, &spread);
+                                let alive = (
+                                    pod.spec.scheduling.clone(),
+                                    pod.spec.affinity.clone(),
+                                    pod.metadata.namespace.clone(),
+                                    pod.metadata.labels.clone(),
+                                );
+                                kept.entries.insert(
+                                    kept_key,
+                                    Kept {
+                                        pass,
+                                        bound,
+                                        _alive: alive,
+                                        spread,
+                                        value: v.clone(),
+                                    },
+                                );
+                                v
+                            }
                         }
                     }
                 }
