@@ -54,9 +54,30 @@ impl Clock {
         }
     }
 
-    /// The answer changes with every reading of the clock (a countdown in its words).
+    /// The answer changes with every reading of the clock.
     pub fn volatile(&self) {
         self.next.set(Some(self.now));
+    }
+
+    /// How long until `at` (after now), in kelp's words for a duration, noting the
+    /// instant those words next change: they show two units (`4m12s`, `2h5m`, `3d4h`),
+    /// so they change each second below an hour, each minute below a day, each hour
+    /// beyond; below a second (milliseconds) at every reading.
+    pub fn countdown(&self, at: DateTime<Utc>) -> String {
+        let left = at - self.now;
+        let secs = left.num_seconds();
+        if secs <= 0 {
+            self.volatile();
+        } else {
+            let step = match secs {
+                ..3_600 => 1,
+                ..86_400 => 60,
+                _ => 3_600,
+            };
+            // The words stand while the whole seconds left, in steps, stand.
+            self.changes_at(at - Duration::seconds(secs / step * step) + Duration::nanoseconds(1));
+        }
+        crate::karpenter::duration::human(left)
     }
 
     /// The first instant the answers read so far may differ; None if never.
@@ -101,5 +122,34 @@ mod tests {
         assert_eq!(c.next_change(), None);
         c.volatile();
         assert_eq!(c.next_change(), Some(t0));
+    }
+
+    #[test]
+    fn a_countdown_notes_when_its_words_change() {
+        let t0 = DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z")
+            .unwrap()
+            .to_utc();
+        let words = |now: DateTime<Utc>, at| {
+            let c = Clock::at(now);
+            (c.countdown(at), c.next_change())
+        };
+        let ns = Duration::nanoseconds;
+        let at = t0 + Duration::seconds(252) + Duration::milliseconds(300);
+        let (w, next) = words(t0, at);
+        assert_eq!(w, "4m12s");
+        let next = next.unwrap();
+        assert_eq!(next, t0 + Duration::milliseconds(300) + ns(1));
+        // The same words up to that instant, others from it.
+        assert_eq!(words(next - ns(1), at).0, "4m12s");
+        assert_eq!(words(next, at).0, "4m11s");
+        // Hours and minutes: the next minute.
+        let at = t0 + Duration::minutes(125) + Duration::seconds(7);
+        let (w, next) = words(t0, at);
+        assert_eq!(w, "2h5m");
+        assert_eq!(next, Some(t0 + Duration::seconds(7) + ns(1)));
+        assert_eq!(words(next.unwrap(), at).0, "2h4m");
+        // Under a second: milliseconds, new at every reading.
+        let at = t0 + Duration::milliseconds(400);
+        assert_eq!(words(t0, at), ("400ms".to_string(), Some(t0)));
     }
 }

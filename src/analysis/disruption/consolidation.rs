@@ -527,7 +527,6 @@ fn newest_decision(f: &Facts, clock: &Clock) -> Option<Evidence> {
 
 /// Why a node is not Consolidatable yet: when consolidateAfter runs out.
 fn not_yet(f: &Facts, after: &str, clock: &Clock) -> String {
-    let now = clock.now();
     let claim = f.claim;
     let initialized = claim
         .and_then(|cl| condition(&cl.status.conditions, "Initialized"))
@@ -541,12 +540,10 @@ fn not_yet(f: &Facts, after: &str, clock: &Clock) -> String {
     };
     match (at, last_pod) {
         (Some(at), _) if !clock.reached(at) => {
-            // A countdown: new words at every reading.
-            clock.volatile();
             format!(
                 "not Consolidatable yet: consolidateAfter {after} since its {} runs out in {}",
                 if last_pod == from { "last pod event" } else { "initialization" },
-                ago(at, now)
+                clock.countdown(at)
             )
         }
         (Some(_), _) => format!(
