@@ -86,8 +86,14 @@ fn benches(c: &mut Criterion) {
     g.bench_function("one-pod-change-150k-pods", |b| {
         b.iter(|| {
             flip = !flip;
+            // A change the watch path passes on (a resourceVersion bump alone it drops):
+            // a label, which zone spread and anti-affinity read.
             let mut p = pod.clone();
             p.metadata.resource_version = flip.to_string();
+            p.metadata
+                .labels
+                .make_mut()
+                .insert("kelp-bench".into(), flip.to_string());
             model.write().unwrap().apply_pod(p);
             shared.pass(now())
         })

@@ -1,5 +1,6 @@
 //! `kelp serve`'s incremental pass equals a full pass: on random sequences of changes
-//! (pods bound, moved, deleted, marked do-not-disrupt; nodes and claims changed or gone;
+//! (pods bound, moved, deleted, marked do-not-disrupt, relabelled, their phase changed;
+//! nodes and claims changed or gone;
 //! events written and deleted; pools re-tuned; PDBs closed and opened) and clock moves,
 //! on the demo cluster and on the real Karpenter capture, the pass that reuses the
 //! previous one gives the same report and the same node states as one computed afresh.
@@ -19,6 +20,11 @@ enum Step {
     /// Bind a pod to a node, or unbind it (`None`).
     MovePod(usize, Option<usize>),
     DoNotDisrupt(usize, usize),
+    /// A pod's phase (Pending, Running, Succeeded, Failed), or its deletion begun.
+    PodPhase(usize, usize),
+    /// A pod's labels made another pod's (so it joins that one's workload in the eyes of
+    /// spread and anti-affinity), or emptied.
+    PodLabel(usize, Option<usize>),
     DeleteNode(usize),
     /// Set a claim's Consolidatable (or Drifted) condition now.
     ClaimCondition(usize, bool, bool),
@@ -38,6 +44,8 @@ fn step() -> impl Strategy<Value = Step> {
         2 => any::<usize>().prop_map(Step::DeletePod),
         3 => (any::<usize>(), prop::option::of(any::<usize>())).prop_map(|(p, n)| Step::MovePod(p, n)),
         2 => (any::<usize>(), 0usize..4).prop_map(|(p, v)| Step::DoNotDisrupt(p, v)),
+        2 => (any::<usize>(), 0usize..5).prop_map(|(p, v)| Step::PodPhase(p, v)),
+        2 => (any::<usize>(), prop::option::of(any::<usize>())).prop_map(|(p, v)| Step::PodLabel(p, v)),
         1 => any::<usize>().prop_map(Step::DeleteNode),
         3 => (any::<usize>(), any::<bool>(), any::<bool>()).prop_map(|(c, a, b)| Step::ClaimCondition(c, a, b)),
         1 => any::<usize>().prop_map(Step::DeleteClaim),
@@ -79,6 +87,27 @@ fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize)
                 v => a.insert("karpenter.sh/do-not-disrupt".into(), v.into()),
             };
             p.status.start_time = Some(*now - Duration::minutes(5));
+            c.apply_pod(p);
+        }
+        Step::PodPhase(i, v) => {
+            let Some(key) = nth(&c.pods, i) else { return };
+            let mut p = c.pods[&key].clone();
+            match ["Pending", "Running", "Succeeded", "Failed", ""][v] {
+                "" => p.metadata.deletion_timestamp = Some(*now),
+                phase => {
+                    p.status.phase = Some(Shared::from(phase));
+                    p.status.start_time = Some(*now);
+                }
+            }
+            c.apply_pod(p);
+        }
+        Step::PodLabel(i, v) => {
+            let Some(key) = nth(&c.pods, i) else { return };
+            let mut p = c.pods[&key].clone();
+            p.metadata.labels = match v.and_then(|j| nth(&c.pods, j)) {
+                Some(other) => c.pods[&other].metadata.labels.clone(),
+                None => Default::default(),
+            };
             c.apply_pod(p);
         }
         Step::DeleteNode(i) => {
@@ -296,4 +325,38 @@ fn a_pass_reuses_what_did_not_change() {
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
     assert_eq!(engine.stats().reused, 0, "{:?}", engine.stats());
     assert_eq!(engine.stats().verdicts_reused, 0, "{:?}", engine.stats());
+}
+
+/// A bound pod's labels are what its peers' zone spread counts: relabelling the one pod
+/// a pending pod's spread selects changes that pod's verdict, and the incremental pass
+/// follows (a kept verdict must not outlive the zone counts it was judged with). Its
+/// phase from Pending to Running changes no count, and keeps the verdicts.
+#[test]
+fn a_relabelled_peer_reaches_the_zone_counts() {
+    let (mut c, now) = real();
+    let key = ("cap-topology".to_string(), "anchor".to_string());
+    let skewed = |p: &analysis::Pass| {
+        let d = p
+            .diagnosis("cap-topology", "skewed")
+            .expect("the spread pod is pending");
+        serde_json::to_string(&d.nodepools).unwrap()
+    };
+    let mut engine = Incremental::default();
+    let before = skewed(&analysis::run_incremental(&c, now, &mut engine));
+    // Running again: the same room, the verdicts kept.
+    let mut p = c.pods[&key].clone();
+    p.status.phase = Some(Shared::from("Running"));
+    p.status.start_time = Some(now);
+    c.apply_pod(p);
+    let pass = analysis::run_incremental(&c, now, &mut engine);
+    assert_eq!(engine.stats().verdicts_computed, 0, "{:?}", engine.stats());
+    assert_eq!(skewed(&pass), before);
+    // The anchor leaves the spread's selection.
+    let mut p = c.pods[&key].clone();
+    p.metadata.labels = Default::default();
+    c.apply_pod(p);
+    let inc = skewed(&analysis::run_incremental(&c, now, &mut engine));
+    let full = skewed(&analysis::run(&c, now));
+    assert_ne!(full, before, "the anchor's labels decide the skew");
+    assert_eq!(inc, full);
 }

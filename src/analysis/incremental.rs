@@ -8,8 +8,9 @@
 //!   namespaces; nothing global (pools, classes, DaemonSets, catalogue, metrics);
 //! - which NodeClaim it resolves to, and the pod it is nominated for;
 //! - its pool's budget counts and what the budgets allow now (they follow schedules);
-//! - if it looked for room on other nodes: every node's free room (any bound pod or
-//!   node) and which nodes are still settling; if it priced a replacement: every
+//! - if it looked for room on other nodes: every node's free room (any node or claim,
+//!   and a bound pod's change that moves its room: not its phase between Pending and
+//!   Running, nor its annotations) and which nodes are still settling; if it priced a replacement: every
 //!   pool's usage and the instance-type catalogue (the AWS one takes a type's labels
 //!   from a node of that type, so a node's coming or going can change it);
 //! - the clock has not reached the first instant its answer changes with time alone

@@ -189,6 +189,20 @@ fn pod_order(p: &Pod, key: &ObjKey) -> std::cmp::Ordering {
     (ns, p.metadata.name.as_str()).cmp(&(key.0.as_str(), key.1.as_str()))
 }
 
+/// Whether a pod's new version takes the same room as the old: bound to the same node,
+/// as active, asking the same (spec), and seen the same by its peers' anti-affinity and
+/// spread (namespace, labels, owners). What the free room, zone counts and consolidation
+/// moves read of a bound pod is all here; its phase between Pending and Running, start
+/// time, annotations and conditions are not.
+fn same_room(old: &Pod, new: &Pod) -> bool {
+    old.spec == new.spec
+        && old.finished() == new.finished()
+        && old.metadata.deletion_timestamp == new.metadata.deletion_timestamp
+        && old.metadata.namespace == new.metadata.namespace
+        && old.metadata.labels == new.metadata.labels
+        && old.metadata.owner_references == new.metadata.owner_references
+}
+
 fn obj_key(meta: &super::meta::Meta) -> ObjKey {
     (
         meta.namespace.as_deref().unwrap_or_default().to_string(),
@@ -348,9 +362,14 @@ impl Cluster {
     pub fn apply_pod(&mut self, mut o: Pod) {
         self.shared.pod(&mut o);
         let key = obj_key(&o.metadata);
-        self.unindex_pod(&key);
+        let room = !self.pods.get(&key).is_some_and(|old| same_room(old, &o));
+        self.unindex_pod(&key, room);
         if let Some(node) = &o.spec.node_name {
-            self.stamps.touch_node(node);
+            if room {
+                self.stamps.touch_node(node);
+            } else {
+                self.stamps.touch_node_only(node);
+            }
             let on = self.pods_by_node.entry(node.clone()).or_default();
             if let Err(at) = on.binary_search_by(|p| pod_order(p, &key)) {
                 on.insert(at, o.clone());
@@ -360,15 +379,20 @@ impl Cluster {
     }
     pub fn delete_pod(&mut self, namespace: &str, name: &str) {
         let key = (namespace.to_string(), name.to_string());
-        self.unindex_pod(&key);
+        self.unindex_pod(&key, true);
         self.pods.remove(&key);
         self.prune_stamps();
     }
-    fn unindex_pod(&mut self, key: &ObjKey) {
+    /// Take a pod out of its node's list, stamping the node (and the room, if `room`).
+    fn unindex_pod(&mut self, key: &ObjKey, room: bool) {
         let Some(node) = self.pods.get(key).and_then(|p| p.spec.node_name.clone()) else {
             return;
         };
-        self.stamps.touch_node(&node);
+        if room {
+            self.stamps.touch_node(&node);
+        } else {
+            self.stamps.touch_node_only(&node);
+        }
         if let Some(on) = self.pods_by_node.get_mut(&node) {
             if let Ok(at) = on.binary_search_by(|p| pod_order(p, key)) {
                 on.remove(at);
@@ -545,5 +569,44 @@ impl Cluster {
             ("Event", self.events.len()),
             ("CustomResourceDefinition", self.crds.len()),
         ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(phase: &str, app: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "labels": {"app": app}},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c",
+                "resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": phase},
+        }))
+        .unwrap()
+    }
+
+    /// A bound pod's change moves the room's stamp only when it changes what the room is
+    /// made of; its node's own stamp moves either way.
+    #[test]
+    fn a_pod_change_stamps_the_room_only_when_the_room_moves() {
+        let mut c = Cluster::default();
+        c.apply_pod(pod("Pending", "web"));
+        let (bound, node) = (c.stamps().bound(), c.stamps().node("n1"));
+        // Pending to Running: the same room.
+        c.apply_pod(pod("Running", "web"));
+        assert_eq!(c.stamps().bound(), bound);
+        assert!(c.stamps().node("n1") > node);
+        // A label its peers' spread and anti-affinity read.
+        c.apply_pod(pod("Running", "api"));
+        assert!(c.stamps().bound() > bound);
+        // Finished: it holds no room.
+        let bound = c.stamps().bound();
+        c.apply_pod(pod("Succeeded", "api"));
+        assert!(c.stamps().bound() > bound);
+        // Gone.
+        let bound = c.stamps().bound();
+        c.delete_pod("default", "p");
+        assert!(c.stamps().bound() > bound);
     }
 }

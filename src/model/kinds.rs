@@ -348,6 +348,18 @@ pub struct PodFields {
     pub status: PodStatus,
 }
 
+impl PodFields {
+    /// Done: phase Succeeded or Failed. A finished pod holds no room on its node.
+    pub fn finished(&self) -> bool {
+        matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+    }
+
+    /// Still active: not finished, not being deleted.
+    pub fn active(&self) -> bool {
+        self.metadata.deletion_timestamp.is_none() && !self.finished()
+    }
+}
+
 /// A pod's spec: where it is bound, and what it asks of the scheduler. The second part is
 /// the same for every replica of a workload, so the replicas share one copy of it; fields
 /// read as before (`spec.tolerations`, `spec.containers`, ...) through `Deref`.

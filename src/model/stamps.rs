@@ -19,7 +19,9 @@ pub struct Stamps {
     /// Something every node's analysis reads: a NodePool, a node class, a DaemonSet, a
     /// CRD, the catalogue, the metrics, a relist.
     global: u64,
-    /// Any node, NodeClaim or bound pod: what the free room on the nodes is made of.
+    /// Any node, NodeClaim or bound pod: what the free room on the nodes is made of
+    /// (a pod's change that keeps its room the same, [`super::Cluster::apply_pod`], leaves
+    /// it).
     bound: u64,
     /// By node name: the node, a pod bound to it, a NodeClaim naming it.
     nodes: HashMap<String, u64>,
@@ -94,6 +96,13 @@ impl Stamps {
     pub(super) fn touch_node(&mut self, name: &str) {
         let s = self.next();
         self.bound = s;
+        set(&mut self.nodes, name, s);
+    }
+
+    /// A change on a node that leaves the free room as it was (a pod's phase between
+    /// Pending and Running, its annotations): the node's stamp, not the room's.
+    pub(super) fn touch_node_only(&mut self, name: &str) {
+        let s = self.next();
         set(&mut self.nodes, name, s);
     }
 

@@ -123,10 +123,7 @@ fn node_usage(c: &Cluster) -> BTreeMap<String, (Usage, Usage)> {
         .map(|n| {
             let name = n.metadata.name.clone();
             let mut req = Resources::default();
-            for p in c.pods_on(&name).filter(|p| {
-                p.metadata.deletion_timestamp.is_none()
-                    && !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
-            }) {
+            for p in c.pods_on(&name).filter(|p| p.active()) {
                 req.add(&provisioning::pod_requests(&p.spec));
             }
             let cpu = Usage {

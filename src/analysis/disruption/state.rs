@@ -103,10 +103,7 @@ pub fn workload_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c
 
 /// Pods still active on a node: not finished, not being deleted.
 pub fn active_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
-    c.pods_on(node).filter(|p| {
-        p.metadata.deletion_timestamp.is_none()
-            && !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
-    })
+    c.pods_on(node).filter(|p| p.active())
 }
 
 /// Whether a pod tolerates `karpenter.sh/disrupted:NoSchedule` (Karpenter does not evict it).

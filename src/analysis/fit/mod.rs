@@ -112,7 +112,7 @@ pub fn is_schedulable_target(c: &Cluster, n: &Node) -> bool {
 
 /// A pod that takes room on its node: not finished.
 fn holds_room(p: &Pod) -> bool {
-    !matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+    !p.finished()
 }
 
 /// When a Karpenter node's pool's consolidateAfter runs out since its last pod event (or
