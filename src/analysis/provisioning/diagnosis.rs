@@ -470,6 +470,51 @@ impl KeptVerdicts {
         self.bound = bound;
     }
 
+    /// The verdicts kept under `key` for `pod` if they still hold, else `compute`d (from
+    /// the pod's terms and zone counts) and kept.
+    fn verdicts(
+        &mut self,
+        key: KeptKey,
+        pod: &Pod,
+        pools: &PoolSet,
+        compute: impl FnOnce(Result<Vec<Requirements>, String>, &[ZoneSpread]) -> SharedVerdicts,
+    ) -> SharedVerdicts {
+        let (pass, bound) = (self.pass, self.bound);
+        // Zone counts only move with a node, a claim or a bound pod's room: until one
+        // does, an entry stands without counting them again.
+        if let Some(k) = self.entries.get_mut(&key).filter(|k| k.bound == bound) {
+            self.reused += 1;
+            k.pass = pass;
+            return k.value.clone();
+        }
+        let terms = pod_terms(&pod.spec, pools.provider);
+        let spread = ZoneSpread::of(pools, pod, &terms);
+        if let Some(k) = self.entries.get_mut(&key).filter(|k| k.spread == spread) {
+            self.reused += 1;
+            (k.pass, k.bound) = (pass, bound);
+            return k.value.clone();
+        }
+        self.computed += 1;
+        let value = compute(terms, &spread);
+        let alive = (
+            pod.spec.scheduling.clone(),
+            pod.spec.affinity.clone(),
+            pod.metadata.namespace.clone(),
+            pod.metadata.labels.clone(),
+        );
+        self.entries.insert(
+            key,
+            Kept {
+                pass,
+                bound,
+                _alive: alive,
+                spread,
+                value: value.clone(),
+            },
+        );
+        value
+    }
+
     /// End a pass: let go of what it did not ask for (pods gone, specs changed), so
     /// what is kept follows the pending pods, not everything ever pending.
     pub fn end_pass(&mut self) {
@@ -530,7 +575,6 @@ pub fn diagnose_cached<'c>(
             })
             .clone()
     });
-    let terms = || pod_terms(&pod.spec, pools.provider);
     let mut compute = |terms: Result<Vec<Requirements>, String>, spread: &[ZoneSpread]| {
         let requests = pod_requests(&pod.spec);
         let mut verdicts: Vec<PoolVerdict> = pools
@@ -601,7 +645,7 @@ pub fn diagnose_cached<'c>(
         None => {
             let v = match kept.as_mut() {
                 None => {
-                    let terms = terms();
+                    let terms = pod_terms(&pod.spec, pools.provider);
                     let spread = ZoneSpread::of(pools, pod, &terms);
                     compute(terms, &spread)
                 }
@@ -612,46 +656,7 @@ pub fn diagnose_cached<'c>(
                         parsed.as_ref().map(|(_, _, m)| m.clone()),
                         key.3,
                     );
-                    // Zone counts only move with a node, a claim or a bound pod: until
-                    // one does, an entry stands without counting them again.
-                    let (pass, bound) = (kept.pass, kept.bound);
-                    let standing = kept.entries.get_mut(&kept_key).filter(|k| k.bound == bound);
-                    if let Some(k) = standing {
-                        kept.reused += 1;
-                        k.pass = pass;
-                        k.value.clone()
-                    } else {
-                        let terms = terms();
-                        let spread = ZoneSpread::of(pools, pod, &terms);
-                        match kept.entries.get_mut(&kept_key) {
-                            Some(k) if k.spread == spread => {
-                                kept.reused += 1;
-                                (k.pass, k.bound) = (pass, bound);
-                                k.value.clone()
-                            }
-                            _ => {
-                                kept.computed += 1;
-                                let v = compute(terms, &spread);
-                                let alive = (
-                                    pod.spec.scheduling.clone(),
-                                    pod.spec.affinity.clone(),
-                                    pod.metadata.namespace.clone(),
-                                    pod.metadata.labels.clone(),
-                                );
-                                kept.entries.insert(
-                                    kept_key,
-                                    Kept {
-                                        pass,
-                                        bound,
-                                        _alive: alive,
-                                        spread,
-                                        value: v.clone(),
-                                    },
-                                );
-                                v
-                            }
-                        }
-                    }
+                    kept.verdicts(kept_key, pod, pools, &mut compute)
                 }
             };
             cached.insert(key, v.clone());
