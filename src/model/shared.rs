@@ -488,9 +488,53 @@ impl Strings {
     }
 }
 
+/// A value worked out from the rest of its struct on first use, and kept with it. It is
+/// no part of the struct's equality or serialized form, and a clone starts empty: the
+/// clone may be changed, and must work the value out again.
+pub struct Memo<T>(std::sync::OnceLock<T>);
+
+impl<T> Memo<T> {
+    pub fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
+        self.0.get_or_init(f)
+    }
+}
+
+impl<T> Default for Memo<T> {
+    fn default() -> Self {
+        Memo(std::sync::OnceLock::new())
+    }
+}
+
+impl<T> Clone for Memo<T> {
+    fn clone(&self) -> Self {
+        Memo::default()
+    }
+}
+
+impl<T> PartialEq for Memo<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> std::fmt::Debug for Memo<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Memo")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_memo_is_kept_but_not_compared_nor_cloned() {
+        let m: Memo<u32> = Memo::default();
+        assert_eq!(*m.get_or_init(|| 7), 7);
+        assert_eq!(*m.get_or_init(|| 8), 7, "worked out once");
+        assert!(m == Memo::default(), "no part of equality");
+        assert_eq!(*m.clone().get_or_init(|| 9), 9, "a clone works it out again");
+    }
     use std::collections::BTreeMap;
 
     #[test]

@@ -152,8 +152,6 @@ pub fn settling(c: &Cluster, now: DateTime<Utc>) -> Vec<bool> {
 
 impl<'c> Room<'c> {
     pub fn new(c: &'c Cluster, now: DateTime<Utc>) -> Self {
-        // Replicas share their scheduling spec: their requests are summed once.
-        let mut requests: HashMap<*const SchedulingSpec, Resources> = HashMap::new();
         let mut targets: Vec<Target<'c>> = c
             .nodes
             .values()
@@ -173,9 +171,8 @@ impl<'c> Room<'c> {
                         None => alike.push((key, p, 1.0)),
                     }
                 }
-                for (key, p, n) in alike {
-                    let r = requests.entry(key).or_insert_with(|| pod_requests(&p.spec));
-                    for (k, v) in &r.0 {
+                for (_, p, n) in alike {
+                    for (k, v) in &p.spec.scheduling.requests().0 {
                         match free.0.get_mut(k) {
                             Some(f) => *f -= v * n,
                             None => {

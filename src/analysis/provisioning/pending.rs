@@ -8,27 +8,13 @@ use chrono::{DateTime, Duration, Utc};
 use super::super::Context;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::requirements::{self, Provider, Requirements};
-use crate::karpenter::resources::{self, Resources};
+use crate::karpenter::resources::Resources;
 use crate::model::*;
 
-/// The pod's effective resource requests.
+/// The pod's effective resource requests (worked out once per shared spec:
+/// [`SchedulingSpec::requests`]).
 pub fn pod_requests(spec: &PodSpec) -> Resources {
-    let containers: Vec<_> = spec
-        .containers
-        .iter()
-        .map(|c| c.resources.effective_requests())
-        .collect();
-    let inits: Vec<_> = spec
-        .init_containers
-        .iter()
-        .map(|c| {
-            (
-                c.resources.effective_requests(),
-                c.restart_policy.as_deref() == Some("Always"),
-            )
-        })
-        .collect();
-    resources::pod_requests(&containers, &inits, spec.overhead.as_ref())
+    spec.scheduling.requests().clone()
 }
 
 pub fn is_unschedulable(pod: &Pod) -> bool {

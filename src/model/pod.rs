@@ -1,0 +1,432 @@
+//! The pod's projection: its metadata, the part of its spec the scheduler and Karpenter
+//! read (shared among the replicas of a workload, with its requests worked out once), its
+//! affinity, and the status conditions that say whether it waits to be scheduled.
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{
+    NodeAffinity, PodAffinity, PodAntiAffinity, Taint, Toleration, TopologySpreadConstraint,
+};
+use serde::{Deserialize, Serialize};
+
+use super::kinds::{Container, ResourceList};
+use super::meta::{null_default, Condition, Meta};
+use super::shared::{
+    address_fingerprint, no_entries, no_items, serde_fingerprint, Compact, DefaultHasher,
+    Fingerprint, Shared,
+};
+use crate::karpenter::requirements::Requirement;
+
+/// A pod. Its fields live in one shared allocation, read and written through `Deref` as
+/// `pod.metadata`, `pod.spec`, `pod.status`: the map of 100,000s of pods then holds a
+/// pointer per pod rather than mostly empty B-tree slots of whole pods, and the index of
+/// pods by node holds the same pod, not a copy of its key. Cloning a `Pod` shares it;
+/// changing a shared one (`DerefMut`) changes a copy of its own.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Pod(Shared<PodFields>);
+
+impl std::ops::Deref for Pod {
+    type Target = PodFields;
+    fn deref(&self) -> &PodFields {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Pod {
+    fn deref_mut(&mut self) -> &mut PodFields {
+        self.0.make_mut()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodFields {
+    #[serde(default)]
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: PodSpec,
+    #[serde(default)]
+    pub status: PodStatus,
+}
+
+impl PodFields {
+    /// Done: phase Succeeded or Failed. A finished pod holds no room on its node.
+    pub fn finished(&self) -> bool {
+        matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+    }
+
+    /// Still active: not finished, not being deleted.
+    pub fn active(&self) -> bool {
+        self.metadata.deletion_timestamp.is_none() && !self.finished()
+    }
+}
+
+/// A pod's spec: where it is bound, and what it asks of the scheduler. The second part is
+/// the same for every replica of a workload, so the replicas share one copy of it; fields
+/// read as before (`spec.tolerations`, `spec.containers`, ...) through `Deref`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodSpec {
+    /// A shared string: some thirty pods share each node's name.
+    pub node_name: Option<Shared<str>>,
+    /// Beside the shared part, not in it: a DaemonSet pod's affinity names its node, and
+    /// is the same for all the DaemonSets' pods on that node.
+    pub affinity: Option<Shared<Affinity>>,
+    pub scheduling: Shared<SchedulingSpec>,
+    /// The volumes that are persistent volume claims (or ephemeral ones, which make a
+    /// claim), by volume name: beside the shared part, as a StatefulSet's replicas differ.
+    pub volume_claims: Vec<String>,
+}
+
+impl std::ops::Deref for PodSpec {
+    type Target = SchedulingSpec;
+    fn deref(&self) -> &SchedulingSpec {
+        &self.scheduling
+    }
+}
+
+/// What a pod asks of the scheduler, besides its affinity: the same for every replica of
+/// a workload. Each part is shared on its own too (alike workloads ask alike).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulingSpec {
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "no_entries"
+    )]
+    pub node_selector: super::meta::StringMap,
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "no_items"
+    )]
+    pub tolerations: Shared<Vec<Toleration>>,
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "no_items"
+    )]
+    pub containers: Shared<Vec<Container>>,
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "no_items"
+    )]
+    pub init_containers: Shared<Vec<Container>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<ResourceList>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_name: Option<String>,
+    /// The names of `spec.schedulingGates`: while any is there, neither the scheduler nor
+    /// Karpenter acts on the pod.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "gates_as_written"
+    )]
+    pub scheduling_gates: Vec<String>,
+    /// How the pod spreads over nodes and zones (`spec.topologySpreadConstraints`).
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// Its effective requests, worked out on first use ([`SchedulingSpec::requests`]).
+    #[serde(skip)]
+    requests: super::shared::Memo<crate::karpenter::resources::Resources>,
+}
+
+impl SchedulingSpec {
+    /// The pod's effective resource requests, as the scheduler and Karpenter sum them
+    /// (containers, init containers and sidecars, overhead). Worked out once per spec,
+    /// which the replicas of a workload share, and kept with it for as long as it lives.
+    /// A spec is not changed in place once shared (a changed copy starts without it).
+    pub fn requests(&self) -> &crate::karpenter::resources::Resources {
+        self.requests.get_or_init(|| {
+            let containers: Vec<_> = self
+                .containers
+                .iter()
+                .map(|c| c.resources.effective_requests())
+                .collect();
+            let inits: Vec<_> = self
+                .init_containers
+                .iter()
+                .map(|c| {
+                    (
+                        c.resources.effective_requests(),
+                        c.restart_policy.as_deref() == Some("Always"),
+                    )
+                })
+                .collect();
+            crate::karpenter::resources::pod_requests(&containers, &inits, self.overhead.as_ref())
+        })
+    }
+}
+
+/// Scheduling gates as the API writes them: `[{name: ...}]`.
+fn gates_as_written<S: serde::Serializer>(gates: &[String], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(gates.len()))?;
+    for name in gates {
+        seq.serialize_element(&std::collections::BTreeMap::from([("name", name)]))?;
+    }
+    seq.end()
+}
+
+impl Compact for SchedulingSpec {
+    fn compact(&mut self) {}
+}
+
+/// Its parts are interned first (see `Cluster::apply_pod`), so their addresses stand for them.
+impl Fingerprint for SchedulingSpec {
+    fn fingerprint(&self, h: &mut DefaultHasher) {
+        use std::hash::Hash;
+        address_fingerprint(&self.node_selector, h);
+        address_fingerprint(&self.tolerations, h);
+        address_fingerprint(&self.containers, h);
+        address_fingerprint(&self.init_containers, h);
+        self.priority_class_name.hash(h);
+        self.scheduler_name.hash(h);
+        self.scheduling_gates.hash(h);
+        self.topology_spread_constraints.fingerprint(h);
+    }
+}
+
+/// k8s-openapi's types have no `Hash`: their JSON form stands for them.
+macro_rules! serde_fingerprint {
+    ($($t:ty),*) => {$(
+        impl Fingerprint for $t {
+            fn fingerprint(&self, h: &mut DefaultHasher) {
+                serde_fingerprint(self, h)
+            }
+        }
+    )*};
+}
+serde_fingerprint!(
+    Affinity,
+    Vec<Toleration>,
+    Vec<Container>,
+    Vec<Taint>,
+    Vec<TopologySpreadConstraint>,
+    Vec<Requirement>,
+    ResourceList
+);
+
+impl Compact for Affinity {
+    fn compact(&mut self) {}
+}
+
+impl Compact for Toleration {
+    fn compact(&mut self) {}
+}
+
+impl<'de> Deserialize<'de> for PodSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// The JSON shape: `nodeName` beside the scheduling fields.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Raw {
+            #[serde(default)]
+            node_name: Option<Shared<str>>,
+            #[serde(default, deserialize_with = "null_default")]
+            node_selector: super::meta::StringMap,
+            #[serde(default)]
+            affinity: Option<Shared<Affinity>>,
+            #[serde(default, deserialize_with = "null_default")]
+            tolerations: Shared<Vec<Toleration>>,
+            #[serde(default, deserialize_with = "null_default")]
+            containers: Shared<Vec<Container>>,
+            #[serde(default, deserialize_with = "null_default")]
+            init_containers: Shared<Vec<Container>>,
+            #[serde(default)]
+            overhead: Option<ResourceList>,
+            #[serde(default)]
+            priority_class_name: Option<String>,
+            #[serde(default)]
+            scheduler_name: Option<String>,
+            #[serde(default, deserialize_with = "null_default")]
+            scheduling_gates: Vec<Gate>,
+            #[serde(default, deserialize_with = "null_default")]
+            topology_spread_constraints: Vec<TopologySpreadConstraint>,
+            #[serde(default, deserialize_with = "null_default")]
+            volumes: Vec<Volume>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Volume {
+            #[serde(default)]
+            name: String,
+            #[serde(default)]
+            persistent_volume_claim: Option<serde::de::IgnoredAny>,
+            #[serde(default)]
+            ephemeral: Option<serde::de::IgnoredAny>,
+        }
+        #[derive(Deserialize)]
+        struct Gate {
+            #[serde(default)]
+            name: String,
+        }
+        let r = Raw::deserialize(d)?;
+        Ok(PodSpec {
+            node_name: r.node_name,
+            affinity: r.affinity,
+            volume_claims: r
+                .volumes
+                .into_iter()
+                .filter(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+                .map(|v| v.name)
+                .collect(),
+            scheduling: Shared::new(SchedulingSpec {
+                node_selector: r.node_selector,
+                tolerations: r.tolerations,
+                containers: r.containers,
+                init_containers: r.init_containers,
+                overhead: r.overhead,
+                priority_class_name: r.priority_class_name,
+                scheduler_name: r.scheduler_name,
+                scheduling_gates: r.scheduling_gates.into_iter().map(|g| g.name).collect(),
+                topology_spread_constraints: r.topology_spread_constraints,
+                requests: Default::default(),
+            }),
+        })
+    }
+}
+
+impl Serialize for PodSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Flat<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            node_name: &'a Option<Shared<str>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            affinity: &'a Option<Shared<Affinity>>,
+            #[serde(flatten)]
+            scheduling: &'a SchedulingSpec,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            volumes: Vec<serde_json::Value>,
+        }
+        // Written back as claims of the same name: what kelp reads of them.
+        let volumes = self
+            .volume_claims
+            .iter()
+            .map(|v| serde_json::json!({"name": v, "persistentVolumeClaim": {"claimName": v}}))
+            .collect();
+        Flat {
+            node_name: &self.node_name,
+            affinity: &self.affinity,
+            scheduling: &self.scheduling,
+            volumes,
+        }
+        .serialize(s)
+    }
+}
+
+/// A pod's affinity: node affinity (Karpenter's per-NodePool requirement check) and pod
+/// (anti-)affinity (where its pods could move).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Affinity {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_affinity: Option<NodeAffinity>,
+    /// Read by the consolidation check (would a node's pods fit elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_affinity: Option<PodAffinity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_anti_affinity: Option<PodAntiAffinity>,
+}
+
+impl Compact for Requirement {
+    fn compact(&mut self) {
+        self.values.shrink_to_fit();
+    }
+}
+
+impl Compact for Taint {
+    fn compact(&mut self) {}
+}
+
+/// Keep only the pod conditions the analysis reads (PodScheduled).
+fn scheduling_conditions<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<PodConditions, D::Error> {
+    let all: Vec<Condition> = null_default(d)?;
+    Ok(all
+        .into_iter()
+        .filter(|c| c.type_ == "PodScheduled")
+        .collect::<Vec<_>>()
+        .into())
+}
+
+/// A pod's conditions as kelp keeps them: PodScheduled only, so almost always one, held
+/// in place rather than in a list of its own. Reads (and serialises) as a slice.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum PodConditions {
+    #[default]
+    None,
+    One(Condition),
+    Many(Box<[Condition]>),
+}
+
+impl std::ops::Deref for PodConditions {
+    type Target = [Condition];
+    fn deref(&self) -> &[Condition] {
+        match self {
+            PodConditions::None => &[],
+            PodConditions::One(c) => std::slice::from_ref(c),
+            PodConditions::Many(cs) => cs,
+        }
+    }
+}
+
+impl std::ops::DerefMut for PodConditions {
+    fn deref_mut(&mut self) -> &mut [Condition] {
+        match self {
+            PodConditions::None => &mut [],
+            PodConditions::One(c) => std::slice::from_mut(c),
+            PodConditions::Many(cs) => cs,
+        }
+    }
+}
+
+impl From<Vec<Condition>> for PodConditions {
+    fn from(mut v: Vec<Condition>) -> Self {
+        match v.len() {
+            0 => PodConditions::None,
+            1 => v.pop().map(PodConditions::One).unwrap_or_default(),
+            _ => PodConditions::Many(v.into_boxed_slice()),
+        }
+    }
+}
+
+impl Serialize for PodConditions {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+fn no_conditions(c: &PodConditions) -> bool {
+    c.is_empty()
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodStatus {
+    /// A shared string (`Running`, `Pending`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Shared<str>>,
+    #[serde(
+        default,
+        deserialize_with = "scheduling_conditions",
+        skip_serializing_if = "no_conditions"
+    )]
+    pub conditions: PodConditions,
+    /// A shared string, like `spec.nodeName`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nominated_node_name: Option<Shared<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<DateTime<Utc>>,
+}
