@@ -70,8 +70,8 @@ impl Clock {
             self.volatile();
         } else {
             let step = match secs {
-                ..3_600 => 1,
-                ..86_400 => 60,
+                1..3_600 => 1,
+                3_600..86_400 => 60,
                 _ => 3_600,
             };
             // The words stand while the whole seconds left, in steps, stand.
