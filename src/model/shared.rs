@@ -533,7 +533,11 @@ mod tests {
         assert_eq!(*m.get_or_init(|| 7), 7);
         assert_eq!(*m.get_or_init(|| 8), 7, "worked out once");
         assert!(m == Memo::default(), "no part of equality");
-        assert_eq!(*m.clone().get_or_init(|| 9), 9, "a clone works it out again");
+        assert_eq!(
+            *m.clone().get_or_init(|| 9),
+            9,
+            "a clone works it out again"
+        );
     }
     use std::collections::BTreeMap;
 
