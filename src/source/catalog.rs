@@ -227,31 +227,22 @@ mod tests {
                 "{}",
                 t.name
             );
-            let mut a: Vec<_> = f
-                .offerings
-                .iter()
-                .map(|o| {
-                    (
-                        &o.zone,
-                        &o.capacity_type,
-                        o.price.map(|p| (p * 1e9).round()),
-                    )
-                })
-                .collect();
-            let mut b: Vec<_> = t
-                .offerings
-                .iter()
-                .map(|o| {
-                    (
-                        &o.zone,
-                        &o.capacity_type,
-                        o.price.map(|p| (p * 1e9).round()),
-                    )
-                })
-                .collect();
-            a.sort_by(|x, y| x.partial_cmp(y).unwrap());
-            b.sort_by(|x, y| x.partial_cmp(y).unwrap());
-            assert_eq!(a, b, "{}", t.name);
+            let offerings = |t: &'_ InstanceType| {
+                let mut v: Vec<_> = t
+                    .offerings
+                    .iter()
+                    .map(|o| {
+                        (
+                            o.zone.clone(),
+                            o.capacity_type.clone(),
+                            o.price.map(|p| (p * 1e9).round()),
+                        )
+                    })
+                    .collect();
+                v.sort_by(|x, y| x.partial_cmp(y).unwrap());
+                v
+            };
+            assert_eq!(offerings(f), offerings(t), "{}", t.name);
         }
     }
 
