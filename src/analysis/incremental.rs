@@ -10,9 +10,10 @@
 //! - its pool's budget counts and what the budgets allow now (they follow schedules);
 //! - if it looked for room on other nodes: every node's free room (any node or claim,
 //!   and a bound pod's change that moves its room: not its phase between Pending and
-//!   Running, nor its annotations) and which nodes are still settling; if it priced a replacement: every
-//!   pool's usage and the instance-type catalogue (the AWS one takes a type's labels
-//!   from a node of that type, so a node's coming or going can change it);
+//!   Running, nor its annotations) and which nodes are still settling;
+//! - if it priced a replacement: every pool's usage and the instance-type catalogue (the
+//!   AWS one takes a type's labels from a node of that type, so a node's coming or going
+//!   can change it);
 //! - the clock has not reached the first instant its answer changes with time alone
 //!   ([`super::clock::Clock`]).
 //!
@@ -115,7 +116,7 @@ impl Incremental {
     }
 
     /// The pending pods' verdicts kept from the last pass, for this pass's diagnoses to
-    /// reuse: none when anything global or the pools' usage changed since.
+    /// reuse: none when anything global, the pools' usage or the catalogue changed since.
     pub fn take_verdicts(&mut self, c: &Cluster, pools: &PoolSet) -> KeptVerdicts {
         self.start(c);
         self.note_usage(Some(pools));

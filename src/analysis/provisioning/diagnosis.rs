@@ -413,9 +413,9 @@ impl DiagnosisCache<'_> {
 /// [`crate::analysis::incremental`]), by the per-pass key with the event's text in place
 /// of its address. Each entry holds the shared spec, affinity, namespace and labels its
 /// key names by address, so no other value can take that address while it is kept.
-/// Whoever keeps it empties it when the pools change (their usage, limits, types, or
-/// anything global); an entry of a pod that spreads over zones is reused only while the
-/// zone counts it was judged with are the same.
+/// Whoever keeps it empties it when the pools change (their usage, limits, types, the
+/// catalogue, or anything global); an entry of a pod that spreads over zones is reused
+/// only while the zone counts it was judged with are the same.
 #[derive(Default)]
 pub struct KeptVerdicts {
     entries: HashMap<KeptKey, Kept>,
