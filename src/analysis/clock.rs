@@ -77,7 +77,7 @@ impl Clock {
             // The words stand while the whole seconds left, in steps, stand.
             self.changes_at(at - Duration::seconds(secs / step * step) + Duration::nanoseconds(1));
         }
-        crate::karpenter::duration::human(left)
+        super::ago(at, self.now)
     }
 
     /// The first instant the answers read so far may differ; None if never.

@@ -99,10 +99,14 @@ impl Stamps {
         set(&mut self.nodes, name, s);
     }
 
-    /// A change on a node that leaves the free room as it was (a pod's phase between
-    /// Pending and Running, its annotations): the node's stamp, not the room's.
-    pub(super) fn touch_node_only(&mut self, name: &str) {
+    /// A pod's change on node `name`: the node's stamp, and the room's when `room`. A
+    /// change that leaves the free room as it was (a pod's phase between Pending and
+    /// Running, its annotations) leaves the room's stamp.
+    pub(super) fn touch_pod_on(&mut self, name: &str, room: bool) {
         let s = self.next();
+        if room {
+            self.bound = s;
+        }
         set(&mut self.nodes, name, s);
     }
 

@@ -449,15 +449,6 @@ struct Kept {
 }
 
 impl KeptVerdicts {
-    /// Distinct verdicts held for the next pass.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// How many distinct verdicts the pass that filled it reused and computed.
     pub fn counts(&self) -> (usize, usize) {
         (self.reused, self.computed)
