@@ -61,6 +61,15 @@ fn nth<K: Clone, V>(m: &std::collections::BTreeMap<K, V>, i: usize) -> Option<K>
     (!m.is_empty()).then(|| m.keys().nth(i % m.len()).cloned())?
 }
 
+/// Change the `i`th pod (taken modulo) with `edit`, which may read the cluster as it is,
+/// and apply it.
+fn edit_pod(c: &mut Cluster, i: usize, edit: impl FnOnce(&mut Pod, &Cluster)) {
+    let Some(key) = nth(&c.pods, i) else { return };
+    let mut p = c.pods[&key].clone();
+    edit(&mut p, c);
+    c.apply_pod(p);
+}
+
 fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize) {
     *serial += 1;
     match *s {
@@ -71,27 +80,18 @@ fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize)
             }
         }
         Step::MovePod(i, n) => {
-            let (Some(key), node) = (nth(&c.pods, i), n.and_then(|n| nth(&c.nodes, n))) else {
-                return;
-            };
-            let mut p = c.pods[&key].clone();
-            p.spec.node_name = node.map(Shared::from);
-            c.apply_pod(p);
+            let node = n.and_then(|n| nth(&c.nodes, n));
+            edit_pod(c, i, |p, _| p.spec.node_name = node.map(Shared::from));
         }
-        Step::DoNotDisrupt(i, v) => {
-            let Some(key) = nth(&c.pods, i) else { return };
-            let mut p = c.pods[&key].clone();
+        Step::DoNotDisrupt(i, v) => edit_pod(c, i, |p, _| {
             let a = p.metadata.annotations.make_mut();
             match ["true", "10m", "2h", ""][v] {
                 "" => a.remove("karpenter.sh/do-not-disrupt"),
                 v => a.insert("karpenter.sh/do-not-disrupt".into(), v.into()),
             };
             p.status.start_time = Some(*now - Duration::minutes(5));
-            c.apply_pod(p);
-        }
-        Step::PodPhase(i, v) => {
-            let Some(key) = nth(&c.pods, i) else { return };
-            let mut p = c.pods[&key].clone();
+        }),
+        Step::PodPhase(i, v) => edit_pod(c, i, |p, _| {
             match ["Pending", "Running", "Succeeded", "Failed", ""][v] {
                 "" => p.metadata.deletion_timestamp = Some(*now),
                 phase => {
@@ -99,17 +99,13 @@ fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize)
                     p.status.start_time = Some(*now);
                 }
             }
-            c.apply_pod(p);
-        }
-        Step::PodLabel(i, v) => {
-            let Some(key) = nth(&c.pods, i) else { return };
-            let mut p = c.pods[&key].clone();
+        }),
+        Step::PodLabel(i, v) => edit_pod(c, i, |p, c| {
             p.metadata.labels = match v.and_then(|j| nth(&c.pods, j)) {
                 Some(other) => c.pods[&other].metadata.labels.clone(),
                 None => Default::default(),
             };
-            c.apply_pod(p);
-        }
+        }),
         Step::DeleteNode(i) => {
             if let Some(n) = nth(&c.nodes, i) {
                 c.delete_node(&n);
