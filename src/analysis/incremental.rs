@@ -24,28 +24,28 @@
 //! the full one at every step: `tests/incremental.rs` checks it on random sequences of
 //! changes and clock moves.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use super::clock::Clock;
-use super::disruption::{self, NodeDisruption, NodeInputs};
+use super::disruption::{self, NodeDisruption, NodeInputs, PoolBudgets};
 use super::provisioning::{KeptVerdicts, PoolSet};
 use super::{ago, fit};
 use crate::findings::ObjectRef;
-use crate::karpenter::budgets::DisruptionReason;
 use crate::karpenter::resources::Resources;
+use crate::model::shared::FastMap;
 use crate::model::*;
 
 /// What the last pass computed, with what each answer read.
 #[derive(Default)]
 pub struct Incremental {
     epoch: u64,
-    nodes: HashMap<String, Entry>,
+    nodes: FastMap<String, Entry>,
     /// Per pool: its budget counts and allowances at the last pass, and how many times
     /// they changed.
-    budgets: HashMap<String, (BudgetToken, u64)>,
+    budgets: FastMap<String, (Option<PoolBudgets>, u64)>,
     /// The room's inputs at the last pass (the bound stamp and who settles), and how
     /// many times they changed.
     room: (Option<(u64, Vec<bool>)>, u64),
@@ -56,6 +56,8 @@ pub struct Incremental {
     /// The pending pods' verdicts, with the global stamp and the usage's change count
     /// they were judged at.
     verdicts: ((u64, u64), KeptVerdicts),
+    /// Each node's share of the free room, for the next room built.
+    room_cache: fit::RoomCache,
     stats: Stats,
 }
 
@@ -68,9 +70,6 @@ pub struct Stats {
     pub verdicts_reused: usize,
     pub verdicts_computed: usize,
 }
-
-/// A pool's budget counts (total, unavailable) and what its budgets allow, per reason.
-type BudgetToken = ((usize, usize), Vec<crate::karpenter::budgets::Allowed>);
 
 /// What the pools are judged with beyond their specs. The catalogue can change without
 /// a global stamp: the AWS one takes a type's labels and allocatable from a node of it.
@@ -153,16 +152,20 @@ impl Incremental {
         c: &Cluster,
         now: DateTime<Utc>,
         pools: Option<&PoolSet>,
+        budgets: &BTreeMap<String, PoolBudgets>,
     ) -> BTreeMap<String, NodeDisruption> {
         self.start(c);
         let stamps = c.stamps();
-        let inputs = NodeInputs::new(c, now).with_pools(pools);
-        self.note_budgets(c, now, &inputs);
+        let inputs = NodeInputs::with_budgets(c, now, budgets)
+            .with_pools(pools)
+            .with_room_cache(std::mem::take(&mut self.room_cache));
+        self.note_budgets(budgets);
         self.note_room(c, now);
         self.note_usage(pools);
         let mut stats = Stats::default();
         let mut out = BTreeMap::new();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen =
+            std::collections::HashSet::with_hasher(foldhash::fast::RandomState::default());
         for n in c.nodes.values() {
             if !disruption::karpenter_node(c, n) {
                 continue;
@@ -212,6 +215,7 @@ impl Incremental {
             out.insert(name.clone(), state);
         }
         self.nodes.retain(|name, _| seen.contains(name.as_str()));
+        self.room_cache = inputs.into_room_cache();
         self.stats = stats;
         out
     }
@@ -245,18 +249,11 @@ impl Incremental {
     }
 
     /// Each pool's budget counts and what its budgets allow now, for every reason.
-    fn note_budgets(&mut self, c: &Cluster, now: DateTime<Utc>, inputs: &NodeInputs) {
-        for p in c.nodepools.values() {
-            let name = &p.metadata.name;
-            let counts = inputs.budget_counts(c, name);
-            let allowed: Vec<_> = DisruptionReason::ALL
-                .iter()
-                .map(|r| disruption::budget::allowed_of(counts, p, *r, now))
-                .collect();
-            let token = (counts, allowed);
+    fn note_budgets(&mut self, budgets: &BTreeMap<String, PoolBudgets>) {
+        for (name, b) in budgets {
             let slot = self.budgets.entry(name.clone()).or_default();
-            if slot.0 != token {
-                *slot = (token, slot.1 + 1);
+            if slot.0.as_ref() != Some(b) {
+                *slot = (Some(b.clone()), slot.1 + 1);
             }
         }
     }

@@ -26,7 +26,7 @@ use chrono::{DateTime, Duration, Utc};
 use crate::findings::Report;
 use crate::karpenter::events::LaunchError;
 use crate::model::{Catalog, Cluster};
-use disruption::NodeDisruption;
+use disruption::{NodeDisruption, PoolBudgets};
 use hold::Hold;
 use provisioning::{PodDiagnosis, PoolUsage};
 
@@ -39,6 +39,8 @@ pub struct Context<'a> {
     pub pending: Vec<Arc<PodDiagnosis>>,
     /// Every pool's usage against its limits, by name.
     pub pools: BTreeMap<String, PoolUsage>,
+    /// Every pool's disruption budgets now: its node counts and what they allow, by name.
+    pub budgets: BTreeMap<String, PoolBudgets>,
     /// The disruption state of every Karpenter node (a NodePool label or a NodeClaim), by name.
     pub nodes: BTreeMap<String, NodeDisruption>,
     /// The instance-type catalogue the verdicts were judged with ([`catalog::resolve`]).
@@ -103,15 +105,17 @@ impl<'a> Context<'a> {
         if let (Some(e), Some(kept)) = (engine.as_deref_mut(), cache.into_kept()) {
             e.keep_verdicts(kept);
         }
+        let budgets = disruption::pool_budgets(cluster, now);
         Context {
             cluster,
             now,
             pending,
             pools: usages,
             nodes: match engine {
-                Some(e) => e.node_states(cluster, now, Some(&pools)),
-                None => disruption::node_states(cluster, now, Some(&pools)),
+                Some(e) => e.node_states(cluster, now, Some(&pools), &budgets),
+                None => disruption::node_states(cluster, now, Some(&pools), &budgets),
             },
+            budgets,
             catalog,
             smallest_types,
             without_types,
@@ -137,6 +141,8 @@ pub struct Pass {
     pub holds: HashMap<(String, String), Hold>,
     /// Every pool's usage against its limits, by name.
     pub pools: BTreeMap<String, PoolUsage>,
+    /// Every pool's disruption budgets at the pass's instant, by name.
+    pub budgets: BTreeMap<String, PoolBudgets>,
     /// The disruption state of every Karpenter node, by name.
     pub nodes: BTreeMap<String, NodeDisruption>,
     /// The instance-type catalogue the pass judged with, if any.
@@ -208,6 +214,7 @@ fn pass(ctx: Context) -> Pass {
         holds: hold::holds(cluster, &ctx.pending),
         pending: ctx.pending,
         pools: ctx.pools,
+        budgets: ctx.budgets,
         nodes: ctx.nodes,
         catalog: ctx.catalog,
         launch_errors: ctx.launch_errors,

@@ -74,7 +74,7 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
             node,
             pass.now,
             // A node of no pool: Karpenter never consolidates it, so no replacement to price.
-            &disruption::NodeInputs::new(c, pass.now),
+            &disruption::NodeInputs::with_budgets(c, pass.now, &pass.budgets),
         ),
     };
     let claim = state.nodeclaim.clone().unwrap_or_default();

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use super::event::Event;
 use super::kinds::*;
 use super::meta::{Meta, OwnerRef};
-use super::shared::{Interner, Shared, Strings};
+use super::shared::{FastMap, Interner, Shared, Strings};
 
 /// `namespace/name` for namespaced objects.
 pub type ObjKey = (String, String);
@@ -77,17 +77,17 @@ pub struct Cluster {
     pub captured_at: Option<DateTime<Utc>>,
     /// Pods by the node they are bound to, sorted by (namespace, name). A `Pod` is a
     /// shared handle: this holds the same pods as `pods`, not copies.
-    pods_by_node: HashMap<Shared<str>, Vec<Pod>>,
+    pods_by_node: FastMap<Shared<str>, Vec<Pod>>,
     /// The parts objects hold alike, shared (see [`super::shared`]).
     shared: Pools,
     /// NodeClaim names by `status.nodeName` and by `status.providerID`.
-    claims_by_node: HashMap<String, String>,
-    claims_by_provider: HashMap<String, String>,
+    claims_by_node: FastMap<String, String>,
+    claims_by_provider: FastMap<String, String>,
     /// Node and NodeClaim names by their `karpenter.sh/nodepool` label.
-    nodes_by_pool: HashMap<String, BTreeSet<String>>,
-    claims_by_pool: HashMap<String, BTreeSet<String>>,
+    nodes_by_pool: FastMap<String, BTreeSet<String>>,
+    claims_by_pool: FastMap<String, BTreeSet<String>>,
     /// Event ids by the name of the object they are about (kind and namespace are checked on lookup).
-    events_by_object: HashMap<String, BTreeSet<String>>,
+    events_by_object: FastMap<String, BTreeSet<String>>,
     /// What changed, and in which order (see [`super::stamps`]).
     stamps: super::stamps::Stamps,
 }
@@ -169,7 +169,7 @@ impl Pools {
 }
 
 /// Remove `item` from the set under `key`, dropping the set when it empties.
-fn remove_from<K, T, Q>(index: &mut HashMap<K, BTreeSet<T>>, key: &K, item: &Q)
+fn remove_from<K, T, Q>(index: &mut FastMap<K, BTreeSet<T>>, key: &K, item: &Q)
 where
     K: std::hash::Hash + Eq,
     T: Ord + std::borrow::Borrow<Q>,

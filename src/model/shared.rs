@@ -368,6 +368,11 @@ pub trait Fingerprint {
 /// A fast hasher, seeded at random per table (so no input can pick its collisions).
 pub type DefaultHasher = foldhash::quality::FoldHasher<'static>;
 
+/// A hash map for the model's indexes and the analysis' per-pass tables: foldhash,
+/// seeded per map, instead of SipHash (names of API objects are short; SipHash was a
+/// tenth of an incremental pass's time at 5,000 nodes).
+pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// The fingerprint of a value's JSON form, for types without `Hash` (k8s-openapi's).
 pub fn serde_fingerprint<T: Serialize + ?Sized>(value: &T, h: &mut DefaultHasher) {
     // Serialising into a hasher cannot fail for these types; were it to, the value would

@@ -6,8 +6,9 @@
 //! catalogue, Karpenter's metrics, the API discovery) must call
 //! [`super::Cluster::touch_all`].
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::shared::FastMap;
 
 /// Tells one model from another: a reader must not compare stamps across models.
 static EPOCHS: AtomicU64 = AtomicU64::new(1);
@@ -24,13 +25,13 @@ pub struct Stamps {
     /// it).
     bound: u64,
     /// By node name: the node, a pod bound to it, a NodeClaim naming it.
-    nodes: HashMap<String, u64>,
+    nodes: FastMap<String, u64>,
     /// By NodeClaim name.
-    claims: HashMap<String, u64>,
+    claims: FastMap<String, u64>,
     /// By the name of the object the events are about.
-    events: HashMap<String, u64>,
+    events: FastMap<String, u64>,
     /// By namespace: the PodDisruptionBudgets there.
-    pdbs: HashMap<String, u64>,
+    pdbs: FastMap<String, u64>,
 }
 
 impl Default for Stamps {
@@ -40,10 +41,10 @@ impl Default for Stamps {
             last: 0,
             global: 0,
             bound: 0,
-            nodes: HashMap::new(),
-            claims: HashMap::new(),
-            events: HashMap::new(),
-            pdbs: HashMap::new(),
+            nodes: FastMap::default(),
+            claims: FastMap::default(),
+            events: FastMap::default(),
+            pdbs: FastMap::default(),
         }
     }
 }
@@ -149,7 +150,7 @@ impl Stamps {
     }
 }
 
-fn set(map: &mut HashMap<String, u64>, key: &str, stamp: u64) {
+fn set(map: &mut FastMap<String, u64>, key: &str, stamp: u64) {
     match map.get_mut(key) {
         Some(s) => *s = stamp,
         None => {

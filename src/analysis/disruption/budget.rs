@@ -2,6 +2,8 @@
 //! already unavailable, the disruptions a pool's budgets allow for a reason at `now` (in
 //! UTC), and the `budget-blocking` finding for pools whose budgets allow none.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 
 use super::super::Context;
@@ -31,6 +33,45 @@ pub(super) fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
         }
     }
     (total, unavailable)
+}
+
+/// A pool's disruption budgets at one instant, worked out once per pass: its (total,
+/// unavailable) node counts, and what they allow for each reason, in
+/// [`DisruptionReason::ALL`]'s order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolBudgets {
+    pub counts: (usize, usize),
+    pub allowed: Vec<budgets::Allowed>,
+}
+
+impl PoolBudgets {
+    pub fn of(c: &Cluster, pool: &NodePool, now: DateTime<Utc>) -> Self {
+        let counts = budget_counts(c, &pool.metadata.name);
+        PoolBudgets {
+            counts,
+            allowed: DisruptionReason::ALL
+                .iter()
+                .map(|&r| allowed_of(counts, pool, r, now))
+                .collect(),
+        }
+    }
+
+    /// What the budgets allow for `reason`.
+    pub fn allowed(&self, reason: DisruptionReason) -> &budgets::Allowed {
+        let i = DisruptionReason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .unwrap_or_default();
+        &self.allowed[i]
+    }
+}
+
+/// Every pool's budgets at `now`, by name.
+pub fn pool_budgets(c: &Cluster, now: DateTime<Utc>) -> BTreeMap<String, PoolBudgets> {
+    c.nodepools
+        .values()
+        .map(|p| (p.metadata.name.clone(), PoolBudgets::of(c, p, now)))
+        .collect()
 }
 
 /// Budget verdict for a pool and reason at `now`.
@@ -113,7 +154,10 @@ pub(super) fn budget_blocking(ctx: &Context) -> Vec<Finding> {
             if n == 0 {
                 continue;
             }
-            let a = pool_allowed(c, pool, reason, ctx.now);
+            let a = match ctx.budgets.get(name) {
+                Some(b) => b.allowed(reason).clone(),
+                None => pool_allowed(c, pool, reason, ctx.now),
+            };
             if a.allowed == 0 && (a.limit == Some(0) || a.error.is_some()) {
                 blocked.push((reason, a, n));
             }

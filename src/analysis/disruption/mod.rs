@@ -21,7 +21,7 @@ pub mod spot;
 pub mod state;
 
 pub use blocked::{BlockedDetails, NotReapedDetails};
-pub use budget::pool_allowed;
+pub use budget::{pool_allowed, pool_budgets, PoolBudgets};
 pub use state::{
     active_pods, karpenter_node, node_disruption, node_disruption_at, node_states, workload_pods,
     Blocker, NodeDisruption, NodeInputs, Nominations, Want, WantReason, DEFAULT_EXPIRE_AFTER,

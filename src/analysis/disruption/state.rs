@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use super::super::fit::{Room, RoomCache};
 use super::super::provisioning::PoolSet;
-use super::super::{ago, capacity, clock::Clock, fit::Room, selector};
-use super::budget::{allowed_of, budget_counts, budget_message};
+use super::super::{ago, capacity, clock::Clock, selector};
+use super::budget::{allowed_of, budget_counts, budget_message, PoolBudgets};
 use super::consolidation::{self, Consolidation, Facts};
 use crate::findings::ObjectRef;
 use crate::karpenter::budgets::{self, DisruptionReason, DoNotDisrupt};
@@ -206,6 +207,8 @@ pub struct NodeInputs<'c> {
     cluster: Option<&'c Cluster>,
     now: DateTime<Utc>,
     room: std::cell::OnceCell<Room<'c>>,
+    /// Each node's share of the room from the last pass ([`RoomCache`]).
+    room_cache: std::cell::RefCell<RoomCache>,
     /// The pass's pools with their instance types, for pricing a replacement node.
     pools: Option<&'c PoolSet<'c>>,
     /// Whether the room and the pools were asked for since [`NodeInputs::take_asked`]:
@@ -216,16 +219,22 @@ pub struct NodeInputs<'c> {
 
 impl<'c> NodeInputs<'c> {
     pub fn new(c: &'c Cluster, now: DateTime<Utc>) -> Self {
+        Self::with_budgets(c, now, &super::budget::pool_budgets(c, now))
+    }
+
+    /// As [`NodeInputs::new`], with the pass's pool budgets.
+    pub fn with_budgets(
+        c: &'c Cluster,
+        now: DateTime<Utc>,
+        budgets: &BTreeMap<String, PoolBudgets>,
+    ) -> Self {
         NodeInputs {
             nominations: Nominations::new(c, now),
-            budgets: c
-                .nodepools
-                .keys()
-                .map(|p| (p.clone(), budget_counts(c, p)))
-                .collect(),
+            budgets: budgets.iter().map(|(p, b)| (p.clone(), b.counts)).collect(),
             cluster: Some(c),
             now,
             room: std::cell::OnceCell::new(),
+            room_cache: Default::default(),
             pools: None,
             asked_room: Default::default(),
             asked_pools: Default::default(),
@@ -239,11 +248,25 @@ impl<'c> NodeInputs<'c> {
         self
     }
 
+    /// Build the room from what the last pass kept of each node's share.
+    pub fn with_room_cache(self, cache: RoomCache) -> Self {
+        self.room_cache.replace(cache);
+        self
+    }
+
+    /// Each node's share of the room, for the next pass.
+    pub fn into_room_cache(self) -> RoomCache {
+        self.room_cache.into_inner()
+    }
+
     /// The free room on the cluster's schedulable nodes, built once.
     fn room(&self) -> Option<&Room<'c>> {
         self.asked_room.set(true);
         let c = self.cluster?;
-        Some(self.room.get_or_init(|| Room::new(c, self.now)))
+        Some(
+            self.room
+                .get_or_init(|| Room::with_cache(c, self.now, &mut self.room_cache.borrow_mut())),
+        )
     }
 
     /// The pools, for pricing a replacement.
@@ -638,8 +661,9 @@ pub fn node_states(
     c: &Cluster,
     now: DateTime<Utc>,
     pools: Option<&PoolSet>,
+    budgets: &BTreeMap<String, PoolBudgets>,
 ) -> BTreeMap<String, NodeDisruption> {
-    let inputs = NodeInputs::new(c, now).with_pools(pools);
+    let inputs = NodeInputs::with_budgets(c, now, budgets).with_pools(pools);
     c.nodes
         .values()
         .filter(|n| karpenter_node(c, n))

@@ -18,6 +18,7 @@ mod peers;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -28,6 +29,7 @@ use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
+use crate::model::shared::FastMap;
 use crate::model::*;
 use peers::{anti_affinity_terms, Guard, SpreadDomains};
 
@@ -40,7 +42,7 @@ struct Target<'c> {
     /// consolidateAfter since its last pod event, whichever is later.
     open_since: Option<DateTime<Utc>>,
     /// Allocatable minus the requests of the pods there (with `pods` for the count).
-    free: Resources,
+    free: Arc<Resources>,
 }
 
 /// The free room of every schedulable node, once per pass.
@@ -150,56 +152,128 @@ pub fn settling(c: &Cluster, now: DateTime<Utc>) -> Vec<bool> {
         .collect()
 }
 
+/// Each node's own share of the room, kept between passes by `kelp serve`'s incremental
+/// analysis: a node whose stamp (the node and its pods) is not newer than its entry, with
+/// nothing global changed since, is not summed again.
+#[derive(Default)]
+pub struct RoomCache {
+    epoch: u64,
+    nodes: FastMap<String, NodeRoom>,
+}
+
+struct NodeRoom {
+    /// The model's newest stamp when it was worked out.
+    stamp: u64,
+    /// Allocatable minus the requests of the pods there (with `pods` for the count).
+    free: Arc<Resources>,
+    /// Whether a pod there holding room has a required anti-affinity term.
+    guarded: bool,
+}
+
+impl NodeRoom {
+    fn of(c: &Cluster, n: &Node) -> NodeRoom {
+        let mut free = Resources::from_quantities(&n.status.allocatable).unwrap_or_default();
+        // Pods alike (one scheduling spec, shared by the replicas of a workload) are
+        // counted first and taken off together.
+        let mut alike: Vec<(*const SchedulingSpec, &Pod, f64)> = Vec::new();
+        let mut count = 0.0;
+        let mut guarded = false;
+        for p in c.pods_on(&n.metadata.name).filter(|p| holds_room(p)) {
+            count += 1.0;
+            guarded = guarded || anti_affinity_terms(p).next().is_some();
+            let key: *const SchedulingSpec = &*p.spec.scheduling;
+            match alike.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, _, n)) => *n += 1.0,
+                None => alike.push((key, p, 1.0)),
+            }
+        }
+        for (_, p, n) in alike {
+            for (k, v) in &p.spec.scheduling.requests().0 {
+                match free.0.get_mut(k) {
+                    Some(f) => *f -= v * n,
+                    None => {
+                        free.0.insert(k.clone(), -v * n);
+                    }
+                }
+            }
+        }
+        match free.0.get_mut("pods") {
+            Some(f) => *f -= count,
+            None if count > 0.0 => {
+                free.0.insert("pods".into(), -count);
+            }
+            None => {}
+        }
+        NodeRoom {
+            stamp: c.stamps().last(),
+            free: Arc::new(free),
+            guarded,
+        }
+    }
+}
+
+impl RoomCache {
+    /// Node `n`'s share, from the cache while the node and its pods are unchanged.
+    fn node(&mut self, c: &Cluster, n: &Node) -> (Arc<Resources>, bool) {
+        let st = c.stamps();
+        if self.epoch != st.epoch() {
+            *self = RoomCache {
+                epoch: st.epoch(),
+                ..Default::default()
+            };
+        }
+        let name = n.metadata.name.as_str();
+        match self.nodes.get(name) {
+            // A global change may be a relist, which forgets the per-node stamps.
+            Some(e) if st.global() <= e.stamp && st.node(name) <= e.stamp => {
+                (e.free.clone(), e.guarded)
+            }
+            _ => {
+                let e = NodeRoom::of(c, n);
+                let out = (e.free.clone(), e.guarded);
+                self.nodes.insert(name.to_string(), e);
+                out
+            }
+        }
+    }
+
+    /// Let go of the nodes that are gone.
+    fn retain(&mut self, c: &Cluster) {
+        if self.nodes.len() > c.nodes.len() {
+            self.nodes.retain(|name, _| c.nodes.contains_key(name));
+        }
+    }
+}
+
 impl<'c> Room<'c> {
     pub fn new(c: &'c Cluster, now: DateTime<Utc>) -> Self {
-        let mut targets: Vec<Target<'c>> = c
-            .nodes
-            .values()
-            .filter(|n| is_schedulable_target(c, n))
-            .map(|n| {
-                let mut free =
-                    Resources::from_quantities(&n.status.allocatable).unwrap_or_default();
-                // Pods alike (one scheduling spec, shared by the replicas of a workload) are
-                // counted first and taken off together.
-                let mut alike: Vec<(*const SchedulingSpec, &Pod, f64)> = Vec::new();
-                let mut count = 0.0;
-                for p in c.pods_on(&n.metadata.name).filter(|p| holds_room(p)) {
-                    count += 1.0;
-                    let key: *const SchedulingSpec = &*p.spec.scheduling;
-                    match alike.iter_mut().find(|(k, _, _)| *k == key) {
-                        Some((_, _, n)) => *n += 1.0,
-                        None => alike.push((key, p, 1.0)),
-                    }
-                }
-                for (_, p, n) in alike {
-                    for (k, v) in &p.spec.scheduling.requests().0 {
-                        match free.0.get_mut(k) {
-                            Some(f) => *f -= v * n,
-                            None => {
-                                free.0.insert(k.clone(), -v * n);
-                            }
-                        }
-                    }
-                }
-                match free.0.get_mut("pods") {
-                    Some(f) => *f -= count,
-                    None if count > 0.0 => {
-                        free.0.insert("pods".into(), -count);
-                    }
-                    None => {}
-                }
-                let settles = settles_at(c, n);
-                Target {
-                    node: n,
-                    free,
-                    settling: settles.is_some_and(|t| now < t),
-                    open_since: settles.max(n.metadata.creation_timestamp),
-                }
-            })
-            .collect();
+        Self::with_cache(c, now, &mut RoomCache::default())
+    }
+
+    /// As [`Room::new`], each node's share taken from `cache` where it still holds.
+    pub fn with_cache(c: &'c Cluster, now: DateTime<Utc>, cache: &mut RoomCache) -> Self {
+        let mut targets: Vec<Target<'c>> = Vec::new();
+        let mut guarded: Vec<&'c Node> = Vec::new();
+        for n in c.nodes.values() {
+            let (free, guards) = cache.node(c, n);
+            if guards {
+                guarded.push(n);
+            }
+            if !is_schedulable_target(c, n) {
+                continue;
+            }
+            let settles = settles_at(c, n);
+            targets.push(Target {
+                node: n,
+                free,
+                settling: settles.is_some_and(|t| now < t),
+                open_since: settles.max(n.metadata.creation_timestamp),
+            });
+        }
+        cache.retain(c);
         targets.sort_by(|a, b| b.free.get("cpu").total_cmp(&a.free.get("cpu")));
         let mut guards: HashMap<(&str, &str), Vec<Guard>> = HashMap::new();
-        for n in c.nodes.values() {
+        for n in guarded {
             for p in c.pods_on(&n.metadata.name).filter(|p| holds_room(p)) {
                 for term in anti_affinity_terms(p) {
                     if let Some(v) = n.metadata.labels.get(&term.topology_key) {
@@ -288,7 +362,7 @@ impl<'c> Room<'c> {
                 note_short(&mut tally, "cpu", t.free.get("cpu").max(0.0));
                 break;
             }
-            let mut free = t.free.clone();
+            let mut free = Resources::clone(&t.free);
             for p in placed.iter().filter(|p| p.target == i) {
                 for (k, v) in &p.requests.0 {
                     *free.0.entry(k.clone()).or_default() -= v;

@@ -141,7 +141,10 @@ pub(super) fn pool_row(
     let allowed = DisruptionReason::ALL
         .iter()
         .map(|&r| {
-            let a = disruption::pool_allowed(c, p, r, now);
+            let a = match pass.budgets.get(&name) {
+                Some(b) => b.allowed(r).clone(),
+                None => disruption::pool_allowed(c, p, r, now),
+            };
             let v = match (&a.error, a.limit) {
                 (Some(e), _) => format!("error: {e}"),
                 (None, None) => "unbounded".into(),
