@@ -10,7 +10,7 @@ use super::provisioning::{pod_terms, PoolSet};
 use super::Context;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::requirements::{self, Provider};
-use crate::karpenter::{labels, taints};
+use crate::karpenter::taints;
 use crate::model::*;
 
 pub fn findings(ctx: &Context) -> Vec<Finding> {
@@ -67,7 +67,7 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
     // (daemonset namespace/name, pool) -> (why, nodes), or None once found compatible:
     // each pair is judged once, not once per pod.
     let mut found: BTreeMap<(&str, &str, &str), Option<(String, Vec<&str>)>> = BTreeMap::new();
-    for pod in c.pods.values() {
+    for pod in c.daemonset_pods() {
         let Some(owner) = pod
             .metadata
             .owner_references
@@ -135,9 +135,8 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
 
 fn controller_on_managed_node(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
-    c.pods
-        .values()
-        .filter(|p| p.metadata.label(labels::APP_NAME) == Some("karpenter") && !p.metadata.owned_by("DaemonSet"))
+    c.controller_pods()
+        .filter(|p| !p.metadata.owned_by("DaemonSet"))
         .filter_map(|p| {
             let node = p.spec.node_name.as_deref()?;
             let pool = Cluster::pool_of(&c.nodes.get(node)?.metadata.labels)?;

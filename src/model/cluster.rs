@@ -78,6 +78,12 @@ pub struct Cluster {
     /// Pods by the node they are bound to, sorted by (namespace, name). A `Pod` is a
     /// shared handle: this holds the same pods as `pods`, not copies.
     pods_by_node: FastMap<Shared<str>, Vec<Pod>>,
+    /// The pods bound to no node, the pods of DaemonSets, and those labelled as
+    /// Karpenter's controller (handles to the same pods as `pods`): the few a check looks
+    /// for among all pods, so it need not read them all.
+    unbound: BTreeMap<ObjKey, Pod>,
+    daemon_pods: BTreeMap<ObjKey, Pod>,
+    controller_pods: BTreeMap<ObjKey, Pod>,
     /// The parts objects hold alike, shared (see [`super::shared`]).
     shared: Pools,
     /// NodeClaim names by `status.nodeName` and by `status.providerID`.
@@ -169,6 +175,20 @@ impl Pools {
 }
 
 /// Remove `item` from the set under `key`, dropping the set when it empties.
+/// Put pod `o` in `index` or take it out.
+fn set_in(index: &mut BTreeMap<ObjKey, Pod>, key: &ObjKey, o: &Pod, member: bool) {
+    if member {
+        match index.get_mut(key) {
+            Some(p) => *p = o.clone(),
+            None => {
+                index.insert(key.clone(), o.clone());
+            }
+        }
+    } else {
+        index.remove(key);
+    }
+}
+
 fn remove_from<K, T, Q>(index: &mut FastMap<K, BTreeSet<T>>, key: &K, item: &Q)
 where
     K: std::hash::Hash + Eq,
@@ -371,11 +391,20 @@ impl Cluster {
                 on.insert(at, o.clone());
             }
         }
+        let unbound = o.spec.node_name.is_none();
+        let daemon = o.metadata.owned_by("DaemonSet");
+        let controller = o.metadata.label(crate::karpenter::labels::APP_NAME) == Some("karpenter");
+        set_in(&mut self.unbound, &key, &o, unbound);
+        set_in(&mut self.daemon_pods, &key, &o, daemon);
+        set_in(&mut self.controller_pods, &key, &o, controller);
         self.pods.insert(key, o);
     }
     pub fn delete_pod(&mut self, namespace: &str, name: &str) {
         let key = (namespace.to_string(), name.to_string());
         self.unindex_pod(&key, true);
+        self.unbound.remove(&key);
+        self.daemon_pods.remove(&key);
+        self.controller_pods.remove(&key);
         self.pods.remove(&key);
         self.prune_stamps();
     }
@@ -443,6 +472,9 @@ impl Cluster {
         self.stamps.reset();
         self.pods.clear();
         self.pods_by_node.clear();
+        self.unbound.clear();
+        self.daemon_pods.clear();
+        self.controller_pods.clear();
     }
     /// Forget every event.
     pub fn reset_events(&mut self) {
@@ -452,6 +484,21 @@ impl Cluster {
     }
 
     // ------------------------------------------------------------ joins
+
+    /// Pods bound to no node, in (namespace, name) order.
+    pub fn unbound_pods(&self) -> impl Iterator<Item = &Pod> + '_ {
+        self.unbound.values()
+    }
+
+    /// Pods a DaemonSet owns, in (namespace, name) order.
+    pub fn daemonset_pods(&self) -> impl Iterator<Item = &Pod> + '_ {
+        self.daemon_pods.values()
+    }
+
+    /// Pods labelled `app.kubernetes.io/name=karpenter`, in (namespace, name) order.
+    pub fn controller_pods(&self) -> impl Iterator<Item = &Pod> + '_ {
+        self.controller_pods.values()
+    }
 
     /// Pods bound to a node, in (namespace, name) order.
     pub fn pods_on<'a>(&'a self, node: &str) -> impl Iterator<Item = &'a Pod> + 'a {
@@ -600,5 +647,47 @@ mod tests {
         let bound = c.stamps().bound();
         c.delete_pod("default", "p");
         assert!(c.stamps().bound() > bound);
+    }
+
+    /// The few-pod indexes follow every change: binding, labels, owners, deletion, relist.
+    #[test]
+    fn the_pod_indexes_follow_each_change() {
+        let names = |it: &mut dyn Iterator<Item = &Pod>| -> Vec<String> {
+            it.map(|p| p.metadata.name.clone()).collect()
+        };
+        let mut c = Cluster::default();
+        let mut p: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default",
+                "labels": {"app.kubernetes.io/name": "karpenter"}},
+            "spec": {"containers": [{"name": "c"}]},
+        }))
+        .unwrap();
+        c.apply_pod(p.clone());
+        assert_eq!(names(&mut c.unbound_pods()), ["p"]);
+        assert_eq!(names(&mut c.controller_pods()), ["p"]);
+        assert!(names(&mut c.daemonset_pods()).is_empty());
+        // Bound, relabelled, owned by a DaemonSet.
+        let mut q: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "labels": {"app": "x"},
+                "ownerReferences": [{"kind": "DaemonSet", "name": "ds", "uid": "u",
+                    "apiVersion": "apps/v1"}]},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+        }))
+        .unwrap();
+        c.apply_pod(q.clone());
+        assert!(names(&mut c.unbound_pods()).is_empty());
+        assert!(names(&mut c.controller_pods()).is_empty());
+        assert_eq!(names(&mut c.daemonset_pods()), ["p"]);
+        // The index holds the pod as it is now, not as it was.
+        q.metadata.uid = "v2".into();
+        c.apply_pod(q);
+        assert_eq!(c.daemonset_pods().next().unwrap().metadata.uid, "v2");
+        c.delete_pod("default", "p");
+        assert!(names(&mut c.daemonset_pods()).is_empty());
+        p.metadata.name = "r".into();
+        c.apply_pod(p);
+        c.reset_pods();
+        assert!(names(&mut c.unbound_pods()).is_empty());
+        assert!(names(&mut c.controller_pods()).is_empty());
     }
 }

@@ -154,7 +154,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
         );
     }
     // status.nominatedNodeName with no Karpenter nomination behind it (the scheduler's own, after preemption).
-    for (key, p) in &c.pods {
+    for p in c.unbound_pods() {
         let Some(node) = p
             .status
             .nominated_node_name
@@ -163,7 +163,15 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
         else {
             continue;
         };
-        if seen.contains(key)
+        let key = (
+            p.metadata
+                .namespace
+                .as_deref()
+                .unwrap_or_default()
+                .to_string(),
+            p.metadata.name.clone(),
+        );
+        if seen.contains(&key)
             || p.spec.node_name.is_some()
             || !is_unschedulable(p) && p.status.phase.as_deref() != Some("Pending")
         {

@@ -72,8 +72,7 @@ pub fn unschedulable_pods(
     c: &Cluster,
     now: DateTime<Utc>,
 ) -> impl Iterator<Item = (&Pod, PodEvents<'_>)> {
-    c.pods
-        .values()
+    c.unbound_pods()
         .filter(|p| {
             is_unschedulable(p)
                 && p.status
@@ -136,8 +135,7 @@ pub fn daemonset_target(spec: &PodSpec) -> Option<&str> {
 
 pub(super) fn daemonset_pods_pending(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
-    c.pods
-        .values()
+    c.unbound_pods()
         .filter(|p| p.metadata.owned_by("DaemonSet") && is_unschedulable(p))
         .filter_map(|p| {
             let node = daemonset_target(&p.spec)?;
