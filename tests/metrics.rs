@@ -148,6 +148,32 @@ fn series_of_live_objects_outlive_the_ttl() {
 }
 
 #[test]
+fn a_nomination_failure_lives_while_its_pod_does() {
+    let seed = SeedMetrics::new(std::time::Duration::from_secs(60));
+    let (c, _, now) = pass(&seed, "pod-nominated-not-bound");
+    let name = defs::NOMINATED_POD_FAILURES.name;
+    assert!(!lines(&scrape(&seed), name, &[]).is_empty());
+    // The finding is gone but the pod is still there: the count outlives the TTL.
+    let nothing = run(&Cluster::default(), now);
+    seed.update(&nothing, &c, now + Duration::hours(3));
+    assert!(!lines(&scrape(&seed), name, &[]).is_empty());
+    // The pod is gone too: the series goes once the TTL has passed.
+    let empty = Cluster::default();
+    seed.update(
+        &nothing,
+        &empty,
+        now + Duration::hours(3) + Duration::seconds(30),
+    );
+    assert!(!lines(&scrape(&seed), name, &[]).is_empty());
+    seed.update(&nothing, &empty, now + Duration::hours(4));
+    assert!(
+        lines(&scrape(&seed), name, &[]).is_empty(),
+        "{}",
+        scrape(&seed)
+    );
+}
+
+#[test]
 fn expired_nodes_are_ttl_deaths() {
     let seed = SeedMetrics::default();
     pass(&seed, "node-expired-not-replaced");

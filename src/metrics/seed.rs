@@ -229,7 +229,7 @@ impl SeedMetrics {
             );
         }
         // Age out occurrences whose objects are gone.
-        let alive = alive_uids(c, state.counted.values().flat_map(|c| c.uids.iter()));
+        let alive = alive_uids(c, &state.counted);
         let ttl = self.series_ttl;
         let mut expired = Vec::new();
         for (key, c) in state.counted.iter_mut() {
@@ -270,11 +270,16 @@ impl SeedMetrics {
     }
 }
 
-/// Which of the `wanted` object ids (see [`uid`]) the model still holds: one look at each
-/// object, with nothing allocated for the many that no occurrence names.
-fn alive_uids<'a>(c: &Cluster, wanted: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
-    let wanted: std::collections::HashSet<&str, foldhash::fast::RandomState> =
-        wanted.map(String::as_str).collect();
+/// Which of the object ids (see [`uid`]) the counted occurrences name the model still
+/// holds: one look at each node, DaemonSet and NodeClaim, with nothing allocated for the
+/// many that no occurrence names. Of pods, only a nomination failure names one (by its
+/// labels), so those are looked up by name rather than every pod read.
+fn alive_uids(c: &Cluster, counted: &HashMap<String, Counted>) -> BTreeSet<String> {
+    let wanted: std::collections::HashSet<&str, foldhash::fast::RandomState> = counted
+        .values()
+        .flat_map(|c| c.uids.iter())
+        .map(String::as_str)
+        .collect();
     let mut alive = BTreeSet::new();
     if wanted.is_empty() {
         return alive;
@@ -290,7 +295,13 @@ fn alive_uids<'a>(c: &Cluster, wanted: impl Iterator<Item = &'a String>) -> BTre
         }
     };
     c.nodes.values().for_each(|o| see("Node", &o.metadata));
-    c.pods.values().for_each(|o| see("Pod", &o.metadata));
+    for counted in counted.values() {
+        if let Series::NominationFailure(l) = &counted.series {
+            if let Some(p) = c.pods.get(&(l.namespace.clone(), l.pod.clone())) {
+                see("Pod", &p.metadata);
+            }
+        }
+    }
     c.daemonsets
         .values()
         .for_each(|o| see("DaemonSet", &o.metadata));

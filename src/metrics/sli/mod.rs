@@ -117,6 +117,8 @@ struct SliState {
     /// Pods seen on nodes being drained (pod id -> pool, when), to name the pool of an
     /// eviction whose pod is already gone.
     draining: HashMap<String, (String, DateTime<Utc>)>,
+    /// Per node, when its newest pod was bound ([`BoundTimes`]).
+    bound: BoundTimes,
 }
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -218,7 +220,7 @@ impl Sli {
     /// Fold one analysis pass into the metrics.
     pub fn update(&self, pass: &Pass, c: &Cluster, now: DateTime<Utc>) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut found = pod_latencies(c, now);
+        let mut found = pod_latencies_with(c, now, &mut st.bound);
         found.extend(node_provisioning(c, now));
         found.extend(launch_failures(c, now));
         found.extend(churn(c, now));
@@ -569,6 +571,47 @@ lastTimestamp: "{at}"
         pass(&sli, &c, 60);
         pass(&sli, &load(&cluster_docs()), 120);
         assert_eq!(counts(&first), counts(&scrape(&sli)));
+    }
+
+    #[test]
+    fn a_node_whose_pods_changed_is_read_again_for_latencies() {
+        // Only an old pod on n0: the node is skipped from then on.
+        let mut c = load(&[
+            pool("web"),
+            node("n0", "web", -5 * 3600, ""),
+            pod("old-0", "n0", -4 * 3600, -4 * 3600, ""),
+        ]);
+        let mut bound = BoundTimes::default();
+        assert!(pod_latencies_with(&c, t(0), &mut bound).is_empty());
+        // A pod that waited for capacity binds there: the kept newest time must not hide it.
+        let mut more = Cluster::default();
+        let doc = pod("late-0", "n0", -100, -10, "");
+        crate::source::load_str("test", &doc, &mut more).unwrap();
+        c.apply_pod(more.pods.values().next().unwrap().clone());
+        c.apply_event(
+            load(&[event(
+                "fs",
+                "Pod",
+                "late-0",
+                "uid-late-0",
+                "FailedScheduling",
+                "x",
+                -90,
+            )])
+            .events
+            .into_values()
+            .next()
+            .unwrap(),
+        );
+        let kept: Vec<String> = pod_latencies_with(&c, t(0), &mut bound)
+            .into_iter()
+            .map(|o| o.key)
+            .collect();
+        let fresh: Vec<String> = pod_latencies(&c, t(0)).into_iter().map(|o| o.key).collect();
+        assert_eq!(kept, vec!["pod-latency/uid-late-0".to_string()]);
+        assert_eq!(kept, fresh);
+        // An hour on, nothing is recent any more.
+        assert!(pod_latencies_with(&c, t(3700), &mut bound).is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
 use crate::metrics::common::{label_value, uid};
+use crate::model::shared::FastMap;
 use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
 
@@ -88,29 +89,58 @@ pub(super) fn karpenter_events<'c>(
 
 // ------------------------------------------------------------------ occurrences
 
+/// Per node, the newest instant one of its pods became scheduled, with the model's stamp
+/// it was read at: kept between passes, so [`pod_latencies_with`] reads the pods of only
+/// the nodes that had one bound within the window.
+#[derive(Debug, Default)]
+pub struct BoundTimes {
+    epoch: u64,
+    nodes: FastMap<String, (u64, Option<DateTime<Utc>>)>,
+}
+
+impl BoundTimes {
+    fn newest(&mut self, c: &Cluster, node: &str) -> Option<DateTime<Utc>> {
+        let st = c.stamps();
+        if self.epoch != st.epoch() {
+            *self = BoundTimes {
+                epoch: st.epoch(),
+                ..Default::default()
+            };
+        }
+        match self.nodes.get(node) {
+            // A global change may be a relist, which forgets the per-node stamps.
+            Some((at, t)) if st.global() <= *at && st.node(node) <= *at => *t,
+            _ => {
+                let t = c
+                    .pods_on(node)
+                    .filter_map(|p| true_since(&p.status.conditions, "PodScheduled"))
+                    .max();
+                self.nodes.insert(node.to_string(), (st.last(), t));
+                t
+            }
+        }
+    }
+}
+
 /// Pods bound in the last hour that waited on new capacity from Karpenter: bound to a
 /// Karpenter node created after the pod, or with a FailedScheduling or Karpenter Nominated
 /// event. Observed: creation to PodScheduled=True.
 pub fn pod_latencies(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    pod_latencies_with(c, now, &mut BoundTimes::default())
+}
+
+/// As [`pod_latencies`], skipping the nodes `bound` knows had no pod bound in the window.
+pub fn pod_latencies_with(
+    c: &Cluster,
+    now: DateTime<Utc>,
+    bound: &mut BoundTimes,
+) -> Vec<Occurrence> {
     let mut out = Vec::new();
-    for p in c.pods.values() {
-        let Some(node_name) = p.spec.node_name.as_deref() else {
-            continue;
-        };
-        let Some(bound) = true_since(&p.status.conditions, "PodScheduled") else {
-            continue;
-        };
-        let Some(until) = recent(bound, now) else {
-            continue;
-        };
-        let m = &p.metadata;
-        // Karpenter never provisions for DaemonSet or mirror pods.
-        if m.owned_by("DaemonSet") || m.owned_by("Node") {
+    for node in c.nodes.values() {
+        let newest = bound.newest(c, &node.metadata.name);
+        if newest.is_none_or(|t| recent(t, now).is_none()) {
             continue;
         }
-        let (Some(created), Some(node)) = (m.creation_timestamp, c.nodes.get(node_name)) else {
-            continue;
-        };
         let Some(pool) = Cluster::pool_of(&node.metadata.labels) else {
             continue;
         };
@@ -118,24 +148,40 @@ pub fn pod_latencies(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
             c.nodeclaim_for_node(node)
                 .and_then(|cl| cl.metadata.creation_timestamp)
         });
-        let waited = node_created.is_some_and(|t| t > created)
-            || c.events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid)
-                .iter()
-                .any(|e| {
-                    e.reason == "FailedScheduling"
-                        || (e.from_karpenter() && e.reason == "Nominated")
-                });
-        if !waited {
-            continue;
+        for p in c.pods_on(&node.metadata.name) {
+            let Some(bound) = true_since(&p.status.conditions, "PodScheduled") else {
+                continue;
+            };
+            let Some(until) = recent(bound, now) else {
+                continue;
+            };
+            let m = &p.metadata;
+            // Karpenter never provisions for DaemonSet or mirror pods.
+            if m.owned_by("DaemonSet") || m.owned_by("Node") {
+                continue;
+            }
+            let Some(created) = m.creation_timestamp else {
+                continue;
+            };
+            let waited = node_created.is_some_and(|t| t > created)
+                || c.events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid)
+                    .iter()
+                    .any(|e| {
+                        e.reason == "FailedScheduling"
+                            || (e.from_karpenter() && e.reason == "Nominated")
+                    });
+            if !waited {
+                continue;
+            }
+            out.push(Occurrence {
+                key: format!("pod-latency/{}", uid("Pod", m)),
+                series: SliSeries::PodLatency(PoolLabels {
+                    nodepool: pool.to_string(),
+                }),
+                until,
+                value: seconds(bound - created),
+            });
         }
-        out.push(Occurrence {
-            key: format!("pod-latency/{}", uid("Pod", m)),
-            series: SliSeries::PodLatency(PoolLabels {
-                nodepool: pool.to_string(),
-            }),
-            until,
-            value: seconds(bound - created),
-        });
     }
     out
 }
