@@ -148,10 +148,7 @@ pub fn node_price(c: &Cluster, node: &Node) -> Option<f64> {
             l.get(labels::ZONE)?,
             l.get(labels::CAPACITY_TYPE)?,
         );
-        m.offerings
-            .iter()
-            .find(|o| &o.instance_type == t && &o.zone == z && &o.capacity_type == ct)
-            .and_then(|o| o.price)
+        m.offering(t, z, ct).and_then(|o| o.price)
     });
     from_metrics.or_else(|| l.get(labels::KWOK_PRICE)?.parse().ok())
 }

@@ -5,11 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::provisioning::{
-    cluster_provider, pool_admits, pool_requirements_admit, PodDiagnosis, PoolVerdict, Verdict,
-};
-use crate::karpenter::requirements::Provider;
-use crate::model::{Cluster, NodePool, PodSpec};
+use super::provisioning::{cluster_provider, PodDiagnosis, PoolAdmits, PoolVerdict, Verdict};
+use crate::model::Cluster;
 
 /// What holds one pending pod.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -24,7 +21,7 @@ pub struct Hold {
 /// The holds of every pending pod by (namespace, name). Replicas share their verdicts, so
 /// each distinct verdict list is judged once.
 pub fn holds(c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> HashMap<(String, String), Hold> {
-    let provider = cluster_provider(c);
+    let admits = PoolAdmits::new(c, cluster_provider(c));
     let mut shared: HashMap<*const Vec<Arc<PoolVerdict>>, Hold> = HashMap::new();
     let mut out = HashMap::with_capacity(pending.len());
     for d in pending {
@@ -34,17 +31,10 @@ pub fn holds(c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> HashMap<(String, Str
             Some(h) => h.clone(),
             None => {
                 let pod = c.pods.get(&(ns.clone(), d.pod.name.clone()));
-                let check = |pool: &str, admit: fn(&NodePool, &PodSpec, Provider) -> bool| match (
-                    c.nodepools.get(pool),
-                    pod,
-                ) {
-                    (Some(np), Some(p)) => admit(np, &p.spec, provider),
-                    _ => false,
-                };
                 let h = hold(
                     &verdicts(d),
-                    |pool| check(pool, pool_admits),
-                    |pool| check(pool, pool_requirements_admit),
+                    |pool| pod.is_some_and(|p| admits.admits(pool, &p.spec)),
+                    |pool| pod.is_some_and(|p| admits.requirements_admit(pool, &p.spec)),
                 );
                 shared.insert(key, h.clone());
                 h

@@ -11,6 +11,7 @@ use super::Context;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::requirements::{self, Provider};
 use crate::karpenter::taints;
+use crate::model::shared::FastMap;
 use crate::model::*;
 
 pub fn findings(ctx: &Context) -> Vec<Finding> {
@@ -67,6 +68,8 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
     // (daemonset namespace/name, pool) -> (why, nodes), or None once found compatible:
     // each pair is judged once, not once per pod.
     let mut found: BTreeMap<(&str, &str, &str), Option<(String, Vec<&str>)>> = BTreeMap::new();
+    let mut pool_of_node: FastMap<&str, Option<(&str, &super::provisioning::PoolInfo)>> =
+        FastMap::default();
     for pod in c.daemonset_pods() {
         let Some(owner) = pod
             .metadata
@@ -79,14 +82,15 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
         let Some(node) = pod.spec.node_name.as_deref() else {
             continue;
         };
-        let Some(pool) = c
-            .nodes
-            .get(node)
-            .and_then(|n| Cluster::pool_of(&n.metadata.labels))
-        else {
-            continue;
-        };
-        let Some(info) = by_name.get(pool) else {
+        // Many DaemonSets run on each node: its pool is looked up once.
+        let judged = *pool_of_node.entry(node).or_insert_with(|| {
+            let pool = c
+                .nodes
+                .get(node)
+                .and_then(|n| Cluster::pool_of(&n.metadata.labels))?;
+            by_name.get(pool).map(|info| (pool, *info))
+        });
+        let Some((pool, info)) = judged else {
             continue;
         };
         let ns = pod.metadata.namespace.as_deref().unwrap_or_default();

@@ -51,6 +51,38 @@ pub struct ControllerMetrics {
     /// `karpenter_voluntary_disruption_decisions_by_nodepool_total`: decisions carried out,
     /// by (nodepool, decision, reason), e.g. (`default`, `delete`, `underutilized`).
     pub decisions: BTreeMap<(String, String, String), f64>,
+    /// Where each offering is in `offerings`, by instance type, zone and capacity type:
+    /// built on first use ([`ControllerMetrics::offering`]).
+    pub(crate) offering_index: super::shared::Memo<OfferingIndex>,
+}
+
+type OfferingIndex = FastMap<String, FastMap<String, FastMap<String, usize>>>;
+
+impl ControllerMetrics {
+    /// The offering of an instance type in a zone and capacity type, if the controller
+    /// reports it (the first, should it report one twice).
+    pub fn offering(
+        &self,
+        instance_type: &str,
+        zone: &str,
+        capacity_type: &str,
+    ) -> Option<&Offering> {
+        let index = self.offering_index.get_or_init(|| {
+            let mut index = OfferingIndex::default();
+            for (i, o) in self.offerings.iter().enumerate() {
+                index
+                    .entry(o.instance_type.clone())
+                    .or_default()
+                    .entry(o.zone.clone())
+                    .or_default()
+                    .entry(o.capacity_type.clone())
+                    .or_insert(i);
+            }
+            index
+        });
+        let i = *index.get(instance_type)?.get(zone)?.get(capacity_type)?;
+        self.offerings.get(i)
+    }
 }
 
 /// The model. All fields are public for reading; mutate through the `apply_*`/`delete_*`

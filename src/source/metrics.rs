@@ -94,6 +94,7 @@ pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
         nodepool_cost,
         eligible_nodes,
         decisions,
+        offering_index: Default::default(),
     })
 }
 

@@ -43,7 +43,7 @@ pub use nominations::NominationDetails;
 pub use pending::{daemonset_target, pod_requests, pod_terms, unschedulable_pods, PodEvents};
 pub use pools::{
     cluster_provider, pool_admits, pool_not_ready, pool_requirements_admit, pool_usages,
-    usages_without, NotReady, PoolInfo, PoolSet, PoolUsage,
+    usages_without, NotReady, PoolAdmits, PoolInfo, PoolSet, PoolUsage,
 };
 
 use super::Context;

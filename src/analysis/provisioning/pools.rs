@@ -4,7 +4,7 @@
 //! pod. Also the pool-level findings: NodePools that are not ready (or none that is) and
 //! pools Karpenter reported to match no instance type.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -264,11 +264,54 @@ pub fn pool_admits(pool: &NodePool, pod: &PodSpec, provider: Provider) -> bool {
 /// Whether a pool's requirements alone (check 4) admit a pod: for a pool that rejected it
 /// for its taints, whether a toleration is all the pod lacks.
 pub fn pool_requirements_admit(pool: &NodePool, pod: &PodSpec, provider: Provider) -> bool {
-    match (pool_requirements(pool), pod_terms(pod, provider)) {
-        (Ok(reqs), Ok(terms)) => terms
+    requirements_admit(
+        pool_requirements(pool).ok().as_ref(),
+        pod_terms(pod, provider).ok(),
+    )
+}
+
+fn requirements_admit(reqs: Option<&Requirements>, terms: Option<Vec<Requirements>>) -> bool {
+    match (reqs, terms) {
+        (Some(reqs), Some(terms)) => terms
             .iter()
-            .any(|t| requirements::compatible(t, &reqs).is_ok()),
+            .any(|t| requirements::compatible(t, reqs).is_ok()),
         _ => false,
+    }
+}
+
+/// [`pool_admits`] and [`pool_requirements_admit`] for many pods, each pool's
+/// requirements worked out once.
+pub struct PoolAdmits<'c> {
+    provider: Provider,
+    pools: HashMap<&'c str, (&'c NodePool, Option<Requirements>)>,
+}
+
+impl<'c> PoolAdmits<'c> {
+    pub fn new(c: &'c Cluster, provider: Provider) -> Self {
+        PoolAdmits {
+            provider,
+            pools: c
+                .nodepools
+                .values()
+                .map(|p| (p.metadata.name.as_str(), (p, pool_requirements(p).ok())))
+                .collect(),
+        }
+    }
+
+    /// Whether pool `name`'s taints and requirements admit the pod (false for a pool
+    /// that is gone).
+    pub fn admits(&self, name: &str, pod: &PodSpec) -> bool {
+        self.pools.get(name).is_some_and(|(pool, reqs)| {
+            taints::untolerated(&pod.tolerations, &pool.spec.template.spec.taints).is_empty()
+                && requirements_admit(reqs.as_ref(), pod_terms(pod, self.provider).ok())
+        })
+    }
+
+    /// Whether pool `name`'s requirements alone admit the pod.
+    pub fn requirements_admit(&self, name: &str, pod: &PodSpec) -> bool {
+        self.pools.get(name).is_some_and(|(_, reqs)| {
+            requirements_admit(reqs.as_ref(), pod_terms(pod, self.provider).ok())
+        })
     }
 }
 
