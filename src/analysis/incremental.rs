@@ -17,7 +17,9 @@
 //! - the clock has not reached the first instant its answer changes with time alone
 //!   ([`super::clock::Clock`]).
 //!
-//! Its age is written afresh. The verdicts of pending pods (per distinct spec, affinity,
+//! Its age is written afresh. The room is built from each node's share (free resources,
+//! whether a pod there keeps others out), kept while the node and its pods are unchanged
+//! ([`super::fit::RoomCache`]). The verdicts of pending pods (per distinct spec, affinity,
 //! event and peers, as one pass already shares them) are kept while nothing global, no
 //! pool's usage and not the catalogue changed; one of a pod that spreads over zones,
 //! while the zone counts it was judged with are the same. The incremental pass equals

@@ -4,7 +4,8 @@
 //! pod's own, and that of the pods already on a node or placed there),
 //! topology spread (`DoNotSchedule`), and a claim's volume kept in its zone.
 //!
-//! [`Room`] is built once per pass, lazily (only when some node is asked about): each
+//! [`Room`] is built once per pass, lazily (only when some node is asked about), from each
+//! node's share kept between serve's passes ([`RoomCache`]): each
 //! schedulable node's free room, ordered by free CPU so a search stops at the first node
 //! too small. [`Room::moves`] places a node's pods on the others, first fit, as if the
 //! node were gone, and names each pod that finds no place with the filters that kept it
