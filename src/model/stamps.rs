@@ -150,6 +150,51 @@ impl Stamps {
     }
 }
 
+/// A value worked out per node from the node and its pods, kept between an incremental
+/// reader's passes: reused while neither the node's stamp nor the global one (a relist
+/// forgets the per-node stamps) is newer than it, and let go with the nodes.
+#[derive(Debug)]
+pub struct PerNode<T> {
+    epoch: u64,
+    nodes: FastMap<String, (u64, T)>,
+}
+
+impl<T> Default for PerNode<T> {
+    fn default() -> Self {
+        PerNode {
+            epoch: 0,
+            nodes: FastMap::default(),
+        }
+    }
+}
+
+impl<T> PerNode<T> {
+    /// Node `name`'s value, worked out by `f` unless the kept one still holds.
+    pub fn get_or_insert_with(&mut self, st: &Stamps, name: &str, f: impl FnOnce() -> T) -> &T {
+        if self.epoch != st.epoch() {
+            *self = PerNode {
+                epoch: st.epoch(),
+                nodes: FastMap::default(),
+            };
+        }
+        let fresh = self
+            .nodes
+            .get(name)
+            .is_some_and(|(at, _)| st.global() <= *at && st.node(name) <= *at);
+        if !fresh {
+            self.nodes.insert(name.to_string(), (st.last(), f()));
+        }
+        &self.nodes[name].1
+    }
+
+    /// Let go of the nodes `live` no longer names, once more are kept than it has.
+    pub fn retain_nodes<V>(&mut self, live: &std::collections::BTreeMap<String, V>) {
+        if self.nodes.len() > live.len() {
+            self.nodes.retain(|name, _| live.contains_key(name));
+        }
+    }
+}
+
 fn set(map: &mut FastMap<String, u64>, key: &str, stamp: u64) {
     match map.get_mut(key) {
         Some(s) => *s = stamp,

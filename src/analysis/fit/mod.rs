@@ -30,7 +30,7 @@ use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
-use crate::model::shared::FastMap;
+use crate::model::stamps::PerNode;
 use crate::model::*;
 use peers::{anti_affinity_terms, Guard, SpreadDomains};
 
@@ -154,17 +154,10 @@ pub fn settling(c: &Cluster, now: DateTime<Utc>) -> Vec<bool> {
 }
 
 /// Each node's own share of the room, kept between passes by `kelp serve`'s incremental
-/// analysis: a node whose stamp (the node and its pods) is not newer than its entry, with
-/// nothing global changed since, is not summed again.
-#[derive(Default)]
-pub struct RoomCache {
-    epoch: u64,
-    nodes: FastMap<String, NodeRoom>,
-}
+/// analysis ([`PerNode`]): a node whose pods did not change is not summed again.
+pub type RoomCache = PerNode<NodeRoom>;
 
-struct NodeRoom {
-    /// The model's newest stamp when it was worked out.
-    stamp: u64,
+pub struct NodeRoom {
     /// Allocatable minus the requests of the pods there (with `pods` for the count).
     free: Arc<Resources>,
     /// Whether a pod there holding room has a required anti-affinity term.
@@ -206,42 +199,8 @@ impl NodeRoom {
             None => {}
         }
         NodeRoom {
-            stamp: c.stamps().last(),
             free: Arc::new(free),
             guarded,
-        }
-    }
-}
-
-impl RoomCache {
-    /// Node `n`'s share, from the cache while the node and its pods are unchanged.
-    fn node(&mut self, c: &Cluster, n: &Node) -> (Arc<Resources>, bool) {
-        let st = c.stamps();
-        if self.epoch != st.epoch() {
-            *self = RoomCache {
-                epoch: st.epoch(),
-                ..Default::default()
-            };
-        }
-        let name = n.metadata.name.as_str();
-        match self.nodes.get(name) {
-            // A global change may be a relist, which forgets the per-node stamps.
-            Some(e) if st.global() <= e.stamp && st.node(name) <= e.stamp => {
-                (e.free.clone(), e.guarded)
-            }
-            _ => {
-                let e = NodeRoom::of(c, n);
-                let out = (e.free.clone(), e.guarded);
-                self.nodes.insert(name.to_string(), e);
-                out
-            }
-        }
-    }
-
-    /// Let go of the nodes that are gone.
-    fn retain(&mut self, c: &Cluster) {
-        if self.nodes.len() > c.nodes.len() {
-            self.nodes.retain(|name, _| c.nodes.contains_key(name));
         }
     }
 }
@@ -256,7 +215,9 @@ impl<'c> Room<'c> {
         let mut targets: Vec<Target<'c>> = Vec::new();
         let mut guarded: Vec<&'c Node> = Vec::new();
         for n in c.nodes.values() {
-            let (free, guards) = cache.node(c, n);
+            let share =
+                cache.get_or_insert_with(c.stamps(), &n.metadata.name, || NodeRoom::of(c, n));
+            let (free, guards) = (share.free.clone(), share.guarded);
             if guards {
                 guarded.push(n);
             }
@@ -271,7 +232,7 @@ impl<'c> Room<'c> {
                 open_since: settles.max(n.metadata.creation_timestamp),
             });
         }
-        cache.retain(c);
+        cache.retain_nodes(&c.nodes);
         targets.sort_by(|a, b| b.free.get("cpu").total_cmp(&a.free.get("cpu")));
         let mut guards: HashMap<(&str, &str), Vec<Guard>> = HashMap::new();
         for n in guarded {

@@ -8,7 +8,7 @@ use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
 use crate::metrics::common::{label_value, uid};
-use crate::model::shared::FastMap;
+use crate::model::stamps::PerNode;
 use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
 
@@ -89,38 +89,10 @@ pub(super) fn karpenter_events<'c>(
 
 // ------------------------------------------------------------------ occurrences
 
-/// Per node, the newest instant one of its pods became scheduled, with the model's stamp
-/// it was read at: kept between passes, so [`pod_latencies_with`] reads the pods of only
-/// the nodes that had one bound within the window.
-#[derive(Debug, Default)]
-pub struct BoundTimes {
-    epoch: u64,
-    nodes: FastMap<String, (u64, Option<DateTime<Utc>>)>,
-}
-
-impl BoundTimes {
-    fn newest(&mut self, c: &Cluster, node: &str) -> Option<DateTime<Utc>> {
-        let st = c.stamps();
-        if self.epoch != st.epoch() {
-            *self = BoundTimes {
-                epoch: st.epoch(),
-                ..Default::default()
-            };
-        }
-        match self.nodes.get(node) {
-            // A global change may be a relist, which forgets the per-node stamps.
-            Some((at, t)) if st.global() <= *at && st.node(node) <= *at => *t,
-            _ => {
-                let t = c
-                    .pods_on(node)
-                    .filter_map(|p| true_since(&p.status.conditions, "PodScheduled"))
-                    .max();
-                self.nodes.insert(node.to_string(), (st.last(), t));
-                t
-            }
-        }
-    }
-}
+/// Per node, the newest instant one of its pods became scheduled ([`PerNode`]): kept
+/// between passes, so [`pod_latencies_with`] reads the pods of only the nodes that had
+/// one bound within the window.
+pub type BoundTimes = PerNode<Option<DateTime<Utc>>>;
 
 /// Pods bound in the last hour that waited on new capacity from Karpenter: bound to a
 /// Karpenter node created after the pod, or with a FailedScheduling or Karpenter Nominated
@@ -135,9 +107,14 @@ pub fn pod_latencies_with(
     now: DateTime<Utc>,
     bound: &mut BoundTimes,
 ) -> Vec<Occurrence> {
+    bound.retain_nodes(&c.nodes);
     let mut out = Vec::new();
     for node in c.nodes.values() {
-        let newest = bound.newest(c, &node.metadata.name);
+        let newest = *bound.get_or_insert_with(c.stamps(), &node.metadata.name, || {
+            c.pods_on(&node.metadata.name)
+                .filter_map(|p| true_since(&p.status.conditions, "PodScheduled"))
+                .max()
+        });
         if newest.is_none_or(|t| recent(t, now).is_none()) {
             continue;
         }
