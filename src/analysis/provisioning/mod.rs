@@ -42,8 +42,8 @@ pub use nodeclaims::{claim_pool, LAUNCH_ERRORS};
 pub use nominations::NominationDetails;
 pub use pending::{daemonset_target, pod_requests, pod_terms, unschedulable_pods, PodEvents};
 pub use pools::{
-    cluster_provider, pool_admits, pool_not_ready, pool_requirements_admit, pool_usages,
-    usages_without, NotReady, PoolAdmits, PoolInfo, PoolSet, PoolUsage,
+    cluster_provider, pool_not_ready, pool_usages, usages_without, NotReady, PoolAdmits, PoolInfo,
+    PoolSet, PoolUsage,
 };
 
 use super::Context;

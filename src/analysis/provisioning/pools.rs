@@ -253,33 +253,7 @@ fn pool_requirements(pool: &NodePool) -> Result<Requirements, String> {
     .map_err(|e| e.to_string())
 }
 
-/// Whether a pool's taints and requirements (checks 3 and 4 alone) admit a pod: for a pool
-/// that rejected the pod before those checks (not ready, limits), whether the pod is one
-/// the pool is meant for.
-pub fn pool_admits(pool: &NodePool, pod: &PodSpec, provider: Provider) -> bool {
-    taints::untolerated(&pod.tolerations, &pool.spec.template.spec.taints).is_empty()
-        && pool_requirements_admit(pool, pod, provider)
-}
-
-/// Whether a pool's requirements alone (check 4) admit a pod: for a pool that rejected it
-/// for its taints, whether a toleration is all the pod lacks.
-pub fn pool_requirements_admit(pool: &NodePool, pod: &PodSpec, provider: Provider) -> bool {
-    requirements_admit(
-        pool_requirements(pool).ok().as_ref(),
-        pod_terms(pod, provider).ok(),
-    )
-}
-
-fn requirements_admit(reqs: Option<&Requirements>, terms: Option<Vec<Requirements>>) -> bool {
-    match (reqs, terms) {
-        (Some(reqs), Some(terms)) => terms
-            .iter()
-            .any(|t| requirements::compatible(t, reqs).is_ok()),
-        _ => false,
-    }
-}
-
-/// [`pool_admits`] and [`pool_requirements_admit`] for many pods, each pool's
+/// Checks 3 and 4 alone (taints, requirements) of every pool against pods, each pool's
 /// requirements worked out once.
 pub struct PoolAdmits<'c> {
     provider: Provider,
@@ -299,18 +273,24 @@ impl<'c> PoolAdmits<'c> {
     }
 
     /// Whether pool `name`'s taints and requirements admit the pod (false for a pool
-    /// that is gone).
+    /// that is gone): for a pool that rejected the pod before those checks (not ready,
+    /// limits), whether the pod is one the pool is meant for.
     pub fn admits(&self, name: &str, pod: &PodSpec) -> bool {
-        self.pools.get(name).is_some_and(|(pool, reqs)| {
+        self.pools.get(name).is_some_and(|(pool, _)| {
             taints::untolerated(&pod.tolerations, &pool.spec.template.spec.taints).is_empty()
-                && requirements_admit(reqs.as_ref(), pod_terms(pod, self.provider).ok())
-        })
+        }) && self.requirements_admit(name, pod)
     }
 
-    /// Whether pool `name`'s requirements alone admit the pod.
+    /// Whether pool `name`'s requirements alone admit the pod: for a pool that rejected
+    /// it for its taints, whether a toleration is all the pod lacks.
     pub fn requirements_admit(&self, name: &str, pod: &PodSpec) -> bool {
-        self.pools.get(name).is_some_and(|(_, reqs)| {
-            requirements_admit(reqs.as_ref(), pod_terms(pod, self.provider).ok())
+        let Some((_, Some(reqs))) = self.pools.get(name) else {
+            return false;
+        };
+        pod_terms(pod, self.provider).is_ok_and(|terms| {
+            terms
+                .iter()
+                .any(|t| requirements::compatible(t, reqs).is_ok())
         })
     }
 }
