@@ -8,10 +8,12 @@
 //! thread, analysis passes run on the blocking pool, and readers take the model off the
 //! workers with a deadline. [`feed`] starts the sources (watches, a followed dump, the
 //! demo), [`prices`] scrapes Karpenter's metrics, [`health`] tracks watch progress and the
-//! analysis heartbeat, [`log`] writes the appeared/resolved lines.
+//! analysis heartbeat, [`log`] writes the appeared/resolved lines, [`heap`] gives the memory
+//! a pass freed back to the OS.
 
 pub mod feed;
 pub mod health;
+pub mod heap;
 pub mod log;
 pub mod prices;
 
@@ -83,7 +85,7 @@ pub struct Shared {
     clock: RwLock<Option<chrono::DateTime<Utc>>>,
     /// The seed operator's metrics, folded from each analysis pass.
     seed: metrics::seed::SeedMetrics,
-    /// Who gets each pass (the dashboard builds its page from it).
+    /// Who gets each pass (the dashboard, which builds a page from it while watched).
     hooks: RwLock<Vec<PassHook>>,
     /// An instance-type catalogue given to serve (`--catalog`): it wins over one a dump
     /// carries, on every re-read.
@@ -379,6 +381,9 @@ pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
             *l = Some(report);
         }
         shared.analysed.store(true, Ordering::SeqCst);
+        // The previous report (and the pass behind it) is let go by now: give its pages back.
+        drop(before);
+        heap::release_freed();
         if let Ok(mut t) = shared.last_pass.lock() {
             *t = Some(std::time::Instant::now());
         }
