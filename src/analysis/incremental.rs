@@ -123,7 +123,8 @@ impl Incremental {
         self.note_usage(Some(pools));
         let token = (c.stamps().global(), self.usage.1);
         if self.verdicts.0 != token {
-            self.verdicts = (token, KeptVerdicts::default());
+            let stale = std::mem::take(&mut self.verdicts.1);
+            self.verdicts = (token, stale.without_verdicts());
         }
         let mut kept = std::mem::take(&mut self.verdicts.1);
         kept.start_pass(c.stamps().bound());

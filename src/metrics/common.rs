@@ -18,14 +18,19 @@ pub(super) fn reg<M: prometheus_client::registry::Metric>(r: &mut Registry, d: &
 
 /// A stable id for an object: its UID, or kind/namespace/name when a dump has none.
 pub fn uid(kind: &str, m: &Meta) -> String {
+    uid_ref(kind, m).into_owned()
+}
+
+/// As [`uid`], borrowing the object's UID when it has one.
+pub fn uid_ref<'m>(kind: &str, m: &'m Meta) -> std::borrow::Cow<'m, str> {
     if m.uid.is_empty() {
-        format!(
+        std::borrow::Cow::Owned(format!(
             "{kind}/{}/{}",
             m.namespace.as_deref().unwrap_or_default(),
             m.name
-        )
+        ))
     } else {
-        m.uid.clone()
+        std::borrow::Cow::Borrowed(&m.uid)
     }
 }
 

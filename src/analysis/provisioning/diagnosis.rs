@@ -19,6 +19,7 @@ use crate::karpenter::events::{self, Category, MessageFormat, Segment};
 use crate::karpenter::requirements::{self, Requirements};
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
+use crate::model::shared::FastMap;
 use crate::model::*;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -426,6 +427,9 @@ pub struct KeptVerdicts {
     pass: u64,
     /// The model's bound stamp in this pass.
     bound: u64,
+    /// Karpenter's messages parsed, by their text, with the last pass that read each. They
+    /// depend on the text alone, so they outlive a change of the pools.
+    parses: FastMap<Arc<str>, (ParsedEvent, u64)>,
 }
 
 type KeptKey = (usize, usize, Option<Arc<str>>, (usize, usize));
@@ -506,12 +510,41 @@ impl KeptVerdicts {
         value
     }
 
-    /// End a pass: let go of what it did not ask for (pods gone, specs changed), so
-    /// what is kept follows the pending pods, not everything ever pending.
+    /// `message` parsed: as kept, or parsed now and kept.
+    fn parsed(&mut self, message: &str) -> ParsedEvent {
+        let pass = self.pass;
+        if let Some((p, at)) = self.parses.get_mut(message) {
+            *at = pass;
+            return p.clone();
+        }
+        let p = parse_event(message);
+        self.parses.insert(p.2.clone(), (p.clone(), pass));
+        p
+    }
+
+    /// The same store with every verdict let go and the parsed messages kept (the pools
+    /// changed; a message's parse does not depend on them).
+    pub fn without_verdicts(self) -> Self {
+        KeptVerdicts {
+            parses: self.parses,
+            ..Default::default()
+        }
+    }
+
+    /// End a pass: let go of what it did not ask for (pods gone, specs changed, messages
+    /// no pending pod's event carries), so what is kept follows the pending pods, not
+    /// everything ever pending.
     pub fn end_pass(&mut self) {
         let pass = self.pass;
         self.entries.retain(|_, k| k.pass == pass);
+        self.parses.retain(|_, (_, at)| *at == pass);
     }
+}
+
+/// A FailedScheduling message parsed, with its one shared copy.
+fn parse_event(message: &str) -> ParsedEvent {
+    let fs = events::parse_failed_scheduling(message);
+    (fs.format, Arc::new(fs.segments), Arc::from(message))
 }
 
 /// A FailedScheduling message parsed: its format, segments and text.
@@ -553,16 +586,13 @@ pub fn diagnose_cached<'c>(
     } = cache;
     // Each distinct message is parsed once, whichever pods it is about; its one shared
     // copy then stands for it (by address) in the verdicts' key.
+    // Kept from earlier passes where the caller keeps verdicts.
     let parsed = event.map(|e| {
         parses
             .entry(e.message.as_str())
-            .or_insert_with(|| {
-                let fs = events::parse_failed_scheduling(&e.message);
-                (
-                    fs.format,
-                    Arc::new(fs.segments),
-                    Arc::from(e.message.as_str()),
-                )
+            .or_insert_with(|| match kept.as_mut() {
+                Some(k) => k.parsed(&e.message),
+                None => parse_event(&e.message),
             })
             .clone()
     });

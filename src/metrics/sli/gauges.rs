@@ -90,11 +90,17 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
             _ => {}
         }
     }
+    // The per-node sums are taken over borrowed labels first: a family's sample is keyed
+    // by owned strings, made once per sample rather than once per node.
+    let mut per_node: BTreeMap<(&str, &str), f64> = BTreeMap::new();
     for s in pass.nodes.values() {
         let (Some(pool), Some(reason)) = (&s.nodepool, s.consolidation.unconsolidated()) else {
             continue;
         };
-        unconsolidated.add(&[pool, reason], 1.0);
+        *per_node.entry((pool, reason)).or_default() += 1.0;
+    }
+    for ((pool, reason), n) in std::mem::take(&mut per_node) {
+        unconsolidated.add(&[pool, reason], n);
     }
     for (name, pool) in &c.nodepools {
         // Every pool shows, with 0: "no drifted nodes" and "no nodes" are answers.
@@ -128,8 +134,11 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
                 .metadata
                 .label(labels::CAPACITY_TYPE)
                 .unwrap_or_default();
-            cost.add(&[pool, ct], price);
+            *per_node.entry((pool, ct)).or_default() += price;
         }
+    }
+    for ((pool, ct), price) in per_node {
+        cost.add(&[pool, ct], price);
     }
     vec![
         unschedulable,

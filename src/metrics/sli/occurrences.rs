@@ -2,12 +2,10 @@
 //! failures, node churn and evictions, each read from timestamps the objects carry and
 //! keyed by the UID of the object it is about, so it is counted once.
 
-use std::collections::HashMap;
-
 use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
-use crate::metrics::common::{label_value, uid};
+use crate::metrics::common::{label_value, uid, uid_ref};
 use crate::model::stamps::PerNode;
 use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
@@ -273,15 +271,25 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
     for claim in c.nodeclaims.values() {
         let m = &claim.metadata;
         let conds = &claim.status.conditions;
-        let id = uid("NodeClaim", m);
-        let pool = claim_pool(c, &claim.metadata.name).unwrap_or_default();
+        // Most claims have nothing recent: their id and pool are worked out only for one
+        // that has.
+        let named = std::cell::OnceCell::new();
+        let name = || {
+            named.get_or_init(|| {
+                (
+                    uid("NodeClaim", m),
+                    claim_pool(c, &m.name).unwrap_or_default(),
+                )
+            })
+        };
         for (event, cond) in [
             ("launched", "Launched"),
             ("registered", "Registered"),
             ("initialized", "Initialized"),
         ] {
             if let Some(until) = true_since(conds, cond).and_then(|t| recent(t, now)) {
-                out.push(churn_occurrence(&id, &pool, event, "", until));
+                let (id, pool) = name();
+                out.push(churn_occurrence(id, pool, event, "", until));
             }
         }
         if let Some(d) = condition(conds, "DisruptionReason").filter(|d| d.is_true()) {
@@ -291,7 +299,8 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
                 .unwrap_or(now);
             if let Some(until) = recent(at, now) {
                 let reason = disruption_reason(d.reason.as_deref().unwrap_or("other"));
-                out.push(churn_occurrence(&id, &pool, "disrupted", &reason, until));
+                let (id, pool) = name();
+                out.push(churn_occurrence(id, pool, "disrupted", &reason, until));
             }
         } else if let Some(deleted) = m.deletion_timestamp {
             // Expiry deletes the NodeClaim directly (no DisruptionReason in v1).
@@ -301,7 +310,7 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
                 .clone()
                 .or_else(|| {
                     c.nodepools
-                        .get(&pool)
+                        .get(&name().1)
                         .and_then(|p| p.spec.template.spec.expire_after.clone())
                 })
                 .unwrap_or_else(|| crate::analysis::disruption::DEFAULT_EXPIRE_AFTER.into());
@@ -313,7 +322,8 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
                 _ => false,
             };
             if let Some(until) = recent(deleted, now).filter(|_| expired) {
-                out.push(churn_occurrence(&id, &pool, "disrupted", "expired", until));
+                let (id, pool) = name();
+                out.push(churn_occurrence(id, pool, "disrupted", "expired", until));
             }
         }
     }
@@ -343,28 +353,46 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
 
 /// NodeClaims of the previous pass that are gone now: deleted.
 pub(super) fn deletions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
-    let current: HashMap<String, String> = c
+    // The claims of the last pass are kept, and only the ones that came or went are
+    // looked at: a pass with no claim change allocates nothing here.
+    let current: crate::model::shared::FastMap<std::borrow::Cow<str>, &NodeClaim> = c
         .nodeclaims
         .values()
-        .map(|cl| {
-            (
-                uid("NodeClaim", &cl.metadata),
-                claim_pool(c, &cl.metadata.name).unwrap_or_default(),
-            )
-        })
+        .map(|cl| (uid_ref("NodeClaim", &cl.metadata), cl))
         .collect();
-    let before = std::mem::replace(&mut st.claims, current);
-    before
-        .into_iter()
-        .filter(|(id, _)| !st.claims.contains_key(id))
-        .map(|(id, pool)| churn_occurrence(&id, &pool, "deleted", "", now + recent_window()))
-        .collect()
+    let mut out = Vec::new();
+    st.claims.retain(|id, pool| {
+        let kept = current.contains_key(id.as_str());
+        if !kept {
+            out.push(churn_occurrence(
+                id,
+                pool,
+                "deleted",
+                "",
+                now + recent_window(),
+            ));
+        }
+        kept
+    });
+    for (id, cl) in current {
+        // A claim first seen without a pool is looked at again: its pool may come later.
+        if st.claims.get(id.as_ref()).is_none_or(String::is_empty) {
+            let pool = claim_pool(c, &cl.metadata.name).unwrap_or_default();
+            st.claims.insert(id.into_owned(), pool);
+        }
+    }
+    out
 }
 
 /// Pods Karpenter evicted (`Evicted pod: <reason>`) or deleted for the node's
 /// terminationGracePeriod (`Disrupted`), in the last hour. Once per pod.
 pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
     // Pods on nodes being drained, for when the eviction is seen after the pod is gone.
+    // A node's NodeClaim is looked up only while some claim is being deleted.
+    let claims_deleting = c
+        .nodeclaims
+        .values()
+        .any(|cl| cl.metadata.deletion_timestamp.is_some());
     for node in c.nodes.values() {
         let Some(pool) = Cluster::pool_of(&node.metadata.labels) else {
             continue;
@@ -375,8 +403,9 @@ pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
                 .taints
                 .iter()
                 .any(|t| t.key == "karpenter.sh/disrupted")
-            || c.nodeclaim_for_node(node)
-                .is_some_and(|cl| cl.metadata.deletion_timestamp.is_some());
+            || (claims_deleting
+                && c.nodeclaim_for_node(node)
+                    .is_some_and(|cl| cl.metadata.deletion_timestamp.is_some()));
         if draining {
             for p in c.pods_on(&node.metadata.name) {
                 st.draining
