@@ -5,7 +5,9 @@
 //! 1 GB, generated once into `$KELP_BENCH_DIR`, default /tmp/kelp-bench, if missing; smaller
 //! with `KELP_BENCH_NODES`/`KELP_BENCH_PODS`/`KELP_BENCH_EVENTS`), loaded as `kelp serve
 //! --from` loads it. Each pass is what serve runs: the analysis, the seed metrics and the
-//! dashboard board's share.
+//! dashboard board's share. The dashboard builds a pass's page only while someone watches
+//! it (`kelp::web::Board`): the `-no-viewer` cases run first, with nobody watching; the
+//! others ask for a page before each pass, so they build it, as they always did.
 //!
 //!     cargo bench --bench serve_pass
 
@@ -75,31 +77,59 @@ fn benches(c: &mut Criterion) {
         .cloned()
         .expect("a pod");
     let pool = cluster.nodepools.values().next().cloned().expect("a pool");
-    let (shared, _board) = kelp::serve::loaded("bench", cluster, now());
+    let (shared, board) = kelp::serve::loaded("bench", cluster, now());
     let model = shared.model();
+    let mut flip = false;
+    // A change the watch path passes on (a resourceVersion bump alone it drops): a label,
+    // which zone spread and anti-affinity read.
+    let mut change_pod = || {
+        flip = !flip;
+        let mut p = pod.clone();
+        p.metadata.resource_version = flip.to_string();
+        p.metadata
+            .labels
+            .make_mut()
+            .insert("kelp-bench".into(), flip.to_string());
+        model.write().unwrap().apply_pod(p);
+    };
     // Named by the size measured: serve-pass-150000-pods/full, and so on.
     let mut g = c.benchmark_group(format!("serve-pass-{pods}-pods"));
     g.sample_size(10);
-    g.bench_function("full", |b| b.iter(|| shared.pass_full(now())));
-    g.bench_function("nothing-changed", |b| b.iter(|| shared.pass(now())));
-    let mut flip = false;
-    g.bench_function("one-pod-change", |b| {
+    // Nobody has asked for a page yet: passes build none.
+    assert!(!board.watched(), "no page was asked for");
+    g.bench_function("nothing-changed-no-viewer", |b| {
+        b.iter(|| shared.pass(now()))
+    });
+    g.bench_function("one-pod-change-no-viewer", |b| {
         b.iter(|| {
-            flip = !flip;
-            // A change the watch path passes on (a resourceVersion bump alone it drops):
-            // a label, which zone spread and anti-affinity read.
-            let mut p = pod.clone();
-            p.metadata.resource_version = flip.to_string();
-            p.metadata
-                .labels
-                .make_mut()
-                .insert("kelp-bench".into(), flip.to_string());
-            model.write().unwrap().apply_pod(p);
+            change_pod();
             shared.pass(now())
         })
     });
+    // From here on a page was asked for just before each pass, so each builds its page.
+    g.bench_function("full", |b| {
+        b.iter(|| {
+            board.look();
+            shared.pass_full(now())
+        })
+    });
+    g.bench_function("nothing-changed", |b| {
+        b.iter(|| {
+            board.look();
+            shared.pass(now())
+        })
+    });
+    g.bench_function("one-pod-change", |b| {
+        b.iter(|| {
+            board.look();
+            change_pod();
+            shared.pass(now())
+        })
+    });
+    let mut flip = false;
     g.bench_function("one-pool-change", |b| {
         b.iter(|| {
+            board.look();
             flip = !flip;
             let mut p = pool.clone();
             p.spec.weight = Some(if flip { 7 } else { 8 });

@@ -88,6 +88,30 @@ fn text(h: &Html, s: &str) -> String {
 const PAGE: &str = "/clusters/test/karpenter";
 
 #[tokio::test]
+async fn a_page_is_built_only_for_someone_to_see_it() {
+    let (shared, board) = loaded("test", demo(), now());
+    // Nobody has looked: the pass is there, its page is not.
+    assert!(board.pass().is_some());
+    assert!(!board.watched());
+    assert!(!board.has_page());
+    let app = site_of(vec![board.clone()], None);
+    // Answers read the pass alone: they build no page and are no look.
+    let findings = get(&app, "/api/v1/clusters/test/findings").await;
+    assert_eq!(findings.status, StatusCode::OK);
+    assert!(!board.has_page() && !board.watched());
+    // A page is: it is built now, from the model the pass read.
+    let first = get(&app, "/api/v1/clusters/test/karpenter").await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert!(board.has_page() && board.watched());
+    // Watched, the next pass builds its page with it, and it says the same.
+    shared.pass(now());
+    assert!(board.has_page());
+    let second = get(&app, "/api/v1/clusters/test/karpenter").await;
+    assert_eq!(first.body, second.body);
+    assert!(first.body.contains("\"nodepools\""), "{}", first.body);
+}
+
+#[tokio::test]
 async fn root_redirects_to_the_first_cluster() {
     let app = site(demo());
     let r = get(&app, "/").await;

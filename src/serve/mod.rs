@@ -42,7 +42,8 @@ pub struct Options {
     pub series_ttl: Duration,
 }
 
-/// A dashboard board for `shared`: every later pass builds its page.
+/// A dashboard board for `shared`: it is handed every later pass (and builds the page
+/// while someone watches, see [`Board`]).
 pub fn attach(shared: &Arc<Shared>) -> Arc<Board> {
     let s2 = shared.clone();
     let board = Board::new(shared.name(), shared.model(), Box::new(move || s2.ready()));
@@ -196,7 +197,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         });
         tokio::spawn(async move {
             for _ in 0..1200 {
-                if first.page().is_some() {
+                if first.pass().is_some() {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;

@@ -1,25 +1,65 @@
-//! The dashboard's own state for one cluster: the page built from each analysis pass
-//! (its cache), the version its live updates follow, the model panes are read from, and
-//! a client for a pane's full object. Whoever runs the analysis hands it each pass
-//! ([`Board::publish`]); the dashboard knows nothing of how passes are made.
+//! The dashboard's own state for one cluster: the latest analysis pass and the page built
+//! from it (its cache), the version its live updates follow, the model panes are read
+//! from, and a client for a pane's full object. Whoever runs the analysis hands it each
+//! pass ([`Board::publish`]); the dashboard knows nothing of how passes are made.
+//!
+//! A page is built only for someone to see it. While the dashboard is watched (a live
+//! page is open, or a page or API request came within [`WATCHED_FOR`]), each pass's page
+//! is built with the pass, from the model the pass read. Otherwise a pass only replaces
+//! the latest one, and the first request that wants its page builds it from the model as
+//! it is then (which has moved on only by the edits the next pass is already waiting
+//! for); later passes build theirs again while the dashboard stays watched. A `kelp
+//! serve` that only feeds Prometheus spends nothing on pages.
 
-use std::sync::{Arc, OnceLock, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 use super::{build_page, view, Page};
 use crate::analysis::Pass;
 use crate::model::Cluster;
+use crate::source::controller::PriceProblem;
 
 /// Whether the cluster's sources are ready (for `/api/v1/clusters`).
 pub type Ready = Box<dyn Fn() -> bool + Send + Sync>;
+
+/// How long after a page (or an API answer built from it) was last asked for the
+/// dashboard counts as watched.
+pub const WATCHED_FOR: Duration = Duration::from_secs(120);
 
 pub struct Board {
     name: String,
     model: Arc<RwLock<Cluster>>,
     client: OnceLock<kube::Client>,
-    page: RwLock<Option<Arc<Page>>>,
+    latest: RwLock<Option<Published>>,
+    /// One page is built at a time: requests that find none wait for the one building.
+    building: tokio::sync::Mutex<()>,
+    /// When a page was last asked for.
+    asked: Mutex<Option<Instant>>,
     version: tokio::sync::watch::Sender<u64>,
     ready: Ready,
+}
+
+/// The latest pass, what its page is built with beyond the model, and the page once built.
+#[derive(Clone)]
+struct Published {
+    pass: Arc<Pass>,
+    price_problem: Option<PriceProblem>,
+    forbidden: Option<String>,
+    stale: Option<crate::source::status::Stale>,
+    fixed_clock: bool,
+    page: Option<Arc<Page>>,
+}
+
+impl Published {
+    fn inputs<'a>(&self, cluster_name: &'a str) -> view::Inputs<'a> {
+        view::Inputs {
+            cluster_name,
+            price_problem: self.price_problem.clone(),
+            forbidden: self.forbidden.clone(),
+            stale: self.stale.clone(),
+            fixed_clock: self.fixed_clock,
+        }
+    }
 }
 
 impl Board {
@@ -29,7 +69,9 @@ impl Board {
             name: name.to_string(),
             model,
             client: OnceLock::new(),
-            page: RwLock::new(None),
+            latest: RwLock::new(None),
+            building: tokio::sync::Mutex::new(()),
+            asked: Mutex::new(None),
             version: tokio::sync::watch::channel(0).0,
             ready,
         })
@@ -53,18 +95,95 @@ impl Board {
         self.client.get()
     }
 
-    /// The page of the latest pass, once there is one.
-    pub fn page(&self) -> Option<Arc<Page>> {
-        self.page.read().ok().and_then(|p| p.clone())
+    /// The latest pass, once there is one (no page is built for it).
+    pub fn pass(&self) -> Option<Arc<Pass>> {
+        let latest = self.latest.read().unwrap_or_else(|e| e.into_inner());
+        latest.as_ref().map(|l| l.pass.clone())
     }
 
-    /// Build the page of a pass and tell the live pages (CPU work: call it off the async
-    /// workers, as the analysis does).
-    pub fn publish(&self, c: &Cluster, pass: Arc<Pass>, inputs: view::Inputs) {
-        let page = Arc::new(build_page(c, pass, inputs));
-        if let Ok(mut p) = self.page.write() {
-            *p = Some(page);
+    /// The page of the latest pass, once there is one: built now (off the async workers)
+    /// if the pass came while nobody watched. None before the first pass, or when the
+    /// model stays locked past `deadline`. Counts as a look ([`WATCHED_FOR`]).
+    pub async fn page(&self, deadline: Duration) -> Option<Arc<Page>> {
+        self.look();
+        if let Some(page) = self.built() {
+            return page;
         }
+        let _one = self.building.lock().await;
+        let published = {
+            let latest = self.latest.read().unwrap_or_else(|e| e.into_inner());
+            let l = latest.as_ref()?;
+            if let Some(page) = &l.page {
+                return Some(page.clone());
+            }
+            l.clone()
+        };
+        let name = self.name.clone();
+        let page = self
+            .read(deadline, move |c| {
+                let inputs = published.inputs(&name);
+                Arc::new(build_page(c, published.pass.clone(), inputs))
+            })
+            .await?;
+        let mut latest = self.latest.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = latest.as_mut().filter(|l| Arc::ptr_eq(&l.pass, &page.pass)) {
+            l.page = Some(page.clone());
+        }
+        Some(page)
+    }
+
+    /// The latest page if it is built: Some(None) before the first pass.
+    fn built(&self) -> Option<Option<Arc<Page>>> {
+        let latest = self.latest.read().unwrap_or_else(|e| e.into_inner());
+        match latest.as_ref() {
+            None => Some(None),
+            Some(l) => l.page.clone().map(Some),
+        }
+    }
+
+    /// Whether the latest pass's page is built.
+    pub fn has_page(&self) -> bool {
+        matches!(self.built(), Some(Some(_)))
+    }
+
+    /// Someone asked for a page (or what is built from it) now.
+    pub fn look(&self) {
+        *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+
+    /// Whether anyone watches: a live page is open, or a page was asked for within
+    /// [`WATCHED_FOR`].
+    pub fn watched(&self) -> bool {
+        self.version.receiver_count() > 0
+            || self
+                .asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some_and(|t| t.elapsed() < WATCHED_FOR)
+    }
+
+    /// Take a pass, and build its page now if anyone watches (CPU work: call it off the
+    /// async workers, as the analysis does); then tell the live pages.
+    pub fn publish(&self, c: &Cluster, pass: Arc<Pass>, inputs: view::Inputs) {
+        let mut published = Published {
+            pass,
+            price_problem: inputs.price_problem,
+            forbidden: inputs.forbidden,
+            stale: inputs.stale,
+            fixed_clock: inputs.fixed_clock,
+            page: None,
+        };
+        if self.watched() {
+            let inputs = published.inputs(inputs.cluster_name);
+            published.page = Some(Arc::new(build_page(c, published.pass.clone(), inputs)));
+        }
+        // The previous pass and page are let go outside the lock.
+        let previous = self
+            .latest
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(published);
+        drop(previous);
         self.touch();
     }
 

@@ -223,13 +223,29 @@ fn json<T: serde::Serialize>(v: &T) -> Response {
     }
 }
 
-/// The latest page of a cluster, or why there is none.
-fn latest(site: &Site, cluster: &str) -> Result<(Arc<Board>, Arc<Page>), Fail> {
-    let board = site
-        .cluster(cluster)
-        .ok_or_else(|| Fail::NotFound(format!("cluster {cluster:?}")))?;
-    let page = board.page().ok_or(Fail::NotReady)?;
-    Ok((board.clone(), page))
+/// A cluster's board, or why there is none.
+fn board(site: &Site, cluster: &str) -> Result<Arc<Board>, Fail> {
+    site.cluster(cluster)
+        .cloned()
+        .ok_or_else(|| Fail::NotFound(format!("cluster {cluster:?}")))
+}
+
+/// The latest page of a cluster (built now if nobody watched when its pass came), or why
+/// there is none.
+async fn latest(site: &Site, cluster: &str) -> Result<(Arc<Board>, Arc<Page>), Fail> {
+    let board = board(site, cluster)?;
+    if board.pass().is_none() {
+        return Err(Fail::NotReady);
+    }
+    let page = board.page(MODEL_DEADLINE).await.ok_or(Fail::Busy)?;
+    Ok((board, page))
+}
+
+/// The latest analysis pass of a cluster (no page is built for it), or why there is none.
+fn latest_pass(site: &Site, cluster: &str) -> Result<(Arc<Board>, Arc<Pass>), Fail> {
+    let board = board(site, cluster)?;
+    let pass = board.pass().ok_or(Fail::NotReady)?;
+    Ok((board, pass))
 }
 
 async fn root(State(site): St) -> Response {
@@ -269,7 +285,7 @@ async fn page(
         if site.cluster(&cluster).is_none() {
             return Err(unknown_cluster(&site, &cluster));
         }
-        let (board, page) = latest(&site, &cluster)?;
+        let (board, page) = latest(&site, &cluster).await?;
         let pane = match q.sel.as_deref().and_then(|s| Selection::parse(s).ok()) {
             Some(sel) => {
                 render_pane(&board, &page, &sel, q.tab.as_deref().unwrap_or("describe")).await
@@ -333,7 +349,7 @@ fn unknown_cluster(site: &Site, cluster: &str) -> Fail {
 
 async fn panels(State(site): St, Path(cluster): Path<String>) -> Response {
     let path = format!("/clusters/{cluster}/karpenter/panels");
-    let outcome = latest(&site, &cluster).map(|(_, page)| {
+    let outcome = latest(&site, &cluster).await.map(|(_, page)| {
         let mut r = html(page.panels_html.clone());
         if let Ok(v) =
             HeaderValue::from_str(&page.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true))
@@ -347,8 +363,8 @@ async fn panels(State(site): St, Path(cluster): Path<String>) -> Response {
 
 async fn claim_rows(State(site): St, Path((cluster, pool)): Path<(String, String)>) -> Response {
     let path = format!("/clusters/{cluster}/karpenter/nodeclaims/{pool}");
-    let outcome = (|| {
-        let (_, page) = latest(&site, &cluster)?;
+    let outcome = async {
+        let (_, page) = latest(&site, &cluster).await?;
         let pool = if pool == "-" { String::new() } else { pool };
         let g = page
             .overview
@@ -362,8 +378,8 @@ async fn claim_rows(State(site): St, Path((cluster, pool)): Path<(String, String
         }
         .render()?;
         Ok(html(body))
-    })();
-    audited(&path, &cluster, outcome)
+    };
+    audited(&path, &cluster, outcome.await)
 }
 
 /// One pending pod's verdicts, for a row expanded on a page that does not carry them.
@@ -372,8 +388,8 @@ async fn pending_detail(
     Path((cluster, ns, name)): Path<(String, String, String)>,
 ) -> Response {
     let path = format!("/clusters/{cluster}/karpenter/pending/{ns}/{name}");
-    let outcome = (|| {
-        let (_, page) = latest(&site, &cluster)?;
+    let outcome = async {
+        let (_, page) = latest(&site, &cluster).await?;
         let p = page
             .overview
             .pending
@@ -382,8 +398,8 @@ async fn pending_detail(
             .find(|r| r.namespace == ns && r.name == name)
             .ok_or_else(|| Fail::NotFound(format!("pending pod {ns}/{name}")))?;
         Ok(html(PendingDetailTemplate { p }.render()?))
-    })();
-    audited(&path, &cluster, outcome)
+    };
+    audited(&path, &cluster, outcome.await)
 }
 
 /// The full object from the API server for the yaml tab (live clusters only).
@@ -439,7 +455,7 @@ async fn pane_fragment(
 ) -> Response {
     let path = format!("/clusters/{cluster}/karpenter/pane");
     let outcome = async {
-        let (board, page) = latest(&site, &cluster)?;
+        let (board, page) = latest(&site, &cluster).await?;
         let sel = Selection::parse(q.sel.as_deref().unwrap_or_default())
             .map_err(|e| Fail::BadRequest(format!("sel: {e}")))?;
         render_pane(&board, &page, &sel, q.tab.as_deref().unwrap_or("describe"))
@@ -462,8 +478,8 @@ async fn events(State(site): St, Path(cluster): Path<String>) -> Response {
         }
         rx.borrow_and_update();
         let generated = board
-            .page()
-            .map(|p| p.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true))
+            .pass()
+            .map(|p| p.now.to_rfc3339_opts(SecondsFormat::Secs, true))
             .unwrap_or_default();
         let ev = SseEvent::default().event("update").data(generated);
         Some((Ok::<_, Infallible>(ev), (rx, board, false)))
@@ -491,13 +507,15 @@ async fn api_clusters(State(site): St) -> Response {
 
 async fn api_overview(State(site): St, Path(cluster): Path<String>) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/karpenter");
-    let outcome = latest(&site, &cluster).map(|(_, page)| json_bytes(page.json.clone()));
+    let outcome = latest(&site, &cluster)
+        .await
+        .map(|(_, page)| json_bytes(page.json.clone()));
     audited(&path, &cluster, outcome)
 }
 
 async fn api_nodeclaims(State(site): St, Path(cluster): Path<String>) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/nodeclaims");
-    let outcome = latest(&site, &cluster).map(|(_, page)| {
+    let outcome = latest(&site, &cluster).await.map(|(_, page)| {
         let groups: Vec<serde_json::Value> = page
             .overview
             .nodeclaims
@@ -511,7 +529,7 @@ async fn api_nodeclaims(State(site): St, Path(cluster): Path<String>) -> Respons
 
 async fn api_findings(State(site): St, Path(cluster): Path<String>) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/findings");
-    let outcome = latest(&site, &cluster).map(|(_, page)| json(page.pass.report.as_ref()));
+    let outcome = latest_pass(&site, &cluster).map(|(_, pass)| json(pass.report.as_ref()));
     audited(&path, &cluster, outcome)
 }
 
@@ -524,9 +542,9 @@ async fn answer<T: serde::Serialize + Send + 'static>(
     f: impl FnOnce(&Cluster, &Pass) -> Result<T, crate::explain::NotFound> + Send + 'static,
 ) -> Response {
     let outcome = async {
-        let (board, page) = latest(site, cluster)?;
+        let (board, pass) = latest_pass(site, cluster)?;
         let answer = board
-            .read(MODEL_DEADLINE, move |c| f(c, &page.pass))
+            .read(MODEL_DEADLINE, move |c| f(c, &pass))
             .await
             .ok_or(Fail::Busy)??;
         Ok(json(&answer))
