@@ -13,6 +13,10 @@
 
 use std::path::PathBuf;
 
+// The allocator kelp's binaries run with.
+#[global_allocator]
+static HEAP: kelp::heap::Heap = kelp::heap::Heap;
+
 use chrono::{DateTime, Utc};
 use criterion::{criterion_group, criterion_main, Criterion};
 

@@ -10,6 +10,7 @@ pub mod demo;
 pub mod error;
 pub mod explain;
 pub mod findings;
+pub mod heap;
 pub mod karpenter;
 pub mod lint;
 pub mod listener;

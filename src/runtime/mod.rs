@@ -8,12 +8,10 @@
 //! thread, analysis passes run on the blocking pool, and readers take the model off the
 //! workers with a deadline. [`feed`] starts the sources (watches, a followed dump, the
 //! demo), [`prices`] scrapes Karpenter's metrics, [`health`] tracks watch progress and the
-//! analysis heartbeat, [`log`] writes the appeared/resolved lines, [`heap`] gives the memory
-//! a pass freed back to the OS.
+//! analysis heartbeat, [`log`] writes the appeared/resolved lines.
 
 pub mod feed;
 pub mod health;
-pub mod heap;
 pub mod log;
 pub mod prices;
 
@@ -381,9 +379,6 @@ pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
             *l = Some(report);
         }
         shared.analysed.store(true, Ordering::SeqCst);
-        // The previous report (and the pass behind it) is let go by now: give its pages back.
-        drop(before);
-        heap::release_freed();
         if let Ok(mut t) = shared.last_pass.lock() {
             *t = Some(std::time::Instant::now());
         }
