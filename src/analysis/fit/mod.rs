@@ -107,9 +107,13 @@ struct Tally {
 }
 
 pub fn is_schedulable_target(c: &Cluster, n: &Node) -> bool {
+    schedulable_with(n, c.nodeclaim_for_node(n))
+}
+
+/// [`is_schedulable_target`], with the node's NodeClaim already looked up.
+fn schedulable_with(n: &Node, claim: Option<&NodeClaim>) -> bool {
     let deleting = n.metadata.deletion_timestamp.is_some()
-        || c.nodeclaim_for_node(n)
-            .is_some_and(|cl| cl.metadata.deletion_timestamp.is_some());
+        || claim.is_some_and(|cl| cl.metadata.deletion_timestamp.is_some());
     !deleting && n.spec.unschedulable != Some(true) && is_true(&n.status.conditions, "Ready")
 }
 
@@ -118,23 +122,41 @@ fn holds_room(p: &Pod) -> bool {
     !p.finished()
 }
 
+/// Each pool's consolidateAfter when it is a positive duration, parsed once per room
+/// (the schedulable nodes' pools, by name).
+#[derive(Default)]
+struct SettleAfter<'c>(HashMap<&'c str, Option<chrono::Duration>>);
+
+impl<'c> SettleAfter<'c> {
+    fn of(&mut self, c: &'c Cluster, pool: &'c str) -> Option<chrono::Duration> {
+        *self.0.entry(pool).or_insert_with(|| {
+            let after = c
+                .nodepools
+                .get(pool)?
+                .spec
+                .disruption
+                .consolidate_after
+                .as_deref();
+            match after.map(duration::parse_nillable) {
+                Some(Ok(NillableDuration::After(d))) if d > chrono::Duration::zero() => Some(d),
+                _ => None,
+            }
+        })
+    }
+}
+
 /// When a Karpenter node's pool's consolidateAfter runs out since its last pod event (or
 /// its initialization): until then Karpenter's consolidation moves no pods onto it
 /// (`IsUnderConsolidateAfter`). None where it never applies (no claim, a zero or Never
 /// consolidateAfter, not initialized).
-fn settles_at(c: &Cluster, n: &Node) -> Option<DateTime<Utc>> {
-    let claim = c.nodeclaim_for_node(n)?;
-    let pool = Cluster::pool_of(&n.metadata.labels).and_then(|p| c.nodepools.get(p))?;
-    let after = match pool
-        .spec
-        .disruption
-        .consolidate_after
-        .as_deref()
-        .map(duration::parse_nillable)
-    {
-        Some(Ok(NillableDuration::After(d))) if d > chrono::Duration::zero() => d,
-        _ => return None,
-    };
+fn settles_at<'c>(
+    c: &'c Cluster,
+    n: &'c Node,
+    claim: Option<&NodeClaim>,
+    after: &mut SettleAfter<'c>,
+) -> Option<DateTime<Utc>> {
+    let claim = claim?;
+    let after = after.of(c, Cluster::pool_of(&n.metadata.labels)?)?;
     let initialized = condition(&claim.status.conditions, "Initialized").filter(|c| c.is_true())?;
     let since = claim
         .status
@@ -146,10 +168,14 @@ fn settles_at(c: &Cluster, n: &Node) -> Option<DateTime<Utc>> {
 /// Which schedulable nodes are still inside their pool's consolidateAfter at `now`, in
 /// node order: with the model's stamps, what tells whether the room changed.
 pub fn settling(c: &Cluster, now: DateTime<Utc>) -> Vec<bool> {
+    let mut after = SettleAfter::default();
     c.nodes
         .values()
-        .filter(|n| is_schedulable_target(c, n))
-        .map(|n| settles_at(c, n).is_some_and(|t| now < t))
+        .filter_map(|n| {
+            let claim = c.nodeclaim_for_node(n);
+            schedulable_with(n, claim)
+                .then(|| settles_at(c, n, claim, &mut after).is_some_and(|t| now < t))
+        })
         .collect()
 }
 
@@ -214,6 +240,7 @@ impl<'c> Room<'c> {
     pub fn with_cache(c: &'c Cluster, now: DateTime<Utc>, cache: &mut RoomCache) -> Self {
         let mut targets: Vec<Target<'c>> = Vec::new();
         let mut guarded: Vec<&'c Node> = Vec::new();
+        let mut after = SettleAfter::default();
         for n in c.nodes.values() {
             let share =
                 cache.get_or_insert_with(c.stamps(), &n.metadata.name, || NodeRoom::of(c, n));
@@ -221,10 +248,11 @@ impl<'c> Room<'c> {
             if guards {
                 guarded.push(n);
             }
-            if !is_schedulable_target(c, n) {
+            let claim = c.nodeclaim_for_node(n);
+            if !schedulable_with(n, claim) {
                 continue;
             }
-            let settles = settles_at(c, n);
+            let settles = settles_at(c, n, claim, &mut after);
             targets.push(Target {
                 node: n,
                 free,
