@@ -91,7 +91,8 @@ impl PartialEq for UsageToken {
 }
 
 struct Entry {
-    state: NodeDisruption,
+    /// Shared with the passes it was handed to.
+    state: Arc<NodeDisruption>,
     /// The model's newest stamp when it was computed.
     stamp: u64,
     /// The first instant its answer may change with time alone.
@@ -156,7 +157,7 @@ impl Incremental {
         now: DateTime<Utc>,
         pools: Option<&PoolSet>,
         budgets: &BTreeMap<String, PoolBudgets>,
-    ) -> BTreeMap<String, NodeDisruption> {
+    ) -> disruption::NodeStates {
         self.start(c);
         let stamps = c.stamps();
         let inputs = NodeInputs::with_budgets(c, now, budgets)
@@ -185,9 +186,13 @@ impl Incremental {
                 .is_some_and(|e| self.current(e, c, n, claim, now, &nominated, budgets));
             let state = if current {
                 stats.reused += 1;
-                let mut s = self.nodes[name].state.clone();
-                s.age = s.created.map(|t| ago(now, t));
-                s
+                // Its age is written afresh: the same state while it reads the same.
+                let entry = self.nodes.get_mut(name).expect("a current entry");
+                let age = entry.state.created.map(|t| ago(now, t));
+                if entry.state.age != age {
+                    Arc::make_mut(&mut entry.state).age = age;
+                }
+                entry.state.clone()
             } else {
                 stats.computed += 1;
                 let clock = Clock::at(now);
@@ -199,6 +204,7 @@ impl Incremental {
                     .filter_map(|p| p.metadata.namespace.as_deref().map(str::to_string))
                     .collect();
                 namespaces.dedup();
+                let state = Arc::new(state);
                 self.nodes.insert(
                     name.clone(),
                     Entry {

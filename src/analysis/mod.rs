@@ -26,7 +26,7 @@ use chrono::{DateTime, Duration, Utc};
 use crate::findings::Report;
 use crate::karpenter::events::LaunchError;
 use crate::model::{Catalog, Cluster};
-use disruption::{NodeDisruption, PoolBudgets};
+use disruption::PoolBudgets;
 use hold::Hold;
 use provisioning::{PodDiagnosis, PoolUsage};
 
@@ -42,7 +42,7 @@ pub struct Context<'a> {
     /// Every pool's disruption budgets now: its node counts and what they allow, by name.
     pub budgets: BTreeMap<String, PoolBudgets>,
     /// The disruption state of every Karpenter node (a NodePool label or a NodeClaim), by name.
-    pub nodes: BTreeMap<String, NodeDisruption>,
+    pub nodes: disruption::NodeStates,
     /// The instance-type catalogue the verdicts were judged with ([`catalog::resolve`]).
     pub catalog: Option<Arc<Catalog>>,
     /// With a catalogue: per pool, the least of each limited resource a type it admits
@@ -144,7 +144,7 @@ pub struct Pass {
     /// Every pool's disruption budgets at the pass's instant, by name.
     pub budgets: BTreeMap<String, PoolBudgets>,
     /// The disruption state of every Karpenter node, by name.
-    pub nodes: BTreeMap<String, NodeDisruption>,
+    pub nodes: disruption::NodeStates,
     /// The instance-type catalogue the pass judged with, if any.
     pub catalog: Option<Arc<Catalog>>,
     /// Every launch-error event (a reason in [`provisioning::LAUNCH_ERRORS`]) with its message

@@ -68,7 +68,7 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
     };
     // The pass has every Karpenter node; any other node is judged here (it has no pool).
     let state = match pass.nodes.get(&node.metadata.name) {
-        Some(s) => s.clone(),
+        Some(s) => NodeDisruption::clone(s),
         None => disruption::node_disruption(
             c,
             node,

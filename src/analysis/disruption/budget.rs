@@ -133,6 +133,7 @@ pub(super) fn budget_blocking(ctx: &Context) -> Vec<Finding> {
             .nodes
             .values()
             .filter(|s| s.nodepool.as_deref() == Some(name) && !s.deleting)
+            .map(|s| &**s)
             .collect();
         let drifted = mine.iter().filter(|s| s.drifted.is_some()).count();
         // WhenEmpty pools never consolidate a node that still has pods.

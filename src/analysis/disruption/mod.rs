@@ -24,7 +24,8 @@ pub use blocked::{BlockedDetails, NotReapedDetails};
 pub use budget::{pool_allowed, pool_budgets, PoolBudgets};
 pub use state::{
     active_pods, karpenter_node, node_disruption, node_disruption_at, node_states, workload_pods,
-    Blocker, NodeDisruption, NodeInputs, Nominations, Want, WantReason, DEFAULT_EXPIRE_AFTER,
+    Blocker, NodeDisruption, NodeInputs, NodeStates, Nominations, Want, WantReason,
+    DEFAULT_EXPIRE_AFTER,
 };
 
 use super::Context;

@@ -655,6 +655,10 @@ pub fn karpenter_node(c: &Cluster, n: &Node) -> bool {
     Cluster::pool_of(&n.metadata.labels).is_some() || c.nodeclaim_for_node(n).is_some()
 }
 
+/// Every Karpenter node's disruption state, by name. Each is shared: serve's incremental
+/// pass hands the next pass the same state while nothing it read changed.
+pub type NodeStates = BTreeMap<String, std::sync::Arc<NodeDisruption>>;
+
 /// The disruption state of every Karpenter node (one with a NodePool label or a NodeClaim),
 /// by name: once per pass.
 pub fn node_states(
@@ -662,12 +666,15 @@ pub fn node_states(
     now: DateTime<Utc>,
     pools: Option<&PoolSet>,
     budgets: &BTreeMap<String, PoolBudgets>,
-) -> BTreeMap<String, NodeDisruption> {
+) -> NodeStates {
     let inputs = NodeInputs::with_budgets(c, now, budgets).with_pools(pools);
     c.nodes
         .values()
         .filter(|n| karpenter_node(c, n))
-        .map(|n| (n.metadata.name.clone(), node_disruption(c, n, now, &inputs)))
+        .map(|n| {
+            let state = node_disruption(c, n, now, &inputs);
+            (n.metadata.name.clone(), std::sync::Arc::new(state))
+        })
         .collect()
 }
 
