@@ -4,7 +4,8 @@
 //! pass ([`Board::publish`]); the dashboard knows nothing of how passes are made.
 //!
 //! A page is built only for someone to see it. While the dashboard is watched (a live
-//! page is open, or a page or API request came within [`WATCHED_FOR`]), each pass's page
+//! page is open, or a page or an API answer built from it was asked for within
+//! [`WATCHED_FOR`]; the findings and `why` answers read the pass alone), each pass's page
 //! is built with the pass, from the model the pass read. Otherwise a pass only replaces
 //! the latest one, and the first request that wants its page builds it from the model as
 //! it is then (which has moved on only by the edits the next pass is already waiting
