@@ -92,14 +92,14 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
     }
     // The per-node sums are taken over borrowed labels first: a family's sample is keyed
     // by owned strings, made once per sample rather than once per node.
-    let mut per_node: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    let mut by_pool_reason: BTreeMap<(&str, &str), f64> = BTreeMap::new();
     for s in pass.nodes.values() {
         let (Some(pool), Some(reason)) = (&s.nodepool, s.consolidation.unconsolidated()) else {
             continue;
         };
-        *per_node.entry((pool, reason)).or_default() += 1.0;
+        *by_pool_reason.entry((pool, reason)).or_default() += 1.0;
     }
-    for ((pool, reason), n) in std::mem::take(&mut per_node) {
+    for ((pool, reason), n) in by_pool_reason {
         unconsolidated.add(&[pool, reason], n);
     }
     for (name, pool) in &c.nodepools {
@@ -125,6 +125,7 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
             }
         }
     }
+    let mut by_pool_capacity: BTreeMap<(&str, &str), f64> = BTreeMap::new();
     for node in c.nodes.values() {
         let Some(pool) = Cluster::pool_of(&node.metadata.labels) else {
             continue;
@@ -134,10 +135,10 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
                 .metadata
                 .label(labels::CAPACITY_TYPE)
                 .unwrap_or_default();
-            *per_node.entry((pool, ct)).or_default() += price;
+            *by_pool_capacity.entry((pool, ct)).or_default() += price;
         }
     }
-    for ((pool, ct), price) in per_node {
+    for ((pool, ct), price) in by_pool_capacity {
         cost.add(&[pool, ct], price);
     }
     vec![
