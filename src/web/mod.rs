@@ -233,10 +233,7 @@ fn board(site: &Site, cluster: &str) -> Result<Arc<Board>, Fail> {
 /// The latest page of a cluster (built now if nobody watched when its pass came), or why
 /// there is none.
 async fn latest(site: &Site, cluster: &str) -> Result<(Arc<Board>, Arc<Page>), Fail> {
-    let board = board(site, cluster)?;
-    if board.pass().is_none() {
-        return Err(Fail::NotReady);
-    }
+    let (board, _) = latest_pass(site, cluster)?;
     let page = board.page(MODEL_DEADLINE).await.ok_or(Fail::Busy)?;
     Ok((board, page))
 }
