@@ -34,6 +34,10 @@ enum Step {
     DeleteEvent(usize),
     PoolConsolidateAfter(usize, usize),
     PoolBudget(usize, usize),
+    /// Another part of a pool's spec: what its nodes' states read (expiry, policy) and
+    /// what pending pods' verdicts read (limits, weight, requirements, taints), or the
+    /// pool deleted.
+    PoolEdit(usize, usize),
     PdbAllows(usize, i32),
 }
 
@@ -53,6 +57,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => any::<usize>().prop_map(Step::DeleteEvent),
         1 => (any::<usize>(), 0usize..4).prop_map(|(p, v)| Step::PoolConsolidateAfter(p, v)),
         1 => (any::<usize>(), 0usize..4).prop_map(|(p, v)| Step::PoolBudget(p, v)),
+        2 => (any::<usize>(), 0usize..8).prop_map(|(p, v)| Step::PoolEdit(p, v)),
         1 => (any::<usize>(), 0i32..2).prop_map(|(p, v)| Step::PdbAllows(p, v)),
     ]
 }
@@ -210,6 +215,50 @@ fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize)
             };
             c.apply_nodepool(p);
         }
+        Step::PoolEdit(i, v) => {
+            let Some(name) = nth(&c.nodepools, i) else {
+                return;
+            };
+            let mut p = c.nodepools[&name].clone();
+            let spec = &mut p.spec;
+            match v {
+                0 => spec.template.spec.expire_after = Some("1h".into()),
+                1 => spec.template.spec.expire_after = Some("Never".into()),
+                2 => {
+                    spec.disruption.consolidation_policy = Some("WhenEmpty".into());
+                }
+                3 => {
+                    spec.limits.insert(
+                        "cpu".into(),
+                        k8s_openapi::apimachinery::pkg::api::resource::Quantity("1".into()),
+                    );
+                }
+                4 => spec.weight = Some(spec.weight.unwrap_or_default() + 10),
+                5 => spec.template.spec.requirements.make_mut().push(
+                    kelp::karpenter::requirements::Requirement {
+                        key: "karpenter.sh/capacity-type".into(),
+                        operator: "In".into(),
+                        values: vec!["spot".into()],
+                        min_values: None,
+                    },
+                ),
+                6 => spec
+                    .template
+                    .spec
+                    .taints
+                    .make_mut()
+                    .push(k8s_openapi::api::core::v1::Taint {
+                        key: "kelp.test/dedicated".into(),
+                        effect: "NoSchedule".into(),
+                        ..Default::default()
+                    }),
+                _ => {
+                    c.delete_nodepool(&name);
+                    return;
+                }
+            }
+            c.apply_nodepool(p);
+        }
         Step::PdbAllows(i, v) => {
             let Some(key) = nth(&c.pdbs, i) else { return };
             let mut pdb = c.pdbs[&key].clone();
@@ -273,7 +322,7 @@ proptest! {
 
 /// The reuse is real: with nothing changed every node state and pending pod verdict is
 /// reused; one pod's change recomputes its node (and the nodes that read the cluster's
-/// free room), not the rest; a pool's change recomputes everything.
+/// free room), not the rest; a pool's change recomputes its nodes and every verdict.
 #[test]
 fn a_pass_reuses_what_did_not_change() {
     let (mut c, now) = demo();
@@ -315,12 +364,29 @@ fn a_pass_reuses_what_did_not_change() {
         s.verdicts_reused, verdicts,
         "a labelled bound pod is no pool's business"
     );
-    // A pool's change: everything.
+    // A pool's change: its nodes and every pending pod's verdicts, not the other pools'
+    // nodes (but those that priced a replacement, which read every pool).
     let pool = c.nodepools.values().next().unwrap().clone();
+    let of_pool = |c: &Cluster, name: &str| {
+        c.nodes
+            .values()
+            .filter(|n| Cluster::pool_of(&n.metadata.labels) == Some(name))
+            .count()
+    };
+    let (mine, others) = (
+        of_pool(&c, &pool.metadata.name),
+        c.nodes.len() - of_pool(&c, &pool.metadata.name),
+    );
+    assert!(
+        mine > 0 && others > 0,
+        "the demo's first pool has nodes, and others too"
+    );
     c.apply_nodepool(pool);
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
-    assert_eq!(engine.stats().reused, 0, "{:?}", engine.stats());
-    assert_eq!(engine.stats().verdicts_reused, 0, "{:?}", engine.stats());
+    let s = engine.stats();
+    assert!(s.computed >= mine, "{s:?}");
+    assert!(s.reused > 0, "another pool's nodes stand: {s:?}");
+    assert_eq!(s.verdicts_reused, 0, "{s:?}");
 }
 
 /// A bound pod's labels are what its peers' zone spread counts: relabelling the one pod
@@ -355,4 +421,59 @@ fn a_relabelled_peer_reaches_the_zone_counts() {
     let full = skewed(&analysis::run(&c, now));
     assert_ne!(full, before, "the anchor's labels decide the skew");
     assert_eq!(inc, full);
+}
+
+/// A node whose pods fit on no other node prices a replacement from the first pool that
+/// takes them all, so it reads every pool: a pool added ahead of its own changes its
+/// answer, and the incremental pass follows. The nodes of other pools that priced
+/// nothing stand.
+#[test]
+fn a_replacement_reads_every_pool() {
+    let (mut c, now) = real();
+    let node = "kwok-cap-underused-9d2dl-reaperleather-4-uagkzne6mf-224593195";
+    let check = |p: &analysis::Pass| {
+        p.nodes[node]
+            .consolidation
+            .kelp_check
+            .clone()
+            .expect("kelp checks the node's consolidation")
+    };
+    let mut engine = Incremental::default();
+    let before = check(&analysis::run_incremental(&c, now, &mut engine));
+    assert!(
+        before.contains("from NodePool cap-underused"),
+        "its own pool prices it: {before}"
+    );
+    // A heavier pool whose taint the pods do not tolerate, then the taint gone: the same
+    // pools by name, with the same usage, and only the other pool's spec changed.
+    let mut first = c.nodepools["cap-underused"].clone();
+    first.metadata.name = "kelp-first".into();
+    first.spec.weight = Some(100);
+    let mut tainted = first.clone();
+    tainted
+        .spec
+        .template
+        .spec
+        .taints
+        .make_mut()
+        .push(k8s_openapi::api::core::v1::Taint {
+            key: "kelp.test/keep-out".into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        });
+    c.apply_nodepool(tainted);
+    assert_eq!(
+        check(&analysis::run_incremental(&c, now, &mut engine)),
+        before
+    );
+    c.apply_nodepool(first);
+    let inc = analysis::run_incremental(&c, now, &mut engine);
+    let full = analysis::run(&c, now);
+    assert!(
+        check(&full).contains("from NodePool kelp-first"),
+        "the heavier pool comes first: {}",
+        check(&full)
+    );
+    assert_eq!(check(&inc), check(&full));
+    assert!(engine.stats().reused > 0, "{:?}", engine.stats());
 }

@@ -5,15 +5,16 @@
 //! A node's state is reused when none of what it read has changed:
 //! - the model's change stamps ([`crate::model::stamps`]) of the node (its pods
 //!   included), its NodeClaim, the events about either, and the PDBs of its pods'
-//!   namespaces; nothing global (pools, classes, DaemonSets, catalogue, metrics);
+//!   namespaces; its own NodePool; nothing global (classes, DaemonSets, catalogue,
+//!   metrics);
 //! - which NodeClaim it resolves to, and the pod it is nominated for;
 //! - its pool's budget counts and what the budgets allow now (they follow schedules);
 //! - if it looked for room on other nodes: every node's free room (any node or claim,
 //!   and a bound pod's change that moves its room: not its phase between Pending and
 //!   Running, nor its annotations) and which nodes are still settling;
-//! - if it priced a replacement: every pool's usage and the instance-type catalogue (the
-//!   AWS one takes a type's labels from a node of that type, so a node's coming or going
-//!   can change it);
+//! - if it priced a replacement: every pool (its spec and usage) and the instance-type
+//!   catalogue (the AWS one takes a type's labels from a node of that type, so a node's
+//!   coming or going can change it);
 //! - the clock has not reached the first instant its answer changes with time alone
 //!   ([`super::clock::Clock`]).
 //!
@@ -21,7 +22,7 @@
 //! whether a pod there keeps others out), kept while the node and its pods are unchanged
 //! ([`super::fit::RoomCache`]). The verdicts of pending pods (per distinct spec, affinity,
 //! event and peers, as one pass already shares them) are kept while nothing global, no
-//! pool's usage and not the catalogue changed; one of a pod that spreads over zones,
+//! pool (its spec or usage) and not the catalogue changed; one of a pod that spreads over zones,
 //! while the zone counts it was judged with are the same. The incremental pass equals
 //! the full one at every step: `tests/incremental.rs` checks it on random sequences of
 //! changes and clock moves.
@@ -55,7 +56,7 @@ pub struct Incremental {
     /// pool's usage, its instance-type problem, the catalogue), and how many times it
     /// changed.
     usage: (Option<UsageToken>, u64),
-    /// The pending pods' verdicts, with the global stamp and the usage's change count
+    /// The pending pods' verdicts, with the pools' stamp and the usage's change count
     /// they were judged at.
     verdicts: ((u64, u64), KeptVerdicts),
     /// Each node's share of the free room, for the next room built.
@@ -118,11 +119,12 @@ impl Incremental {
     }
 
     /// The pending pods' verdicts kept from the last pass, for this pass's diagnoses to
-    /// reuse: none when anything global, the pools' usage or the catalogue changed since.
+    /// reuse: none when anything global, a pool, the pools' usage or the catalogue changed
+    /// since.
     pub fn take_verdicts(&mut self, c: &Cluster, pools: &PoolSet) -> KeptVerdicts {
         self.start(c);
         self.note_usage(Some(pools));
-        let token = (c.stamps().global(), self.usage.1);
+        let token = (c.stamps().pools(), self.usage.1);
         if self.verdicts.0 != token {
             let stale = std::mem::take(&mut self.verdicts.1);
             self.verdicts = (token, stale.without_verdicts());
@@ -244,8 +246,14 @@ impl Incremental {
         let st = c.stamps();
         let name = &n.metadata.name;
         let claim_name = claim.map(|cl| cl.metadata.name.as_str());
+        // Its own pool, or every pool where it priced a replacement.
+        let pools = match (e.usage, Cluster::pool_of(&n.metadata.labels)) {
+            (Some(_), _) => st.pools(),
+            (None, Some(pool)) => st.pool(pool),
+            (None, None) => st.global(),
+        };
         e.until.is_none_or(|t| now < t)
-            && st.global() <= e.stamp
+            && pools <= e.stamp
             && st.node(name) <= e.stamp
             && st.events(name) <= e.stamp
             && e.claim.as_deref() == claim_name

@@ -316,11 +316,11 @@ impl Cluster {
     }
 
     pub fn apply_nodepool(&mut self, o: NodePool) {
-        self.stamps.touch_all();
+        self.stamps.touch_pool(&o.metadata.name);
         self.nodepools.insert(o.metadata.name.clone(), o);
     }
     pub fn delete_nodepool(&mut self, name: &str) {
-        self.stamps.touch_all();
+        self.stamps.touch_pool(name);
         self.nodepools.remove(name);
     }
     pub fn apply_nodeclaim(&mut self, mut o: NodeClaim) {

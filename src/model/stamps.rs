@@ -17,9 +17,14 @@ static EPOCHS: AtomicU64 = AtomicU64::new(1);
 pub struct Stamps {
     epoch: u64,
     last: u64,
-    /// Something every node's analysis reads: a NodePool, a node class, a DaemonSet, a
-    /// CRD, the catalogue, the metrics, a relist.
+    /// Something every node's analysis reads: a node class, a DaemonSet, a CRD, the
+    /// catalogue, the metrics, a relist.
     global: u64,
+    /// Any NodePool, and by name: what a pending pod's verdicts read (every pool), and a
+    /// node's state (its own pool, or every pool where it priced a replacement). A pool's
+    /// change is not global: the room and the nodes of other pools stand.
+    pools: u64,
+    pool: FastMap<String, u64>,
     /// Any node, NodeClaim or bound pod: what the free room on the nodes is made of
     /// (a pod's change that keeps its room the same, [`super::Cluster::apply_pod`], leaves
     /// it).
@@ -41,6 +46,8 @@ impl Default for Stamps {
             last: 0,
             global: 0,
             bound: 0,
+            pools: 0,
+            pool: FastMap::default(),
             nodes: FastMap::default(),
             claims: FastMap::default(),
             events: FastMap::default(),
@@ -69,6 +76,17 @@ impl Stamps {
         self.global
     }
 
+    /// The newest change of any NodePool, or of anything global.
+    pub fn pools(&self) -> u64 {
+        self.pools.max(self.global)
+    }
+
+    /// The newest change of NodePool `name` (its creation and deletion included), or of
+    /// anything global.
+    pub fn pool(&self, name: &str) -> u64 {
+        self.pool.get(name).copied().unwrap_or(0).max(self.global)
+    }
+
     pub fn bound(&self) -> u64 {
         self.bound
     }
@@ -92,6 +110,12 @@ impl Stamps {
     pub(super) fn touch_all(&mut self) {
         self.global = self.next();
         self.bound = self.global;
+    }
+
+    pub(super) fn touch_pool(&mut self, name: &str) {
+        let s = self.next();
+        self.pools = s;
+        set(&mut self.pool, name, s);
     }
 
     pub(super) fn touch_node(&mut self, name: &str) {
@@ -146,6 +170,7 @@ impl Stamps {
         self.claims.clear();
         self.events.clear();
         self.pdbs.clear();
+        self.pool.clear();
         self.touch_all();
     }
 }
