@@ -23,7 +23,8 @@
 //! ([`super::fit::RoomCache`]). The verdicts of pending pods (per distinct spec, affinity,
 //! event and peers, as one pass already shares them) are kept while nothing global, no
 //! pool (its spec or usage) and not the catalogue changed; one of a pod that spreads over zones,
-//! while the zone counts it was judged with are the same. The incremental pass equals
+//! while the zone counts it was judged with are the same; the index those counts come
+//! from ([`SpreadIndex`]) is kept while no node, claim or bound pod's room changed. The incremental pass equals
 //! the full one at every step: `tests/incremental.rs` checks it on random sequences of
 //! changes and clock moves.
 
@@ -34,6 +35,7 @@ use chrono::{DateTime, Utc};
 
 use super::clock::Clock;
 use super::disruption::{self, NodeDisruption, NodeInputs, PoolBudgets};
+use super::provisioning::topology::SpreadIndex;
 use super::provisioning::{KeptVerdicts, PoolSet};
 use super::{ago, fit};
 use crate::findings::ObjectRef;
@@ -61,6 +63,8 @@ pub struct Incremental {
     verdicts: ((u64, u64), KeptVerdicts),
     /// Each node's share of the free room, for the next room built.
     room_cache: fit::RoomCache,
+    /// The bound pods as zone spread counts them, with the bound stamp it was built at.
+    spread: Option<(u64, Arc<SpreadIndex>)>,
     stats: Stats,
 }
 
@@ -138,6 +142,19 @@ impl Incremental {
     pub fn keep_verdicts(&mut self, mut kept: KeptVerdicts) {
         kept.end_pass();
         self.verdicts.1 = kept;
+    }
+
+    /// The zone-spread index a pass built, while the bound pods and nodes it counts are
+    /// unchanged.
+    pub fn spread_index(&mut self, c: &Cluster) -> Option<Arc<SpreadIndex>> {
+        self.start(c);
+        let (at, index) = self.spread.as_ref()?;
+        (*at == c.stamps().bound()).then(|| index.clone())
+    }
+
+    /// Keep the zone-spread index this pass built or reused.
+    pub fn keep_spread_index(&mut self, c: &Cluster, index: Option<Arc<SpreadIndex>>) {
+        self.spread = index.map(|i| (c.stamps().bound(), i));
     }
 
     /// Forget everything when the model is another one.

@@ -91,6 +91,8 @@ impl<'a> Context<'a> {
             .filter_map(|p| Some((p.name.to_string(), p.types.as_ref()?.smallest.clone())))
             .collect();
         let mut engine = engine;
+        let pools =
+            pools.with_spread_index(engine.as_deref_mut().and_then(|e| e.spread_index(cluster)));
         let mut cache = match engine.as_deref_mut() {
             Some(e) => provisioning::DiagnosisCache::with_kept(e.take_verdicts(cluster, &pools)),
             None => provisioning::DiagnosisCache::default(),
@@ -106,15 +108,20 @@ impl<'a> Context<'a> {
             e.keep_verdicts(kept);
         }
         let budgets = disruption::pool_budgets(cluster, now);
+        let nodes = match engine {
+            Some(e) => {
+                let nodes = e.node_states(cluster, now, Some(&pools), &budgets);
+                e.keep_spread_index(cluster, pools.built_spread_index());
+                nodes
+            }
+            None => disruption::node_states(cluster, now, Some(&pools), &budgets),
+        };
         Context {
             cluster,
             now,
             pending,
             pools: usages,
-            nodes: match engine {
-                Some(e) => e.node_states(cluster, now, Some(&pools), &budgets),
-                None => disruption::node_states(cluster, now, Some(&pools), &budgets),
-            },
+            nodes,
             budgets,
             catalog,
             smallest_types,

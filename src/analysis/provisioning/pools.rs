@@ -144,8 +144,9 @@ pub struct PoolSet<'a> {
     pub catalog: Option<std::sync::Arc<Catalog>>,
     /// With a catalogue: every DaemonSet as Karpenter counts it into a pool's overhead.
     pub daemons: Vec<instance_types::Daemon>,
-    /// The bound pods as zone spread counts them, built on first use.
-    spread: std::sync::OnceLock<super::topology::SpreadIndex>,
+    /// The bound pods as zone spread counts them, built on first use (or kept from an
+    /// earlier pass, [`PoolSet::with_spread_index`]).
+    spread: std::sync::OnceLock<std::sync::Arc<super::topology::SpreadIndex>>,
 }
 
 impl<'a> PoolSet<'a> {
@@ -183,7 +184,24 @@ impl<'a> PoolSet<'a> {
     /// The cluster's bound pods indexed for zone spread (built once, on first use).
     pub fn spread_index(&self) -> &super::topology::SpreadIndex {
         self.spread
-            .get_or_init(|| super::topology::SpreadIndex::new(self.cluster))
+            .get_or_init(|| std::sync::Arc::new(super::topology::SpreadIndex::new(self.cluster)))
+    }
+
+    /// Count zone spread with `index`, built by an earlier pass from the same bound pods
+    /// and nodes (the model's bound stamp unchanged), instead of building one.
+    pub fn with_spread_index(
+        self,
+        index: Option<std::sync::Arc<super::topology::SpreadIndex>>,
+    ) -> Self {
+        if let Some(index) = index {
+            let _ = self.spread.set(index);
+        }
+        self
+    }
+
+    /// The spread index, if this pass built or was given one: for a later pass to keep.
+    pub fn built_spread_index(&self) -> Option<std::sync::Arc<super::topology::SpreadIndex>> {
+        self.spread.get().cloned()
     }
 
     /// Judge instance types from `catalog` (see [`super::instance_types`]), computing

@@ -36,14 +36,25 @@ pub struct ZoneSpread {
 /// selector is tried once per group, not once per pod). Which nodes a pod may use is
 /// worked out once per distinct node selector and affinity.
 pub struct SpreadIndex {
-    /// Every node with a zone label (its labels), with that zone.
-    nodes: Vec<(StringMap, String)>,
+    /// The zones of the nodes, sorted.
+    zones: Vec<String>,
+    /// Every node with a zone label (its labels), with that zone's index in `zones`.
+    nodes: Vec<(StringMap, u32)>,
     groups: Vec<PodGroup>,
-    /// Per (node selector, affinity) seen: whether each node of `nodes` fits it.
-    fits: std::sync::Mutex<HashMap<(usize, usize), std::sync::Arc<Vec<bool>>>>,
+    /// Per (node selector, affinity) seen, by address: whether each node of `nodes` fits
+    /// it. Each entry holds the selector and affinity it is keyed by, so no other can take
+    /// that address while the index is kept (serve keeps it between passes).
+    fits: std::sync::Mutex<HashMap<(usize, usize), Fits>>,
     /// Counts already made, by namespace, selector and node filter.
     counted: std::sync::Mutex<HashMap<String, BTreeMap<String, i64>>>,
 }
+
+/// Whether each zoned node fits a node selector and affinity, with the two kept alive.
+type Fits = (
+    StringMap,
+    Option<Shared<Affinity>>,
+    std::sync::Arc<Vec<bool>>,
+);
 
 /// Active pods alike in namespace and labels, by the index of their node.
 struct PodGroup {
@@ -80,11 +91,25 @@ impl SpreadIndex {
                 groups[g].nodes.push(i as u32);
             }
         }
+        let zones: Vec<String> = zoned
+            .iter()
+            .map(|(_, z)| *z)
+            .collect::<BTreeSet<&str>>()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        let zone = |z: &str| {
+            zones
+                .binary_search_by(|x| x.as_str().cmp(z))
+                .unwrap_or_default() as u32
+        };
+        let nodes = zoned
+            .iter()
+            .map(|(n, z)| (n.metadata.labels.clone(), zone(z)))
+            .collect();
         SpreadIndex {
-            nodes: zoned
-                .into_iter()
-                .map(|(n, z)| (n.metadata.labels.clone(), z.to_string()))
-                .collect(),
+            zones,
+            nodes,
             groups,
             fits: Default::default(),
             counted: Default::default(),
@@ -115,10 +140,11 @@ impl SpreadIndex {
             return c.clone();
         }
         let usable = |i: usize| fits.as_ref().is_none_or(|f| f[i]);
-        let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+        // Per zone, by index: a count where a usable node is in it.
+        let mut per: Vec<Option<i64>> = vec![None; self.zones.len()];
         for (i, (_, z)) in self.nodes.iter().enumerate() {
-            if usable(i) && !counts.contains_key(z) {
-                counts.insert(z.clone(), 0);
+            if usable(i) {
+                per[*z as usize] = Some(0);
             }
         }
         for g in &self.groups {
@@ -129,12 +155,17 @@ impl SpreadIndex {
             }
             for &i in &g.nodes {
                 if usable(i as usize) {
-                    if let Some(n) = counts.get_mut(&self.nodes[i as usize].1) {
+                    if let Some(n) = &mut per[self.nodes[i as usize].1 as usize] {
                         *n += 1;
                     }
                 }
             }
         }
+        let counts: BTreeMap<String, i64> = per
+            .into_iter()
+            .zip(&self.zones)
+            .filter_map(|(n, z)| Some((z.clone(), n?)))
+            .collect();
         self.counted
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -155,13 +186,18 @@ impl SpreadIndex {
         let mut memo = self.fits.lock().unwrap_or_else(|e| e.into_inner());
         memo.entry(key)
             .or_insert_with(|| {
-                std::sync::Arc::new(
-                    self.nodes
-                        .iter()
-                        .map(|(labels, _)| selector::node_fits_pod(pod, labels))
-                        .collect(),
+                (
+                    pod.spec.node_selector.clone(),
+                    pod.spec.affinity.clone(),
+                    std::sync::Arc::new(
+                        self.nodes
+                            .iter()
+                            .map(|(labels, _)| selector::node_fits_pod(pod, labels))
+                            .collect(),
+                    ),
                 )
             })
+            .2
             .clone()
     }
 }
