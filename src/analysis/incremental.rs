@@ -54,6 +54,9 @@ pub struct Incremental {
     /// The room's inputs at the last pass (the bound stamp and who settles), and how
     /// many times they changed.
     room: (Option<(u64, Vec<bool>)>, u64),
+    /// Who settles, as last worked out: at which bound and pools stamps, from which
+    /// instant, and until when it stands ([`fit::settling`]).
+    settling: Option<Settling>,
     /// What a pool's verdict reads beyond the pools' own specs at the last pass (each
     /// pool's usage, its instance-type problem, the catalogue), and how many times it
     /// changed.
@@ -93,6 +96,13 @@ impl PartialEq for UsageToken {
                 (a, b) => a.is_none() && b.is_none(),
             }
     }
+}
+
+struct Settling {
+    stamps: (u64, u64),
+    from: DateTime<Utc>,
+    until: Option<DateTime<Utc>>,
+    nodes: Vec<bool>,
 }
 
 struct Entry {
@@ -293,9 +303,29 @@ impl Incremental {
     }
 
     fn note_room(&mut self, c: &Cluster, now: DateTime<Utc>) {
-        let token = (c.stamps().bound(), fit::settling(c, now));
-        if self.room.0.as_ref() != Some(&token) {
-            self.room = (Some(token), self.room.1 + 1);
+        let stamps = (c.stamps().bound(), c.stamps().pools());
+        // Who settles changes with a node, a claim, a pool's consolidateAfter, or the
+        // clock reaching the next node's end of settling: not otherwise worked out again.
+        let stands = self.settling.as_ref().is_some_and(|s| {
+            s.stamps == stamps && s.from <= now && s.until.is_none_or(|t| now < t)
+        });
+        if !stands {
+            let (nodes, until) = fit::settling(c, now);
+            self.settling = Some(Settling {
+                stamps,
+                from: now,
+                until,
+                nodes,
+            });
+        }
+        let nodes = &self.settling.as_ref().expect("worked out above").nodes;
+        let same = self
+            .room
+            .0
+            .as_ref()
+            .is_some_and(|(bound, was)| *bound == stamps.0 && was == nodes);
+        if !same {
+            self.room = (Some((stamps.0, nodes.clone())), self.room.1 + 1);
         }
     }
 

@@ -166,17 +166,27 @@ fn settles_at<'c>(
 }
 
 /// Which schedulable nodes are still inside their pool's consolidateAfter at `now`, in
-/// node order: with the model's stamps, what tells whether the room changed.
-pub fn settling(c: &Cluster, now: DateTime<Utc>) -> Vec<bool> {
+/// node order: with the model's stamps, what tells whether the room changed. With it, the
+/// first instant after `now` one of them settles: until then, and while no node, claim or
+/// pool changes, the answer stands.
+pub fn settling(c: &Cluster, now: DateTime<Utc>) -> (Vec<bool>, Option<DateTime<Utc>>) {
     let mut after = SettleAfter::default();
-    c.nodes
+    let mut next: Option<DateTime<Utc>> = None;
+    let settling = c
+        .nodes
         .values()
         .filter_map(|n| {
             let claim = c.nodeclaim_for_node(n);
-            schedulable_with(n, claim)
-                .then(|| settles_at(c, n, claim, &mut after).is_some_and(|t| now < t))
+            schedulable_with(n, claim).then(|| {
+                let until = settles_at(c, n, claim, &mut after).filter(|t| now < *t);
+                if let Some(t) = until {
+                    next = Some(next.map_or(t, |x| x.min(t)));
+                }
+                until.is_some()
+            })
         })
-        .collect()
+        .collect();
+    (settling, next)
 }
 
 /// Each node's own share of the room, kept between passes by `kelp serve`'s incremental
