@@ -87,8 +87,30 @@ pub struct Rollout {
     /// The AMIs new nodes of this pool get: those of `amis` its claims run on (all of `amis`
     /// when none does yet), with their names.
     pub target: Vec<(String, String)>,
-    /// The imageIDs of claims that are not in `amis` (to be replaced).
+    /// The imageIDs of claims that are not in `amis` (to be replaced): the
+    /// [`OLD_AMIS_SHOWN`] most claims run on (then by ID), and how many more there are.
     pub old: Vec<String>,
+    pub old_more: usize,
+}
+
+/// How many of the AMIs being replaced a rollout row names: a pool whose nodes run on
+/// hundreds of old images shows the commonest and a count, not a wall of IDs.
+pub const OLD_AMIS_SHOWN: usize = 5;
+
+/// The distinct `ids`, the commonest first (then by ID): the first `shown`, and how many
+/// others there are.
+fn commonest(ids: impl Iterator<Item = String>, shown: usize) -> (Vec<String>, usize) {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for id in ids {
+        *counts.entry(id).or_default() += 1;
+    }
+    let mut by_count: Vec<(String, usize)> = counts.into_iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let more = by_count.len().saturating_sub(shown);
+    (
+        by_count.into_iter().take(shown).map(|(id, _)| id).collect(),
+        more,
+    )
 }
 
 pub(super) fn badge(claim: &NodeClaim, name: &'static str) -> Badge {
@@ -303,14 +325,17 @@ pub(super) fn rollout(c: &Cluster, groups: &[ClaimGroup]) -> Vec<Rollout> {
                     .map(|a| (a.id.clone(), a.name.clone().unwrap_or_default()))
                     .collect();
             }
-            let mut old: Vec<String> = g
-                .rows
-                .iter()
-                .filter(|r| !r.image_id.is_empty() && !amis.contains(&r.image_id))
-                .map(|r| r.image_id.clone())
-                .collect();
-            old.sort();
-            old.dedup();
+            let (old, old_more) = if status_amis.is_empty() {
+                (Vec::new(), 0)
+            } else {
+                commonest(
+                    g.rows
+                        .iter()
+                        .filter(|r| !r.image_id.is_empty() && !amis.contains(&r.image_id))
+                        .map(|r| r.image_id.clone()),
+                    OLD_AMIS_SHOWN,
+                )
+            };
             let with_image: Vec<&ClaimRow> =
                 g.rows.iter().filter(|r| !r.image_id.is_empty()).collect();
             let on_current_ami = with_image
@@ -339,12 +364,26 @@ pub(super) fn rollout(c: &Cluster, groups: &[ClaimGroup]) -> Vec<Rollout> {
                 on_current_ami,
                 amis,
                 target,
-                old: if status_amis.is_empty() {
-                    Vec::new()
-                } else {
-                    old
-                },
+                old,
+                old_more,
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rollout_names_the_commonest_old_amis_and_counts_the_rest() {
+        let ids = [
+            "ami-b", "ami-a", "ami-c", "ami-c", "ami-d", "ami-e", "ami-f", "ami-g",
+        ];
+        let (shown, more) = commonest(ids.iter().map(|s| s.to_string()), 5);
+        assert_eq!(shown, ["ami-c", "ami-a", "ami-b", "ami-d", "ami-e"]);
+        assert_eq!(more, 2);
+        let (shown, more) = commonest(["ami-x".to_string()].into_iter(), 5);
+        assert_eq!((shown, more), (vec!["ami-x".to_string()], 0));
+    }
 }
