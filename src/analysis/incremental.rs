@@ -47,6 +47,8 @@ use crate::model::*;
 #[derive(Default)]
 pub struct Incremental {
     epoch: u64,
+    /// Passes over the nodes so far: what tells an entry whose node is gone.
+    pass: u64,
     nodes: FastMap<String, Entry>,
     /// Per pool: its budget counts and allowances at the last pass, and how many times
     /// they changed.
@@ -119,6 +121,8 @@ struct Entry {
     /// The room's and the usage's change counts, where it read them.
     room: Option<u64>,
     usage: Option<u64>,
+    /// The last pass that found its node.
+    seen: u64,
 }
 
 impl Incremental {
@@ -196,27 +200,36 @@ impl Incremental {
         self.note_room(c, now);
         self.note_usage(pools);
         let mut stats = Stats::default();
-        let mut out = BTreeMap::new();
-        let mut seen =
-            std::collections::HashSet::with_hasher(foldhash::fast::RandomState::default());
+        // In node order, so the map is built in one sweep rather than node by node.
+        let mut out = Vec::new();
+        self.pass += 1;
         for n in c.nodes.values() {
-            if !disruption::karpenter_node(c, n) {
+            let pool = Cluster::pool_of(&n.metadata.labels);
+            let claim = c.nodeclaim_for_node(n);
+            // A Karpenter node: one with a pool label or a NodeClaim.
+            if pool.is_none() && claim.is_none() {
                 continue;
             }
-            let claim = c.nodeclaim_for_node(n);
             let name = &n.metadata.name;
-            seen.insert(name.as_str());
             let nominated = inputs.nominated(n, claim);
-            let pool = Cluster::pool_of(&n.metadata.labels);
             let budgets = pool.and_then(|p| self.budgets.get(p)).map_or(0, |b| b.1);
-            let current = self
-                .nodes
-                .get(name)
-                .is_some_and(|e| self.current(e, c, n, claim, now, &nominated, budgets));
-            let state = if current {
+            let kept = self.nodes.get_mut(name).filter(|e| {
+                Self::current(
+                    e,
+                    (self.room.1, self.usage.1),
+                    c,
+                    n,
+                    pool,
+                    claim,
+                    now,
+                    &nominated,
+                    budgets,
+                )
+            });
+            let state = if let Some(entry) = kept {
                 stats.reused += 1;
+                entry.seen = self.pass;
                 // Its age is written afresh: the same state while it reads the same.
-                let entry = self.nodes.get_mut(name).expect("a current entry");
                 let age = entry.state.created.map(|t| ago(now, t));
                 if entry.state.age != age {
                     Arc::make_mut(&mut entry.state).age = age;
@@ -246,25 +259,29 @@ impl Incremental {
                         budgets,
                         room: room.then_some(self.room.1),
                         usage: usage.then_some(self.usage.1),
+                        seen: self.pass,
                     },
                 );
                 state
             };
-            out.insert(name.clone(), state);
+            out.push((name.clone(), state));
         }
-        self.nodes.retain(|name, _| seen.contains(name.as_str()));
+        let pass = self.pass;
+        self.nodes.retain(|_, e| e.seen == pass);
         self.room_cache = inputs.into_room_cache();
         self.stats = stats;
-        out
+        out.into_iter().collect()
     }
 
-    /// Whether entry `e` of node `n` still holds.
+    /// Whether entry `e` of node `n` (of `pool`) still holds, given the room's and the
+    /// usage's change counts now.
     #[allow(clippy::too_many_arguments)]
     fn current(
-        &self,
         e: &Entry,
+        (room, usage): (u64, u64),
         c: &Cluster,
         n: &Node,
+        pool: Option<&str>,
         claim: Option<&NodeClaim>,
         now: DateTime<Utc>,
         nominated: &Option<ObjectRef>,
@@ -274,7 +291,7 @@ impl Incremental {
         let name = &n.metadata.name;
         let claim_name = claim.map(|cl| cl.metadata.name.as_str());
         // Its own pool, or every pool where it priced a replacement.
-        let pools = match (e.usage, Cluster::pool_of(&n.metadata.labels)) {
+        let pools = match (e.usage, pool) {
             (Some(_), _) => st.pools(),
             (None, Some(pool)) => st.pool(pool),
             (None, None) => st.global(),
@@ -288,8 +305,8 @@ impl Incremental {
             && e.namespaces.iter().all(|ns| st.pdbs(ns) <= e.stamp)
             && e.nominated == *nominated
             && e.budgets == budgets
-            && e.room.is_none_or(|r| r == self.room.1)
-            && e.usage.is_none_or(|u| u == self.usage.1)
+            && e.room.is_none_or(|r| r == room)
+            && e.usage.is_none_or(|u| u == usage)
     }
 
     /// Each pool's budget counts and what its budgets allow now, for every reason.
