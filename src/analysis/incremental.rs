@@ -148,7 +148,7 @@ impl Incremental {
             self.verdicts = (token, stale.without_verdicts());
         }
         let mut kept = std::mem::take(&mut self.verdicts.1);
-        kept.start_pass(c.stamps().bound());
+        kept.start_pass(c.stamps().last());
         kept
     }
 

@@ -417,7 +417,7 @@ impl Cluster {
         let room = !self.pods.get(&key).is_some_and(|old| same_room(old, &o));
         self.unindex_pod(&key, room);
         if let Some(node) = &o.spec.node_name {
-            self.stamps.touch_pod_on(node, room);
+            self.stamps.touch_pod_on(node, &key.0, room);
             let on = self.pods_by_node.entry(node.clone()).or_default();
             if let Err(at) = on.binary_search_by(|p| pod_order(p, &key)) {
                 on.insert(at, o.clone());
@@ -445,7 +445,7 @@ impl Cluster {
         let Some(node) = self.pods.get(key).and_then(|p| p.spec.node_name.clone()) else {
             return;
         };
-        self.stamps.touch_pod_on(&node, room);
+        self.stamps.touch_pod_on(&node, &key.0, room);
         if let Some(on) = self.pods_by_node.get_mut(&node) {
             if let Ok(at) = on.binary_search_by(|p| pod_order(p, key)) {
                 on.remove(at);

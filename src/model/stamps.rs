@@ -29,6 +29,11 @@ pub struct Stamps {
     /// (a pod's change that keeps its room the same, [`super::Cluster::apply_pod`], leaves
     /// it).
     bound: u64,
+    /// Any node or NodeClaim (or anything global): what zone spread reads of the nodes.
+    zones: u64,
+    /// By namespace: a bound pod's change there that moves its room (what zone spread
+    /// counts of a namespace's pods).
+    bound_in: FastMap<String, u64>,
     /// By node name: the node, a pod bound to it, a NodeClaim naming it.
     nodes: FastMap<String, u64>,
     /// By NodeClaim name.
@@ -48,6 +53,8 @@ impl Default for Stamps {
             bound: 0,
             pools: 0,
             pool: FastMap::default(),
+            zones: 0,
+            bound_in: FastMap::default(),
             nodes: FastMap::default(),
             claims: FastMap::default(),
             events: FastMap::default(),
@@ -91,6 +98,16 @@ impl Stamps {
         self.bound
     }
 
+    /// The newest change of what zone spread counts for a pod of `namespace`: any node
+    /// or claim, or a bound pod of that namespace that moved room.
+    pub fn spread(&self, namespace: &str) -> u64 {
+        self.bound_in
+            .get(namespace)
+            .copied()
+            .unwrap_or(0)
+            .max(self.zones)
+    }
+
     pub fn node(&self, name: &str) -> u64 {
         self.nodes.get(name).copied().unwrap_or(0)
     }
@@ -110,6 +127,7 @@ impl Stamps {
     pub(super) fn touch_all(&mut self) {
         self.global = self.next();
         self.bound = self.global;
+        self.zones = self.global;
     }
 
     pub(super) fn touch_pool(&mut self, name: &str) {
@@ -121,16 +139,18 @@ impl Stamps {
     pub(super) fn touch_node(&mut self, name: &str) {
         let s = self.next();
         self.bound = s;
+        self.zones = s;
         set(&mut self.nodes, name, s);
     }
 
-    /// A pod's change on node `name`: the node's stamp, and the room's when `room`. A
-    /// change that leaves the free room as it was (a pod's phase between Pending and
-    /// Running, its annotations) leaves the room's stamp.
-    pub(super) fn touch_pod_on(&mut self, name: &str, room: bool) {
+    /// A change of a pod of `namespace` on node `name`: the node's stamp, and the room's
+    /// (and the namespace's) when `room`. A change that leaves the free room as it was (a
+    /// pod's phase between Pending and Running, its annotations) leaves the room's stamp.
+    pub(super) fn touch_pod_on(&mut self, name: &str, namespace: &str, room: bool) {
         let s = self.next();
         if room {
             self.bound = s;
+            set(&mut self.bound_in, namespace, s);
         }
         set(&mut self.nodes, name, s);
     }
@@ -138,6 +158,7 @@ impl Stamps {
     pub(super) fn touch_claim(&mut self, name: &str) {
         let s = self.next();
         self.bound = s;
+        self.zones = s;
         set(&mut self.claims, name, s);
     }
 
@@ -171,6 +192,7 @@ impl Stamps {
         self.events.clear();
         self.pdbs.clear();
         self.pool.clear();
+        self.bound_in.clear();
         self.touch_all();
     }
 }

@@ -425,8 +425,8 @@ pub struct KeptVerdicts {
     computed: usize,
     /// The pass now filling it: what no pass asked for is let go at its end.
     pass: u64,
-    /// The model's bound stamp in this pass.
-    bound: u64,
+    /// The model's newest stamp in this pass.
+    at: u64,
     /// Karpenter's messages parsed, by their text, with the last pass that read each. They
     /// depend on the text alone, so they outlive a change of the pools.
     parses: FastMap<Arc<str>, (ParsedEvent, u64)>,
@@ -444,9 +444,9 @@ type Alive = (
 struct Kept {
     /// The last pass that asked for it.
     pass: u64,
-    /// The model's bound stamp ([`crate::model::stamps`]) its zone counts were last
-    /// found the same at.
-    bound: u64,
+    /// The model's newest stamp ([`crate::model::stamps`]) when its zone counts were last
+    /// found the same.
+    at: u64,
     _alive: Alive,
     spread: Vec<ZoneSpread>,
     value: SharedVerdicts,
@@ -458,11 +458,11 @@ impl KeptVerdicts {
         (self.reused, self.computed)
     }
 
-    /// Start a pass on a model whose bound stamp is `bound`: its counts start at zero.
-    pub fn start_pass(&mut self, bound: u64) {
+    /// Start a pass on a model whose newest stamp is `at`: its counts start at zero.
+    pub fn start_pass(&mut self, at: u64) {
         (self.reused, self.computed) = (0, 0);
         self.pass += 1;
-        self.bound = bound;
+        self.at = at;
     }
 
     /// The verdicts kept under `key` for `pod` if they still hold, else `compute`d (from
@@ -474,10 +474,15 @@ impl KeptVerdicts {
         pools: &PoolSet,
         compute: impl FnOnce(Result<Vec<Requirements>, String>, &[ZoneSpread]) -> SharedVerdicts,
     ) -> SharedVerdicts {
-        let (pass, bound) = (self.pass, self.bound);
-        // Zone counts only move with a node, a claim or a bound pod's room: until one
-        // does, an entry stands without counting them again.
-        if let Some(k) = self.entries.get_mut(&key).filter(|k| k.bound == bound) {
+        let (pass, at) = (self.pass, self.at);
+        // Zone counts only move with a node, a claim or the room of a bound pod in the
+        // pod's namespace (the only one its spread counts): until one does, an entry
+        // stands without counting them again.
+        let moved = pools
+            .cluster
+            .stamps()
+            .spread(pod.metadata.namespace.as_deref().unwrap_or_default());
+        if let Some(k) = self.entries.get_mut(&key).filter(|k| moved <= k.at) {
             self.reused += 1;
             k.pass = pass;
             return k.value.clone();
@@ -486,7 +491,7 @@ impl KeptVerdicts {
         let spread = ZoneSpread::of(pools, pod, &terms);
         if let Some(k) = self.entries.get_mut(&key).filter(|k| k.spread == spread) {
             self.reused += 1;
-            (k.pass, k.bound) = (pass, bound);
+            (k.pass, k.at) = (pass, at);
             return k.value.clone();
         }
         self.computed += 1;
@@ -501,7 +506,7 @@ impl KeptVerdicts {
             key,
             Kept {
                 pass,
-                bound,
+                at,
                 _alive: alive,
                 spread,
                 value: value.clone(),
