@@ -823,6 +823,17 @@ async fn rows_show_their_worst_finding_and_drift_is_not_green() {
             ".badge[data-cond='Launched'][data-state='true'].tone-ok"
         ) >= 1
     );
+    // A condition's title does not repeat a reason that is only its type.
+    let launched = attrs(
+        &h,
+        ".badge[data-cond='Launched'][data-state='true']",
+        "title",
+    );
+    assert!(!launched.is_empty());
+    for t in launched {
+        assert!(t.starts_with("Launched=true") && !t.ends_with(' '), "{t}");
+        assert_eq!(t.matches("Launched").count(), 1, "{t}");
+    }
     assert!(count(&h, "#rollout svg.bar .bar-fill.drift") >= 1);
     // Identifiers are clipped with their whole text in a title.
     for t in attrs(&h, "#nodeclaims tr.claim td .clip", "title") {

@@ -131,10 +131,12 @@ pub(super) fn badge(claim: &NodeClaim, name: &'static str) -> Badge {
                 (_, "False") => "bad",
                 _ => "neutral",
             },
+            // A reason that only repeats the condition's type (Karpenter's Launched=True
+            // has reason Launched) says nothing more.
             reason: [c.reason.clone(), c.message.clone()]
                 .into_iter()
                 .flatten()
-                .filter(|s| !s.is_empty())
+                .filter(|s| !s.is_empty() && s != name)
                 .collect::<Vec<_>>()
                 .join(": "),
         },
