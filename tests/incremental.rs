@@ -1,9 +1,9 @@
 //! `kelp serve`'s incremental pass equals a full pass: on random sequences of changes
 //! (pods bound, moved, deleted, marked do-not-disrupt, relabelled, their phase changed;
-//! nodes and claims changed or gone;
-//! events written and deleted; pools re-tuned; PDBs closed and opened) and clock moves,
-//! on the demo cluster and on the real Karpenter capture, the pass that reuses the
-//! previous one gives the same report and the same node states as one computed afresh.
+//! nodes and claims changed or gone; events written and deleted; pools re-tuned or
+//! deleted; PDBs closed and opened) and clock moves, on the demo cluster and on the real
+//! Karpenter capture, the pass that reuses the previous one gives the same report and the
+//! same node states as one computed afresh.
 
 use std::path::PathBuf;
 
@@ -476,4 +476,79 @@ fn a_replacement_reads_every_pool() {
     );
     assert_eq!(check(&inc), check(&full));
     assert!(engine.stats().reused > 0, "{:?}", engine.stats());
+}
+
+/// The room reads each node's pool for when the node settles, not only whether it does
+/// yet: a Karpenter decision written before a node's room opened is stale. Here the demo's
+/// node that Karpenter left ("Can't replace with a cheaper node", two minutes ago) while
+/// kelp finds its pod room elsewhere gets its own pool, the other nodes another; moving
+/// the other pool's consolidateAfter so that a node settled after Karpenter's event (but
+/// before now) makes the node a candidate without changing who is settling now. The
+/// incremental pass follows.
+#[test]
+fn another_pools_consolidate_after_moves_when_the_room_opened() {
+    let (mut c, now) = demo();
+    let node = "ip-10-0-60-77.us-west-2.compute.internal";
+    let others = "default-others";
+    let mut pool = c.nodepools["default"].clone();
+    pool.metadata.name = others.into();
+    c.apply_nodepool(pool);
+    let relabel = |labels: &mut kelp::model::meta::StringMap| {
+        labels
+            .make_mut()
+            .insert("karpenter.sh/nodepool".into(), others.into());
+    };
+    for mut n in c.nodes.values().cloned().collect::<Vec<_>>() {
+        if Cluster::pool_of(&n.metadata.labels) == Some("default") && n.metadata.name != node {
+            relabel(&mut n.metadata.labels);
+            c.apply_node(n);
+        }
+    }
+    for mut cl in c.nodeclaims.values().cloned().collect::<Vec<_>>() {
+        let on = cl.status.node_name.as_deref();
+        if Cluster::pool_of(&cl.metadata.labels) == Some("default") && on != Some(node) {
+            relabel(&mut cl.metadata.labels);
+            c.apply_nodeclaim(cl);
+        }
+    }
+    let mut engine = Incremental::default();
+    let answer = |p: &analysis::Pass| p.nodes[node].consolidation.clone();
+    let base = answer(&analysis::run_incremental(&c, now, &mut engine));
+    assert_eq!(
+        base.state,
+        analysis::disruption::consolidation::State::Blocked,
+        "{base:?}"
+    );
+    // For each of the other nodes, the other pool's consolidateAfter that settles it a
+    // minute before now (after Karpenter's event).
+    let settle_one_minute_ago: Vec<String> = c
+        .nodeclaims
+        .values()
+        .filter(|cl| Cluster::pool_of(&cl.metadata.labels) == Some(others))
+        .filter_map(|cl| {
+            let since = cl.status.last_pod_event_time?;
+            let secs = (now - Duration::seconds(60) - since).num_seconds();
+            (secs > 0).then(|| format!("{secs}s"))
+        })
+        .collect();
+    let mut flipped = 0;
+    for after in settle_one_minute_ago {
+        let was = c.nodepools[others].clone();
+        let mut p = was.clone();
+        p.spec.disruption.consolidate_after = Some(after);
+        c.apply_nodepool(p);
+        let inc = analysis::run_incremental(&c, now, &mut engine);
+        let full = analysis::run(&c, now);
+        assert_eq!(answer(&inc), answer(&full));
+        assert_eq!(inc.nodes, full.nodes);
+        if answer(&full).state != base.state {
+            flipped += 1;
+        }
+        c.apply_nodepool(was);
+        analysis::run_incremental(&c, now, &mut engine);
+    }
+    assert!(
+        flipped > 0,
+        "some setting of the other pool makes Karpenter's event stale"
+    );
 }

@@ -11,7 +11,8 @@
 //! - its pool's budget counts and what the budgets allow now (they follow schedules);
 //! - if it looked for room on other nodes: every node's free room (any node or claim,
 //!   and a bound pod's change that moves its room: not its phase between Pending and
-//!   Running, nor its annotations) and which nodes are still settling;
+//!   Running, nor its annotations), when each node settles (its pool's consolidateAfter)
+//!   and which are still settling;
 //! - if it priced a replacement: every pool (its spec and usage) and the instance-type
 //!   catalogue (the AWS one takes a type's labels from a node of that type, so a node's
 //!   coming or going can change it);
@@ -53,12 +54,12 @@ pub struct Incremental {
     /// Per pool: its budget counts and allowances at the last pass, and how many times
     /// they changed.
     budgets: FastMap<String, (Option<PoolBudgets>, u64)>,
-    /// The room's inputs at the last pass (the bound stamp and who settles), and how
-    /// many times they changed.
-    room: (Option<(u64, Vec<bool>)>, u64),
-    /// Who settles, as last worked out: at which bound and pools stamps, from which
-    /// instant, and until when it stands ([`fit::settling`]).
-    settling: Option<Settling>,
+    /// The room's inputs at the last pass (the bound stamp, when each node settles and
+    /// whether it does yet), and how many times they changed.
+    room: (Option<RoomToken>, u64),
+    /// When each node settles, as last worked out ([`fit::settling`]), at which bound
+    /// and pools stamps.
+    settling: Option<((u64, u64), Vec<Option<DateTime<Utc>>>)>,
     /// What a pool's verdict reads beyond the pools' own specs at the last pass (each
     /// pool's usage, its instance-type problem, the catalogue), and how many times it
     /// changed.
@@ -100,12 +101,9 @@ impl PartialEq for UsageToken {
     }
 }
 
-struct Settling {
-    stamps: (u64, u64),
-    from: DateTime<Utc>,
-    until: Option<DateTime<Utc>>,
-    nodes: Vec<bool>,
-}
+/// The room's inputs: the bound stamp, when each schedulable node settles, and whether
+/// each is still settling now.
+type RoomToken = (u64, Vec<Option<DateTime<Utc>>>, Vec<bool>);
 
 struct Entry {
     /// Shared with the passes it was handed to.
@@ -321,28 +319,21 @@ impl Incremental {
 
     fn note_room(&mut self, c: &Cluster, now: DateTime<Utc>) {
         let stamps = (c.stamps().bound(), c.stamps().pools());
-        // Who settles changes with a node, a claim, a pool's consolidateAfter, or the
-        // clock reaching the next node's end of settling: not otherwise worked out again.
-        let stands = self.settling.as_ref().is_some_and(|s| {
-            s.stamps == stamps && s.from <= now && s.until.is_none_or(|t| now < t)
-        });
-        if !stands {
-            let (nodes, until) = fit::settling(c, now);
-            self.settling = Some(Settling {
-                stamps,
-                from: now,
-                until,
-                nodes,
-            });
+        // When nodes settle changes with a node, a claim or a pool's consolidateAfter:
+        // not otherwise worked out again. Whether each settles yet follows the clock.
+        if self.settling.as_ref().is_none_or(|(at, _)| *at != stamps) {
+            self.settling = Some((stamps, fit::settling(c)));
         }
-        let nodes = &self.settling.as_ref().expect("worked out above").nodes;
-        let same = self
-            .room
-            .0
-            .as_ref()
-            .is_some_and(|(bound, was)| *bound == stamps.0 && was == nodes);
+        let settles = &self.settling.as_ref().expect("worked out above").1;
+        let now_settling: Vec<bool> = settles.iter().map(|t| t.is_some_and(|t| now < t)).collect();
+        let same = self.room.0.as_ref().is_some_and(|(bound, at, yet)| {
+            *bound == stamps.0 && at == settles && *yet == now_settling
+        });
         if !same {
-            self.room = (Some((stamps.0, nodes.clone())), self.room.1 + 1);
+            self.room = (
+                Some((stamps.0, settles.clone(), now_settling)),
+                self.room.1 + 1,
+            );
         }
     }
 

@@ -165,28 +165,19 @@ fn settles_at<'c>(
     Some(since + after)
 }
 
-/// Which schedulable nodes are still inside their pool's consolidateAfter at `now`, in
-/// node order: with the model's stamps, what tells whether the room changed. With it, the
-/// first instant after `now` one of them settles: until then, and while no node, claim or
-/// pool changes, the answer stands.
-pub fn settling(c: &Cluster, now: DateTime<Utc>) -> (Vec<bool>, Option<DateTime<Utc>>) {
+/// When each schedulable node settles (leaves its pool's consolidateAfter), in node
+/// order, None where that never applies: all the room reads of the pools, through which
+/// nodes are settling now and since when each is open. With the model's stamps, what
+/// tells whether the room changed; it does not depend on the clock.
+pub fn settling(c: &Cluster) -> Vec<Option<DateTime<Utc>>> {
     let mut after = SettleAfter::default();
-    let mut next: Option<DateTime<Utc>> = None;
-    let settling = c
-        .nodes
+    c.nodes
         .values()
         .filter_map(|n| {
             let claim = c.nodeclaim_for_node(n);
-            schedulable_with(n, claim).then(|| {
-                let until = settles_at(c, n, claim, &mut after).filter(|t| now < *t);
-                if let Some(t) = until {
-                    next = Some(next.map_or(t, |x| x.min(t)));
-                }
-                until.is_some()
-            })
+            schedulable_with(n, claim).then(|| settles_at(c, n, claim, &mut after))
         })
-        .collect();
-    (settling, next)
+        .collect()
 }
 
 /// Each node's own share of the room, kept between passes by `kelp serve`'s incremental
