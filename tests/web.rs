@@ -248,6 +248,35 @@ async fn a_collapsed_group_loads_its_rows() {
     );
 }
 
+/// Six pools of twelve drifted NodeClaims each: every group opens (drift is news), and the
+/// page renders ten rows per group and fifty in all, as many as its other lists.
+#[tokio::test]
+async fn drifted_claims_are_capped_per_group_and_in_all() {
+    let mut yaml = "apiVersion: v1\nkind: List\nitems:\n".to_string();
+    for p in 0..6 {
+        yaml.push_str(&format!(
+            "- {{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {{name: pool-{p}, uid: np{p}}}}}\n"
+        ));
+        for i in 0..12 {
+            yaml.push_str(&format!(
+                "- apiVersion: karpenter.sh/v1\n  kind: NodeClaim\n  metadata: {{name: pool-{p}-{i:02}, uid: c{p}-{i}, labels: {{karpenter.sh/nodepool: pool-{p}}}, creationTimestamp: \"2026-11-21T08:00:00Z\"}}\n  status:\n    conditions: [{{type: Drifted, status: \"True\", reason: NodePoolDrifted}}]\n"
+            ));
+        }
+    }
+    let app = site(load(&yaml));
+    let h = get(&app, PAGE).await.html();
+    assert_eq!(
+        count(&h, "#nodeclaims tbody.group.open"),
+        6,
+        "{}",
+        text(&h, "#nodeclaims")
+    );
+    assert_eq!(count(&h, "#nodeclaims tr.claim"), 50);
+    for g in h.select(&sel("#nodeclaims tbody.group.open")) {
+        assert!(g.select(&sel("tr.claim")).count() <= 10);
+    }
+}
+
 fn pending_pod(i: usize) -> String {
     format!(
         r#"

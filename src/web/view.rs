@@ -41,7 +41,8 @@ pub const CLAIMS_PER_GROUP: usize = 1000;
 /// the rest load when asked, so the page stays small on a big cluster.
 pub const INLINE_ROWS_PER_GROUP: usize = 10;
 
-pub const INLINE_ROWS_TOTAL: usize = 60;
+/// As many as the page's other lists (pending pods, findings) show.
+pub const INLINE_ROWS_TOTAL: usize = 50;
 
 /// Findings listed on the page and in the overview API (worst first); `/findings` has all.
 pub const FINDINGS_CAP: usize = 50;
