@@ -23,11 +23,11 @@
 //! whether a pod there keeps others out), kept while the node and its pods are unchanged
 //! ([`super::fit::RoomCache`]). The verdicts of pending pods (per distinct spec, affinity,
 //! event and peers, as one pass already shares them) are kept while nothing global, no
-//! pool (its spec or usage) and not the catalogue changed; one of a pod that spreads over zones,
-//! while the zone counts it was judged with are the same; the index those counts come
-//! from ([`SpreadIndex`]) is kept while no node, claim or bound pod's room changed. The incremental pass equals
-//! the full one at every step: `tests/incremental.rs` checks it on random sequences of
-//! changes and clock moves.
+//! pool (its spec or usage) and not the catalogue changed; one of a pod that spreads over
+//! zones, while the zone counts it was judged with are the same; the index those counts
+//! come from ([`SpreadIndex`]) is kept while no node, claim or bound pod's room changed.
+//! The incremental pass equals the full one at every step: `tests/incremental.rs` checks
+//! it on random sequences of changes and clock moves.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -204,7 +204,8 @@ impl Incremental {
         for n in c.nodes.values() {
             let pool = Cluster::pool_of(&n.metadata.labels);
             let claim = c.nodeclaim_for_node(n);
-            // A Karpenter node: one with a pool label or a NodeClaim.
+            // A Karpenter node, as `disruption::karpenter_node` tells one: a pool label or
+            // a NodeClaim (both read once here, for what follows too).
             if pool.is_none() && claim.is_none() {
                 continue;
             }
