@@ -66,6 +66,20 @@ fn nth<K: Clone, V>(m: &std::collections::BTreeMap<K, V>, i: usize) -> Option<K>
     (!m.is_empty()).then(|| m.keys().nth(i % m.len()).cloned())?
 }
 
+/// Give pool `p`'s nodes a NoSchedule taint `key`.
+fn taint(p: &mut NodePool, key: &str) {
+    p.spec
+        .template
+        .spec
+        .taints
+        .make_mut()
+        .push(k8s_openapi::api::core::v1::Taint {
+            key: key.into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        });
+}
+
 /// Change the `i`th pod (taken modulo) with `edit`, which may read the cluster as it is,
 /// and apply it.
 fn edit_pod(c: &mut Cluster, i: usize, edit: impl FnOnce(&mut Pod, &Cluster)) {
@@ -242,16 +256,7 @@ fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize)
                         min_values: None,
                     },
                 ),
-                6 => spec
-                    .template
-                    .spec
-                    .taints
-                    .make_mut()
-                    .push(k8s_openapi::api::core::v1::Taint {
-                        key: "kelp.test/dedicated".into(),
-                        effect: "NoSchedule".into(),
-                        ..Default::default()
-                    }),
+                6 => taint(&mut p, "kelp.test/dedicated"),
                 _ => {
                     c.delete_nodepool(&name);
                     return;
@@ -450,17 +455,7 @@ fn a_replacement_reads_every_pool() {
     first.metadata.name = "kelp-first".into();
     first.spec.weight = Some(100);
     let mut tainted = first.clone();
-    tainted
-        .spec
-        .template
-        .spec
-        .taints
-        .make_mut()
-        .push(k8s_openapi::api::core::v1::Taint {
-            key: "kelp.test/keep-out".into(),
-            effect: "NoSchedule".into(),
-            ..Default::default()
-        });
+    taint(&mut tainted, "kelp.test/keep-out");
     c.apply_nodepool(tainted);
     assert_eq!(
         check(&analysis::run_incremental(&c, now, &mut engine)),
