@@ -204,9 +204,8 @@ impl Incremental {
         for n in c.nodes.values() {
             let pool = Cluster::pool_of(&n.metadata.labels);
             let claim = c.nodeclaim_for_node(n);
-            // A Karpenter node, as `disruption::karpenter_node` tells one: a pool label or
-            // a NodeClaim (both read once here, for what follows too).
-            if pool.is_none() && claim.is_none() {
+            // Both read once here, for what follows too.
+            if !disruption::karpenter_node_with(pool, claim) {
                 continue;
             }
             let name = &n.metadata.name;

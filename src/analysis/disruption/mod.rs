@@ -23,9 +23,9 @@ pub mod state;
 pub use blocked::{BlockedDetails, NotReapedDetails};
 pub use budget::{pool_allowed, pool_budgets, PoolBudgets};
 pub use state::{
-    active_pods, karpenter_node, node_disruption, node_disruption_at, node_states, workload_pods,
-    Blocker, NodeDisruption, NodeInputs, NodeStates, Nominations, Want, WantReason,
-    DEFAULT_EXPIRE_AFTER,
+    active_pods, karpenter_node, karpenter_node_with, node_disruption, node_disruption_at,
+    node_states, workload_pods, Blocker, NodeDisruption, NodeInputs, NodeStates, Nominations, Want,
+    WantReason, DEFAULT_EXPIRE_AFTER,
 };
 
 use super::Context;

@@ -652,7 +652,15 @@ fn pod_key(o: &ObjectRef) -> String {
 
 /// Whether Karpenter manages a node: it has a NodePool label or a NodeClaim.
 pub fn karpenter_node(c: &Cluster, n: &Node) -> bool {
-    Cluster::pool_of(&n.metadata.labels).is_some() || c.nodeclaim_for_node(n).is_some()
+    karpenter_node_with(
+        Cluster::pool_of(&n.metadata.labels),
+        c.nodeclaim_for_node(n),
+    )
+}
+
+/// [`karpenter_node`], with the node's pool label and NodeClaim already looked up.
+pub fn karpenter_node_with(pool: Option<&str>, claim: Option<&NodeClaim>) -> bool {
+    pool.is_some() || claim.is_some()
 }
 
 /// Every Karpenter node's disruption state, by name. Each is shared: serve's incremental

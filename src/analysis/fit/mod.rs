@@ -106,11 +106,8 @@ struct Tally {
     settling: usize,
 }
 
-pub fn is_schedulable_target(c: &Cluster, n: &Node) -> bool {
-    schedulable_with(n, c.nodeclaim_for_node(n))
-}
-
-/// [`is_schedulable_target`], with the node's NodeClaim already looked up.
+/// Whether a node takes moved pods: not deleting (nor its NodeClaim, `claim`), not
+/// cordoned, Ready.
 fn schedulable_with(n: &Node, claim: Option<&NodeClaim>) -> bool {
     let deleting = n.metadata.deletion_timestamp.is_some()
         || claim.is_some_and(|cl| cl.metadata.deletion_timestamp.is_some());
