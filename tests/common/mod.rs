@@ -82,13 +82,22 @@ impl Env {
         let _ = self.kubectl(&args, None);
     }
 
+    /// `kubectl apply` the YAML, then wait for every NodePool in it to be Ready. Karpenter
+    /// skips a pool until it is (and so does kelp's verdict), so a scenario that created its
+    /// pod at once would race the pool's first reconcile.
     pub fn apply(&self, yaml: &str) {
-        let out = self.kubectl(&["apply", "-f", "-"], Some(yaml));
+        let out = self.kubectl(&["apply", "-o", "name", "-f", "-"], Some(yaml));
         assert!(
             out.status.success(),
             "kubectl apply: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        for pool in String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("nodepool.karpenter.sh/"))
+        {
+            self.ok(&["wait", "--for=condition=Ready", "--timeout=60s", pool]);
+        }
     }
 
     pub fn ok(&self, args: &[&str]) -> String {
