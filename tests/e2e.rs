@@ -239,7 +239,7 @@ fn a_pool_with_a_missing_node_class_is_not_ready() {
     let Some(e) = env() else { return };
     let yaml =
         pool("e2e-noclass", "noclass", "", "10").replace("name: default}", "name: does-not-exist}");
-    e.apply(&yaml);
+    e.apply_as_is(&yaml);
     // A pool just created has no status yet (kelp says so); then Karpenter reports the class missing.
     let f = wait_for(
         "nodepool-not-ready for e2e-noclass naming the node class",

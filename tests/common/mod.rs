@@ -86,18 +86,26 @@ impl Env {
     /// skips a pool until it is (and so does kelp's verdict), so a scenario that created its
     /// pod at once would race the pool's first reconcile.
     pub fn apply(&self, yaml: &str) {
+        for object in self.apply_as_is(yaml) {
+            if object.starts_with("nodepool.karpenter.sh/") {
+                self.ok(&["wait", "--for=condition=Ready", "--timeout=60s", &object]);
+            }
+        }
+    }
+
+    /// `kubectl apply` the YAML and wait for nothing (a pool meant never to be Ready);
+    /// returns the objects applied, as `kind.group/name`.
+    pub fn apply_as_is(&self, yaml: &str) -> Vec<String> {
         let out = self.kubectl(&["apply", "-o", "name", "-f", "-"], Some(yaml));
         assert!(
             out.status.success(),
             "kubectl apply: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        for pool in String::from_utf8_lossy(&out.stdout)
+        String::from_utf8_lossy(&out.stdout)
             .lines()
-            .filter(|l| l.starts_with("nodepool.karpenter.sh/"))
-        {
-            self.ok(&["wait", "--for=condition=Ready", "--timeout=60s", pool]);
-        }
+            .map(str::to_string)
+            .collect()
     }
 
     pub fn ok(&self, args: &[&str]) -> String {
