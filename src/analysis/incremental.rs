@@ -202,7 +202,7 @@ impl Incremental {
         let mut out = Vec::new();
         self.pass += 1;
         for n in c.nodes.values() {
-            let pool = Cluster::pool_of(&n.metadata.labels);
+            let pool = n.pool();
             let claim = c.nodeclaim_for_node(n);
             // Both read once here, for what follows too.
             if !disruption::karpenter_node_with(pool, claim) {

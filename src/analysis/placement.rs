@@ -84,10 +84,7 @@ fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
         };
         // Many DaemonSets run on each node: its pool is looked up once.
         let judged = *pool_of_node.entry(node).or_insert_with(|| {
-            let pool = c
-                .nodes
-                .get(node)
-                .and_then(|n| Cluster::pool_of(&n.metadata.labels))?;
+            let pool = c.nodes.get(node).and_then(|n| n.pool())?;
             by_name.get(pool).map(|info| (pool, *info))
         });
         let Some((pool, info)) = judged else {
@@ -143,7 +140,7 @@ fn controller_on_managed_node(ctx: &Context) -> Vec<Finding> {
         .filter(|p| !p.metadata.owned_by("DaemonSet"))
         .filter_map(|p| {
             let node = p.spec.node_name.as_deref()?;
-            let pool = Cluster::pool_of(&c.nodes.get(node)?.metadata.labels)?;
+            let pool = c.nodes.get(node)?.pool()?;
             Some(
                 Finding::new(
                     Code::KarpenterOnManagedNode,

@@ -405,7 +405,7 @@ impl Cluster {
         if let Some(pool) = self
             .nodes
             .get(name)
-            .and_then(|n| Self::pool_of(&n.metadata.labels))
+            .and_then(|n| n.pool())
             .map(str::to_string)
         {
             remove_from(&mut self.nodes_by_pool, &pool, name);

@@ -266,6 +266,21 @@ pub struct Node {
     pub spec: NodeSpec,
     #[serde(default)]
     pub status: NodeStatus,
+    /// Its `karpenter.sh/nodepool` label, read on first use ([`Node::pool`]).
+    #[serde(skip)]
+    pool: super::shared::Memo<Option<Box<str>>>,
+}
+
+impl Node {
+    /// The NodePool the node belongs to, from its `karpenter.sh/nodepool` label. Read
+    /// once and kept with the node: every pass asks it of every node several times, and
+    /// a lookup in thirty labels costs more than the rest of that node's bookkeeping. A
+    /// node is not changed in place once in the model (a changed copy starts without it).
+    pub fn pool(&self) -> Option<&str> {
+        self.pool
+            .get_or_init(|| super::Cluster::pool_of(&self.metadata.labels).map(Into::into))
+            .as_deref()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]

@@ -26,7 +26,7 @@ pub(super) fn spot_interruptions(ctx: &Context) -> Vec<Finding> {
             "Node" => c
                 .nodes
                 .get(&e.regarding.name)
-                .and_then(|n| Cluster::pool_of(&n.metadata.labels))
+                .and_then(|n| n.pool())
                 .map(str::to_string),
             _ => None,
         };

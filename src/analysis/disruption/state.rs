@@ -407,7 +407,7 @@ pub fn node_disruption_at(
     let now = clock.now();
     let nominations = &inputs.nominations;
     let claim = c.nodeclaim_for_node(node);
-    let pool_name = Cluster::pool_of(&node.metadata.labels).map(str::to_string);
+    let pool_name = node.pool().map(str::to_string);
     let pool = pool_name.as_deref().and_then(|p| c.nodepools.get(p));
     let created = claim
         .and_then(|cl| cl.metadata.creation_timestamp)
@@ -652,10 +652,7 @@ fn pod_key(o: &ObjectRef) -> String {
 
 /// Whether Karpenter manages a node: it has a NodePool label or a NodeClaim.
 pub fn karpenter_node(c: &Cluster, n: &Node) -> bool {
-    karpenter_node_with(
-        Cluster::pool_of(&n.metadata.labels),
-        c.nodeclaim_for_node(n),
-    )
+    karpenter_node_with(n.pool(), c.nodeclaim_for_node(n))
 }
 
 /// [`karpenter_node`], with the node's pool label and NodeClaim already looked up.

@@ -153,7 +153,7 @@ fn settles_at<'c>(
     after: &mut SettleAfter<'c>,
 ) -> Option<DateTime<Utc>> {
     let claim = claim?;
-    let after = after.of(c, Cluster::pool_of(&n.metadata.labels)?)?;
+    let after = after.of(c, n.pool()?)?;
     let initialized = condition(&claim.status.conditions, "Initialized").filter(|c| c.is_true())?;
     let since = claim
         .status

@@ -191,7 +191,7 @@ pub(super) fn nodes_not_ready(ctx: &Context) -> Vec<Finding> {
         // A node being terminated goes NotReady on its way out: not lost capacity.
         .filter(|n| n.metadata.deletion_timestamp.is_none())
         .filter_map(|n| {
-            let pool = Cluster::pool_of(&n.metadata.labels)?;
+            let pool = n.pool()?;
             let ready = condition(&n.status.conditions, "Ready")?;
             let since = ready.last_transition_time?;
             if ready.is_true() || ctx.now - since <= Duration::minutes(GRACE) {

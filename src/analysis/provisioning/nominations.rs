@@ -122,11 +122,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
             .collect();
         let pool = targets.iter().find_map(|t| match t {
             NominationTarget::NodeClaim(n) => claim_pool(c, n),
-            NominationTarget::Node(n) => c
-                .nodes
-                .get(n)
-                .and_then(|x| Cluster::pool_of(&x.metadata.labels))
-                .map(str::to_string),
+            NominationTarget::Node(n) => c.nodes.get(n).and_then(|x| x.pool()).map(str::to_string),
         });
         seen.insert((ns.clone().unwrap_or_default(), name.clone()));
         let object = ObjectRef {
@@ -183,10 +179,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
         if since.is_none_or(|s| ctx.now - s <= deadline) {
             continue;
         }
-        let pool = c
-            .nodes
-            .get(node)
-            .and_then(|n| Cluster::pool_of(&n.metadata.labels));
+        let pool = c.nodes.get(node).and_then(|n| n.pool());
         let outcome = "still pending".to_string();
         out.push(
             Finding::new(

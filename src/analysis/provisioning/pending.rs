@@ -139,7 +139,7 @@ pub(super) fn daemonset_pods_pending(ctx: &Context) -> Vec<Finding> {
         .filter(|p| p.metadata.owned_by("DaemonSet") && is_unschedulable(p))
         .filter_map(|p| {
             let node = daemonset_target(&p.spec)?;
-            let pool = Cluster::pool_of(&c.nodes.get(node)?.metadata.labels)?;
+            let pool = c.nodes.get(node)?.pool()?;
             let cond = condition(&p.status.conditions, "PodScheduled");
             let since = cond.and_then(|c| c.last_transition_time).or(p.metadata.creation_timestamp);
             let ds = p.metadata.owner_references.iter().find(|o| o.kind == "DaemonSet").map(|o| o.name.clone());

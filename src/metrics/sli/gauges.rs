@@ -127,7 +127,7 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
     }
     let mut by_pool_capacity: BTreeMap<(&str, &str), f64> = BTreeMap::new();
     for node in c.nodes.values() {
-        let Some(pool) = Cluster::pool_of(&node.metadata.labels) else {
+        let Some(pool) = node.pool() else {
             continue;
         };
         if let Some(price) = node_price(c, node).filter(|p| p.is_finite()) {

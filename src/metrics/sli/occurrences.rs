@@ -116,7 +116,7 @@ pub fn pod_latencies_with(
         if newest.is_none_or(|t| recent(t, now).is_none()) {
             continue;
         }
-        let Some(pool) = Cluster::pool_of(&node.metadata.labels) else {
+        let Some(pool) = node.pool() else {
             continue;
         };
         let node_created = node.metadata.creation_timestamp.or_else(|| {
@@ -394,7 +394,7 @@ pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
         .values()
         .any(|cl| cl.metadata.deletion_timestamp.is_some());
     for node in c.nodes.values() {
-        let Some(pool) = Cluster::pool_of(&node.metadata.labels) else {
+        let Some(pool) = node.pool() else {
             continue;
         };
         let draining = node.metadata.deletion_timestamp.is_some()
@@ -431,7 +431,7 @@ pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
             .get(&(r.namespace.clone().unwrap_or_default(), r.name.clone()))
             .filter(|p| uid("Pod", &p.metadata) == id)
             .and_then(|p| c.nodes.get(p.spec.node_name.as_deref()?))
-            .and_then(|n| Cluster::pool_of(&n.metadata.labels))
+            .and_then(|n| n.pool())
             .map(str::to_string)
             .or_else(|| st.draining.get(&id).map(|(pool, _)| pool.clone()))
             .unwrap_or_default();
