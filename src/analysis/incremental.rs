@@ -69,9 +69,19 @@ pub struct Incremental {
     verdicts: ((u64, u64), KeptVerdicts),
     /// Each node's share of the free room, for the next room built.
     room_cache: fit::RoomCache,
-    /// The bound pods as zone spread counts them, with the bound stamp it was built at.
-    spread: Option<(u64, Arc<SpreadIndex>)>,
+    /// The bound pods as zone spread counts them, with the stamps it is up to date with.
+    spread: Option<(SpreadAt, Arc<SpreadIndex>)>,
     stats: Stats,
+}
+
+/// The model's stamps a kept [`SpreadIndex`] is up to date with: the bound pods and
+/// nodes (reused as it is), the nodes and claims (brought up to date while only pods
+/// changed), and the last change of all (whose nodes are newer).
+#[derive(Clone, Copy)]
+struct SpreadAt {
+    bound: u64,
+    zones: u64,
+    last: u64,
 }
 
 /// What the last pass reused and computed: node states, and distinct pending-pod
@@ -156,17 +166,31 @@ impl Incremental {
         self.verdicts.1 = kept;
     }
 
-    /// The zone-spread index a pass built, while the bound pods and nodes it counts are
-    /// unchanged.
+    /// The zone-spread index a pass built: as it was while the bound pods and nodes it
+    /// counts are unchanged, and brought up to date while only pods changed (the nodes
+    /// with a newer stamp are counted again).
     pub fn spread_index(&mut self, c: &Cluster) -> Option<Arc<SpreadIndex>> {
         self.start(c);
         let (at, index) = self.spread.as_ref()?;
-        (*at == c.stamps().bound()).then(|| index.clone())
+        let st = c.stamps();
+        if at.bound == st.bound() {
+            Some(index.clone())
+        } else if at.zones == st.zones() {
+            Some(Arc::new(index.updated(c, at.last)))
+        } else {
+            None
+        }
     }
 
     /// Keep the zone-spread index this pass built or reused.
     pub fn keep_spread_index(&mut self, c: &Cluster, index: Option<Arc<SpreadIndex>>) {
-        self.spread = index.map(|i| (c.stamps().bound(), i));
+        let st = c.stamps();
+        let at = SpreadAt {
+            bound: st.bound(),
+            zones: st.zones(),
+            last: st.last(),
+        };
+        self.spread = index.map(|i| (at, i));
     }
 
     /// Forget everything when the model is another one.

@@ -98,6 +98,12 @@ impl Stamps {
         self.bound
     }
 
+    /// The newest change of any node or NodeClaim (or anything global): what zone
+    /// spread reads of the nodes.
+    pub fn zones(&self) -> u64 {
+        self.zones
+    }
+
     /// The newest change of what zone spread counts for a pod of `namespace`: any node
     /// or claim, or a bound pod of that namespace that moved room.
     pub fn spread(&self, namespace: &str) -> u64 {

@@ -34,12 +34,15 @@ pub struct ZoneSpread {
 /// ([`PoolSet::spread_index`]): the nodes with a zone, and their active pods grouped by
 /// namespace and labels (a workload's replicas share one interned label map, so a
 /// selector is tried once per group, not once per pod). Which nodes a pod may use is
-/// worked out once per distinct node selector and affinity.
+/// worked out once per distinct node selector and affinity. Serve keeps it between passes
+/// and, while no node or claim changed, brings it up to date node by node
+/// ([`SpreadIndex::updated`]).
 pub struct SpreadIndex {
     /// The zones of the nodes, sorted.
     zones: Vec<String>,
-    /// Every node with a zone label (its labels), with that zone's index in `zones`.
-    nodes: Vec<(StringMap, u32)>,
+    /// Every node with a zone label (its name and labels), with that zone's index in
+    /// `zones`.
+    nodes: Vec<(String, StringMap, u32)>,
     groups: Vec<PodGroup>,
     /// Per (node selector, affinity) seen, by address: whether each node of `nodes` fits
     /// it. Each entry holds the selector and affinity it is keyed by, so no other can take
@@ -57,11 +60,15 @@ type Fits = (
 );
 
 /// Active pods alike in namespace and labels, by the index of their node.
+#[derive(Clone)]
 struct PodGroup {
     namespace: Option<Shared<str>>,
     labels: StringMap,
     nodes: Vec<u32>,
 }
+
+/// A pod group's key: the addresses of its interned namespace and labels.
+type GroupKey = (usize, usize);
 
 impl SpreadIndex {
     pub fn new(c: &Cluster) -> Self {
@@ -70,27 +77,6 @@ impl SpreadIndex {
             .values()
             .filter_map(|n| Some((n, n.metadata.labels.get(labels::ZONE)?.as_str())))
             .collect();
-        let mut groups: Vec<PodGroup> = Vec::new();
-        let mut by_key: HashMap<(usize, usize), usize> = HashMap::new();
-        for (i, (n, _)) in zoned.iter().enumerate() {
-            for p in super::super::disruption::active_pods(c, &n.metadata.name) {
-                let ns = p.metadata.namespace.as_deref();
-                let labels: &BTreeMap<String, String> = &p.metadata.labels;
-                let key = (
-                    ns.map_or(0, |s| s.as_ptr() as usize),
-                    labels as *const _ as usize,
-                );
-                let g = *by_key.entry(key).or_insert_with(|| {
-                    groups.push(PodGroup {
-                        namespace: p.metadata.namespace.clone(),
-                        labels: p.metadata.labels.clone(),
-                        nodes: Vec::new(),
-                    });
-                    groups.len() - 1
-                });
-                groups[g].nodes.push(i as u32);
-            }
-        }
         let zones: Vec<String> = zoned
             .iter()
             .map(|(_, z)| *z)
@@ -105,14 +91,73 @@ impl SpreadIndex {
         };
         let nodes = zoned
             .iter()
-            .map(|(n, z)| (n.metadata.labels.clone(), zone(z)))
+            .map(|(n, z)| (n.metadata.name.clone(), n.metadata.labels.clone(), zone(z)))
             .collect();
-        SpreadIndex {
+        let mut index = SpreadIndex {
             zones,
             nodes,
-            groups,
+            groups: Vec::new(),
             fits: Default::default(),
             counted: Default::default(),
+        };
+        let mut by_key = HashMap::new();
+        for i in 0..index.nodes.len() {
+            index.add_pods(c, i, &mut by_key);
+        }
+        index
+    }
+
+    /// This index brought up to date with `c`, where no node or NodeClaim changed since
+    /// it was built (the model's zones stamp is the same), only pods: the nodes whose
+    /// stamp is newer than `since` have their pods counted again, the rest are kept, and
+    /// so is which nodes each selector fits. Equal to [`SpreadIndex::new`] on `c`, but
+    /// for the order of each group's nodes, which no count reads.
+    pub fn updated(&self, c: &Cluster, since: u64) -> Self {
+        let changed: Vec<bool> = self
+            .nodes
+            .iter()
+            .map(|(name, _, _)| c.stamps().node(name) > since)
+            .collect();
+        let mut groups = self.groups.clone();
+        for g in &mut groups {
+            g.nodes.retain(|&i| !changed[i as usize]);
+        }
+        groups.retain(|g| !g.nodes.is_empty());
+        let mut index = SpreadIndex {
+            zones: self.zones.clone(),
+            nodes: self.nodes.clone(),
+            groups,
+            fits: std::sync::Mutex::new(
+                self.fits.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            ),
+            counted: Default::default(),
+        };
+        let mut by_key: HashMap<GroupKey, usize> = index
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(at, g)| (group_key(g.namespace.as_deref(), &g.labels), at))
+            .collect();
+        for (i, _) in changed.iter().enumerate().filter(|(_, c)| **c) {
+            index.add_pods(c, i, &mut by_key);
+        }
+        index
+    }
+
+    /// Count the active pods of node `i` into their groups.
+    fn add_pods(&mut self, c: &Cluster, i: usize, by_key: &mut HashMap<GroupKey, usize>) {
+        for p in super::super::disruption::active_pods(c, &self.nodes[i].0) {
+            let key = group_key(p.metadata.namespace.as_deref(), &p.metadata.labels);
+            let groups = &mut self.groups;
+            let g = *by_key.entry(key).or_insert_with(|| {
+                groups.push(PodGroup {
+                    namespace: p.metadata.namespace.clone(),
+                    labels: p.metadata.labels.clone(),
+                    nodes: Vec::new(),
+                });
+                groups.len() - 1
+            });
+            groups[g].nodes.push(i as u32);
         }
     }
 
@@ -142,7 +187,7 @@ impl SpreadIndex {
         let usable = |i: usize| fits.as_ref().is_none_or(|f| f[i]);
         // Per zone, by index: a count where a usable node is in it.
         let mut per: Vec<Option<i64>> = vec![None; self.zones.len()];
-        for (i, (_, z)) in self.nodes.iter().enumerate() {
+        for (i, (_, _, z)) in self.nodes.iter().enumerate() {
             if usable(i) {
                 per[*z as usize] = Some(0);
             }
@@ -155,7 +200,7 @@ impl SpreadIndex {
             }
             for &i in &g.nodes {
                 if usable(i as usize) {
-                    if let Some(n) = &mut per[self.nodes[i as usize].1 as usize] {
+                    if let Some(n) = &mut per[self.nodes[i as usize].2 as usize] {
                         *n += 1;
                     }
                 }
@@ -192,7 +237,7 @@ impl SpreadIndex {
                     std::sync::Arc::new(
                         self.nodes
                             .iter()
-                            .map(|(labels, _)| selector::node_fits_pod(pod, labels))
+                            .map(|(_, labels, _)| selector::node_fits_pod(pod, labels))
                             .collect(),
                     ),
                 )
@@ -200,6 +245,13 @@ impl SpreadIndex {
             .2
             .clone()
     }
+}
+
+fn group_key(namespace: Option<&str>, labels: &BTreeMap<String, String>) -> GroupKey {
+    (
+        namespace.map_or(0, |s| s.as_ptr() as usize),
+        labels as *const _ as usize,
+    )
 }
 
 /// What a pool's zones come to for the pod.
@@ -421,5 +473,89 @@ status: {{phase: Pending}}
         let pod = c.pods.values().next().unwrap();
         let pools = PoolSet::new(&c);
         assert!(ZoneSpread::of(&pools, pod, &pod_terms(&pod.spec, pools.provider)).is_empty());
+    }
+
+    /// What an index counts, order aside: per group (namespace, labels) its nodes, and
+    /// the nodes and zones.
+    fn canonical(i: &SpreadIndex) -> (Vec<(Option<String>, String, Vec<u32>)>, Vec<String>) {
+        let mut groups: Vec<_> = i
+            .groups
+            .iter()
+            .map(|g| {
+                let mut nodes = g.nodes.clone();
+                nodes.sort();
+                (
+                    g.namespace.as_deref().map(str::to_string),
+                    format!("{:?}", *g.labels),
+                    nodes,
+                )
+            })
+            .collect();
+        groups.sort();
+        // Alike groups (equal labels not shared) count as one.
+        groups.dedup_by(|b, a| {
+            (a.0 == b.0 && a.1 == b.1) && {
+                a.2.extend(b.2.drain(..));
+                a.2.sort();
+                true
+            }
+        });
+        let nodes = i.nodes.iter().map(|(n, _, z)| format!("{n}@{z}")).collect();
+        (groups, nodes)
+    }
+
+    #[test]
+    fn an_index_brought_up_to_date_counts_as_one_built_afresh() {
+        let mut yaml = String::new();
+        for (n, z) in [("na", "a"), ("nb", "b"), ("nc", "c"), ("nx", "")] {
+            let zone = if z.is_empty() {
+                String::new()
+            } else {
+                format!("topology.kubernetes.io/zone: {z}")
+            };
+            yaml += &format!(
+                "---\napiVersion: v1\nkind: Node\nmetadata: {{name: {n}, labels: {{{zone}}}}}\n"
+            );
+        }
+        let pod = |name: &str, ns: &str, app: &str, node: &str, phase: &str| {
+            format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {ns}, labels: {{app: {app}}}}}\nspec: {{nodeName: {node}}}\nstatus: {{phase: {phase}}}\n")
+        };
+        for (i, node) in ["na", "na", "nb", "nc", "nx"].iter().enumerate() {
+            yaml += &pod(&format!("web-{i}"), "shop", "web", node, "Running");
+        }
+        yaml += &pod("db", "data", "db", "nb", "Running");
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+        let built = SpreadIndex::new(&c);
+        let since = c.stamps().last();
+        let (zones, bound) = (c.stamps().zones(), c.stamps().bound());
+        // Only pods change: one relabelled, one gone, one new, one finished.
+        let mut edit = Cluster::default();
+        let changes = [
+            pod("web-0", "shop", "api", "na", "Running"),
+            pod("new", "shop", "web", "nc", "Running"),
+            pod("db", "data", "db", "nb", "Succeeded"),
+        ];
+        crate::source::load_str("e.yaml", &changes.concat(), &mut edit).unwrap();
+        for p in edit.pods.into_values() {
+            c.apply_pod(p);
+        }
+        c.delete_pod("shop", "web-3");
+        assert_eq!(c.stamps().zones(), zones, "no node or claim changed");
+        assert_ne!(c.stamps().bound(), bound, "the pods did");
+        let updated = built.updated(&c, since);
+        let fresh = SpreadIndex::new(&c);
+        assert_eq!(canonical(&updated), canonical(&fresh));
+        assert_ne!(canonical(&built), canonical(&fresh), "the change counts");
+        // And it counts alike.
+        let pending = &c.pods[&("shop".to_string(), "web-1".to_string())];
+        let sel = serde_json::from_str(r#"{"matchLabels": {"app": "web"}}"#).unwrap();
+        let counts = updated.counts(pending, Some(&sel), true);
+        assert_eq!(counts, fresh.counts(pending, Some(&sel), true));
+        assert_eq!(
+            counts.values().sum::<i64>(),
+            3,
+            "web-1, web-2 and new: {counts:?}"
+        );
     }
 }
