@@ -25,7 +25,8 @@
 //! event and peers, as one pass already shares them) are kept while nothing global, no
 //! pool (its spec or usage) and not the catalogue changed; one of a pod that spreads over
 //! zones, while the zone counts it was judged with are the same; the index those counts
-//! come from ([`SpreadIndex`]) is kept while no node, claim or bound pod's room changed.
+//! come from ([`SpreadIndex`]) is kept while no node, claim or bound pod's room changed,
+//! and while only pods changed, it is brought up to date on the nodes they are bound to.
 //! The incremental pass equals the full one at every step: `tests/incremental.rs` checks
 //! it on random sequences of changes and clock moves.
 
