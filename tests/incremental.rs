@@ -134,7 +134,7 @@ fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize)
             let Some(name) = nth(&c.nodeclaims, i) else {
                 return;
             };
-            let mut cl = c.nodeclaims[&name].clone();
+            let mut cl = (*c.nodeclaims[&name]).clone();
             let (kind, status) = if drifted {
                 ("Drifted", "True")
             } else {
@@ -499,7 +499,12 @@ fn another_pools_consolidate_after_moves_when_the_room_opened() {
             c.apply_node(n);
         }
     }
-    for mut cl in c.nodeclaims.values().cloned().collect::<Vec<_>>() {
+    for mut cl in c
+        .nodeclaims
+        .values()
+        .map(|cl| (**cl).clone())
+        .collect::<Vec<_>>()
+    {
         let on = cl.status.node_name.as_deref();
         if Cluster::pool_of(&cl.metadata.labels) == Some("default") && on != Some(node) {
             relabel(&mut cl.metadata.labels);

@@ -46,7 +46,7 @@ pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodA
             let claims: Vec<&str> = crate::karpenter::events::parse_nominated(&e.message)
                 .into_iter()
                 .filter_map(|t| match t {
-                    NominationTarget::NodeClaim(n) => c.nodeclaims.get(&n),
+                    NominationTarget::NodeClaim(n) => c.nodeclaims.get(&n).map(|cl| &**cl),
                     NominationTarget::Node(n) => {
                         c.nodes.get(&n).and_then(|node| c.nodeclaim_for_node(node))
                     }

@@ -3,6 +3,7 @@
 //! pods by node, nodes and claims by pool, events by the object they are about.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -90,7 +91,8 @@ impl ControllerMetrics {
 #[derive(Debug, Default)]
 pub struct Cluster {
     pub nodepools: BTreeMap<String, NodePool>,
-    pub nodeclaims: BTreeMap<String, NodeClaim>,
+    /// Shared with the indexes by node and provider ID ([`Cluster::nodeclaim_for_node`]).
+    pub nodeclaims: BTreeMap<String, Arc<NodeClaim>>,
     /// Keyed by (kind, name): EC2NodeClass and KWOKNodeClass share a namespace of names.
     pub nodeclasses: BTreeMap<(String, String), NodeClass>,
     pub nodes: BTreeMap<String, Node>,
@@ -119,8 +121,8 @@ pub struct Cluster {
     /// The parts objects hold alike, shared (see [`super::shared`]).
     shared: Pools,
     /// NodeClaim names by `status.nodeName` and by `status.providerID`.
-    claims_by_node: FastMap<String, String>,
-    claims_by_provider: FastMap<String, String>,
+    claims_by_node: FastMap<String, Arc<NodeClaim>>,
+    claims_by_provider: FastMap<String, Arc<NodeClaim>>,
     /// Node and NodeClaim names by their `karpenter.sh/nodepool` label.
     nodes_by_pool: FastMap<String, BTreeSet<String>>,
     claims_by_pool: FastMap<String, BTreeSet<String>>,
@@ -331,11 +333,12 @@ impl Cluster {
         if let Some(n) = &o.status.node_name {
             self.stamps.touch_node(n);
         }
+        let o = Arc::new(o);
         if let Some(n) = &o.status.node_name {
-            self.claims_by_node.insert(n.clone(), name.clone());
+            self.claims_by_node.insert(n.clone(), o.clone());
         }
         if let Some(p) = &o.status.provider_id {
-            self.claims_by_provider.insert(p.clone(), name.clone());
+            self.claims_by_provider.insert(p.clone(), o.clone());
         }
         if let Some(pool) = Self::pool_of(&o.metadata.labels) {
             self.claims_by_pool
@@ -362,10 +365,11 @@ impl Cluster {
         let pool = Self::pool_of(&old.metadata.labels).map(str::to_string);
         // Only if the entry is still this claim's: node names are reused (AWS ip-based
         // hostnames) while an old claim terminates.
-        if let Some(n) = node.filter(|n| self.claims_by_node.get(n).is_some_and(|c| c == name)) {
+        let this = |c: &Arc<NodeClaim>| c.metadata.name == name;
+        if let Some(n) = node.filter(|n| self.claims_by_node.get(n).is_some_and(this)) {
             self.claims_by_node.remove(&n);
         }
-        if let Some(p) = pid.filter(|p| self.claims_by_provider.get(p).is_some_and(|c| c == name)) {
+        if let Some(p) = pid.filter(|p| self.claims_by_provider.get(p).is_some_and(this)) {
             self.claims_by_provider.remove(&p);
         }
         if let Some(pool) = pool {
@@ -567,7 +571,7 @@ impl Cluster {
             .as_deref()
             .and_then(|p| self.claims_by_provider.get(p))
             .or_else(|| self.claims_by_node.get(&node.metadata.name))
-            .and_then(|name| self.nodeclaims.get(name))
+            .map(|c| &**c)
     }
 
     /// The node of a NodeClaim, if it registered.
@@ -607,7 +611,7 @@ impl Cluster {
             .get(pool)
             .into_iter()
             .flatten()
-            .filter_map(|n| self.nodeclaims.get(n))
+            .filter_map(|n| self.nodeclaims.get(n).map(|cl| &**cl))
     }
 
     /// The node class a NodePool references, if it exists.

@@ -290,7 +290,9 @@ macro_rules! cluster_kind {
                 replace(c, keys, |c, name| c.$del(name), items);
             }
             fn unchanged(&self, c: &Cluster) -> bool {
-                c.$map.get(&self.metadata.name) == Some(self)
+                c.$map
+                    .get(&self.metadata.name)
+                    .is_some_and(|o| std::borrow::Borrow::<$t>::borrow(o) == self)
             }
         }
     };

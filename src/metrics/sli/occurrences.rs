@@ -358,7 +358,7 @@ pub(super) fn deletions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
     let current: crate::model::shared::FastMap<std::borrow::Cow<str>, &NodeClaim> = c
         .nodeclaims
         .values()
-        .map(|cl| (uid_ref("NodeClaim", &cl.metadata), cl))
+        .map(|cl| (uid_ref("NodeClaim", &cl.metadata), &**cl))
         .collect();
     let mut out = Vec::new();
     st.claims.retain(|id, pool| {
