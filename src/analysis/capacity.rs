@@ -141,14 +141,9 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
 /// A node's hourly price: the controller's offering price for its type, zone and
 /// capacity type, else the kwok provider's node label.
 pub fn node_price(c: &Cluster, node: &Node) -> Option<f64> {
-    let l = &node.metadata.labels;
     let from_metrics = c.metrics.as_ref().and_then(|m| {
-        let (t, z, ct) = (
-            l.get(labels::INSTANCE_TYPE)?,
-            l.get(labels::ZONE)?,
-            l.get(labels::CAPACITY_TYPE)?,
-        );
+        let (t, z, ct) = (node.instance_type()?, node.zone()?, node.capacity_type()?);
         m.offering(t, z, ct).and_then(|o| o.price)
     });
-    from_metrics.or_else(|| l.get(labels::KWOK_PRICE)?.parse().ok())
+    from_metrics.or_else(|| node.metadata.labels.get(labels::KWOK_PRICE)?.parse().ok())
 }

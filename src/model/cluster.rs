@@ -605,6 +605,11 @@ impl Cluster {
             .filter_map(|n| self.nodes.get(n))
     }
 
+    /// How many nodes Karpenter manages in a pool ([`Cluster::nodes_in_pool`], counted).
+    pub fn pool_node_count(&self, pool: &str) -> usize {
+        self.nodes_by_pool.get(pool).map_or(0, |n| n.len())
+    }
+
     /// NodeClaims of a pool.
     pub fn claims_in_pool<'a>(&'a self, pool: &str) -> impl Iterator<Item = &'a NodeClaim> + 'a {
         self.claims_by_pool
@@ -683,6 +688,52 @@ mod tests {
         let bound = c.stamps().bound();
         c.delete_pod("default", "p");
         assert!(c.stamps().bound() > bound);
+    }
+
+    /// A node's well-known labels are read once and kept; a changed copy applied in its
+    /// place reads them again, and the claim and pool indexes follow it.
+    #[test]
+    fn a_node_changed_and_applied_again_reads_its_labels_again() {
+        let node = |pool: &str| -> Node {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "n1", "labels": {
+                "karpenter.sh/nodepool": pool, "topology.kubernetes.io/zone": "z1",
+                "node.kubernetes.io/instance-type": "m5.large", "karpenter.sh/capacity-type": "spot"}},
+                "spec": {"providerID": "aws:///z1/i-1"}}))
+            .unwrap()
+        };
+        let claim: NodeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c1", "labels": {"karpenter.sh/nodepool": "a"}},
+            "status": {"providerID": "aws:///z1/i-1", "nodeName": "n1"}}))
+        .unwrap();
+        let mut c = Cluster::default();
+        c.apply_nodeclaim(claim.clone());
+        c.apply_node(node("a"));
+        let n = &c.nodes["n1"];
+        assert_eq!((n.pool(), n.zone()), (Some("a"), Some("z1")));
+        assert_eq!(
+            (n.instance_type(), n.capacity_type()),
+            (Some("m5.large"), Some("spot"))
+        );
+        assert_eq!(
+            c.nodeclaim_for_node(n).map(|cl| cl.metadata.name.as_str()),
+            Some("c1")
+        );
+        let mut moved = c.nodes["n1"].clone();
+        moved
+            .metadata
+            .labels
+            .make_mut()
+            .insert("karpenter.sh/nodepool".into(), "b".into());
+        c.apply_node(moved);
+        assert_eq!(
+            c.nodes["n1"].pool(),
+            Some("b"),
+            "the copy read its own labels"
+        );
+        assert_eq!((c.pool_node_count("a"), c.pool_node_count("b")), (0, 1));
+        // The claim goes: the node has none, by provider ID or by name.
+        c.delete_nodeclaim("c1");
+        assert!(c.nodeclaim_for_node(&c.nodes["n1"]).is_none());
     }
 
     /// The few-pod indexes follow every change: binding, labels, owners, deletion, relist.

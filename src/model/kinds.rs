@@ -266,20 +266,54 @@ pub struct Node {
     pub spec: NodeSpec,
     #[serde(default)]
     pub status: NodeStatus,
-    /// Its `karpenter.sh/nodepool` label, read on first use ([`Node::pool`]).
+    /// The labels every pass reads of every node, read on first use ([`Node::pool`]).
     #[serde(skip)]
-    pool: super::shared::Memo<Option<Box<str>>>,
+    well_known: super::shared::Memo<WellKnown>,
+}
+
+/// A node's labels that every pass reads, several times: looked up once among its thirty
+/// or so, and kept with the node. A node is not changed in place once in the model (a
+/// changed copy starts without them).
+#[derive(Debug, Default)]
+struct WellKnown {
+    pool: Option<Box<str>>,
+    instance_type: Option<Box<str>>,
+    zone: Option<Box<str>>,
+    capacity_type: Option<Box<str>>,
 }
 
 impl Node {
-    /// The NodePool the node belongs to, from its `karpenter.sh/nodepool` label. Read
-    /// once and kept with the node: every pass asks it of every node several times, and
-    /// a lookup in thirty labels costs more than the rest of that node's bookkeeping. A
-    /// node is not changed in place once in the model (a changed copy starts without it).
+    fn well_known(&self) -> &WellKnown {
+        self.well_known.get_or_init(|| {
+            let l = &self.metadata.labels;
+            let get = |k: &str| l.get(k).map(|v| v.as_str().into());
+            WellKnown {
+                pool: get(crate::karpenter::labels::NODEPOOL),
+                instance_type: get(crate::karpenter::labels::INSTANCE_TYPE),
+                zone: get(crate::karpenter::labels::ZONE),
+                capacity_type: get(crate::karpenter::labels::CAPACITY_TYPE),
+            }
+        })
+    }
+
+    /// The NodePool the node belongs to, from its `karpenter.sh/nodepool` label.
     pub fn pool(&self) -> Option<&str> {
-        self.pool
-            .get_or_init(|| super::Cluster::pool_of(&self.metadata.labels).map(Into::into))
-            .as_deref()
+        self.well_known().pool.as_deref()
+    }
+
+    /// Its `node.kubernetes.io/instance-type` label.
+    pub fn instance_type(&self) -> Option<&str> {
+        self.well_known().instance_type.as_deref()
+    }
+
+    /// Its `topology.kubernetes.io/zone` label.
+    pub fn zone(&self) -> Option<&str> {
+        self.well_known().zone.as_deref()
+    }
+
+    /// Its `karpenter.sh/capacity-type` label.
+    pub fn capacity_type(&self) -> Option<&str> {
+        self.well_known().capacity_type.as_deref()
     }
 }
 

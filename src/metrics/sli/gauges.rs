@@ -8,7 +8,6 @@ use crate::analysis::capacity::node_price;
 use crate::analysis::disruption::BlockedDetails;
 use crate::analysis::Pass;
 use crate::findings::{Code, Finding};
-use crate::karpenter::labels;
 use crate::karpenter::resources::Resources;
 use crate::metrics::common::label_value;
 use crate::metrics::defs::{self, MetricDef};
@@ -51,7 +50,7 @@ pub(super) fn blocker_kinds(f: &Finding) -> BTreeSet<&'static str> {
 /// says (Karpenter updates status.nodes a few seconds behind).
 pub(super) fn nodes_now(c: &Cluster, pool: &NodePool) -> f64 {
     let name = &pool.metadata.name;
-    let nodes = c.nodes_in_pool(name).count();
+    let nodes = c.pool_node_count(name);
     let n = if nodes == 0 && c.claims_in_pool(name).next().is_none() {
         pool.status.nodes.unwrap_or(0).max(0) as usize
     } else {
@@ -131,10 +130,7 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
             continue;
         };
         if let Some(price) = node_price(c, node).filter(|p| p.is_finite()) {
-            let ct = node
-                .metadata
-                .label(labels::CAPACITY_TYPE)
-                .unwrap_or_default();
+            let ct = node.capacity_type().unwrap_or_default();
             *by_pool_capacity.entry((pool, ct)).or_default() += price;
         }
     }
