@@ -152,15 +152,18 @@ fn still_nominated(c: &Cluster, e: &Event, seen: DateTime<Utc>, now: DateTime<Ut
     }
 }
 
-/// Karpenter's nominations that still hold, by target (`node/<name>` or
-/// `nodeclaim/<name>`), built once per pass: Karpenter keeps a node nominated for 20 s
-/// after it nominates a pod to it, and nominates a pending pod again on every pass.
+/// Karpenter's nominations that still hold, by target (a node's name, a NodeClaim's),
+/// built once per pass: Karpenter keeps a node nominated for 20 s after it nominates a pod
+/// to it, and nominates a pending pod again on every pass.
 #[derive(Debug, Default)]
-pub struct Nominations(HashMap<String, ObjectRef>);
+pub struct Nominations {
+    nodes: HashMap<String, ObjectRef>,
+    claims: HashMap<String, ObjectRef>,
+}
 
 impl Nominations {
     pub fn new(c: &Cluster, now: DateTime<Utc>) -> Self {
-        let mut map = HashMap::new();
+        let mut n = Nominations::default();
         let recent = c.events.values().filter(|e| {
             e.from_karpenter()
                 && e.reason == "Nominated"
@@ -173,26 +176,25 @@ impl Nominations {
                 name: e.regarding.name.clone(),
             };
             for t in events::parse_nominated(&e.message) {
-                let key = match t {
-                    NominationTarget::Node(n) => format!("node/{n}"),
-                    NominationTarget::NodeClaim(n) => format!("nodeclaim/{n}"),
+                let (map, name) = match t {
+                    NominationTarget::Node(name) => (&mut n.nodes, name),
+                    NominationTarget::NodeClaim(name) => (&mut n.claims, name),
                 };
                 // Deterministic whatever the event order: the smallest pod key wins.
-                let slot = map.entry(key).or_insert_with(|| pod.clone());
+                let slot = map.entry(name).or_insert_with(|| pod.clone());
                 if pod < *slot {
                     *slot = pod.clone();
                 }
             }
         }
-        Nominations(map)
+        n
     }
 
     /// The pod a node is nominated for, if any.
     fn for_node(&self, node: &Node, claim: Option<&NodeClaim>) -> Option<ObjectRef> {
-        let name = &node.metadata.name;
-        self.0
-            .get(&format!("node/{name}"))
-            .or_else(|| self.0.get(&format!("nodeclaim/{}", claim?.metadata.name)))
+        self.nodes
+            .get(&node.metadata.name)
+            .or_else(|| self.claims.get(&claim?.metadata.name))
             .cloned()
     }
 }
