@@ -9,6 +9,7 @@
 //!   metrics);
 //! - which NodeClaim it resolves to, and the pod it is nominated for;
 //! - its pool's budget counts and what the budgets allow now (they follow schedules);
+//!   the counts themselves are kept while no node or NodeClaim changed;
 //! - if it looked for room on other nodes: every node's free room (any node or claim,
 //!   and a bound pod's change that moves its room: not its phase between Pending and
 //!   Running, nor its annotations), when each node settles (its pool's consolidateAfter)
@@ -70,6 +71,9 @@ pub struct Incremental {
     verdicts: ((u64, u64), KeptVerdicts),
     /// Each node's share of the free room, for the next room built.
     room_cache: fit::RoomCache,
+    /// Each pool's budget node counts (total, unavailable), with the zones stamp (any node
+    /// or claim) they were counted at.
+    budget_counts: (u64, FastMap<String, (usize, usize)>),
     /// The bound pods as zone spread counts them, with the stamps it is up to date with.
     spread: Option<(SpreadAt, Arc<SpreadIndex>)>,
     stats: Stats,
@@ -181,6 +185,27 @@ impl Incremental {
         } else {
             None
         }
+    }
+
+    /// Every pool's budgets at `now`, as [`disruption::pool_budgets`], with the node
+    /// counts kept while no node or NodeClaim changed (they read nothing else).
+    pub fn pool_budgets(
+        &mut self,
+        c: &Cluster,
+        now: DateTime<Utc>,
+    ) -> BTreeMap<String, PoolBudgets> {
+        self.start(c);
+        let zones = c.stamps().zones();
+        if self.budget_counts.0 != zones {
+            self.budget_counts = (zones, FastMap::default());
+        }
+        let kept = &mut self.budget_counts.1;
+        kept.retain(|pool, _| c.nodepools.contains_key(pool));
+        disruption::pool_budgets_with(c, now, |pool| {
+            *kept
+                .entry(pool.to_string())
+                .or_insert_with(|| disruption::budget_counts(c, pool))
+        })
     }
 
     /// Keep the zone-spread index this pass built or reused.

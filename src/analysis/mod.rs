@@ -107,7 +107,10 @@ impl<'a> Context<'a> {
         if let (Some(e), Some(kept)) = (engine.as_deref_mut(), cache.into_kept()) {
             e.keep_verdicts(kept);
         }
-        let budgets = disruption::pool_budgets(cluster, now);
+        let budgets = match engine.as_deref_mut() {
+            Some(e) => e.pool_budgets(cluster, now),
+            None => disruption::pool_budgets(cluster, now),
+        };
         let nodes = match engine {
             Some(e) => {
                 let nodes = e.node_states(cluster, now, Some(&pools), &budgets);

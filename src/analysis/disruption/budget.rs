@@ -15,7 +15,7 @@ use crate::model::*;
 /// Karpenter's budget arithmetic for a pool: the nodes it counts (managed, initialised,
 /// claim not InstanceTerminating) and, of those, the ones already unavailable (NotReady,
 /// or node or claim deleting).
-pub(super) fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
+pub fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
     let (mut total, mut unavailable) = (0, 0);
     for n in c.nodes_in_pool(pool) {
         let Some(claim) = c.nodeclaim_for_node(n) else {
@@ -46,7 +46,11 @@ pub struct PoolBudgets {
 
 impl PoolBudgets {
     pub fn of(c: &Cluster, pool: &NodePool, now: DateTime<Utc>) -> Self {
-        let counts = budget_counts(c, &pool.metadata.name);
+        Self::with_counts(budget_counts(c, &pool.metadata.name), pool, now)
+    }
+
+    /// A pool's budgets from its (total, unavailable) counts ([`budget_counts`]).
+    pub fn with_counts(counts: (usize, usize), pool: &NodePool, now: DateTime<Utc>) -> Self {
         PoolBudgets {
             counts,
             allowed: DisruptionReason::ALL
@@ -68,9 +72,22 @@ impl PoolBudgets {
 
 /// Every pool's budgets at `now`, by name.
 pub fn pool_budgets(c: &Cluster, now: DateTime<Utc>) -> BTreeMap<String, PoolBudgets> {
+    pool_budgets_with(c, now, |pool| budget_counts(c, pool))
+}
+
+/// [`pool_budgets`], with each pool's node counts from `counts` (which serve keeps while
+/// no node or claim changed).
+pub fn pool_budgets_with(
+    c: &Cluster,
+    now: DateTime<Utc>,
+    mut counts: impl FnMut(&str) -> (usize, usize),
+) -> BTreeMap<String, PoolBudgets> {
     c.nodepools
         .values()
-        .map(|p| (p.metadata.name.clone(), PoolBudgets::of(c, p, now)))
+        .map(|p| {
+            let n = counts(&p.metadata.name);
+            (p.metadata.name.clone(), PoolBudgets::with_counts(n, p, now))
+        })
         .collect()
 }
 

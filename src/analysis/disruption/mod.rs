@@ -21,7 +21,7 @@ pub mod spot;
 pub mod state;
 
 pub use blocked::{BlockedDetails, NotReapedDetails};
-pub use budget::{pool_allowed, pool_budgets, PoolBudgets};
+pub use budget::{budget_counts, pool_allowed, pool_budgets, pool_budgets_with, PoolBudgets};
 pub use state::{
     active_pods, karpenter_node, karpenter_node_with, node_disruption, node_disruption_at,
     node_states, workload_pods, Blocker, NodeDisruption, NodeInputs, NodeStates, Nominations, Want,
