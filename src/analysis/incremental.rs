@@ -27,7 +27,8 @@
 //! pool (its spec or usage) and not the catalogue changed; one of a pod that spreads over
 //! zones, while the zone counts it was judged with are the same; the index those counts
 //! come from ([`SpreadIndex`]) is kept while no node, claim or bound pod's room changed,
-//! and while only pods changed, it is brought up to date on the nodes they are bound to.
+//! and while only pods changed, it is brought up to date, when a pass needs it, on the
+//! nodes they are or were bound to.
 //! The incremental pass equals the full one at every step: `tests/incremental.rs` checks
 //! it on random sequences of changes and clock moves.
 
@@ -38,7 +39,7 @@ use chrono::{DateTime, Utc};
 
 use super::clock::Clock;
 use super::disruption::{self, NodeDisruption, NodeInputs, PoolBudgets};
-use super::provisioning::topology::SpreadIndex;
+use super::provisioning::topology::{KeptSpread, SpreadIndex};
 use super::provisioning::{KeptVerdicts, PoolSet};
 use super::{ago, fit};
 use crate::findings::ObjectRef;
@@ -171,17 +172,17 @@ impl Incremental {
         self.verdicts.1 = kept;
     }
 
-    /// The zone-spread index a pass built: as it was while the bound pods and nodes it
-    /// counts are unchanged, and brought up to date while only pods changed (the nodes
-    /// with a newer stamp are counted again).
-    pub fn spread_index(&mut self, c: &Cluster) -> Option<Arc<SpreadIndex>> {
+    /// The zone-spread index an earlier pass built: as it is while the bound pods and
+    /// nodes it counts are unchanged, and to be brought up to date (the nodes with a newer
+    /// stamp counted again) while only pods changed.
+    pub fn spread_index(&mut self, c: &Cluster) -> Option<KeptSpread> {
         self.start(c);
         let (at, index) = self.spread.as_ref()?;
         let st = c.stamps();
         if at.bound == st.bound() {
-            Some(index.clone())
+            Some(KeptSpread::Current(index.clone()))
         } else if at.zones == st.zones() {
-            Some(Arc::new(index.updated(c, at.last)))
+            Some(KeptSpread::Since(index.clone(), at.last))
         } else {
             None
         }
@@ -208,15 +209,30 @@ impl Incremental {
         })
     }
 
-    /// Keep the zone-spread index this pass built or reused.
+    /// Keep the zone-spread index this pass built, reused or brought up to date. A pass
+    /// that needed none leaves the one kept before, while it can still be brought up to
+    /// date.
     pub fn keep_spread_index(&mut self, c: &Cluster, index: Option<Arc<SpreadIndex>>) {
         let st = c.stamps();
-        let at = SpreadAt {
-            bound: st.bound(),
-            zones: st.zones(),
-            last: st.last(),
-        };
-        self.spread = index.map(|i| (at, i));
+        match index {
+            Some(i) => {
+                let at = SpreadAt {
+                    bound: st.bound(),
+                    zones: st.zones(),
+                    last: st.last(),
+                };
+                self.spread = Some((at, i));
+            }
+            None => {
+                if self
+                    .spread
+                    .as_ref()
+                    .is_some_and(|(at, _)| at.zones != st.zones())
+                {
+                    self.spread = None;
+                }
+            }
+        }
     }
 
     /// Forget everything when the model is another one.

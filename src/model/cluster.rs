@@ -91,7 +91,8 @@ impl ControllerMetrics {
 #[derive(Debug, Default)]
 pub struct Cluster {
     pub nodepools: BTreeMap<String, NodePool>,
-    /// Shared with the indexes by node and provider ID ([`Cluster::nodeclaim_for_node`]).
+    /// Shared with the indexes by node and provider ID ([`Cluster::nodeclaim_for_node`]):
+    /// change it through `apply_nodeclaim`/`delete_nodeclaim` only, or those go stale.
     pub nodeclaims: BTreeMap<String, Arc<NodeClaim>>,
     /// Keyed by (kind, name): EC2NodeClass and KWOKNodeClass share a namespace of names.
     pub nodeclasses: BTreeMap<(String, String), NodeClass>,
@@ -120,7 +121,8 @@ pub struct Cluster {
     controller_pods: BTreeMap<ObjKey, Pod>,
     /// The parts objects hold alike, shared (see [`super::shared`]).
     shared: Pools,
-    /// NodeClaim names by `status.nodeName` and by `status.providerID`.
+    /// The NodeClaims (shared with `nodeclaims`) by `status.nodeName` and by
+    /// `status.providerID`.
     claims_by_node: FastMap<String, Arc<NodeClaim>>,
     claims_by_provider: FastMap<String, Arc<NodeClaim>>,
     /// Node and NodeClaim names by their `karpenter.sh/nodepool` label.
@@ -387,6 +389,7 @@ impl Cluster {
             .remove(&(kind.to_string(), name.to_string()));
     }
     pub fn apply_node(&mut self, mut o: Node) {
+        o.forget_well_known();
         self.shared.node(&mut o);
         let name = o.metadata.name.clone();
         self.unindex_node(&name);
@@ -409,7 +412,7 @@ impl Cluster {
         if let Some(pool) = self
             .nodes
             .get(name)
-            .and_then(|n| n.pool())
+            .and_then(|n| Self::pool_of(&n.metadata.labels))
             .map(str::to_string)
         {
             remove_from(&mut self.nodes_by_pool, &pool, name);
@@ -563,7 +566,7 @@ impl Cluster {
         out
     }
 
-    /// The NodeClaim behind a node: by status.nodeName, else by providerID.
+    /// The NodeClaim behind a node: by providerID, else by status.nodeName.
     pub fn nodeclaim_for_node(&self, node: &Node) -> Option<&NodeClaim> {
         // The provider ID is unique; a node name may have been reused.
         node.spec

@@ -283,6 +283,12 @@ struct WellKnown {
 }
 
 impl Node {
+    /// Forget the labels read so far: the model calls it on every node it takes in, in case
+    /// the caller read them and then changed the node in place.
+    pub(super) fn forget_well_known(&mut self) {
+        self.well_known = Default::default();
+    }
+
     fn well_known(&self) -> &WellKnown {
         self.well_known.get_or_init(|| {
             let l = &self.metadata.labels;

@@ -549,7 +549,9 @@ mod tests {
         let last = a.nodes().len() - 1;
         assert_eq!(a.nodes.selected(), Some(last));
         let mut c = crate::demo::cluster().unwrap();
-        c.nodeclaims.clear();
+        for name in c.nodeclaims.keys().cloned().collect::<Vec<_>>() {
+            c.delete_nodeclaim(&name);
+        }
         a.error = Some("list failed".into());
         a.replace(Snapshot::new(c, "demo", crate::demo::now()));
         assert!(a.error.is_none());

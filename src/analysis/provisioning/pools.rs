@@ -147,6 +147,9 @@ pub struct PoolSet<'a> {
     /// The bound pods as zone spread counts them, built on first use (or kept from an
     /// earlier pass, [`PoolSet::with_spread_index`]).
     spread: std::sync::OnceLock<std::sync::Arc<super::topology::SpreadIndex>>,
+    /// An index kept from an earlier pass, with the stamp since which only pods changed:
+    /// what `spread` is built from on first use.
+    spread_kept: Option<(std::sync::Arc<super::topology::SpreadIndex>, u64)>,
 }
 
 impl<'a> PoolSet<'a> {
@@ -178,23 +181,33 @@ impl<'a> PoolSet<'a> {
             catalog: None,
             daemons: Vec::new(),
             spread: std::sync::OnceLock::new(),
+            spread_kept: None,
         }
     }
 
-    /// The cluster's bound pods indexed for zone spread (built once, on first use).
+    /// The cluster's bound pods indexed for zone spread (built once, on first use: from
+    /// the kept index [`PoolSet::with_spread_index`] gave, if any).
     pub fn spread_index(&self) -> &super::topology::SpreadIndex {
-        self.spread
-            .get_or_init(|| std::sync::Arc::new(super::topology::SpreadIndex::new(self.cluster)))
+        self.spread.get_or_init(|| {
+            std::sync::Arc::new(match &self.spread_kept {
+                Some((index, since)) => index.updated(self.cluster, *since),
+                None => super::topology::SpreadIndex::new(self.cluster),
+            })
+        })
     }
 
-    /// Count zone spread with `index`, built by an earlier pass from the same bound pods
-    /// and nodes (the model's bound stamp unchanged), instead of building one.
-    pub fn with_spread_index(
-        self,
-        index: Option<std::sync::Arc<super::topology::SpreadIndex>>,
-    ) -> Self {
-        if let Some(index) = index {
-            let _ = self.spread.set(index);
+    /// Count zone spread with an index an earlier pass built: as it is, when the bound
+    /// pods and nodes it counts are unchanged; else, on first use, brought up to date on
+    /// the nodes changed since (only pods may have: [`super::topology::SpreadIndex::updated`]).
+    pub fn with_spread_index(mut self, kept: Option<super::topology::KeptSpread>) -> Self {
+        match kept {
+            Some(super::topology::KeptSpread::Current(index)) => {
+                let _ = self.spread.set(index);
+            }
+            Some(super::topology::KeptSpread::Since(index, since)) => {
+                self.spread_kept = Some((index, since));
+            }
+            None => {}
         }
         self
     }

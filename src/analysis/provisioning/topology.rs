@@ -52,6 +52,17 @@ pub struct SpreadIndex {
     counted: std::sync::Mutex<HashMap<String, BTreeMap<String, i64>>>,
 }
 
+/// How many node filters ([`SpreadIndex::fits`]) an index brought up to date keeps.
+const FITS_KEPT: usize = 1024;
+
+/// A zone-spread index kept from an earlier pass ([`PoolSet::with_spread_index`]).
+pub enum KeptSpread {
+    /// Nothing it counts changed since.
+    Current(std::sync::Arc<SpreadIndex>),
+    /// Only pods changed, on the nodes whose stamp is newer than this.
+    Since(std::sync::Arc<SpreadIndex>, u64),
+}
+
 /// Whether each zoned node fits a node selector and affinity, with the two kept alive.
 type Fits = (
     StringMap,
@@ -110,8 +121,9 @@ impl SpreadIndex {
     /// This index brought up to date with `c`, where no node or NodeClaim changed since
     /// it was built (the model's zones stamp is the same), only pods: the nodes whose
     /// stamp is newer than `since` have their pods counted again, the rest are kept, and
-    /// so is which nodes each selector fits. Equal to [`SpreadIndex::new`] on `c`, but
-    /// for the order of each group's nodes, which no count reads.
+    /// so is which nodes each selector fits. Counts as [`SpreadIndex::new`] on `c` does:
+    /// the groups and their nodes may be in another order, and pods alike in labels that
+    /// are not shared may be split over more groups, which no count can tell.
     pub fn updated(&self, c: &Cluster, since: u64) -> Self {
         let changed: Vec<bool> = self
             .nodes
@@ -127,9 +139,16 @@ impl SpreadIndex {
             zones: self.zones.clone(),
             nodes: self.nodes.clone(),
             groups,
-            fits: std::sync::Mutex::new(
-                self.fits.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            ),
+            fits: std::sync::Mutex::new({
+                // Kept while it stays small: each entry holds a selector alive, and pods
+                // come and go with new ones while the nodes stand still.
+                let fits = self.fits.lock().unwrap_or_else(|e| e.into_inner());
+                if fits.len() <= FITS_KEPT {
+                    fits.clone()
+                } else {
+                    HashMap::new()
+                }
+            }),
             counted: Default::default(),
         };
         let mut by_key: HashMap<GroupKey, usize> = index
