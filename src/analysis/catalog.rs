@@ -45,9 +45,9 @@ pub fn from_metrics(c: &Cluster, m: &ControllerMetrics) -> Catalog {
     // A node Karpenter launched carries every label of its type; prefer one.
     let mut sample: BTreeMap<&str, &Node> = BTreeMap::new();
     for n in c.nodes.values() {
-        if let Some(t) = n.metadata.labels.get(labels::INSTANCE_TYPE) {
-            let karpenters = |n: &Node| n.metadata.labels.contains_key(labels::NODEPOOL);
-            let e = sample.entry(t.as_str()).or_insert(n);
+        if let Some(t) = n.instance_type() {
+            let karpenters = |n: &Node| n.pool().is_some();
+            let e = sample.entry(t).or_insert(n);
             if !karpenters(e) && karpenters(n) {
                 *e = n;
             }
@@ -102,7 +102,7 @@ fn from_node(name: &str, node: &Node, offerings: Vec<TypeOffering>) -> Option<In
     if allocatable.0.is_empty() {
         return None;
     }
-    let complete = node.metadata.labels.contains_key(labels::NODEPOOL);
+    let complete = node.pool().is_some();
     Some(InstanceType::exact(
         name,
         labels,

@@ -55,15 +55,15 @@ pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f6
             "kelp cannot price one without an instance-type catalogue".into(),
         );
     };
-    let label = |k: &str| node.metadata.labels.get(k).map(String::as_str);
-    let capacity_type = label(labels::CAPACITY_TYPE);
-    let own = label(labels::INSTANCE_TYPE)
+    let capacity_type = node.capacity_type();
+    let own = node
+        .instance_type()
         .and_then(|t| catalog.get(t))
         .and_then(|t| {
             t.offerings
                 .iter()
                 .find(|o| {
-                    Some(o.zone.as_str()) == label(labels::ZONE)
+                    Some(o.zone.as_str()) == node.zone()
                         && Some(o.capacity_type.as_str()) == capacity_type
                 })?
                 .price
@@ -74,13 +74,11 @@ pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f6
     // Karpenter simulates without the candidate: its capacity no longer counts against
     // its own pool's limits.
     let freed = node
-        .metadata
-        .labels
-        .get(labels::NODEPOOL)
+        .pool()
         .zip(Resources::from_quantities(&node.status.capacity).ok())
         .map(|(pool, mut capacity)| {
             capacity.0.insert("nodes".into(), 1.0);
-            (pool.as_str(), capacity)
+            (pool, capacity)
         });
     let freed = freed.as_ref().map(|(p, r)| (*p, r));
     let Some(launch) = one_claim(pools, pods, freed) else {

@@ -27,7 +27,6 @@ use super::provisioning::pod_requests;
 use super::selector;
 use crate::karpenter::consolidation::PodMiss;
 use crate::karpenter::duration::{self, NillableDuration};
-use crate::karpenter::labels;
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
 use crate::model::stamps::PerNode;
@@ -332,8 +331,7 @@ impl<'c> Room<'c> {
         let terms = self.pod_terms(from, pod);
         let mut tally = Tally::default();
         let mut others = 0;
-        let zone_of = |n: &Node| n.metadata.labels.get(labels::ZONE).cloned();
-        let home_zone = zone_of(from);
+        let home_zone = from.zone();
         for (i, t) in self.targets.iter().enumerate() {
             if std::ptr::eq(t.node, from) {
                 continue;
@@ -385,7 +383,7 @@ impl<'c> Room<'c> {
             }
             if !pod.spec.volume_claims.is_empty()
                 && home_zone.is_some()
-                && zone_of(t.node) != home_zone
+                && t.node.zone() != home_zone
             {
                 tally.zone += 1;
                 continue;
@@ -404,7 +402,7 @@ impl<'c> Room<'c> {
             }
             return Ok(i);
         }
-        Err(explain(&tally, others, requests, home_zone.as_deref()))
+        Err(explain(&tally, others, requests, home_zone))
     }
 
     /// A host port of the pod already taken on the node (by a pod there or placed there).

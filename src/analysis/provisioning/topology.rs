@@ -86,7 +86,7 @@ impl SpreadIndex {
         let zoned: Vec<(&Node, &str)> = c
             .nodes
             .values()
-            .filter_map(|n| Some((n, n.metadata.labels.get(labels::ZONE)?.as_str())))
+            .filter_map(|n| Some((n, n.zone()?)))
             .collect();
         let zones: Vec<String> = zoned
             .iter()
@@ -157,7 +157,7 @@ impl SpreadIndex {
             .enumerate()
             .map(|(at, g)| (group_key(g.namespace.as_deref(), &g.labels), at))
             .collect();
-        for (i, _) in changed.iter().enumerate().filter(|(_, c)| **c) {
+        for (i, _) in changed.iter().enumerate().filter(|(_, yes)| **yes) {
             index.add_pods(c, i, &mut by_key);
         }
         index

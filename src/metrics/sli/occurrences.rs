@@ -175,10 +175,7 @@ pub fn node_provisioning(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
         let capacity_type = claim
             .metadata
             .label(labels::CAPACITY_TYPE)
-            .or_else(|| {
-                c.node_for_claim(claim)
-                    .and_then(|n| n.metadata.label(labels::CAPACITY_TYPE))
-            })
+            .or_else(|| c.node_for_claim(claim).and_then(|n| n.capacity_type()))
             .unwrap_or_default()
             .to_string();
         out.push(Occurrence {
