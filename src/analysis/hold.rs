@@ -2,10 +2,10 @@
 //! pending", computed once per pass from its verdicts. The SLI gauge
 //! `karpenter_helper_unschedulable_pods` counts pods by it.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::provisioning::{cluster_provider, PodDiagnosis, PoolAdmits, PoolVerdict, Verdict};
+use crate::model::shared::FastMap;
 use crate::model::Cluster;
 
 /// What holds one pending pod.
@@ -20,10 +20,10 @@ pub struct Hold {
 
 /// The holds of every pending pod by (namespace, name). Replicas share their verdicts, so
 /// each distinct verdict list is judged once.
-pub fn holds(c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> HashMap<(String, String), Hold> {
+pub fn holds(c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> FastMap<(String, String), Hold> {
     let admits = PoolAdmits::new(c, cluster_provider(c));
-    let mut shared: HashMap<*const Vec<Arc<PoolVerdict>>, Hold> = HashMap::new();
-    let mut out = HashMap::with_capacity(pending.len());
+    let mut shared: FastMap<*const Vec<Arc<PoolVerdict>>, Hold> = FastMap::default();
+    let mut out = FastMap::with_capacity_and_hasher(pending.len(), Default::default());
     for d in pending {
         let ns = d.pod.namespace.clone().unwrap_or_default();
         let key = Arc::as_ptr(&d.nodepools);

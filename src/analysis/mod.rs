@@ -25,6 +25,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::findings::Report;
 use crate::karpenter::events::LaunchError;
+use crate::model::shared::FastMap;
 use crate::model::{Catalog, Cluster};
 use disruption::PoolBudgets;
 use hold::Hold;
@@ -148,7 +149,7 @@ pub struct Pass {
     /// Every pod Karpenter has to place, diagnosed (replicas share their verdicts).
     pub pending: Vec<Arc<PodDiagnosis>>,
     /// What holds each pending pod, by (namespace, name).
-    pub holds: HashMap<(String, String), Hold>,
+    pub holds: FastMap<(String, String), Hold>,
     /// Every pool's usage against its limits, by name.
     pub pools: BTreeMap<String, PoolUsage>,
     /// Every pool's disruption budgets at the pass's instant, by name.

@@ -2,7 +2,7 @@
 //! (the same operations a watch stream drives) and the joins the analysis makes:
 //! pods by node, nodes and claims by pool, events by the object they are about.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -101,7 +101,7 @@ pub struct Cluster {
     pub daemonsets: BTreeMap<ObjKey, DaemonSet>,
     pub pdbs: BTreeMap<ObjKey, PodDisruptionBudget>,
     /// By event id. Unordered: analysis that iterates it must not depend on the order.
-    pub events: HashMap<String, Event>,
+    pub events: FastMap<String, Event>,
     pub crds: BTreeMap<String, Crd>,
     pub api: ApiInfo,
     pub metrics: Option<ControllerMetrics>,

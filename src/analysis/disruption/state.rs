@@ -3,7 +3,7 @@
 //! no disruptions allowed, nominations, initialisation, a missing NodePool, budgets, and
 //! Karpenter's own DisruptionBlocked event for what kelp cannot compute.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -18,6 +18,7 @@ use crate::karpenter::budgets::{self, DisruptionReason, DoNotDisrupt};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::events::{self, BlockerKind, NominationTarget};
 use crate::karpenter::labels;
+use crate::model::shared::FastMap;
 use crate::model::*;
 
 /// Karpenter's default `expireAfter` (the CRD default) when a dump omits it.
@@ -157,8 +158,8 @@ fn still_nominated(c: &Cluster, e: &Event, seen: DateTime<Utc>, now: DateTime<Ut
 /// to it, and nominates a pending pod again on every pass.
 #[derive(Debug, Default)]
 pub struct Nominations {
-    nodes: HashMap<String, ObjectRef>,
-    claims: HashMap<String, ObjectRef>,
+    nodes: FastMap<String, ObjectRef>,
+    claims: FastMap<String, ObjectRef>,
 }
 
 impl Nominations {
@@ -205,7 +206,7 @@ impl Nominations {
 #[derive(Default)]
 pub struct NodeInputs<'c> {
     pub nominations: Nominations,
-    budgets: HashMap<String, (usize, usize)>,
+    budgets: FastMap<String, (usize, usize)>,
     cluster: Option<&'c Cluster>,
     now: DateTime<Utc>,
     room: std::cell::OnceCell<Room<'c>>,

@@ -384,13 +384,13 @@ pub fn evaluate(
 #[derive(Default)]
 pub struct DiagnosisCache<'c> {
     /// By the addresses of the shared spec, affinity and parsed event message.
-    verdicts: HashMap<(usize, usize, usize, (usize, usize)), SharedVerdicts>,
+    verdicts: FastMap<(usize, usize, usize, (usize, usize)), SharedVerdicts>,
     /// The kube-scheduler's messages, one copy each (replicas get the same one).
-    messages: HashMap<&'c str, Arc<str>>,
+    messages: FastMap<&'c str, Arc<str>>,
     /// One copy of each distinct pool verdict.
-    pool_verdicts: std::collections::HashSet<Arc<PoolVerdict>>,
+    pool_verdicts: std::collections::HashSet<Arc<PoolVerdict>, foldhash::fast::RandomState>,
     /// Karpenter's messages, parsed.
-    parses: HashMap<&'c str, ParsedEvent>,
+    parses: FastMap<&'c str, ParsedEvent>,
     /// What an earlier pass computed, where the caller keeps it.
     kept: Option<KeptVerdicts>,
 }
@@ -419,7 +419,7 @@ impl DiagnosisCache<'_> {
 /// only while the zone counts it was judged with are the same.
 #[derive(Default)]
 pub struct KeptVerdicts {
-    entries: HashMap<KeptKey, Kept>,
+    entries: FastMap<KeptKey, Kept>,
     /// Distinct verdicts the last pass took from here, and computed afresh.
     reused: usize,
     computed: usize,
