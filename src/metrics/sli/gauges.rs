@@ -59,8 +59,31 @@ pub(super) fn nodes_now(c: &Cluster, pool: &NodePool) -> f64 {
     n as f64
 }
 
-/// The picture of now, from one pass.
-pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
+/// Each (pool, capacity type)'s $/hr: the price of its nodes summed. It reads the nodes
+/// and Karpenter's metrics alone, so a caller keeps it while neither changes.
+pub fn pool_costs(c: &Cluster) -> BTreeMap<(String, String), f64> {
+    let mut by_pool_capacity: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    for node in c.nodes.values() {
+        let Some(pool) = node.pool() else {
+            continue;
+        };
+        if let Some(price) = node_price(c, node).filter(|p| p.is_finite()) {
+            let ct = node.capacity_type().unwrap_or_default();
+            *by_pool_capacity.entry((pool, ct)).or_default() += price;
+        }
+    }
+    by_pool_capacity
+        .into_iter()
+        .map(|((pool, ct), price)| ((pool.to_string(), ct.to_string()), price))
+        .collect()
+}
+
+/// The picture of now, from one pass, with the pools' costs ([`pool_costs`]).
+pub fn gauges(
+    pass: &Pass,
+    c: &Cluster,
+    costs: &BTreeMap<(String, String), f64>,
+) -> Vec<GaugeFamily> {
     let mut unschedulable = family(defs::UNSCHEDULABLE_PODS);
     let mut drifted = family(defs::DRIFTED_NODES);
     let mut blocked = family(defs::DISRUPTION_BLOCKED_NODES);
@@ -124,18 +147,8 @@ pub fn gauges(pass: &Pass, c: &Cluster) -> Vec<GaugeFamily> {
             }
         }
     }
-    let mut by_pool_capacity: BTreeMap<(&str, &str), f64> = BTreeMap::new();
-    for node in c.nodes.values() {
-        let Some(pool) = node.pool() else {
-            continue;
-        };
-        if let Some(price) = node_price(c, node).filter(|p| p.is_finite()) {
-            let ct = node.capacity_type().unwrap_or_default();
-            *by_pool_capacity.entry((pool, ct)).or_default() += price;
-        }
-    }
-    for ((pool, ct), price) in by_pool_capacity {
-        cost.add(&[pool, ct], price);
+    for ((pool, ct), price) in costs {
+        cost.add(&[pool, ct], *price);
     }
     vec![
         unschedulable,

@@ -23,11 +23,12 @@ pub use gauges::{gauges, GaugeFamily};
 use occurrences::*;
 pub use occurrences::{churn, launch_failures, node_provisioning, pod_latencies};
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::defs::{self};
 use crate::analysis::Pass;
+use crate::model::shared::FastMap;
 use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
 use prometheus_client::collector::Collector;
@@ -108,17 +109,20 @@ type Snapshot = Arc<RwLock<Option<Arc<Vec<GaugeFamily>>>>>;
 #[derive(Debug, Default)]
 struct SliState {
     /// Occurrences counted, until when they could still be seen.
-    counted: HashMap<String, DateTime<Utc>>,
+    counted: FastMap<String, DateTime<Utc>>,
     /// Every series created, and when it was last alive (its pool existed, or one of its
     /// occurrences was seen).
-    series: HashMap<SliSeries, DateTime<Utc>>,
+    series: FastMap<SliSeries, DateTime<Utc>>,
     /// NodeClaims of the last pass (id -> pool), to tell which were deleted.
-    claims: HashMap<String, String>,
+    claims: FastMap<String, String>,
     /// Pods seen on nodes being drained (pod id -> pool, when), to name the pool of an
     /// eviction whose pod is already gone.
-    draining: HashMap<String, (String, DateTime<Utc>)>,
+    draining: FastMap<String, (String, DateTime<Utc>)>,
     /// Per node, when its newest pod was bound ([`BoundTimes`]).
     bound: BoundTimes,
+    /// The pools' costs ([`gauges::pool_costs`]), with the model (its epoch) and the
+    /// stamp of its nodes and anything global (the metrics' prices) they were summed at.
+    costs: Option<((u64, u64), Arc<BTreeMap<(String, String), f64>>)>,
 }
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -271,8 +275,17 @@ impl Sli {
                 SliSeries::Eviction(l) => self.evictions.remove(l),
             };
         }
+        let at = (c.stamps().epoch(), c.stamps().zones());
+        let costs = match &st.costs {
+            Some((kept_at, costs)) if *kept_at == at => costs.clone(),
+            _ => {
+                let costs = Arc::new(gauges::pool_costs(c));
+                st.costs = Some((at, costs.clone()));
+                costs
+            }
+        };
         drop(st);
-        let families = Arc::new(gauges(pass, c));
+        let families = Arc::new(gauges(pass, c, &costs));
         if let Ok(mut g) = self.now.write() {
             *g = Some(families);
         }
