@@ -23,7 +23,6 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::provisioning::pod_requests;
 use super::selector;
 use crate::karpenter::consolidation::PodMiss;
 use crate::karpenter::duration::{self, NillableDuration};
@@ -43,6 +42,8 @@ struct Target<'c> {
     open_since: Option<DateTime<Utc>>,
     /// Allocatable minus the requests of the pods there (with `pods` for the count).
     free: Arc<Resources>,
+    /// Its free CPU, what the targets are ordered by, read once.
+    cpu: f64,
 }
 
 /// The free room of every schedulable node, once per pass.
@@ -87,7 +88,7 @@ impl Plan {
 struct Placed<'p> {
     target: usize,
     pod: &'p Pod,
-    requests: Resources,
+    requests: &'p Resources,
 }
 
 /// Why the nodes turned a pod away, counted per filter.
@@ -252,13 +253,14 @@ impl<'c> Room<'c> {
             let settles = settles_at(c, n, claim, &mut after);
             targets.push(Target {
                 node: n,
+                cpu: free.get("cpu"),
                 free,
                 settling: settles.is_some_and(|t| now < t),
                 open_since: settles.max(n.metadata.creation_timestamp),
             });
         }
         cache.retain_nodes(&c.nodes);
-        targets.sort_by(|a, b| b.free.get("cpu").total_cmp(&a.free.get("cpu")));
+        targets.sort_by(|a, b| b.cpu.total_cmp(&a.cpu));
         let mut guards: HashMap<(&str, &str), Vec<Guard>> = HashMap::new();
         for n in guarded {
             for p in c.pods_on(&n.metadata.name).filter(|p| holds_room(p)) {
@@ -292,18 +294,23 @@ impl<'c> Room<'c> {
     /// Places `pods` (of node `from`, one of the cluster's own, compared by address) on the
     /// other nodes, first fit, largest first.
     pub fn moves(&self, from: &Node, pods: &[&Pod]) -> Plan {
-        let mut order: Vec<(&Pod, Resources)> =
-            pods.iter().map(|p| (*p, pod_requests(&p.spec))).collect();
+        // Each pod's requests as its shared spec keeps them: borrowed, not copied.
+        let mut order: Vec<(&Pod, &Resources)> = pods
+            .iter()
+            .map(|p| (*p, p.spec.scheduling.requests()))
+            .collect();
         order.sort_by(|a, b| b.1.get("cpu").total_cmp(&a.1.get("cpu")));
         let mut plan = Plan::default();
         let mut placed: Vec<Placed> = Vec::new();
         for (pod, requests) in order {
-            let key = pod.metadata.key();
             if let Some(why) = unjudged(pod) {
-                plan.unknown.push(PodMiss { pod: key, why });
+                plan.unknown.push(PodMiss {
+                    pod: pod.metadata.key(),
+                    why,
+                });
                 continue;
             }
-            match self.place(from, pod, &requests, &placed) {
+            match self.place(from, pod, requests, &placed) {
                 Ok(target) => {
                     plan.open_since = plan.open_since.max(self.targets[target].open_since);
                     placed.push(Placed {
@@ -313,7 +320,10 @@ impl<'c> Room<'c> {
                     });
                     plan.placed += 1;
                 }
-                Err(why) => plan.misses.push(PodMiss { pod: key, why }),
+                Err(why) => plan.misses.push(PodMiss {
+                    pod: pod.metadata.key(),
+                    why,
+                }),
             }
         }
         plan
@@ -332,37 +342,47 @@ impl<'c> Room<'c> {
         let mut tally = Tally::default();
         let mut others = 0;
         let home_zone = from.zone();
+        // What the pod needs of a node: its requests and one pod slot, worked out once.
+        let mut need = requests.clone();
+        *need.0.entry("pods".into()).or_default() += 1.0;
+        let need: Vec<(&String, f64)> = need
+            .0
+            .iter()
+            .filter(|(_, v)| **v > 0.0)
+            .map(|(k, v)| (k, *v))
+            .collect();
         for (i, t) in self.targets.iter().enumerate() {
             if std::ptr::eq(t.node, from) {
                 continue;
             }
             others += 1;
             // Ordered by free CPU: no node after this one has room for it.
-            if cpu > 0.0 && t.free.get("cpu") < cpu {
+            if cpu > 0.0 && t.cpu < cpu {
                 let rest = self.targets[i..]
                     .iter()
                     .filter(|t| !std::ptr::eq(t.node, from))
                     .count();
                 others += rest - 1;
                 tally.resources += rest;
-                note_short(&mut tally, "cpu", t.free.get("cpu").max(0.0));
+                note_short(&mut tally, "cpu", t.cpu.max(0.0));
                 break;
             }
-            let mut free = Resources::clone(&t.free);
-            for p in placed.iter().filter(|p| p.target == i) {
-                for (k, v) in &p.requests.0 {
-                    *free.0.entry(k.clone()).or_default() -= v;
+            // The node's free room less what this plan already placed there (each placed
+            // pod's requests and its pod slot, taken off in the order they were placed).
+            let free = |k: &str| {
+                let mut have = t.free.get(k);
+                for p in placed.iter().filter(|p| p.target == i) {
+                    have -= p.requests.get(k);
+                    if k == "pods" {
+                        have -= 1.0;
+                    }
                 }
-                *free.0.entry("pods".into()).or_default() -= 1.0;
-            }
-            let mut need = requests.clone();
-            *need.0.entry("pods".into()).or_default() += 1.0;
+                have
+            };
             if let Some((r, have)) = need
-                .0
                 .iter()
-                .filter(|(_, v)| **v > 0.0)
-                .map(|(k, v)| (k, v, free.get(k)))
-                .find(|(_, v, have)| have < v)
+                .map(|(k, v)| (*k, v, free(k)))
+                .find(|(_, v, have)| have < *v)
                 .map(|(k, _, have)| (k, have))
             {
                 tally.resources += 1;
