@@ -780,6 +780,33 @@ lastTimestamp: "{at}"
     }
 
     #[test]
+    fn the_pools_cost_follows_a_node_changed_or_gone_on_the_same_model() {
+        let sli = Sli::default();
+        let mut c = load(&cluster_docs());
+        let cost = defs::NODEPOOL_COST.name;
+        let web = "nodepool=\"web\",capacity_type=\"on-demand\"";
+        pass(&sli, &c, 0);
+        assert_eq!(value(&scrape(&sli), cost, web), Some(0.5));
+        // Nothing changed: the same sum.
+        pass(&sli, &c, 5);
+        assert_eq!(value(&scrape(&sli), cost, web), Some(0.5));
+        // One node's price goes up: the sum is taken again.
+        let mut n = c.nodes.values().next().unwrap().clone();
+        n.metadata
+            .labels
+            .make_mut()
+            .insert("eks-node-viewer/instance-price".into(), "1.25".into());
+        let name = n.metadata.name.clone();
+        c.apply_node(n);
+        pass(&sli, &c, 10);
+        assert_eq!(value(&scrape(&sli), cost, web), Some(1.5));
+        // And that node goes.
+        c.delete_node(&name);
+        pass(&sli, &c, 15);
+        assert_eq!(value(&scrape(&sli), cost, web), Some(0.25));
+    }
+
+    #[test]
     fn free_text_never_makes_unbounded_labels() {
         assert_eq!(disruption_reason(" Drifted/Replace"), "drifted");
         assert_eq!(disruption_reason(""), "other");
