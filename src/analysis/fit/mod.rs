@@ -622,6 +622,49 @@ status: {{phase: Running}}
     }
 
     #[test]
+    fn the_pods_of_one_node_share_the_room_they_move_to() {
+        // 1 cpu free on b: the first 600m pod takes it, the second finds 400m left.
+        let p = plan(
+            &format!(
+                "{}{}{}{}",
+                node("a", "4", ""),
+                node("b", "1", ""),
+                pod("w1", "a", "600m", ""),
+                pod("w2", "a", "600m", "")
+            ),
+            "a",
+        );
+        assert_eq!((p.placed, p.misses.len()), (1, 1), "{p:?}");
+        assert!(
+            p.misses[0]
+                .why
+                .contains("cpu 600m asked, at most 400m free"),
+            "{p:?}"
+        );
+        // Room for one more pod on c, CPU to spare: the second pod has no slot left.
+        let one_slot = r#"
+---
+apiVersion: v1
+kind: Node
+metadata: {name: c, labels: {kubernetes.io/hostname: c}}
+status:
+  allocatable: {cpu: "8", memory: 8Gi, pods: "1"}
+  conditions: [{type: Ready, status: "True"}]
+"#;
+        let p = plan(
+            &format!(
+                "{}{one_slot}{}{}",
+                node("a", "4", ""),
+                pod("w1", "a", "100m", ""),
+                pod("w2", "a", "100m", "")
+            ),
+            "a",
+        );
+        assert_eq!((p.placed, p.misses.len()), (1, 1), "{p:?}");
+        assert!(p.misses[0].why.contains("pods"), "{p:?}");
+    }
+
+    #[test]
     fn taints_selectors_ports_and_anti_affinity_keep_pods_off() {
         let other = node("b", "8", ", disk: hdd");
         let cases = [
