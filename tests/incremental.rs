@@ -552,3 +552,130 @@ fn another_pools_consolidate_after_moves_when_the_room_opened() {
         "some setting of the other pool makes Karpenter's event stale"
     );
 }
+
+/// A pod bound to `node` for the room tests: `cpu` requested, labelled `app`, and with a
+/// required anti-affinity over zones against the pods `against` selects, in every
+/// namespace.
+fn probe(name: &str, node: &str, cpu: &str, app: &str, against: Option<&str>) -> Pod {
+    let anti = against.map_or(String::new(), |sel| {
+        format!(
+            r#"
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - topologyKey: topology.kubernetes.io/zone
+        namespaceSelector: {{}}
+        labelSelector: {sel}"#
+        )
+    });
+    let yaml = format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default, uid: uid-{name}, labels: {{app: {app}}}}}
+spec:
+  nodeName: {node}
+  containers: [{{name: c, resources: {{requests: {{cpu: "{cpu}"}}}}}}]{anti}
+status: {{phase: Running}}
+"#
+    );
+    let mut scratch = Cluster::default();
+    kelp::source::load_str("probe.yaml", &yaml, &mut scratch).unwrap();
+    scratch.pods.into_values().next().unwrap()
+}
+
+/// A bound pod's change reaches every plan that read its node's room, wherever that
+/// node stands in the room's order: on each node of the demo in turn, a pod that takes
+/// all its CPU; a second pod whose anti-affinity keeps every labelled pod out of the
+/// zone, on a node already guarding it; and a pod that the moving pods' own
+/// anti-affinity counts. After each change, and after it is undone, the incremental
+/// pass equals a full one, and some of those changes do change a node's answer.
+#[test]
+fn a_room_change_reaches_every_plan_that_read_that_node() {
+    let (mut c, now) = demo();
+    let mut engine = Incremental::default();
+    let check = |c: &Cluster, engine: &mut Incremental| {
+        let inc = analysis::run_incremental(c, now, engine);
+        let full = analysis::run(c, now);
+        assert_eq!(inc.nodes, full.nodes);
+        full.nodes
+    };
+    let mut before = check(&c, &mut engine);
+    let mut changed = [0; 3];
+    let names: Vec<String> = c.nodes.keys().cloned().collect();
+    for node in &names {
+        let cpu = c.nodes[node]
+            .status
+            .allocatable
+            .get("cpu")
+            .map_or("1".to_string(), |q| q.0.clone());
+        // It takes every CPU of the node: the node drops to the end of the order.
+        c.apply_pod(probe("fill", node, &cpu, "fill", None));
+        let after = check(&c, &mut engine);
+        changed[0] += usize::from(after != before);
+        c.delete_pod("default", "fill");
+        before = check(&c, &mut engine);
+        // A guard that matches nothing, then a second one that keeps out every pod with
+        // an app label: the node guards its zone before and after.
+        let none = "{matchLabels: {app: no-such-app}}";
+        c.apply_pod(probe("guard-a", node, "10m", "guard", Some(none)));
+        before = check(&c, &mut engine);
+        let every = "{matchExpressions: [{key: app, operator: Exists}]}";
+        c.apply_pod(probe("guard-b", node, "10m", "guard", Some(every)));
+        let after = check(&c, &mut engine);
+        changed[1] += usize::from(after != before);
+        c.delete_pod("default", "guard-b");
+        c.delete_pod("default", "guard-a");
+        before = check(&c, &mut engine);
+    }
+    // The pods of one node keep away, over zones, from pods labelled app=probe: a probe
+    // on any other node is counted by that node's plan, however far it read the order.
+    // Three nodes Karpenter could delete because their pods have a place elsewhere: what
+    // they found depends on the room. (Each takes two passes per other node.)
+    let candidate = analysis::disruption::consolidation::State::Candidate;
+    let homes: Vec<&String> = names
+        .iter()
+        .filter(|n| {
+            before
+                .get(*n)
+                .is_some_and(|s| s.consolidation.state == candidate)
+        })
+        .filter(|n| c.pods_on(n).any(|p| !p.metadata.owned_by("DaemonSet")))
+        .take(3)
+        .collect();
+    assert_eq!(homes.len(), 3, "the demo has such nodes");
+    for home in homes {
+        let keys: Vec<(String, String)> = c
+            .pods_on(home)
+            .map(|p| {
+                let ns = p.metadata.namespace.as_deref().unwrap_or_default();
+                (ns.to_string(), p.metadata.name.clone())
+            })
+            .collect();
+        if keys.is_empty() {
+            continue;
+        }
+        let anti = probe("x", "x", "1m", "x", Some("{matchLabels: {app: probe}}"));
+        let saved: Vec<Pod> = keys.iter().map(|k| c.pods[k].clone()).collect();
+        for mut p in saved.clone() {
+            p.spec.affinity = anti.spec.affinity.clone();
+            c.apply_pod(p);
+        }
+        before = check(&c, &mut engine);
+        for node in names.iter().filter(|n| *n != home) {
+            c.apply_pod(probe("probe", node, "10m", "probe", None));
+            let after = check(&c, &mut engine);
+            changed[2] += usize::from(after != before);
+            c.delete_pod("default", "probe");
+            before = check(&c, &mut engine);
+        }
+        for p in saved {
+            c.apply_pod(p);
+        }
+        before = check(&c, &mut engine);
+    }
+    assert!(
+        changed.iter().all(|n| *n > 0),
+        "each kind of change moves some node's answer: {changed:?}"
+    );
+}

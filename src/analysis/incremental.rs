@@ -32,7 +32,7 @@
 //! The incremental pass equals the full one at every step: `tests/incremental.rs` checks
 //! it on random sequences of changes and clock moves.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -57,11 +57,14 @@ pub struct Incremental {
     /// Per pool: its budget counts and allowances at the last pass, and how many times
     /// they changed.
     budgets: FastMap<String, (Option<PoolBudgets>, u64)>,
-    /// The room's inputs at the last pass (the bound stamp, when each node settles and
-    /// whether it does yet), and how many times they changed.
+    /// The room's inputs at the last pass (the nodes and claims stamp, when each node
+    /// settles and whether it does yet), and how many times the room changed in a way
+    /// not told by where its nodes stand ([`Incremental::room_moves`]).
     room: (Option<RoomToken>, u64),
-    /// When each node settles, as last worked out ([`fit::settling`]), at which bound
-    /// and pools stamps.
+    /// The room as the last pass that compared it found it.
+    seen: Option<RoomSeen>,
+    /// When each node settles, as last worked out ([`fit::settling`]), at which zones
+    /// (nodes and claims) and pools stamps.
     settling: Option<((u64, u64), Vec<Option<DateTime<Utc>>>)>,
     /// What a pool's verdict reads beyond the pools' own specs at the last pass (each
     /// pool's usage, its instance-type problem, the catalogue), and how many times it
@@ -117,9 +120,34 @@ impl PartialEq for UsageToken {
     }
 }
 
-/// The room's inputs: the bound stamp, when each schedulable node settles, and whether
-/// each is still settling now.
+/// The room's inputs beyond the bound pods: the nodes and claims stamp, when each
+/// schedulable node settles, and whether each is still settling now.
 type RoomToken = (u64, Vec<Option<DateTime<Utc>>>, Vec<bool>);
+
+/// The room as a pass found it: where each target stands in its order (by name, its
+/// free CPU), the guarded nodes, and the bound and newest stamps it was found at.
+struct RoomSeen {
+    bound: u64,
+    at: u64,
+    places: FastMap<String, f64>,
+    guarded: BTreeSet<String>,
+}
+
+/// A node whose room changed since the room was last compared: its place in the order
+/// (its free CPU) before and now, None when it is no target.
+struct Moved {
+    name: String,
+    was: Option<f64>,
+    is: Option<f64>,
+}
+
+impl Moved {
+    /// Whether a plan that read the room as far as `reach` may read otherwise now.
+    fn within(&self, reach: &fit::Reach) -> bool {
+        reach.covers(self.was.map(|c| (c, self.name.as_str())))
+            || reach.covers(self.is.map(|c| (c, self.name.as_str())))
+    }
+}
 
 struct Entry {
     /// Shared with the passes it was handed to.
@@ -132,8 +160,9 @@ struct Entry {
     namespaces: Vec<String>,
     nominated: Option<ObjectRef>,
     budgets: u64,
-    /// The room's and the usage's change counts, where it read them.
-    room: Option<u64>,
+    /// The room's change count and how far into its order it read, where it did; the
+    /// usage's change count, where it read it.
+    room: Option<(u64, fit::Reach)>,
     usage: Option<u64>,
     /// The last pass that found its node.
     seen: u64,
@@ -262,6 +291,7 @@ impl Incremental {
             .with_room_cache(std::mem::take(&mut self.room_cache));
         self.note_budgets(budgets);
         self.note_room(c, now);
+        let moved = self.room_moves(c, &inputs);
         self.note_usage(pools);
         let mut stats = Stats::default();
         // In node order, so the map is built in one sweep rather than node by node.
@@ -280,7 +310,7 @@ impl Incremental {
             let kept = self.nodes.get_mut(name).filter(|e| {
                 Self::current(
                     e,
-                    (self.room.1, self.usage.1),
+                    (self.room.1, &moved, self.usage.1),
                     c,
                     n,
                     pool,
@@ -303,8 +333,10 @@ impl Incremental {
                 stats.computed += 1;
                 let clock = Clock::at(now);
                 inputs.take_asked();
+                inputs.take_reach();
                 let state = disruption::node_disruption_at(c, n, &clock, &inputs);
                 let (room, usage) = inputs.take_asked();
+                let reach = inputs.take_reach();
                 let mut namespaces: Vec<String> = c
                     .pods_on(name)
                     .filter_map(|p| p.metadata.namespace.as_deref().map(str::to_string))
@@ -321,7 +353,7 @@ impl Incremental {
                         namespaces,
                         nominated,
                         budgets,
-                        room: room.then_some(self.room.1),
+                        room: room.then(|| (self.room.1, reach)),
                         usage: usage.then_some(self.usage.1),
                         seen: self.pass,
                     },
@@ -337,12 +369,12 @@ impl Incremental {
         out.into_iter().collect()
     }
 
-    /// Whether entry `e` of node `n` (of `pool`) still holds, given the room's and the
-    /// usage's change counts now.
+    /// Whether entry `e` of node `n` (of `pool`) still holds, given the room's change
+    /// count and the nodes that moved in it, and the usage's change count now.
     #[allow(clippy::too_many_arguments)]
     fn current(
         e: &Entry,
-        (room, usage): (u64, u64),
+        (room, moved, usage): (u64, &[Moved], u64),
         c: &Cluster,
         n: &Node,
         pool: Option<&str>,
@@ -369,7 +401,9 @@ impl Incremental {
             && e.namespaces.iter().all(|ns| st.pdbs(ns) <= e.stamp)
             && e.nominated == *nominated
             && e.budgets == budgets
-            && e.room.is_none_or(|r| r == room)
+            && e.room
+                .as_ref()
+                .is_none_or(|(r, reach)| *r == room && !moved.iter().any(|m| m.within(reach)))
             && e.usage.is_none_or(|u| u == usage)
     }
 
@@ -384,7 +418,7 @@ impl Incremental {
     }
 
     fn note_room(&mut self, c: &Cluster, now: DateTime<Utc>) {
-        let stamps = (c.stamps().bound(), c.stamps().pools());
+        let stamps = (c.stamps().zones(), c.stamps().pools());
         // When nodes settle changes with a node, a claim or a pool's consolidateAfter:
         // not otherwise worked out again. Whether each settles yet follows the clock.
         if self.settling.as_ref().is_none_or(|(at, _)| *at != stamps) {
@@ -400,6 +434,58 @@ impl Incremental {
                 Some((stamps.0, settles.clone(), now_settling)),
                 self.room.1 + 1,
             );
+        }
+    }
+
+    /// The nodes whose room changed since the room was last compared (a bound pod's
+    /// change there), each with its place in the order before and now. A change no place
+    /// tells instead counts as the room's change ([`Incremental::room`]): a target that
+    /// came or went, a change on a node whose pods guard a domain with their anti-affinity.
+    fn room_moves(&mut self, c: &Cluster, inputs: &NodeInputs) -> Vec<Moved> {
+        let st = c.stamps();
+        if self.seen.as_ref().is_some_and(|s| s.bound == st.bound()) {
+            return Vec::new();
+        }
+        let Some(room) = inputs.built_room() else {
+            return Vec::new();
+        };
+        let now_seen = RoomSeen {
+            bound: st.bound(),
+            at: st.last(),
+            places: room.places().map(|(n, cpu)| (n.to_string(), cpu)).collect(),
+            guarded: room.guarded().map(str::to_string).collect(),
+        };
+        let before = self.seen.replace(now_seen);
+        let now_seen = self.seen.as_ref().expect("set above");
+        let mut moved = Vec::new();
+        let told = before.is_some_and(|was| {
+            was.places.len() == now_seen.places.len()
+                && was.guarded == now_seen.guarded
+                && c.nodes.keys().all(|name| {
+                    let (before, now) = (was.places.get(name), now_seen.places.get(name));
+                    if before.is_some() != now.is_some() {
+                        return false;
+                    }
+                    let same = before.map(|c| c.to_bits()) == now.map(|c| c.to_bits());
+                    if same && st.node(name) <= was.at {
+                        return true;
+                    }
+                    if was.guarded.contains(name) {
+                        return false;
+                    }
+                    moved.push(Moved {
+                        name: name.clone(),
+                        was: before.copied(),
+                        is: now.copied(),
+                    });
+                    true
+                })
+        });
+        if told {
+            moved
+        } else {
+            self.room.1 += 1;
+            Vec::new()
         }
     }
 

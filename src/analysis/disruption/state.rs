@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::super::fit::{Room, RoomCache};
+use super::super::fit::{Reach, Room, RoomCache};
 use super::super::provisioning::PoolSet;
 use super::super::{ago, capacity, clock::Clock, selector};
 use super::budget::{allowed_of, budget_counts, budget_message, PoolBudgets};
@@ -265,11 +265,22 @@ impl<'c> NodeInputs<'c> {
     /// The free room on the cluster's schedulable nodes, built once.
     fn room(&self) -> Option<&Room<'c>> {
         self.asked_room.set(true);
+        self.built_room()
+    }
+
+    /// The room, built now if it was not yet, without counting as asked for: what an
+    /// incremental pass compares with the room of the pass before.
+    pub fn built_room(&self) -> Option<&Room<'c>> {
         let c = self.cluster?;
         Some(
             self.room
                 .get_or_init(|| Room::with_cache(c, self.now, &mut self.room_cache.borrow_mut())),
         )
+    }
+
+    /// How far into the room the plans made since the last call looked, if it was built.
+    pub fn take_reach(&self) -> Reach {
+        self.room.get().map_or(Reach::Nothing, Room::take_reach)
     }
 
     /// The pools, for pricing a replacement.

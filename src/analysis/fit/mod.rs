@@ -16,7 +16,7 @@
 
 mod peers;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -61,6 +61,38 @@ pub struct Room<'c> {
     guards: HashMap<(&'c str, &'c str), Vec<Guard<'c>>>,
     /// The topology keys of those terms (a few: hostname, zone).
     guard_keys: Vec<&'c str>,
+    /// How far the plans since the last [`Room::take_reach`] looked: one past the last
+    /// target any of them read, and whether one read them all.
+    reach: Cell<(usize, bool)>,
+}
+
+/// How far into the room's order (most free CPU first, then by name) the plans made
+/// since [`Room::take_reach`] looked: what a change of a node's room can change of them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reach {
+    /// Nothing of the room.
+    Nothing,
+    /// The nodes up to this one (its free CPU and name), no further.
+    UpTo(f64, String),
+    /// Every node, or what the pods on every node are (a moving pod's own required
+    /// anti-affinity or `DoNotSchedule` spread counts them).
+    All,
+}
+
+impl Reach {
+    /// Whether a node at this place in the order (its free CPU and name), or none (not a
+    /// target), lies within what was read.
+    pub fn covers(&self, place: Option<(f64, &str)>) -> bool {
+        match (self, place) {
+            (Reach::Nothing, _) | (Reach::UpTo(..), None) => false,
+            (Reach::All, _) => true,
+            (Reach::UpTo(cpu, name), Some((c, n))) => match c.total_cmp(cpu) {
+                std::cmp::Ordering::Greater => true,
+                std::cmp::Ordering::Less => false,
+                std::cmp::Ordering::Equal => n <= name.as_str(),
+            },
+        }
+    }
 }
 
 /// What moving a node's pods elsewhere comes to.
@@ -288,7 +320,47 @@ impl<'c> Room<'c> {
             spreads: RefCell::default(),
             guards,
             guard_keys,
+            reach: Cell::new((0, false)),
         }
+    }
+
+    /// Each target's place in the order: its name and free CPU.
+    pub fn places(&self) -> impl Iterator<Item = (&'c str, f64)> + '_ {
+        self.targets
+            .iter()
+            .map(|t| (t.node.metadata.name.as_str(), t.cpu))
+    }
+
+    /// The nodes where a pod holding room has a required anti-affinity term: a change of
+    /// theirs can keep pods out of other nodes of its domain.
+    pub fn guarded(&self) -> impl Iterator<Item = &'c str> + '_ {
+        self.guards
+            .values()
+            .flatten()
+            .map(|g| g.node.metadata.name.as_str())
+    }
+
+    /// How far the plans made since the last call looked ([`Reach`]).
+    pub fn take_reach(&self) -> Reach {
+        match self.reach.replace((0, false)) {
+            (_, true) => Reach::All,
+            (0, false) => Reach::Nothing,
+            (end, false) => {
+                let t = &self.targets[end - 1];
+                Reach::UpTo(t.cpu, t.node.metadata.name.clone())
+            }
+        }
+    }
+
+    /// Target `i` was read.
+    fn read_to(&self, i: usize) {
+        let (end, all) = self.reach.get();
+        self.reach.set((end.max(i + 1), all));
+    }
+
+    /// Every target was read, or what every node's pods are.
+    fn read_all(&self) {
+        self.reach.set((self.reach.get().0, true));
     }
 
     /// Places `pods` (of node `from`, one of the cluster's own, compared by address) on the
@@ -339,6 +411,10 @@ impl<'c> Room<'c> {
     ) -> Result<usize, String> {
         let cpu = requests.get("cpu");
         let terms = self.pod_terms(from, pod);
+        if !terms.is_empty() {
+            // It counted the matching pods on every node.
+            self.read_all();
+        }
         let mut tally = Tally::default();
         let mut others = 0;
         let home_zone = from.zone();
@@ -358,6 +434,7 @@ impl<'c> Room<'c> {
             others += 1;
             // Ordered by free CPU: no node after this one has room for it.
             if cpu > 0.0 && t.cpu < cpu {
+                self.read_to(i);
                 let rest = self.targets[i..]
                     .iter()
                     .filter(|t| !std::ptr::eq(t.node, from))
@@ -420,8 +497,10 @@ impl<'c> Room<'c> {
                 tally.spread += 1;
                 continue;
             }
+            self.read_to(i);
             return Ok(i);
         }
+        self.read_all();
         Err(explain(&tally, others, requests, home_zone))
     }
 

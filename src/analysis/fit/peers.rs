@@ -25,6 +25,13 @@ pub(super) struct PodTerms<'p> {
     spread: Vec<Spread<'p>>,
 }
 
+impl PodTerms<'_> {
+    /// The pod has no required anti-affinity or `DoNotSchedule` spread of its own.
+    pub(super) fn is_empty(&self) -> bool {
+        self.anti.is_empty() && self.spread.is_empty()
+    }
+}
+
 /// Domain -> (matching pods, nodes in it).
 pub(super) type SpreadDomains = HashMap<String, (u32, u32)>;
 
