@@ -110,6 +110,28 @@ fn benches(c: &mut Criterion) {
             shared.pass(now())
         })
     });
+    // A change that moves the free room: a replica of that pod bound beside it, then
+    // deleted, in turn (what a rollout or a scale-up does, one pod at a time).
+    let mut bound = false;
+    let mut bind_pod = || {
+        bound = !bound;
+        let mut c = model.write().unwrap();
+        if bound {
+            let mut p = pod.clone();
+            p.metadata.name = "kelp-bench-replica".into();
+            p.metadata.uid = "kelp-bench-replica".into();
+            c.apply_pod(p);
+        } else {
+            let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+            c.delete_pod(ns, "kelp-bench-replica");
+        }
+    };
+    g.bench_function("one-pod-bound-no-viewer", |b| {
+        b.iter(|| {
+            bind_pod();
+            shared.pass(now())
+        })
+    });
     // From here on a page was asked for just before each pass, so each builds its page.
     g.bench_function("full", |b| {
         b.iter(|| {
