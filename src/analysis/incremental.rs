@@ -10,10 +10,15 @@
 //! - which NodeClaim it resolves to, and the pod it is nominated for;
 //! - its pool's budget counts and what the budgets allow now (they follow schedules);
 //!   the counts themselves are kept while no node or NodeClaim changed;
-//! - if it looked for room on other nodes: every node's free room (any node or claim,
-//!   and a bound pod's change that moves its room: not its phase between Pending and
-//!   Running, nor its annotations), when each node settles (its pool's consolidateAfter)
-//!   and which are still settling;
+//! - if it looked for room on other nodes: how far into the room's order it looked
+//!   ([`fit::Reach`]: up to the last node it tried, or every node when a pod found no
+//!   place or counted its peers on every node with its own anti-affinity or spread). A
+//!   bound pod's change that moves a node's room (not its phase between Pending and
+//!   Running, nor its annotations) re-judges the plans whose reach covers where that node
+//!   stood before or stands now, found by comparing the room with the last pass's. Any
+//!   node or claim's change, a target come or gone, a change on a node whose pods guard a
+//!   domain with required anti-affinity, or a change of when nodes settle (their pool's
+//!   consolidateAfter) or which still are, re-judges every plan that read the room;
 //! - if it priced a replacement: every pool (its spec and usage) and the instance-type
 //!   catalogue (the AWS one takes a type's labels from a node of that type, so a node's
 //!   coming or going can change it);

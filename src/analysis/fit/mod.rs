@@ -7,7 +7,8 @@
 //! [`Room`] is built once per pass, lazily (only when some node is asked about), from each
 //! node's share kept between serve's passes ([`RoomCache`]): each
 //! schedulable node's free room, ordered by free CPU so a search stops at the first node
-//! too small. [`Room::moves`] places a node's pods on the others, first fit, as if the
+//! too small; what the plans read of that order is kept ([`Reach`]) for serve's
+//! incremental pass. [`Room::moves`] places a node's pods on the others, first fit, as if the
 //! node were gone, and names each pod that finds no place with the filters that kept it
 //! out. What kelp does not evaluate (required pod affinity) makes the answer unknown for
 //! that pod, never "fits". As in Karpenter's consolidation simulation (v1.14.1
