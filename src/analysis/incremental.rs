@@ -442,8 +442,9 @@ impl Incremental {
         }
     }
 
-    /// The nodes whose room changed since the room was last compared (a bound pod's
-    /// change there), each with its place in the order before and now. A change no place
+    /// The nodes whose room may have changed since the room was last compared (their
+    /// stamp is newer: a pod bound there, gone, or changed), each with its place in the
+    /// order before and now. A change no place
     /// tells instead counts as the room's change ([`Incremental::room`]): a target that
     /// came or went, a change on a node whose pods guard a domain with their anti-affinity.
     fn room_moves(&mut self, c: &Cluster, inputs: &NodeInputs) -> Vec<Moved> {

@@ -202,7 +202,8 @@ impl Nominations {
 
 /// What every node's analysis in one pass reads alike, made once: recent nominations,
 /// each pool's budget counts (which count the pool's other nodes), and the free room on
-/// every node (built the first time a node's consolidation needs it).
+/// every node (built the first time a node's consolidation needs it, or serve's
+/// incremental pass compares it with the last pass's).
 #[derive(Default)]
 pub struct NodeInputs<'c> {
     pub nominations: Nominations,

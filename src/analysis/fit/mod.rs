@@ -4,7 +4,8 @@
 //! pod's own, and that of the pods already on a node or placed there),
 //! topology spread (`DoNotSchedule`), and a claim's volume kept in its zone.
 //!
-//! [`Room`] is built once per pass, lazily (only when some node is asked about), from each
+//! [`Room`] is built once per pass, lazily (when some node is asked about, or when serve's
+//! incremental pass compares it with the last pass's after a bound pod changed), from each
 //! node's share kept between serve's passes ([`RoomCache`]): each
 //! schedulable node's free room, ordered by free CPU so a search stops at the first node
 //! too small; what the plans read of that order is kept ([`Reach`]) for serve's
@@ -332,8 +333,9 @@ impl<'c> Room<'c> {
             .map(|t| (t.node.metadata.name.as_str(), t.cpu))
     }
 
-    /// The nodes where a pod holding room has a required anti-affinity term: a change of
-    /// theirs can keep pods out of other nodes of its domain.
+    /// The nodes where a pod holding room has a required anti-affinity term (and the node
+    /// has the term's topology key), once per term: a change of theirs can keep pods out of
+    /// other nodes of its domain.
     pub fn guarded(&self) -> impl Iterator<Item = &'c str> + '_ {
         self.guards
             .values()
@@ -433,7 +435,9 @@ impl<'c> Room<'c> {
                 continue;
             }
             others += 1;
-            // Ordered by free CPU: no node after this one has room for it.
+            // Ordered by free CPU: no node after this one has room for it. The plan read the
+            // order up to here, and how many nodes come after (a node that moves in front
+            // of this one is within that reach).
             if cpu > 0.0 && t.cpu < cpu {
                 self.read_to(i);
                 let rest = self.targets[i..]
@@ -443,7 +447,7 @@ impl<'c> Room<'c> {
                 others += rest - 1;
                 tally.resources += rest;
                 note_short(&mut tally, "cpu", t.cpu.max(0.0));
-                break;
+                return Err(explain(&tally, others, requests, home_zone));
             }
             // The node's free room less what this plan already placed there (each placed
             // pod's requests and its pod slot, taken off in the order they were placed).
@@ -501,6 +505,7 @@ impl<'c> Room<'c> {
             self.read_to(i);
             return Ok(i);
         }
+        // Turned away by every node: the plan read them all.
         self.read_all();
         Err(explain(&tally, others, requests, home_zone))
     }
