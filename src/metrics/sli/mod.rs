@@ -118,8 +118,9 @@ struct SliState {
     /// Pods seen on nodes being drained (pod id -> pool, when), to name the pool of an
     /// eviction whose pod is already gone.
     draining: FastMap<String, (String, DateTime<Utc>)>,
-    /// Per node, when its newest pod was bound ([`BoundTimes`]).
-    bound: BoundTimes,
+    /// Per node, when its newest pod was bound and when its pods were last read for
+    /// latencies ([`LatencyScans`]).
+    latencies: LatencyScans,
     /// The pools' costs ([`gauges::pool_costs`]), with the model (its epoch) and the
     /// stamp of its nodes and anything global (the metrics' prices) they were summed at.
     costs: Option<((u64, u64), Arc<BTreeMap<(String, String), f64>>)>,
@@ -224,7 +225,11 @@ impl Sli {
     /// Fold one analysis pass into the metrics.
     pub fn update(&self, pass: &Pass, c: &Cluster, now: DateTime<Utc>) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut found = pod_latencies_with(c, now, &mut st.bound);
+        let latencies = pod_latencies_with(c, now, &mut st.latencies);
+        for s in latencies.still_seen {
+            st.series.insert(s, now);
+        }
+        let mut found = latencies.found;
         found.extend(node_provisioning(c, now));
         found.extend(launch_failures(c, now));
         found.extend(churn(c, now));
@@ -594,8 +599,8 @@ lastTimestamp: "{at}"
             node("n0", "web", -5 * 3600, ""),
             pod("old-0", "n0", -4 * 3600, -4 * 3600, ""),
         ]);
-        let mut bound = BoundTimes::default();
-        assert!(pod_latencies_with(&c, t(0), &mut bound).is_empty());
+        let mut scans = LatencyScans::default();
+        assert!(pod_latencies_with(&c, t(0), &mut scans).found.is_empty());
         // A pod that waited for capacity binds there: the kept newest time must not hide it.
         let mut more = Cluster::default();
         let doc = pod("late-0", "n0", -100, -10, "");
@@ -616,7 +621,8 @@ lastTimestamp: "{at}"
             .next()
             .unwrap(),
         );
-        let kept: Vec<String> = pod_latencies_with(&c, t(0), &mut bound)
+        let kept: Vec<String> = pod_latencies_with(&c, t(0), &mut scans)
+            .found
             .into_iter()
             .map(|o| o.key)
             .collect();
@@ -624,7 +630,45 @@ lastTimestamp: "{at}"
         assert_eq!(kept, vec!["pod-latency/uid-late-0".to_string()]);
         assert_eq!(kept, fresh);
         // An hour on, nothing is recent any more.
-        assert!(pod_latencies_with(&c, t(3700), &mut bound).is_empty());
+        assert!(pod_latencies_with(&c, t(3700), &mut scans).found.is_empty());
+    }
+
+    #[test]
+    fn a_node_read_before_is_read_again_only_when_it_or_its_pods_events_change() {
+        // A pod bound 10 minutes ago on a node older than it: it did not wait, yet.
+        let mut c = load(&[
+            pool("web"),
+            node("n0", "web", -5 * 3600, ""),
+            pod("p-0", "n0", -700, -600, ""),
+        ]);
+        let mut scans = LatencyScans::default();
+        let first = pod_latencies_with(&c, t(0), &mut scans);
+        assert!(first.found.is_empty() && first.still_seen.is_empty());
+        // Karpenter's event about it arrives late, nothing else changes: it is read again.
+        let late = load(&[event(
+            "fs",
+            "Pod",
+            "p-0",
+            "uid-p-0",
+            "FailedScheduling",
+            "x",
+            -650,
+        )]);
+        c.apply_event(late.events.into_values().next().unwrap());
+        let second = pod_latencies_with(&c, t(10), &mut scans);
+        let keys: Vec<&str> = second.found.iter().map(|o| o.key.as_str()).collect();
+        assert_eq!(keys, ["pod-latency/uid-p-0"]);
+        assert_eq!(keys.len(), pod_latencies(&c, t(10)).len());
+        // Nothing changed since: not read again, its pool's series still seen while the
+        // pod is within the window, and not after.
+        let third = pod_latencies_with(&c, t(20), &mut scans);
+        assert!(third.found.is_empty());
+        let web = SliSeries::PodLatency(PoolLabels {
+            nodepool: "web".into(),
+        });
+        assert_eq!(third.still_seen, [web]);
+        let later = pod_latencies_with(&c, t(3100), &mut scans);
+        assert!(later.found.is_empty() && later.still_seen.is_empty());
     }
 
     #[test]

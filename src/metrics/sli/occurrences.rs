@@ -92,24 +92,53 @@ pub(super) fn karpenter_events<'c>(
 /// one bound within the window.
 pub type BoundTimes = PerNode<Option<DateTime<Utc>>>;
 
+/// What [`pod_latencies_with`] keeps between passes: when each node's newest pod was
+/// bound ([`BoundTimes`]), and when each node's pods were last read (the model's newest
+/// stamp then) with the pool and the newest bound instant of the pods counted there. A
+/// node read since neither it, its pods nor their events changed is not read again: what
+/// it has to count was counted then, and time only takes occurrences away.
+#[derive(Debug, Default)]
+pub struct LatencyScans {
+    bound: BoundTimes,
+    epoch: u64,
+    read: crate::model::shared::FastMap<String, (u64, Option<(String, DateTime<Utc>)>)>,
+}
+
+/// The pod latencies a pass found on the nodes it read, and the series of the nodes it
+/// did not read again whose counted pods are still within the window (they are still
+/// seen, for the series' time to live).
+#[derive(Debug, Default)]
+pub struct Latencies {
+    pub found: Vec<Occurrence>,
+    pub still_seen: Vec<SliSeries>,
+}
+
 /// Pods bound in the last hour that waited on new capacity from Karpenter: bound to a
 /// Karpenter node created after the pod, or with a FailedScheduling or Karpenter Nominated
 /// event. Observed: creation to PodScheduled=True.
 pub fn pod_latencies(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
-    pod_latencies_with(c, now, &mut BoundTimes::default())
+    pod_latencies_with(c, now, &mut LatencyScans::default()).found
 }
 
-/// As [`pod_latencies`], skipping the nodes `bound` knows had no pod bound in the window.
-pub fn pod_latencies_with(
-    c: &Cluster,
-    now: DateTime<Utc>,
-    bound: &mut BoundTimes,
-) -> Vec<Occurrence> {
-    bound.retain_nodes(&c.nodes);
-    let mut out = Vec::new();
+/// As [`pod_latencies`], skipping the nodes `scans` knows had no pod bound in the window,
+/// and those read since nothing they read changed.
+pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencyScans) -> Latencies {
+    let st = c.stamps();
+    if scans.epoch != st.epoch() {
+        *scans = LatencyScans {
+            epoch: st.epoch(),
+            ..Default::default()
+        };
+    }
+    scans.bound.retain_nodes(&c.nodes);
+    if scans.read.len() > c.nodes.len() {
+        scans.read.retain(|name, _| c.nodes.contains_key(name));
+    }
+    let mut out = Latencies::default();
     for node in c.nodes.values() {
-        let newest = *bound.get_or_insert_with(c.stamps(), &node.metadata.name, || {
-            c.pods_on(&node.metadata.name)
+        let name = &node.metadata.name;
+        let newest = *scans.bound.get_or_insert_with(st, name, || {
+            c.pods_on(name)
                 .filter_map(|p| true_since(&p.status.conditions, "PodScheduled"))
                 .max()
         });
@@ -119,6 +148,21 @@ pub fn pod_latencies_with(
         let Some(pool) = node.pool() else {
             continue;
         };
+        if let Some((at, counted)) = scans.read.get(name.as_str()) {
+            let unchanged = st.global() <= *at
+                && st.node(name) <= *at
+                && c.pods_on(name).all(|p| st.events(&p.metadata.name) <= *at);
+            if unchanged {
+                let seen = counted.as_ref().filter(|(_, t)| recent(*t, now).is_some());
+                if let Some((pool, _)) = seen {
+                    out.still_seen.push(SliSeries::PodLatency(PoolLabels {
+                        nodepool: pool.clone(),
+                    }));
+                }
+                continue;
+            }
+        }
+        let mut counted: Option<DateTime<Utc>> = None;
         let node_created = node.metadata.creation_timestamp.or_else(|| {
             c.nodeclaim_for_node(node)
                 .and_then(|cl| cl.metadata.creation_timestamp)
@@ -148,7 +192,8 @@ pub fn pod_latencies_with(
             if !waited {
                 continue;
             }
-            out.push(Occurrence {
+            counted = counted.max(Some(bound));
+            out.found.push(Occurrence {
                 key: format!("pod-latency/{}", uid("Pod", m)),
                 series: SliSeries::PodLatency(PoolLabels {
                     nodepool: pool.to_string(),
@@ -157,6 +202,10 @@ pub fn pod_latencies_with(
                 value: seconds(bound - created),
             });
         }
+        scans.read.insert(
+            name.clone(),
+            (st.last(), counted.map(|t| (pool.to_string(), t))),
+        );
     }
     out
 }
