@@ -40,6 +40,8 @@ pub struct Stamps {
     claims: FastMap<String, u64>,
     /// By the name of the object the events are about.
     events: FastMap<String, u64>,
+    /// Any event.
+    events_any: u64,
     /// By namespace: the PodDisruptionBudgets there.
     pdbs: FastMap<String, u64>,
 }
@@ -58,6 +60,7 @@ impl Default for Stamps {
             nodes: FastMap::default(),
             claims: FastMap::default(),
             events: FastMap::default(),
+            events_any: 0,
             pdbs: FastMap::default(),
         }
     }
@@ -126,6 +129,11 @@ impl Stamps {
         self.events.get(about).copied().unwrap_or(0)
     }
 
+    /// The newest change of any event.
+    pub fn events_any(&self) -> u64 {
+        self.events_any
+    }
+
     pub fn pdbs(&self, namespace: &str) -> u64 {
         self.pdbs.get(namespace).copied().unwrap_or(0)
     }
@@ -170,6 +178,7 @@ impl Stamps {
 
     pub(super) fn touch_events(&mut self, about: &str) {
         let s = self.next();
+        self.events_any = s;
         set(&mut self.events, about, s);
     }
 

@@ -6,7 +6,6 @@ use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
 use crate::metrics::common::{label_value, uid, uid_ref};
-use crate::model::stamps::PerNode;
 use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
 
@@ -87,21 +86,23 @@ pub(super) fn karpenter_events<'c>(
 
 // ------------------------------------------------------------------ occurrences
 
-/// Per node, the newest instant one of its pods became scheduled ([`PerNode`]): kept
-/// between passes, so [`pod_latencies_with`] reads the pods of only the nodes that had
-/// one bound within the window.
-pub type BoundTimes = PerNode<Option<DateTime<Utc>>>;
-
-/// What [`pod_latencies_with`] keeps between passes: when each node's newest pod was
-/// bound ([`BoundTimes`]), and when each node's pods were last read (the model's newest
-/// stamp then) with the pool and the newest bound instant of the pods counted there. A
-/// node read since neither it, its pods nor their events changed is not read again: what
-/// it has to count was counted then, and time only takes occurrences away.
+/// What [`pod_latencies_with`] keeps between passes, per node: when it read the node's
+/// pods last (the model's newest stamp then), when the newest of them was bound, and the
+/// pool and newest bound instant of those it counted. A node whose pods were all bound
+/// before the window is not read; nor is one read since neither it, its pods nor their
+/// events changed: what it has to count was counted then, and time only takes
+/// occurrences away.
 #[derive(Debug, Default)]
 pub struct LatencyScans {
-    bound: BoundTimes,
     epoch: u64,
-    read: crate::model::shared::FastMap<String, (u64, Option<(String, DateTime<Utc>)>)>,
+    read: crate::model::shared::FastMap<String, NodeRead>,
+}
+
+#[derive(Debug)]
+struct NodeRead {
+    at: u64,
+    newest: Option<DateTime<Utc>>,
+    counted: Option<(String, DateTime<Utc>)>,
 }
 
 /// The pod latencies a pass found on the nodes it read, and the series of the nodes it
@@ -120,8 +121,8 @@ pub fn pod_latencies(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
     pod_latencies_with(c, now, &mut LatencyScans::default()).found
 }
 
-/// As [`pod_latencies`], skipping the nodes `scans` knows had no pod bound in the window,
-/// and those read since nothing they read changed.
+/// As [`pod_latencies`], reading only the nodes `scans` does not know already
+/// ([`LatencyScans`]).
 pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencyScans) -> Latencies {
     let st = c.stamps();
     if scans.epoch != st.epoch() {
@@ -130,37 +131,49 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
             ..Default::default()
         };
     }
-    scans.bound.retain_nodes(&c.nodes);
     if scans.read.len() > c.nodes.len() {
         scans.read.retain(|name, _| c.nodes.contains_key(name));
     }
     let mut out = Latencies::default();
     for node in c.nodes.values() {
         let name = &node.metadata.name;
-        let newest = *scans.bound.get_or_insert_with(st, name, || {
-            c.pods_on(name)
+        let kept = scans
+            .read
+            .get(name.as_str())
+            .filter(|r| st.global() <= r.at && st.node(name) <= r.at);
+        let newest = match kept {
+            Some(r) => r.newest,
+            None => c
+                .pods_on(name)
                 .filter_map(|p| true_since(&p.status.conditions, "PodScheduled"))
-                .max()
-        });
-        if newest.is_none_or(|t| recent(t, now).is_none()) {
+                .max(),
+        };
+        let pool = node.pool();
+        if newest.is_none_or(|t| recent(t, now).is_none()) || pool.is_none() {
+            if kept.is_none() {
+                let read = NodeRead {
+                    at: st.last(),
+                    newest,
+                    counted: None,
+                };
+                scans.read.insert(name.clone(), read);
+            }
             continue;
         }
-        let Some(pool) = node.pool() else {
-            continue;
-        };
-        if let Some((at, counted)) = scans.read.get(name.as_str()) {
-            let unchanged = st.global() <= *at
-                && st.node(name) <= *at
-                && c.pods_on(name).all(|p| st.events(&p.metadata.name) <= *at);
-            if unchanged {
-                let seen = counted.as_ref().filter(|(_, t)| recent(*t, now).is_some());
-                if let Some((pool, _)) = seen {
-                    out.still_seen.push(SliSeries::PodLatency(PoolLabels {
-                        nodepool: pool.clone(),
-                    }));
-                }
-                continue;
+        let pool = pool.unwrap_or_default();
+        if let Some(r) = kept.filter(|r| {
+            st.events_any() <= r.at || c.pods_on(name).all(|p| st.events(&p.metadata.name) <= r.at)
+        }) {
+            let seen = r
+                .counted
+                .as_ref()
+                .filter(|(_, t)| recent(*t, now).is_some());
+            if let Some((pool, _)) = seen {
+                out.still_seen.push(SliSeries::PodLatency(PoolLabels {
+                    nodepool: pool.clone(),
+                }));
             }
+            continue;
         }
         let mut counted: Option<DateTime<Utc>> = None;
         let node_created = node.metadata.creation_timestamp.or_else(|| {
@@ -202,10 +215,12 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
                 value: seconds(bound - created),
             });
         }
-        scans.read.insert(
-            name.clone(),
-            (st.last(), counted.map(|t| (pool.to_string(), t))),
-        );
+        let read = NodeRead {
+            at: st.last(),
+            newest,
+            counted: counted.map(|t| (pool.to_string(), t)),
+        };
+        scans.read.insert(name.clone(), read);
     }
     out
 }
