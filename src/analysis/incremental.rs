@@ -138,6 +138,9 @@ struct RoomSeen {
     guarded: BTreeSet<String>,
 }
 
+/// The most moved nodes a pass checks kept plans against ([`Incremental::room_moves`]).
+const MOVED_KEPT: usize = 256;
+
 /// A node whose room changed since the room was last compared: its place in the order
 /// (its free CPU) before and now, None when it is no target.
 struct Moved {
@@ -487,7 +490,9 @@ impl Incremental {
                     true
                 })
         });
-        if told {
+        // Past a few hundred moved nodes, checking every plan against each costs more than
+        // judging them again.
+        if told && moved.len() <= MOVED_KEPT {
             moved
         } else {
             self.room.1 += 1;
