@@ -233,20 +233,33 @@ impl<T> Default for PerNode<T> {
 impl<T> PerNode<T> {
     /// Node `name`'s value, worked out by `f` unless the kept one still holds.
     pub fn get_or_insert_with(&mut self, st: &Stamps, name: &str, f: impl FnOnce() -> T) -> &T {
+        self.get_or_refresh_with(st, name, |_, _| true, f).0
+    }
+
+    /// As [`PerNode::get_or_insert_with`], for a value that reads more than the node and
+    /// its pods: a kept one the node's stamps leave current holds only if `still` says so
+    /// too (given the stamp it was worked out at). Also says whether it was kept.
+    pub fn get_or_refresh_with(
+        &mut self,
+        st: &Stamps,
+        name: &str,
+        still: impl FnOnce(u64, &T) -> bool,
+        f: impl FnOnce() -> T,
+    ) -> (&T, bool) {
         if self.epoch != st.epoch() {
             *self = PerNode {
                 epoch: st.epoch(),
                 nodes: FastMap::default(),
             };
         }
-        let fresh = self
+        let kept = self
             .nodes
             .get(name)
-            .is_some_and(|(at, _)| st.global() <= *at && st.node(name) <= *at);
-        if !fresh {
+            .is_some_and(|(at, v)| st.global() <= *at && st.node(name) <= *at && still(*at, v));
+        if !kept {
             self.nodes.insert(name.to_string(), (st.last(), f()));
         }
-        &self.nodes[name].1
+        (&self.nodes[name].1, kept)
     }
 
     /// Let go of the nodes `live` no longer names, once more are kept than it has.

@@ -6,6 +6,7 @@ use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
 use crate::metrics::common::{label_value, uid, uid_ref};
+use crate::model::stamps::PerNode;
 use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
 
@@ -86,21 +87,15 @@ pub(super) fn karpenter_events<'c>(
 
 // ------------------------------------------------------------------ occurrences
 
-/// What [`pod_latencies_with`] keeps between passes, per node: when it read the node's
-/// pods last (the model's newest stamp then), when the newest of them was bound, and the
-/// pool and newest bound instant of those it counted. A node whose pods were all bound
-/// before the window is not read; nor is one read since neither it, its pods nor their
-/// events changed: what it has to count was counted then, and time only takes
-/// occurrences away.
-#[derive(Debug, Default)]
-pub struct LatencyScans {
-    epoch: u64,
-    read: crate::model::shared::FastMap<String, NodeRead>,
-}
+/// What [`pod_latencies_with`] keeps between passes, per node ([`PerNode`], read again
+/// when the node or its pods change): when the newest of its pods was bound, and the pool
+/// and newest bound instant of those it counted. A node whose pods were all bound before
+/// the window is not read; nor is one read since neither it, its pods nor their events
+/// changed: what it has to count was counted then, and time only takes occurrences away.
+pub type LatencyScans = PerNode<NodeRead>;
 
 #[derive(Debug)]
-struct NodeRead {
-    at: u64,
+pub struct NodeRead {
     newest: Option<DateTime<Utc>>,
     counted: Option<(String, DateTime<Utc>)>,
 }
@@ -125,104 +120,95 @@ pub fn pod_latencies(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
 /// ([`LatencyScans`]).
 pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencyScans) -> Latencies {
     let st = c.stamps();
-    if scans.epoch != st.epoch() {
-        *scans = LatencyScans {
-            epoch: st.epoch(),
-            ..Default::default()
-        };
-    }
-    if scans.read.len() > c.nodes.len() {
-        scans.read.retain(|name, _| c.nodes.contains_key(name));
-    }
+    scans.retain_nodes(&c.nodes);
     let mut out = Latencies::default();
     for node in c.nodes.values() {
         let name = &node.metadata.name;
-        let kept = scans
-            .read
-            .get(name.as_str())
-            .filter(|r| st.global() <= r.at && st.node(name) <= r.at);
-        let newest = match kept {
-            Some(r) => r.newest,
-            None => c
-                .pods_on(name)
-                .filter_map(|p| true_since(&p.status.conditions, "PodScheduled"))
-                .max(),
+        // Kept while none of its pods was bound in the window, or no event about one
+        // of them changed.
+        let still = |at: u64, r: &NodeRead| {
+            r.newest.is_none_or(|t| recent(t, now).is_none())
+                || st.events_any() <= at
+                || c.pods_on(name).all(|p| st.events(&p.metadata.name) <= at)
         };
-        let pool = node.pool();
-        if newest.is_none_or(|t| recent(t, now).is_none()) || pool.is_none() {
-            if kept.is_none() {
-                let read = NodeRead {
-                    at: st.last(),
-                    newest,
-                    counted: None,
-                };
-                scans.read.insert(name.clone(), read);
-            }
-            continue;
+        let (read, kept) =
+            scans.get_or_refresh_with(st, name, still, || read_node(c, node, now, &mut out.found));
+        let seen = read
+            .counted
+            .as_ref()
+            .filter(|(_, t)| recent(*t, now).is_some());
+        if let (true, Some((pool, _))) = (kept, seen) {
+            out.still_seen.push(SliSeries::PodLatency(PoolLabels {
+                nodepool: pool.clone(),
+            }));
         }
-        let pool = pool.unwrap_or_default();
-        if let Some(r) = kept.filter(|r| {
-            st.events_any() <= r.at || c.pods_on(name).all(|p| st.events(&p.metadata.name) <= r.at)
-        }) {
-            let seen = r
-                .counted
-                .as_ref()
-                .filter(|(_, t)| recent(*t, now).is_some());
-            if let Some((pool, _)) = seen {
-                out.still_seen.push(SliSeries::PodLatency(PoolLabels {
-                    nodepool: pool.clone(),
-                }));
-            }
-            continue;
-        }
-        let mut counted: Option<DateTime<Utc>> = None;
-        let node_created = node.metadata.creation_timestamp.or_else(|| {
-            c.nodeclaim_for_node(node)
-                .and_then(|cl| cl.metadata.creation_timestamp)
-        });
-        for p in c.pods_on(&node.metadata.name) {
-            let Some(bound) = true_since(&p.status.conditions, "PodScheduled") else {
-                continue;
-            };
-            let Some(until) = recent(bound, now) else {
-                continue;
-            };
-            let m = &p.metadata;
-            // Karpenter never provisions for DaemonSet or mirror pods.
-            if m.owned_by("DaemonSet") || m.owned_by("Node") {
-                continue;
-            }
-            let Some(created) = m.creation_timestamp else {
-                continue;
-            };
-            let waited = node_created.is_some_and(|t| t > created)
-                || c.events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid)
-                    .iter()
-                    .any(|e| {
-                        e.reason == "FailedScheduling"
-                            || (e.from_karpenter() && e.reason == "Nominated")
-                    });
-            if !waited {
-                continue;
-            }
-            counted = counted.max(Some(bound));
-            out.found.push(Occurrence {
-                key: format!("pod-latency/{}", uid("Pod", m)),
-                series: SliSeries::PodLatency(PoolLabels {
-                    nodepool: pool.to_string(),
-                }),
-                until,
-                value: seconds(bound - created),
-            });
-        }
-        let read = NodeRead {
-            at: st.last(),
-            newest,
-            counted: counted.map(|t| (pool.to_string(), t)),
-        };
-        scans.read.insert(name.clone(), read);
     }
     out
+}
+
+/// The pod latencies on `node` ([`pod_latencies`]), added to `found`, and what is kept of
+/// the node until it is read again.
+fn read_node(
+    c: &Cluster,
+    node: &Node,
+    now: DateTime<Utc>,
+    found: &mut Vec<Occurrence>,
+) -> NodeRead {
+    let newest = c
+        .pods_on(&node.metadata.name)
+        .filter_map(|p| true_since(&p.status.conditions, "PodScheduled"))
+        .max();
+    let pool = node.pool();
+    let (Some(pool), true) = (pool, newest.is_some_and(|t| recent(t, now).is_some())) else {
+        return NodeRead {
+            newest,
+            counted: None,
+        };
+    };
+    let mut counted: Option<DateTime<Utc>> = None;
+    let node_created = node.metadata.creation_timestamp.or_else(|| {
+        c.nodeclaim_for_node(node)
+            .and_then(|cl| cl.metadata.creation_timestamp)
+    });
+    for p in c.pods_on(&node.metadata.name) {
+        let Some(bound) = true_since(&p.status.conditions, "PodScheduled") else {
+            continue;
+        };
+        let Some(until) = recent(bound, now) else {
+            continue;
+        };
+        let m = &p.metadata;
+        // Karpenter never provisions for DaemonSet or mirror pods.
+        if m.owned_by("DaemonSet") || m.owned_by("Node") {
+            continue;
+        }
+        let Some(created) = m.creation_timestamp else {
+            continue;
+        };
+        let waited = node_created.is_some_and(|t| t > created)
+            || c.events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid)
+                .iter()
+                .any(|e| {
+                    e.reason == "FailedScheduling"
+                        || (e.from_karpenter() && e.reason == "Nominated")
+                });
+        if !waited {
+            continue;
+        }
+        counted = counted.max(Some(bound));
+        found.push(Occurrence {
+            key: format!("pod-latency/{}", uid("Pod", m)),
+            series: SliSeries::PodLatency(PoolLabels {
+                nodepool: pool.to_string(),
+            }),
+            until,
+            value: seconds(bound - created),
+        });
+    }
+    NodeRead {
+        newest,
+        counted: counted.map(|t| (pool.to_string(), t)),
+    }
 }
 
 /// NodeClaims initialized in the last hour: creation to Initialized=True.
