@@ -18,29 +18,30 @@ pub struct Hold {
     pub nodepool: String,
 }
 
-/// The holds of every pending pod by (namespace, name). Replicas share their verdicts, so
-/// each distinct verdict list is judged once.
-pub fn holds(c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> FastMap<(String, String), Hold> {
+/// The hold of every pending pod, in `pending`'s order. Replicas share their verdicts, so
+/// each distinct verdict list is judged once, and its hold shared.
+pub fn holds(c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> Vec<Arc<Hold>> {
     let admits = PoolAdmits::new(c, cluster_provider(c));
-    let mut shared: FastMap<*const Vec<Arc<PoolVerdict>>, Hold> = FastMap::default();
-    let mut out = FastMap::with_capacity_and_hasher(pending.len(), Default::default());
+    let mut shared: FastMap<*const Vec<Arc<PoolVerdict>>, Arc<Hold>> = FastMap::default();
+    let mut out = Vec::with_capacity(pending.len());
     for d in pending {
-        let ns = d.pod.namespace.clone().unwrap_or_default();
         let key = Arc::as_ptr(&d.nodepools);
         let hold = match shared.get(&key) {
             Some(h) => h.clone(),
             None => {
-                let pod = c.pods.get(&(ns.clone(), d.pod.name.clone()));
+                let ns = d.pod.namespace.clone().unwrap_or_default();
+                let pod = c.pods.get(&(ns, d.pod.name.clone()));
                 let h = hold(
                     &verdicts(d),
                     |pool| pod.is_some_and(|p| admits.admits(pool, &p.spec)),
                     |pool| pod.is_some_and(|p| admits.requirements_admit(pool, &p.spec)),
                 );
+                let h = Arc::new(h);
                 shared.insert(key, h.clone());
                 h
             }
         };
-        out.insert((ns, d.pod.name.clone()), hold);
+        out.push(hold);
     }
     out
 }

@@ -148,8 +148,8 @@ pub struct Pass {
     pub report: Arc<Report>,
     /// Every pod Karpenter has to place, diagnosed (replicas share their verdicts).
     pub pending: Vec<Arc<PodDiagnosis>>,
-    /// What holds each pending pod, by (namespace, name).
-    pub holds: FastMap<(String, String), Hold>,
+    /// What holds each pending pod, in `pending`'s order (replicas share one).
+    pub holds: Vec<Arc<Hold>>,
     /// Every pool's usage against its limits, by name.
     pub pools: BTreeMap<String, PoolUsage>,
     /// Every pool's disruption budgets at the pass's instant, by name.
@@ -171,9 +171,14 @@ impl Pass {
             .find(|d| d.pod.namespace.as_deref() == Some(namespace) && d.pod.name == name)
     }
 
-    /// What holds a pending pod.
-    pub fn hold(&self, namespace: &str, name: &str) -> Option<&Hold> {
-        self.holds.get(&(namespace.to_string(), name.to_string()))
+    /// What holds each pending pod, by the address of its diagnosis (as a finding shares
+    /// it): for a view that reads many.
+    pub fn holds_by_diagnosis(&self) -> FastMap<*const PodDiagnosis, &Hold> {
+        self.pending
+            .iter()
+            .zip(&self.holds)
+            .map(|(d, h)| (Arc::as_ptr(d), &**h))
+            .collect()
     }
 }
 

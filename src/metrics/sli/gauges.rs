@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::analysis::capacity::node_price;
 use crate::analysis::disruption::BlockedDetails;
+use crate::analysis::provisioning::PodDiagnosis;
 use crate::analysis::Pass;
 use crate::findings::{Code, Finding};
 use crate::karpenter::resources::Resources;
@@ -92,28 +93,44 @@ pub fn gauges(
     let mut cost = family(defs::NODEPOOL_COST);
     let mut nodes = family(defs::NODEPOOL_NODES);
 
+    // Summed over borrowed labels first: a family's sample is keyed by owned strings, made
+    // once per sample rather than once per pod or node.
+    let holds = pass.holds_by_diagnosis();
+    let mut by_hold: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    let mut drifted_by_pool: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut blocked_by_kind: BTreeMap<(&str, &str), f64> = BTreeMap::new();
     for f in pass.report.findings.iter() {
         let pool = f.nodepool.as_deref().unwrap_or_default();
         match f.code {
             Code::PodUnschedulable => {
-                let ns = f.object.namespace.as_deref().unwrap_or_default();
-                let (cat, pool) = match pass.hold(ns, &f.object.name) {
-                    Some(h) => (label_value(&h.category), h.nodepool.clone()),
-                    None => ("unknown".to_string(), String::new()),
+                let hold = f
+                    .details
+                    .downcast_ref::<PodDiagnosis>()
+                    .and_then(|d| holds.get(&(d as *const PodDiagnosis)));
+                let key = match hold {
+                    Some(h) => (h.category.as_str(), h.nodepool.as_str()),
+                    None => ("unknown", ""),
                 };
-                unschedulable.add(&[&cat, &pool], 1.0);
+                *by_hold.entry(key).or_default() += 1.0;
             }
-            Code::NodeclaimDrifted => drifted.add(&[pool], 1.0),
+            Code::NodeclaimDrifted => *drifted_by_pool.entry(pool).or_default() += 1.0,
             Code::DisruptionBlocked => {
                 for kind in blocker_kinds(f) {
-                    blocked.add(&[pool, kind], 1.0);
+                    *blocked_by_kind.entry((pool, kind)).or_default() += 1.0;
                 }
             }
             _ => {}
         }
     }
-    // The per-node sums are taken over borrowed labels first: a family's sample is keyed
-    // by owned strings, made once per sample rather than once per node.
+    for ((category, pool), n) in by_hold {
+        unschedulable.add(&[&label_value(category), pool], n);
+    }
+    for (pool, n) in drifted_by_pool {
+        drifted.add(&[pool], n);
+    }
+    for ((pool, kind), n) in blocked_by_kind {
+        blocked.add(&[pool, kind], n);
+    }
     let mut by_pool_reason: BTreeMap<(&str, &str), f64> = BTreeMap::new();
     for s in pass.nodes.values() {
         let (Some(pool), Some(reason)) = (&s.nodepool, s.consolidation.unconsolidated()) else {
