@@ -98,10 +98,18 @@ pub struct Occurrence {
     /// Unique per occurrence: made of object UIDs.
     pub key: String,
     pub series: SliSeries,
-    /// After this it can no longer be seen (it left the [`RECENT_SECONDS`] window).
-    pub until: DateTime<Utc>,
+    /// When it happened: its [`RECENT_SECONDS`] window counts from there. None for one with
+    /// no time of its own, seen as of each pass's instant.
+    pub seen: Option<DateTime<Utc>>,
     /// For histograms: the observed value, in seconds.
     pub value: f64,
+}
+
+impl Occurrence {
+    /// Until when it can still be seen, if it can be at `now`.
+    pub fn until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        recent(self.seen.unwrap_or(now), now)
+    }
 }
 
 type Snapshot = Arc<RwLock<Option<Arc<Vec<GaugeFamily>>>>>;
@@ -121,6 +129,14 @@ struct SliState {
     /// Per node, when its newest pod was bound and when its pods were last read for
     /// latencies ([`LatencyScans`]).
     latencies: LatencyScans,
+    /// The scans of the NodeClaims and Karpenter's events about them, kept while nothing
+    /// they read changed.
+    node_provisioning: Kept,
+    launch_failures: Kept,
+    churn: Kept,
+    /// The stamps the claims were last compared at for [`deletions`]: none can have gone
+    /// while they are the same.
+    deletions_at: Option<[u64; 4]>,
     /// The pools' costs ([`gauges::pool_costs`]), with the model (its epoch) and the
     /// stamp of its nodes and anything global (the metrics' prices) they were summed at.
     costs: Option<((u64, u64), Arc<BTreeMap<(String, String), f64>>)>,
@@ -225,20 +241,44 @@ impl Sli {
     /// Fold one analysis pass into the metrics.
     pub fn update(&self, pass: &Pass, c: &Cluster, now: DateTime<Utc>) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let stamps = c.stamps();
         let latencies = pod_latencies_with(c, now, &mut st.latencies);
         for s in latencies.still_seen {
             st.series.insert(s, now);
         }
         let mut found = latencies.found;
-        found.extend(node_provisioning(c, now));
-        found.extend(launch_failures(c, now));
-        found.extend(churn(c, now));
-        found.extend(deletions(&mut st, c, now));
+        let claims_at = claims_token(stamps, false);
+        if st.deletions_at != Some(claims_at) {
+            found.extend(deletions(&mut st, c));
+            st.deletions_at = Some(claims_at);
+        }
         found.extend(evictions(&mut st, c, now));
-        for o in found {
-            st.series.insert(o.series.clone(), now);
-            if let Some(until) = st.counted.get_mut(&o.key) {
-                *until = (*until).max(o.until);
+        let with_events = claims_token(stamps, true);
+        let SliState {
+            counted,
+            series,
+            node_provisioning: kept_provisioning,
+            launch_failures: kept_failures,
+            churn: kept_churn,
+            ..
+        } = &mut *st;
+        let kept = [
+            kept_provisioning.current(claims_at, now, || node_provisioning(c, now)),
+            kept_failures.current(with_events, now, || launch_failures(c, now)),
+            kept_churn.current(with_events, now, || churn(c, now)),
+        ];
+        for o in found.iter().chain(kept.into_iter().flatten()) {
+            let Some(until) = o.until(now) else {
+                continue;
+            };
+            match series.get_mut(&o.series) {
+                Some(alive) => *alive = now,
+                None => {
+                    series.insert(o.series.clone(), now);
+                }
+            }
+            if let Some(u) = counted.get_mut(&o.key) {
+                *u = (*u).max(until);
                 continue;
             }
             match &o.series {
@@ -256,7 +296,7 @@ impl Sli {
                     self.evictions.get_or_create(l).inc();
                 }
             }
-            st.counted.insert(o.key, o.until);
+            counted.insert(o.key.clone(), until);
         }
         // What can no longer be seen is forgotten.
         st.counted.retain(|_, until| *until >= now);
@@ -669,6 +709,123 @@ lastTimestamp: "{at}"
         assert_eq!(third.still_seen, [web]);
         let later = pod_latencies_with(&c, t(3100), &mut scans);
         assert!(later.found.is_empty() && later.still_seen.is_empty());
+    }
+
+    /// Applies every object of `docs` to `c`, as watch events would.
+    fn apply(c: &mut Cluster, docs: &[String]) {
+        let more = load(docs);
+        for e in more.events.into_values() {
+            c.apply_event(e);
+        }
+        for cl in more.nodeclaims.into_values() {
+            c.apply_nodeclaim(Arc::unwrap_or_clone(cl));
+        }
+    }
+
+    #[test]
+    fn a_kept_scan_gives_what_a_scan_gives_as_time_passes_and_the_model_changes() {
+        let mut c = load(&cluster_docs());
+        let mut kept: [Kept; 3] = Default::default();
+        type Scan = fn(&Cluster, DateTime<Utc>) -> Vec<Occurrence>;
+        let scans: [(Scan, bool); 3] = [
+            (node_provisioning, false),
+            (launch_failures, true),
+            (churn, true),
+        ];
+        let mut check = |c: &Cluster, at: i64| -> usize {
+            let now = t(at);
+            let mut n = 0;
+            for ((scan, events), k) in scans.iter().zip(kept.iter_mut()) {
+                let seen = |o: &Occurrence| (o.key.clone(), o.until(now));
+                let token = claims_token(c.stamps(), *events);
+                let got: Vec<_> = k
+                    .current(token, now, || scan(c, now))
+                    .iter()
+                    .map(seen)
+                    .collect();
+                let want: Vec<_> = scan(c, now).iter().map(seen).collect();
+                assert_eq!(got, want, "at {at}s");
+                n += got.len();
+            }
+            n
+        };
+        // Time alone: finds leave the window one by one (the failed launch at -650 s, the
+        // ICE event at -300 s, ...), and a find's window does not move.
+        let first = check(&c, 0);
+        check(&c, 600);
+        let late = check(&c, 3350);
+        assert!(0 < late && late < first, "{late} of {first}");
+        // Only an event changes: the scans that read events scan again.
+        apply(
+            &mut c,
+            &[event(
+                "ice2",
+                "NodeClaim",
+                "web-new",
+                "uid-web-new",
+                "InsufficientCapacityError",
+                "NodeClaim web-new event: insufficient capacity",
+                3350,
+            )],
+        );
+        assert_eq!(check(&c, 3360), late + 1);
+        // A NodeClaim initialized: the scans of claims scan again.
+        let conds = [
+            cond("Launched", "True", "Launched", 3345),
+            cond("Initialized", "True", "Initialized", 3365),
+        ]
+        .concat();
+        apply(&mut c, &[claim("web-new", "web", "n9", 3340, &conds)]);
+        // Its provisioning, launch and initialization.
+        assert_eq!(check(&c, 3370), late + 4);
+    }
+
+    #[test]
+    fn a_change_of_events_or_claims_alone_is_counted_on_the_next_pass() {
+        let sli = Sli::default();
+        let mut c = load(&cluster_docs());
+        pass(&sli, &c, 0);
+        pass(&sli, &c, 10);
+        apply(
+            &mut c,
+            &[
+                event(
+                    "ice2",
+                    "NodeClaim",
+                    "web-gone2",
+                    "uid-web-gone2",
+                    "InsufficientCapacityError",
+                    "x",
+                    15,
+                ),
+                event(
+                    "dis2",
+                    "NodeClaim",
+                    "web-old2",
+                    "uid-web-old2",
+                    "DisruptionTerminating",
+                    "Disrupting NodeClaim: Drifted",
+                    15,
+                ),
+            ],
+        );
+        pass(&sli, &c, 20);
+        let text = scrape(&sli);
+        let lf = defs::LAUNCH_FAILURES.name;
+        let ice = "nodepool=\"web\",reason=\"InsufficientCapacityError\"";
+        assert_eq!(value(&text, lf, ice), Some(2.0), "{text}");
+        let churn = defs::NODE_CHURN.name;
+        let drifted = "nodepool=\"web\",event=\"disrupted\",reason=\"drifted\"";
+        assert_eq!(value(&text, churn, drifted), Some(2.0), "{text}");
+        let conds = cond("Initialized", "True", "Initialized", 25);
+        apply(&mut c, &[claim("web-new", "web", "n9", -20, &conds)]);
+        pass(&sli, &c, 30);
+        let text = scrape(&sli);
+        let np = format!("{}_count", defs::NODE_PROVISIONING.name);
+        let labels = "nodepool=\"web\",capacity_type=\"on-demand\"";
+        assert_eq!(value(&text, &np, labels), Some(2.0), "{text}");
+        let l = "nodepool=\"web\",event=\"initialized\",reason=\"\"";
+        assert_eq!(value(&text, churn, l), Some(2.0), "{text}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
 use crate::metrics::common::{label_value, uid, uid_ref};
-use crate::model::stamps::PerNode;
+use crate::model::stamps::{PerNode, Stamps};
 use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
 
@@ -68,24 +68,65 @@ pub(super) fn regarding_id(c: &Cluster, e: &Event) -> String {
     })
 }
 
-/// Karpenter's recent events of these reasons about objects of `kind`, with their window.
+/// Karpenter's recent events of these reasons about objects of `kind`, with when each was
+/// last seen.
 pub(super) fn karpenter_events<'c>(
     c: &'c Cluster,
     kind: &'c str,
     reasons: &'c [&'c str],
     now: DateTime<Utc>,
-) -> impl Iterator<Item = (&'c Event, DateTime<Utc>)> + 'c {
+) -> impl Iterator<Item = (&'c Event, Option<DateTime<Utc>>)> + 'c {
     c.events.values().filter_map(move |e| {
         if !(e.from_karpenter() && e.regarding.kind == kind && reasons.contains(&e.reason.as_str()))
         {
             return None;
         }
         // An event with no time at all is taken as seen now.
-        Some((e, recent(e.seen().unwrap_or(now), now)?))
+        recent(e.seen().unwrap_or(now), now)?;
+        Some((e, e.seen()))
     })
 }
 
 // ------------------------------------------------------------------ occurrences
+
+/// One scan's finds, kept while the parts of the model it reads have the same stamps
+/// (`token`). Time alone only takes finds away (each is seen within the recent window of
+/// its own instant, which does not move), so a kept find is given again while it is still
+/// recent: the same as scanning again.
+#[derive(Debug, Default)]
+pub struct Kept {
+    token: Option<[u64; 4]>,
+    finds: Vec<Occurrence>,
+}
+
+impl Kept {
+    /// The finds of `scan` now, scanning only when `token` differs from the last scan's.
+    pub fn current(
+        &mut self,
+        token: [u64; 4],
+        now: DateTime<Utc>,
+        scan: impl FnOnce() -> Vec<Occurrence>,
+    ) -> &[Occurrence] {
+        if self.token == Some(token) {
+            self.finds.retain(|o| o.until(now).is_some());
+        } else {
+            self.finds = scan();
+            self.token = Some(token);
+        }
+        &self.finds
+    }
+}
+
+/// The stamps a scan of the NodeClaims reads (with their nodes and pools), and with
+/// `events` Karpenter's events too.
+pub(super) fn claims_token(st: &Stamps, events: bool) -> [u64; 4] {
+    [
+        st.epoch(),
+        st.zones(),
+        st.pools(),
+        if events { st.events_any() } else { 0 },
+    ]
+}
 
 /// What [`pod_latencies_with`] keeps between passes, per node ([`PerNode`], read again
 /// when the node or its pods change): when the newest of its pods was bound, and the pool
@@ -174,9 +215,9 @@ fn read_node(
         let Some(bound) = true_since(&p.status.conditions, "PodScheduled") else {
             continue;
         };
-        let Some(until) = recent(bound, now) else {
+        if recent(bound, now).is_none() {
             continue;
-        };
+        }
         let m = &p.metadata;
         // Karpenter never provisions for DaemonSet or mirror pods.
         if m.owned_by("DaemonSet") || m.owned_by("Node") {
@@ -201,7 +242,7 @@ fn read_node(
             series: SliSeries::PodLatency(PoolLabels {
                 nodepool: pool.to_string(),
             }),
-            until,
+            seen: Some(bound),
             value: seconds(bound - created),
         });
     }
@@ -218,7 +259,7 @@ pub fn node_provisioning(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
         let Some(init) = true_since(&claim.status.conditions, "Initialized") else {
             continue;
         };
-        let (Some(until), Some(created)) = (recent(init, now), claim.metadata.creation_timestamp)
+        let (Some(_), Some(created)) = (recent(init, now), claim.metadata.creation_timestamp)
         else {
             continue;
         };
@@ -234,7 +275,7 @@ pub fn node_provisioning(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
                 nodepool: claim_pool(c, &claim.metadata.name).unwrap_or_default(),
                 capacity_type,
             }),
-            until,
+            seen: Some(init),
             value: seconds(init - created),
         });
     }
@@ -258,31 +299,28 @@ pub fn launch_failures(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
         }) else {
             continue;
         };
-        let at = l
-            .last_transition_time
-            .or(claim.metadata.creation_timestamp)
-            .unwrap_or(now);
-        let Some(until) = recent(at, now) else {
+        let at = l.last_transition_time.or(claim.metadata.creation_timestamp);
+        if recent(at.unwrap_or(now), now).is_none() {
             continue;
-        };
+        }
         out.push(Occurrence {
             key: format!("launch-failure/{}", uid("NodeClaim", &claim.metadata)),
             series: SliSeries::LaunchFailure(PoolReasonLabels {
                 nodepool: claim_pool(c, &claim.metadata.name).unwrap_or_default(),
                 reason: label_value(l.reason.as_deref().unwrap_or("LaunchFailed")),
             }),
-            until,
+            seen: at,
             value: 1.0,
         });
     }
-    for (e, until) in karpenter_events(c, "NodeClaim", LAUNCH_ERRORS, now) {
+    for (e, seen) in karpenter_events(c, "NodeClaim", LAUNCH_ERRORS, now) {
         out.push(Occurrence {
             key: format!("launch-failure/{}", regarding_id(c, e)),
             series: SliSeries::LaunchFailure(PoolReasonLabels {
                 nodepool: claim_pool(c, &e.regarding.name).unwrap_or_default(),
                 reason: label_value(&e.reason),
             }),
-            until,
+            seen,
             value: 1.0,
         });
     }
@@ -294,7 +332,7 @@ pub(super) fn churn_occurrence(
     pool: &str,
     event: &str,
     reason: &str,
-    until: DateTime<Utc>,
+    seen: Option<DateTime<Utc>>,
 ) -> Occurrence {
     // One key per NodeClaim and event: a disruption is counted once, whichever source
     // (condition or event) names it first.
@@ -305,7 +343,7 @@ pub(super) fn churn_occurrence(
             event: event.to_string(),
             reason: reason.to_string(),
         }),
-        until,
+        seen,
         value: 1.0,
     }
 }
@@ -334,20 +372,17 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
             ("registered", "Registered"),
             ("initialized", "Initialized"),
         ] {
-            if let Some(until) = true_since(conds, cond).and_then(|t| recent(t, now)) {
+            if let Some(t) = true_since(conds, cond).filter(|t| recent(*t, now).is_some()) {
                 let (id, pool) = name();
-                out.push(churn_occurrence(id, pool, event, "", until));
+                out.push(churn_occurrence(id, pool, event, "", Some(t)));
             }
         }
         if let Some(d) = condition(conds, "DisruptionReason").filter(|d| d.is_true()) {
-            let at = d
-                .last_transition_time
-                .or(m.deletion_timestamp)
-                .unwrap_or(now);
-            if let Some(until) = recent(at, now) {
+            let at = d.last_transition_time.or(m.deletion_timestamp);
+            if recent(at.unwrap_or(now), now).is_some() {
                 let reason = disruption_reason(d.reason.as_deref().unwrap_or("other"));
                 let (id, pool) = name();
-                out.push(churn_occurrence(id, pool, "disrupted", &reason, until));
+                out.push(churn_occurrence(id, pool, "disrupted", &reason, at));
             }
         } else if let Some(deleted) = m.deletion_timestamp {
             // Expiry deletes the NodeClaim directly (no DisruptionReason in v1).
@@ -368,13 +403,19 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
                 (Ok(NillableDuration::After(d)), Some(created)) => deleted >= created + d,
                 _ => false,
             };
-            if let Some(until) = recent(deleted, now).filter(|_| expired) {
+            if expired && recent(deleted, now).is_some() {
                 let (id, pool) = name();
-                out.push(churn_occurrence(id, pool, "disrupted", "expired", until));
+                out.push(churn_occurrence(
+                    id,
+                    pool,
+                    "disrupted",
+                    "expired",
+                    Some(deleted),
+                ));
             }
         }
     }
-    for (e, until) in karpenter_events(
+    for (e, seen) in karpenter_events(
         c,
         "NodeClaim",
         &["DisruptionTerminating", "TerminatingOnInterruption"],
@@ -392,14 +433,14 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
             &pool,
             "disrupted",
             &reason,
-            until,
+            seen,
         ));
     }
     out
 }
 
 /// NodeClaims of the previous pass that are gone now: deleted.
-pub(super) fn deletions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+pub(super) fn deletions(st: &mut SliState, c: &Cluster) -> Vec<Occurrence> {
     // The claims of the last pass are kept, and only the ones that came or went are
     // looked at: a pass with no claim change allocates nothing here.
     let current: crate::model::shared::FastMap<std::borrow::Cow<str>, &NodeClaim> = c
@@ -411,13 +452,7 @@ pub(super) fn deletions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
     st.claims.retain(|id, pool| {
         let kept = current.contains_key(id.as_str());
         if !kept {
-            out.push(churn_occurrence(
-                id,
-                pool,
-                "deleted",
-                "",
-                now + recent_window(),
-            ));
+            out.push(churn_occurrence(id, pool, "deleted", "", None));
         }
         kept
     });
@@ -455,14 +490,19 @@ pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
                     .is_some_and(|cl| cl.metadata.deletion_timestamp.is_some()));
         if draining {
             for p in c.pods_on(&node.metadata.name) {
-                st.draining
-                    .insert(uid("Pod", &p.metadata), (pool.to_string(), now));
+                let id = uid_ref("Pod", &p.metadata);
+                match st.draining.get_mut(id.as_ref()) {
+                    Some(seen) if seen.0 == pool => seen.1 = now,
+                    _ => {
+                        st.draining.insert(id.into_owned(), (pool.to_string(), now));
+                    }
+                }
             }
         }
     }
     st.draining.retain(|_, (_, t)| now - *t <= recent_window());
     let mut out = Vec::new();
-    for (e, until) in karpenter_events(c, "Pod", &["Evicted", "Disrupted"], now) {
+    for (e, seen) in karpenter_events(c, "Pod", &["Evicted", "Disrupted"], now) {
         let id = regarding_id(c, e);
         let reason = if e.reason == "Disrupted" {
             "termination-grace-period".to_string()
@@ -488,7 +528,7 @@ pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
                 nodepool: pool,
                 reason,
             }),
-            until,
+            seen,
             value: 1.0,
         });
     }
