@@ -679,3 +679,49 @@ fn a_room_change_reaches_every_plan_that_read_that_node() {
         "each kind of change moves some node's answer: {changed:?}"
     );
 }
+
+/// More changes between two passes than the model's journal keeps
+/// ([`kelp::model::stamps::JOURNAL`]): the pass asks every node again, so the first
+/// change, long gone from the journal, is still followed.
+#[test]
+fn a_burst_longer_than_the_journal_is_still_followed() {
+    let (mut c, now) = demo();
+    let mut engine = Incremental::default();
+    same(&c, now, &mut engine).unwrap();
+    let full_before = analysis::run(&c, now);
+    // Two bound pods on two Karpenter nodes, the first on a node nothing blocks.
+    let bound: Vec<_> = c
+        .pods
+        .iter()
+        .filter_map(|(k, p)| {
+            let node = p.spec.node_name.as_deref()?.to_string();
+            let state = full_before.nodes.get(&node)?;
+            Some((k.clone(), node, state.blockers.is_empty()))
+        })
+        .collect();
+    let (first, node, _) = bound.iter().find(|b| b.2).cloned().unwrap();
+    let (other, _, _) = bound.iter().find(|b| b.1 != node).unwrap().clone();
+    // The first change blocks its node's disruption...
+    let mut p = c.pods[&first].clone();
+    p.metadata
+        .annotations
+        .make_mut()
+        .insert("karpenter.sh/do-not-disrupt".into(), "true".into());
+    c.apply_pod(p);
+    // ...then another node's pod changes more times than the journal keeps.
+    for i in 0..kelp::model::stamps::JOURNAL + 8 {
+        let mut p = c.pods[&other].clone();
+        p.metadata
+            .labels
+            .make_mut()
+            .insert("burst".into(), i.to_string());
+        c.apply_pod(p);
+    }
+    let full = analysis::run(&c, now);
+    assert_ne!(
+        full.nodes.get(&node),
+        full_before.nodes.get(&node),
+        "the first change changes its node's state"
+    );
+    same(&c, now, &mut engine).unwrap();
+}

@@ -25,7 +25,15 @@
 //! - the clock has not reached the first instant its answer changes with time alone
 //!   ([`super::clock::Clock`]).
 //!
-//! Its age is written afresh. The room is built from each node's share (free resources,
+//! A pass asks this of each node only where a change may have touched it: the model's
+//! journal of changes by name ([`crate::model::stamps::Stamps::since`]) names the nodes
+//! changed since the last pass (a node, a pod bound to it, the events about it or its
+//! NodeClaim); any other node keeps its state while the clock and what the whole pass
+//! shares (the room, the usage) allow. A change of a NodeClaim, a pool, PDBs or anything
+//! global, the nominations or a pool's budgets, or more changes than the journal keeps,
+//! has every node asked.
+//!
+//! Its age is written afresh when its text changes. The room is built from each node's share (free resources,
 //! whether a pod there keeps others out), kept while the node and its pods are unchanged
 //! ([`super::fit::RoomCache`]). The verdicts of pending pods (per distinct spec, affinity,
 //! event and peers, as one pass already shares them) are kept while nothing global, no
@@ -49,7 +57,8 @@ use super::provisioning::{KeptVerdicts, PoolSet};
 use super::{ago, fit};
 use crate::findings::ObjectRef;
 use crate::karpenter::resources::Resources;
-use crate::model::shared::FastMap;
+use crate::model::shared::{FastMap, FastSet};
+use crate::model::stamps::Touched;
 use crate::model::*;
 
 /// What the last pass computed, with what each answer read.
@@ -59,6 +68,9 @@ pub struct Incremental {
     /// Passes over the nodes so far: what tells an entry whose node is gone.
     pass: u64,
     nodes: FastMap<String, Entry>,
+    /// The model's newest stamp at the last pass over the nodes, and the nominations it
+    /// found: what tells the nodes a change may have touched from the ones it did not.
+    checked: Option<(u64, disruption::Nominations)>,
     /// Per pool: its budget counts and allowances at the last pass, and how many times
     /// they changed.
     budgets: FastMap<String, (Option<PoolBudgets>, u64)>,
@@ -174,6 +186,22 @@ struct Entry {
     usage: Option<u64>,
     /// The last pass that found its node.
     seen: u64,
+    /// The first instant its age reads otherwise.
+    age_until: Option<DateTime<Utc>>,
+}
+
+/// The first instant after `now` at which [`ago`]`(now, t)` reads otherwise: it shows
+/// the two largest units, so seconds below an hour, minutes below a day, hours beyond.
+/// None below a second (milliseconds show) and for a `t` in the future.
+fn age_until(now: DateTime<Utc>, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let secs = (now - t).num_seconds();
+    let unit = match secs {
+        ..1 => return None,
+        1..3600 => 1,
+        3600..86_400 => 60,
+        _ => 3600,
+    };
+    Some(t + chrono::Duration::seconds((secs / unit + 1) * unit))
 }
 
 impl Incremental {
@@ -297,22 +325,38 @@ impl Incremental {
         let inputs = NodeInputs::with_budgets(c, now, budgets)
             .with_pools(pools)
             .with_room_cache(std::mem::take(&mut self.room_cache));
-        self.note_budgets(budgets);
+        let budgets_moved = self.note_budgets(budgets);
         self.note_room(c, now);
         let moved = self.room_moves(c, &inputs);
         self.note_usage(pools);
+        let touched = self.touched_nodes(c, inputs.nominations(), budgets_moved);
         let mut stats = Stats::default();
         // In node order, so the map is built in one sweep rather than node by node.
         let mut out = Vec::new();
         self.pass += 1;
         for n in c.nodes.values() {
+            let name = &n.metadata.name;
+            if touched.as_ref().is_some_and(|t| !t.contains(name.as_str())) {
+                // Untouched since the last pass: its pool, claim, nomination and stamps
+                // are as it found them, so is whether it is a Karpenter node; what the
+                // whole pass shares (the room, the usage) and the clock are left to ask.
+                let Some(entry) = self.nodes.get_mut(name) else {
+                    continue;
+                };
+                if entry.until.is_none_or(|t| now < t)
+                    && Self::same_room_and_usage(entry, (self.room.1, &moved, self.usage.1))
+                {
+                    stats.reused += 1;
+                    out.push((name.clone(), Self::reuse(entry, self.pass, now)));
+                    continue;
+                }
+            }
             let pool = n.pool();
             let claim = c.nodeclaim_for_node(n);
             // Both read once here, for what follows too.
             if !disruption::karpenter_node_with(pool, claim) {
                 continue;
             }
-            let name = &n.metadata.name;
             let nominated = inputs.nominated(n, claim);
             let budgets = pool.and_then(|p| self.budgets.get(p)).map_or(0, |b| b.1);
             let kept = self.nodes.get_mut(name).filter(|e| {
@@ -330,13 +374,7 @@ impl Incremental {
             });
             let state = if let Some(entry) = kept {
                 stats.reused += 1;
-                entry.seen = self.pass;
-                // Its age is written afresh: the same state while it reads the same.
-                let age = entry.state.created.map(|t| ago(now, t));
-                if entry.state.age != age {
-                    Arc::make_mut(&mut entry.state).age = age;
-                }
-                entry.state.clone()
+                Self::reuse(entry, self.pass, now)
             } else {
                 stats.computed += 1;
                 let clock = Clock::at(now);
@@ -364,6 +402,7 @@ impl Incremental {
                         room: room.then(|| (self.room.1, reach)),
                         usage: usage.then_some(self.usage.1),
                         seen: self.pass,
+                        age_until: state.created.and_then(|t| age_until(now, t)),
                     },
                 );
                 state
@@ -372,6 +411,7 @@ impl Incremental {
         }
         let pass = self.pass;
         self.nodes.retain(|_, e| e.seen == pass);
+        self.checked = Some((stamps.last(), inputs.nominations().clone()));
         self.room_cache = inputs.into_room_cache();
         self.stats = stats;
         out.into_iter().collect()
@@ -409,20 +449,81 @@ impl Incremental {
             && e.namespaces.iter().all(|ns| st.pdbs(ns) <= e.stamp)
             && e.nominated == *nominated
             && e.budgets == budgets
-            && e.room
-                .as_ref()
-                .is_none_or(|(r, reach)| *r == room && !moved.iter().any(|m| m.within(reach)))
+            && Self::same_room_and_usage(e, (room, moved, usage))
+    }
+
+    /// Whether entry `e` still holds as to what the whole pass shares: the room's change
+    /// count and the nodes that moved in it, and the usage's change count.
+    fn same_room_and_usage(e: &Entry, (room, moved, usage): (u64, &[Moved], u64)) -> bool {
+        e.room
+            .as_ref()
+            .is_none_or(|(r, reach)| *r == room && !moved.iter().any(|m| m.within(reach)))
             && e.usage.is_none_or(|u| u == usage)
     }
 
-    /// Each pool's budget counts and what its budgets allow now, for every reason.
-    fn note_budgets(&mut self, budgets: &BTreeMap<String, PoolBudgets>) {
+    /// A kept entry's state handed to this pass, its age written afresh when its text
+    /// changes (the same state while it reads the same).
+    fn reuse(entry: &mut Entry, pass: u64, now: DateTime<Utc>) -> Arc<NodeDisruption> {
+        entry.seen = pass;
+        if entry.age_until.is_none_or(|t| now >= t) {
+            let age = entry.state.created.map(|t| ago(now, t));
+            if entry.state.age != age {
+                Arc::make_mut(&mut entry.state).age = age;
+            }
+            entry.age_until = entry.state.created.and_then(|t| age_until(now, t));
+        }
+        entry.state.clone()
+    }
+
+    /// The nodes a change may have touched since the last pass over them, as the
+    /// model's journal of changes tells it: a node itself or a pod bound to it, the events
+    /// about it or its NodeClaim. None when every node is to be asked: the first pass, a
+    /// change of a NodeClaim, a pool, PDBs or anything global, the journal not reaching
+    /// back that far, different nominations, or a pool's budgets.
+    fn touched_nodes<'c>(
+        &self,
+        c: &'c Cluster,
+        nominations: &disruption::Nominations,
+        budgets_moved: bool,
+    ) -> Option<FastSet<&'c str>> {
+        let (at, last) = self.checked.as_ref()?;
+        if budgets_moved || last != nominations {
+            return None;
+        }
+        let mut touched = FastSet::default();
+        for t in c.stamps().since(*at)? {
+            match t {
+                Touched::Node(name) => {
+                    if let Some((name, _)) = c.nodes.get_key_value(name) {
+                        touched.insert(name.as_str());
+                    }
+                }
+                Touched::Events(about) => {
+                    if let Some((name, _)) = c.nodes.get_key_value(about) {
+                        touched.insert(name.as_str());
+                    }
+                    if let Some(n) = c.nodeclaims.get(about).and_then(|cl| c.node_for_claim(cl)) {
+                        touched.insert(n.metadata.name.as_str());
+                    }
+                }
+                Touched::Claim(_) | Touched::Pool(_) | Touched::Pdbs(_) => return None,
+            }
+        }
+        Some(touched)
+    }
+
+    /// Each pool's budget counts and what its budgets allow now, for every reason; says
+    /// whether any pool's changed.
+    fn note_budgets(&mut self, budgets: &BTreeMap<String, PoolBudgets>) -> bool {
+        let mut moved = false;
         for (name, b) in budgets {
             let slot = self.budgets.entry(name.clone()).or_default();
             if slot.0.as_ref() != Some(b) {
                 *slot = (Some(b.clone()), slot.1 + 1);
+                moved = true;
             }
         }
+        moved
     }
 
     fn note_room(&mut self, c: &Cluster, now: DateTime<Utc>) {

@@ -373,6 +373,9 @@ pub type DefaultHasher = foldhash::quality::FoldHasher<'static>;
 /// tenth of an incremental pass's time at 5,000 nodes).
 pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
+/// A set of [`FastMap`]'s kind.
+pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
 /// The fingerprint of a value's JSON form, for types without `Hash` (k8s-openapi's).
 pub fn serde_fingerprint<T: Serialize + ?Sized>(value: &T, h: &mut DefaultHasher) {
     // Serialising into a hasher cannot fail for these types; were it to, the value would

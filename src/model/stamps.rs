@@ -4,8 +4,11 @@
 //! stamp it computed a result at and reuses the result while nothing it read has a newer
 //! stamp. A write that goes around those methods (a public field set directly: the
 //! catalogue, Karpenter's metrics, the API discovery) must call
-//! [`super::Cluster::touch_all`].
+//! [`super::Cluster::touch_all`]. The last changes are also kept by name, in order
+//! ([`Stamps::since`]), for a reader that would otherwise ask each object whether it
+//! changed.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::shared::FastMap;
@@ -44,6 +47,27 @@ pub struct Stamps {
     events_any: u64,
     /// By namespace: the PodDisruptionBudgets there.
     pdbs: FastMap<String, u64>,
+    /// The last [`JOURNAL`] changes by name, oldest first, for a reader that asks which
+    /// objects changed since its stamp rather than asking of each object.
+    journal: VecDeque<(u64, Touched)>,
+    /// The stamp of the newest change the journal let go of.
+    dropped: u64,
+}
+
+/// How many changes the journal keeps: a reader further behind looks at everything.
+pub const JOURNAL: usize = 4096;
+
+/// What one change touched, by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Touched {
+    Pool(String),
+    /// The node, or a pod bound to it.
+    Node(String),
+    Claim(String),
+    /// The events about an object of this name.
+    Events(String),
+    /// The PodDisruptionBudgets of a namespace.
+    Pdbs(String),
 }
 
 impl Default for Stamps {
@@ -62,6 +86,8 @@ impl Default for Stamps {
             events: FastMap::default(),
             events_any: 0,
             pdbs: FastMap::default(),
+            journal: VecDeque::new(),
+            dropped: 0,
         }
     }
 }
@@ -70,6 +96,25 @@ impl Stamps {
     fn next(&mut self) -> u64 {
         self.last += 1;
         self.last
+    }
+
+    fn journal(&mut self, stamp: u64, touched: impl FnOnce() -> Touched) {
+        if self.journal.len() == JOURNAL {
+            if let Some((s, _)) = self.journal.pop_front() {
+                self.dropped = s;
+            }
+        }
+        self.journal.push_back((stamp, touched()));
+    }
+
+    /// What changed after stamp `at`, oldest first; none when the journal no longer
+    /// reaches back that far, or something global changed since (anything may have).
+    pub fn since(&self, at: u64) -> Option<impl Iterator<Item = &Touched>> {
+        if self.global > at || self.dropped > at {
+            return None;
+        }
+        let first = self.journal.partition_point(|(s, _)| *s <= at);
+        Some(self.journal.range(first..).map(|(_, t)| t))
     }
 
     /// Which model these stamps belong to.
@@ -148,6 +193,7 @@ impl Stamps {
         let s = self.next();
         self.pools = s;
         set(&mut self.pool, name, s);
+        self.journal(s, || Touched::Pool(name.to_string()));
     }
 
     pub(super) fn touch_node(&mut self, name: &str) {
@@ -155,6 +201,7 @@ impl Stamps {
         self.bound = s;
         self.zones = s;
         set(&mut self.nodes, name, s);
+        self.journal(s, || Touched::Node(name.to_string()));
     }
 
     /// A change of a pod of `namespace` on node `name`: the node's stamp, and the room's
@@ -167,6 +214,7 @@ impl Stamps {
             set(&mut self.bound_in, namespace, s);
         }
         set(&mut self.nodes, name, s);
+        self.journal(s, || Touched::Node(name.to_string()));
     }
 
     pub(super) fn touch_claim(&mut self, name: &str) {
@@ -174,17 +222,20 @@ impl Stamps {
         self.bound = s;
         self.zones = s;
         set(&mut self.claims, name, s);
+        self.journal(s, || Touched::Claim(name.to_string()));
     }
 
     pub(super) fn touch_events(&mut self, about: &str) {
         let s = self.next();
         self.events_any = s;
         set(&mut self.events, about, s);
+        self.journal(s, || Touched::Events(about.to_string()));
     }
 
     pub(super) fn touch_pdbs(&mut self, namespace: &str) {
         let s = self.next();
         set(&mut self.pdbs, namespace, s);
+        self.journal(s, || Touched::Pdbs(namespace.to_string()));
     }
 
     /// Forget the per-object stamps once they are mostly of objects that are gone (they
@@ -208,6 +259,7 @@ impl Stamps {
         self.pdbs.clear();
         self.pool.clear();
         self.bound_in.clear();
+        self.journal.clear();
         self.touch_all();
     }
 }

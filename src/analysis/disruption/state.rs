@@ -156,7 +156,7 @@ fn still_nominated(c: &Cluster, e: &Event, seen: DateTime<Utc>, now: DateTime<Ut
 /// Karpenter's nominations that still hold, by target (a node's name, a NodeClaim's),
 /// built once per pass: Karpenter keeps a node nominated for 20 s after it nominates a pod
 /// to it, and nominates a pending pod again on every pass.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Nominations {
     nodes: FastMap<String, ObjectRef>,
     claims: FastMap<String, ObjectRef>,
@@ -298,6 +298,11 @@ impl<'c> NodeInputs<'c> {
     /// The pod a node is nominated for, if any (Karpenter's recent nominations).
     pub fn nominated(&self, node: &Node, claim: Option<&NodeClaim>) -> Option<ObjectRef> {
         self.nominations.for_node(node, claim)
+    }
+
+    /// The pods nominated to each node and NodeClaim at the pass's instant.
+    pub fn nominations(&self) -> &Nominations {
+        &self.nominations
     }
 
     pub fn budget_counts(&self, c: &Cluster, pool: &str) -> (usize, usize) {
