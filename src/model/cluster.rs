@@ -101,7 +101,7 @@ pub struct Cluster {
     pub daemonsets: BTreeMap<ObjKey, DaemonSet>,
     pub pdbs: BTreeMap<ObjKey, PodDisruptionBudget>,
     /// By event id. Unordered: analysis that iterates it must not depend on the order.
-    pub events: FastMap<String, Event>,
+    pub events: FastMap<String, Arc<Event>>,
     pub crds: BTreeMap<String, Crd>,
     pub api: ApiInfo,
     pub metrics: Option<ControllerMetrics>,
@@ -129,7 +129,9 @@ pub struct Cluster {
     nodes_by_pool: FastMap<String, BTreeSet<String>>,
     claims_by_pool: FastMap<String, BTreeSet<String>>,
     /// Event ids by the name of the object they are about (kind and namespace are checked on lookup).
-    events_by_object: FastMap<String, BTreeSet<String>>,
+    /// The events about each object, by its name: shared with `events`, so an object's
+    /// events are read without looking each up by id.
+    events_by_object: FastMap<String, Vec<Arc<Event>>>,
     /// What changed, and in which order (see [`super::stamps`]).
     stamps: super::stamps::Stamps,
 }
@@ -486,19 +488,26 @@ impl Cluster {
             return false;
         }
         self.delete_event(&e.id.clone());
+        let e = Arc::new(e);
         let r = &e.regarding;
         self.stamps.touch_events(&r.name);
         self.events_by_object
             .entry(r.name.clone())
             .or_default()
-            .insert(e.id.clone());
+            .push(e.clone());
         self.events.insert(e.id.clone(), e);
         true
     }
     pub fn delete_event(&mut self, id: &str) {
         if let Some(old) = self.events.remove(id) {
             self.stamps.touch_events(&old.regarding.name);
-            remove_from(&mut self.events_by_object, &old.regarding.name, id);
+            let name = &old.regarding.name;
+            if let Some(about) = self.events_by_object.get_mut(name) {
+                about.retain(|e| e.id != id);
+                if about.is_empty() {
+                    self.events_by_object.remove(name);
+                }
+            }
             self.prune_stamps();
         }
     }
@@ -558,7 +567,7 @@ impl Cluster {
             .get(name)
             .into_iter()
             .flatten()
-            .filter_map(|id| self.events.get(id))
+            .map(|e| &**e)
             .filter(|e| e.regarding.kind == kind && e.regarding.namespace.as_deref() == namespace)
             .filter(|e| uid.is_empty() || e.regarding.uid.is_empty() || e.regarding.uid == uid)
             .collect();

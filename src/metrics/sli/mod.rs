@@ -659,6 +659,7 @@ lastTimestamp: "{at}"
             .events
             .into_values()
             .next()
+            .map(Arc::unwrap_or_clone)
             .unwrap(),
         );
         let kept: Vec<String> = pod_latencies_with(&c, t(0), &mut scans)
@@ -694,7 +695,9 @@ lastTimestamp: "{at}"
             "x",
             -650,
         )]);
-        c.apply_event(late.events.into_values().next().unwrap());
+        c.apply_event(Arc::unwrap_or_clone(
+            late.events.into_values().next().unwrap(),
+        ));
         let second = pod_latencies_with(&c, t(10), &mut scans);
         let keys: Vec<&str> = second.found.iter().map(|o| o.key.as_str()).collect();
         assert_eq!(keys, ["pod-latency/uid-p-0"]);
@@ -715,7 +718,7 @@ lastTimestamp: "{at}"
     fn apply(c: &mut Cluster, docs: &[String]) {
         let more = load(docs);
         for e in more.events.into_values() {
-            c.apply_event(e);
+            c.apply_event(Arc::unwrap_or_clone(e));
         }
         for cl in more.nodeclaims.into_values() {
             c.apply_nodeclaim(Arc::unwrap_or_clone(cl));

@@ -76,7 +76,7 @@ pub(super) fn karpenter_events<'c>(
     reasons: &'c [&'c str],
     now: DateTime<Utc>,
 ) -> impl Iterator<Item = (&'c Event, Option<DateTime<Utc>>)> + 'c {
-    c.events.values().filter_map(move |e| {
+    c.events.values().map(|e| &**e).filter_map(move |e| {
         if !(e.from_karpenter() && e.regarding.kind == kind && reasons.contains(&e.reason.as_str()))
         {
             return None;
