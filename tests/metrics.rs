@@ -195,6 +195,41 @@ fn expired_nodes_are_ttl_deaths() {
     );
 }
 
+/// A NodeClaim comes due with the clock alone, on a model that did not change since the
+/// last pass; and one that changes to be past its expireAfter is counted on the next.
+#[test]
+fn a_claim_past_its_expiry_is_counted_when_the_clock_or_the_claim_gets_there() {
+    let seed = SeedMetrics::default();
+    let (mut c, now) = load("node-expired-not-replaced");
+    let ttl = |seed: &SeedMetrics| lines(&scrape(seed), defs::NODE_TTL_DEATHS.name, &[]).len();
+    let created = c
+        .nodeclaims
+        .values()
+        .filter_map(|cl| cl.metadata.creation_timestamp)
+        .min()
+        .unwrap();
+    let at = created + Duration::seconds(1);
+    seed.update(&run(&c, at), &c, at);
+    assert_eq!(
+        ttl(&seed),
+        0,
+        "nothing is due a second after the first claim"
+    );
+    seed.update(&run(&c, now), &c, now);
+    let due = ttl(&seed);
+    assert!(due > 0, "{}", scrape(&seed));
+    // A new claim, on its own node, already past a short expireAfter.
+    let mut changed = (**c.nodeclaims.values().next().unwrap()).clone();
+    changed.metadata.name = "kelp-young".into();
+    changed.metadata.uid = "kelp-young".into();
+    changed.metadata.creation_timestamp = Some(now - Duration::minutes(10));
+    changed.spec.expire_after = Some("5m".into());
+    changed.status.node_name = Some("kelp-young-node".into());
+    c.apply_nodeclaim(changed);
+    seed.update(&run(&c, now), &c, now);
+    assert_eq!(ttl(&seed), due + 1, "{}", scrape(&seed));
+}
+
 #[test]
 fn nominated_pods_that_do_not_bind_are_failures() {
     for (fixture, pod) in [

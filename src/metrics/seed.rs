@@ -5,7 +5,7 @@
 //! it is about (names when a dump has no UIDs), so a relist never counts twice. Series whose
 //! objects no longer exist are removed after the series TTL, so cardinality stays bounded.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use chrono::{DateTime, Duration, Utc};
@@ -25,6 +25,7 @@ use crate::analysis::Pass;
 use crate::findings::{Code, Finding, Report};
 use crate::karpenter::duration;
 use crate::karpenter::events::{self, BlockerKind, NominationTarget};
+use crate::model::shared::FastMap;
 use crate::model::Cluster;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
@@ -105,11 +106,17 @@ struct Counted {
 /// What persists between passes.
 #[derive(Debug, Default)]
 pub struct SeedState {
-    counted: HashMap<String, Counted>,
+    counted: FastMap<String, Counted>,
     /// Empty nodes not reaped, by node UID: their labels and since when.
     reaping: BTreeMap<String, (DelayLabels, DateTime<Utc>)>,
     stuck: BTreeSet<NotReapedLabels>,
+    /// Every NodeClaim's expiry ([`ttl_candidates`]), with the model's epoch, claims and
+    /// pools stamps it was read at: the clock alone only makes more of them due.
+    ttl: (Option<[u64; 3]>, Expiries),
 }
+
+/// NodeClaims' deaths by expiry, each with the instant it is due, soonest first.
+type Expiries = Vec<(DateTime<Utc>, Occurrence)>;
 
 impl SeedState {
     /// How many occurrences are remembered (bounded by the series TTL).
@@ -196,11 +203,19 @@ impl SeedMetrics {
     pub fn update(&self, pass: &Pass, c: &Cluster, now: DateTime<Utc>) {
         let report = &*pass.report;
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut found = occurrences(report, c, now);
+        let mut found = now_seen(report, c);
         found.extend(reaping_delays(&mut state, report, c, now));
+        let st = c.stamps();
+        let at = [st.epoch(), st.zones(), st.pools()];
+        if state.ttl.0 != Some(at) {
+            state.ttl = (Some(at), ttl_candidates(c));
+        }
+        let SeedState { counted, ttl, .. } = &mut *state;
+        let expired = ttl.1.partition_point(|(t, _)| *t <= now);
+        let expired = ttl.1[..expired].iter().map(|(_, o)| o);
         // Count what is new.
-        for o in found {
-            if let Some(seen) = state.counted.get_mut(&o.key) {
+        for o in found.iter().chain(expired) {
+            if let Some(seen) = counted.get_mut(&o.key) {
                 seen.alive_at = now;
                 continue;
             }
@@ -219,11 +234,11 @@ impl SeedMetrics {
                 }
                 Series::Delay(l) => self.reaping_delay.get_or_create(l).observe(o.value),
             }
-            state.counted.insert(
-                o.key,
+            counted.insert(
+                o.key.clone(),
                 Counted {
-                    series: o.series,
-                    uids: o.uids,
+                    series: o.series.clone(),
+                    uids: o.uids.clone(),
                     alive_at: now,
                 },
             );
@@ -274,7 +289,7 @@ impl SeedMetrics {
 /// holds: one look at each node, DaemonSet and NodeClaim, with nothing allocated for the
 /// many that no occurrence names. Of pods, only a nomination failure names one (by its
 /// labels), so those are looked up by name rather than every pod read.
-fn alive_uids(c: &Cluster, counted: &HashMap<String, Counted>) -> BTreeSet<String> {
+fn alive_uids(c: &Cluster, counted: &FastMap<String, Counted>) -> BTreeSet<String> {
     let wanted: std::collections::HashSet<&str, foldhash::fast::RandomState> = counted
         .values()
         .flat_map(|c| c.uids.iter())
@@ -328,6 +343,19 @@ fn pod_uid(c: &Cluster, ns: &str, name: &str) -> String {
 /// Every counter occurrence visible in one pass (the histogram's come from
 /// [`reaping_delays`]).
 pub fn occurrences(report: &Report, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    let mut out = now_seen(report, c);
+    out.extend(
+        ttl_candidates(c)
+            .into_iter()
+            .take_while(|(t, _)| *t <= now)
+            .map(|(_, o)| o),
+    );
+    out
+}
+
+/// The occurrences of the pass's findings and Karpenter's nominations: all but the
+/// NodeClaims' expiries.
+fn now_seen(report: &Report, c: &Cluster) -> Vec<Occurrence> {
     let mut out = Vec::new();
     for f in &report.findings {
         let pool = f.nodepool.clone().unwrap_or_default();
@@ -390,13 +418,13 @@ pub fn occurrences(report: &Report, c: &Cluster, now: DateTime<Utc>) -> Vec<Occu
             _ => {}
         }
     }
-    out.extend(ttl_deaths(c, now));
     out.extend(created_for_nominated(c));
     out
 }
 
-/// NodeClaims past their expireAfter (Karpenter v1's default is 720h).
-fn ttl_deaths(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+/// Every NodeClaim's death by its expireAfter (Karpenter v1's default is 720h), with the
+/// instant it is due, soonest first: the ones due by now are the claims past it.
+fn ttl_candidates(c: &Cluster) -> Expiries {
     let mut out = Vec::new();
     for claim in c.nodeclaims.values() {
         let Some(created) = claim.metadata.creation_timestamp else {
@@ -406,11 +434,8 @@ fn ttl_deaths(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
         let Ok(duration::NillableDuration::After(after)) = duration::parse_nillable(ea) else {
             continue;
         };
-        if now < created + after {
-            continue;
-        }
         let id = uid("NodeClaim", &claim.metadata);
-        out.push(Occurrence {
+        let occurrence = Occurrence {
             key: format!("ttl/{id}"),
             series: Series::Ttl(TtlLabels {
                 node: claim
@@ -423,8 +448,10 @@ fn ttl_deaths(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
             }),
             uids: vec![id],
             value: 1.0,
-        });
+        };
+        out.push((created + after, occurrence));
     }
+    out.sort_by_key(|(t, _)| *t);
     out
 }
 

@@ -2,7 +2,7 @@
 //! (unschedulable pods by what holds them, drifted, disruption-blocked and unconsolidated
 //! nodes, NodePool usage against limits, $/hr and node count), encoded at scrape time.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::analysis::capacity::node_price;
 use crate::analysis::disruption::BlockedDetails;
@@ -12,6 +12,7 @@ use crate::findings::{Code, Finding};
 use crate::karpenter::resources::Resources;
 use crate::metrics::common::label_value;
 use crate::metrics::defs::{self, MetricDef};
+use crate::model::shared::FastMap;
 use crate::model::*;
 
 /// One gauge family of the picture of now: label values (in the definition's label order)
@@ -38,12 +39,17 @@ impl GaugeFamily {
     }
 }
 
-/// The kinds of blocker a disruption-blocked finding names, each once.
-pub(super) fn blocker_kinds(f: &Finding) -> BTreeSet<&'static str> {
-    f.details
+/// The kinds of blocker a disruption-blocked finding names, each once (a node has a few
+/// blockers).
+pub(super) fn blocker_kinds(f: &Finding) -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = f
+        .details
         .downcast_ref::<BlockedDetails>()
         .map(|d| d.blockers.iter().map(|b| b.kind.as_str()).collect())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    kinds.sort_unstable();
+    kinds.dedup();
+    kinds
 }
 
 /// A pool's nodes now: its Node objects (live; a NodeClaim that never launched is no node),
@@ -96,9 +102,9 @@ pub fn gauges(
     // Summed over borrowed labels first: a family's sample is keyed by owned strings, made
     // once per sample rather than once per pod or node.
     let holds = pass.holds_by_diagnosis();
-    let mut by_hold: BTreeMap<(&str, &str), f64> = BTreeMap::new();
-    let mut drifted_by_pool: BTreeMap<&str, f64> = BTreeMap::new();
-    let mut blocked_by_kind: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    let mut by_hold: FastMap<(&str, &str), f64> = FastMap::default();
+    let mut drifted_by_pool: FastMap<&str, f64> = FastMap::default();
+    let mut blocked_by_kind: FastMap<(&str, &str), f64> = FastMap::default();
     for f in pass.report.findings.iter() {
         let pool = f.nodepool.as_deref().unwrap_or_default();
         match f.code {
@@ -131,7 +137,7 @@ pub fn gauges(
     for ((pool, kind), n) in blocked_by_kind {
         blocked.add(&[pool, kind], n);
     }
-    let mut by_pool_reason: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    let mut by_pool_reason: FastMap<(&str, &str), f64> = FastMap::default();
     for s in pass.nodes.values() {
         let (Some(pool), Some(reason)) = (&s.nodepool, s.consolidation.unconsolidated()) else {
             continue;
