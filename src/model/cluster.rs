@@ -571,7 +571,8 @@ impl Cluster {
             .filter(|e| e.regarding.kind == kind && e.regarding.namespace.as_deref() == namespace)
             .filter(|e| uid.is_empty() || e.regarding.uid.is_empty() || e.regarding.uid == uid)
             .collect();
-        out.sort_by_key(|e| std::cmp::Reverse(e.seen()));
+        // Ties (the same instant) by id, whatever order the events arrived in.
+        out.sort_by(|a, b| b.seen().cmp(&a.seen()).then_with(|| a.id.cmp(&b.id)));
         out
     }
 
@@ -667,6 +668,38 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_objects_events_at_one_instant_come_in_id_order_whatever_their_arrival() {
+        let at = "2026-11-21T10:00:00Z".parse().ok();
+        let event = |id: &str| Event {
+            id: id.into(),
+            regarding: crate::model::event::ObjectRef {
+                kind: "Pod".into(),
+                namespace: Some("default".into()),
+                name: "p".into(),
+                ..Default::default()
+            },
+            reason: "FailedScheduling".into(),
+            source: "karpenter".into(),
+            last_seen: at,
+            ..Default::default()
+        };
+        let order = |ids: &[&str]| {
+            let mut c = Cluster::default();
+            for id in ids {
+                c.apply_event(event(id));
+            }
+            let got: Vec<String> = c
+                .events_for("Pod", Some("default"), "p", "")
+                .iter()
+                .map(|e| e.id.clone())
+                .collect();
+            got
+        };
+        assert_eq!(order(&["b", "a", "c"]), ["a", "b", "c"]);
+        assert_eq!(order(&["c", "b", "a"]), ["a", "b", "c"]);
+    }
 
     fn pod(phase: &str, app: &str) -> Pod {
         serde_json::from_value(serde_json::json!({
