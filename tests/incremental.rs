@@ -725,3 +725,14 @@ fn a_burst_longer_than_the_journal_is_still_followed() {
     );
     same(&c, now, &mut engine).unwrap();
 }
+
+/// A clock that steps back (a pass at an earlier instant than the last): every node's age
+/// reads as of the earlier instant, as a full pass says.
+#[test]
+fn a_clock_stepping_back_gives_the_ages_of_then() {
+    let (c, now) = demo();
+    let mut engine = Incremental::default();
+    same(&c, now + Duration::hours(2), &mut engine).unwrap();
+    same(&c, now + Duration::minutes(1), &mut engine).unwrap();
+    same(&c, now + Duration::seconds(1), &mut engine).unwrap();
+}

@@ -33,8 +33,9 @@
 //! global, the nominations or a pool's budgets, or more changes than the journal keeps,
 //! has every node asked.
 //!
-//! Its age is written afresh when its text changes. The room is built from each node's share (free resources,
-//! whether a pod there keeps others out), kept while the node and its pods are unchanged
+//! Its age is written afresh when its text changes. The room is built from each node's
+//! share (free resources, whether a pod there keeps others out), kept while the node and
+//! its pods are unchanged
 //! ([`super::fit::RoomCache`]). The verdicts of pending pods (per distinct spec, affinity,
 //! event and peers, as one pass already shares them) are kept while nothing global, no
 //! pool (its spec or usage) and not the catalogue changed; one of a pod that spreads over
@@ -42,6 +43,8 @@
 //! come from ([`SpreadIndex`]) is kept while no node, claim or bound pod's room changed,
 //! and while only pods changed, it is brought up to date, when a pass needs it, on the
 //! nodes they are or were bound to.
+//! Kept answers assume the clock only moves on: a pass at an earlier instant than the
+//! last starts over ([`Incremental::begin`]).
 //! The incremental pass equals the full one at every step: `tests/incremental.rs` checks
 //! it on random sequences of changes and clock moves.
 
@@ -65,6 +68,8 @@ use crate::model::*;
 #[derive(Default)]
 pub struct Incremental {
     epoch: u64,
+    /// The latest instant a pass was at: what is kept assumes the clock only moves on.
+    latest: Option<DateTime<Utc>>,
     /// Passes over the nodes so far: what tells an entry whose node is gone.
     pass: u64,
     nodes: FastMap<String, Entry>,
@@ -186,7 +191,8 @@ struct Entry {
     usage: Option<u64>,
     /// The last pass that found its node.
     seen: u64,
-    /// The first instant its age reads otherwise.
+    /// The first instant its age reads otherwise (the clock only moves on:
+    /// [`Incremental::begin`]).
     age_until: Option<DateTime<Utc>>,
 }
 
@@ -301,11 +307,21 @@ impl Incremental {
     }
 
     /// Forget everything when the model is another one.
+    /// Start a pass at `now`: a clock that stepped back (kept answers hold only until
+    /// some later instant, not before the one they were worked out at) starts over.
+    pub fn begin(&mut self, now: DateTime<Utc>) {
+        if self.latest.is_some_and(|t| now < t) {
+            *self = Incremental::default();
+        }
+        self.latest = Some(now);
+    }
+
     fn start(&mut self, c: &Cluster) {
         let epoch = c.stamps().epoch();
         if epoch != self.epoch {
             *self = Incremental {
                 epoch,
+                latest: self.latest,
                 ..Default::default()
             };
         }
@@ -343,9 +359,7 @@ impl Incremental {
                 let Some(entry) = self.nodes.get_mut(name) else {
                     continue;
                 };
-                if entry.until.is_none_or(|t| now < t)
-                    && Self::same_room_and_usage(entry, (self.room.1, &moved, self.usage.1))
-                {
+                if Self::still_shared(entry, now, (self.room.1, &moved, self.usage.1)) {
                     stats.reused += 1;
                     out.push((name.clone(), Self::reuse(entry, self.pass, now)));
                     continue;
@@ -440,8 +454,7 @@ impl Incremental {
             (None, Some(pool)) => st.pool(pool),
             (None, None) => st.global(),
         };
-        e.until.is_none_or(|t| now < t)
-            && pools <= e.stamp
+        pools <= e.stamp
             && st.node(name) <= e.stamp
             && st.events(name) <= e.stamp
             && e.claim.as_deref() == claim_name
@@ -449,15 +462,20 @@ impl Incremental {
             && e.namespaces.iter().all(|ns| st.pdbs(ns) <= e.stamp)
             && e.nominated == *nominated
             && e.budgets == budgets
-            && Self::same_room_and_usage(e, (room, moved, usage))
+            && Self::still_shared(e, now, (room, moved, usage))
     }
 
-    /// Whether entry `e` still holds as to what the whole pass shares: the room's change
-    /// count and the nodes that moved in it, and the usage's change count.
-    fn same_room_and_usage(e: &Entry, (room, moved, usage): (u64, &[Moved], u64)) -> bool {
-        e.room
-            .as_ref()
-            .is_none_or(|(r, reach)| *r == room && !moved.iter().any(|m| m.within(reach)))
+    /// Whether entry `e` still holds as to the clock and what the whole pass shares: the
+    /// room's change count and the nodes that moved in it, and the usage's change count.
+    fn still_shared(
+        e: &Entry,
+        now: DateTime<Utc>,
+        (room, moved, usage): (u64, &[Moved], u64),
+    ) -> bool {
+        e.until.is_none_or(|t| now < t)
+            && e.room
+                .as_ref()
+                .is_none_or(|(r, reach)| *r == room && !moved.iter().any(|m| m.within(reach)))
             && e.usage.is_none_or(|u| u == usage)
     }
 
@@ -465,7 +483,7 @@ impl Incremental {
     /// changes (the same state while it reads the same).
     fn reuse(entry: &mut Entry, pass: u64, now: DateTime<Utc>) -> Arc<NodeDisruption> {
         entry.seen = pass;
-        if entry.age_until.is_none_or(|t| now >= t) {
+        if entry.age_until.is_none_or(|until| now >= until) {
             let age = entry.state.created.map(|t| ago(now, t));
             if entry.state.age != age {
                 Arc::make_mut(&mut entry.state).age = age;
@@ -491,6 +509,9 @@ impl Incremental {
             return None;
         }
         let mut touched = FastSet::default();
+        // Which node reads a claim's events: the claim each entry resolved, as `current`
+        // compares it; made only if a claim's events changed.
+        let mut readers: Option<FastMap<&str, &str>> = None;
         for t in c.stamps().since(*at)? {
             match t {
                 Touched::Node(name) => {
@@ -502,8 +523,18 @@ impl Incremental {
                     if let Some((name, _)) = c.nodes.get_key_value(about) {
                         touched.insert(name.as_str());
                     }
-                    if let Some(n) = c.nodeclaims.get(about).and_then(|cl| c.node_for_claim(cl)) {
-                        touched.insert(n.metadata.name.as_str());
+                    if !c.nodeclaims.contains_key(about) {
+                        continue;
+                    }
+                    let readers = readers.get_or_insert_with(|| {
+                        self.nodes
+                            .iter()
+                            .filter_map(|(node, e)| Some((e.claim.as_deref()?, node.as_str())))
+                            .collect()
+                    });
+                    let node = readers.get(about.as_str());
+                    if let Some((name, _)) = node.and_then(|n| c.nodes.get_key_value(*n)) {
+                        touched.insert(name.as_str());
                     }
                 }
                 Touched::Claim(_) | Touched::Pool(_) | Touched::Pdbs(_) => return None,

@@ -200,6 +200,7 @@ pub fn run_incremental(
     now: DateTime<Utc>,
     engine: &mut incremental::Incremental,
 ) -> Pass {
+    engine.begin(now);
     pass(Context::build(cluster, now, Some(engine)))
 }
 

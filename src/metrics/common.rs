@@ -1,11 +1,24 @@
 //! What the seed counters and the SLI metrics share: registration from the definitions
-//! table, stable object ids, label hygiene and the default series TTL. Both depend on
+//! table, stable object ids, label hygiene, the default series TTL and the stamps a scan
+//! of the NodeClaims is kept by. Both depend on
 //! this, never on each other's internals.
 
 use prometheus_client::registry::Registry;
 
 use super::defs::MetricDef;
+use crate::model::stamps::Stamps;
 use crate::model::Meta;
+
+/// The stamps a scan of the NodeClaims reads (with their nodes and pools), and with
+/// `events` Karpenter's events too: what a scan kept between passes is kept by.
+pub fn claims_token(st: &Stamps, events: bool) -> [u64; 4] {
+    [
+        st.epoch(),
+        st.zones(),
+        st.pools(),
+        if events { st.events_any() } else { 0 },
+    ]
+}
 
 /// The default `--series-ttl`.
 pub const DEFAULT_SERIES_TTL: std::time::Duration = std::time::Duration::from_secs(3600);

@@ -16,7 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::common::{reg, uid, DEFAULT_SERIES_TTL};
+use super::common::{claims_token, reg, uid, DEFAULT_SERIES_TTL};
 use super::defs;
 use crate::analysis::disruption::{Blocker, NotReapedDetails};
 use crate::analysis::placement::MismatchDetails;
@@ -110,9 +110,10 @@ pub struct SeedState {
     /// Empty nodes not reaped, by node UID: their labels and since when.
     reaping: BTreeMap<String, (DelayLabels, DateTime<Utc>)>,
     stuck: BTreeSet<NotReapedLabels>,
-    /// Every NodeClaim's expiry ([`ttl_candidates`]), with the model's epoch, claims and
-    /// pools stamps it was read at: the clock alone only makes more of them due.
-    ttl: (Option<[u64; 3]>, Expiries),
+    /// Every NodeClaim's expiry ([`ttl_candidates`]), with the stamps of the claims, nodes
+    /// and pools it was read at ([`claims_token`]): the clock alone only makes more of
+    /// them due.
+    ttl: (Option<[u64; 4]>, Expiries),
 }
 
 /// NodeClaims' deaths by expiry, each with the instant it is due, soonest first.
@@ -205,8 +206,7 @@ impl SeedMetrics {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut found = now_seen(report, c);
         found.extend(reaping_delays(&mut state, report, c, now));
-        let st = c.stamps();
-        let at = [st.epoch(), st.zones(), st.pools()];
+        let at = claims_token(c.stamps(), false);
         if state.ttl.0 != Some(at) {
             state.ttl = (Some(at), ttl_candidates(c));
         }
@@ -338,19 +338,6 @@ fn pod_uid(c: &Cluster, ns: &str, name: &str) -> String {
         .get(&(ns.to_string(), name.to_string()))
         .map(|p| uid("Pod", &p.metadata))
         .unwrap_or_else(|| format!("Pod/{ns}/{name}"))
-}
-
-/// Every counter occurrence visible in one pass (the histogram's come from
-/// [`reaping_delays`]).
-pub fn occurrences(report: &Report, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
-    let mut out = now_seen(report, c);
-    out.extend(
-        ttl_candidates(c)
-            .into_iter()
-            .take_while(|(t, _)| *t <= now)
-            .map(|(_, o)| o),
-    );
-    out
 }
 
 /// The occurrences of the pass's findings and Karpenter's nominations: all but the

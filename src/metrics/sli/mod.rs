@@ -98,8 +98,9 @@ pub struct Occurrence {
     /// Unique per occurrence: made of object UIDs.
     pub key: String,
     pub series: SliSeries,
-    /// When it happened: its [`RECENT_SECONDS`] window counts from there. None for one with
-    /// no time of its own, seen as of each pass's instant.
+    /// When it happened (for an event, when it was last seen: a recurrence is a change of
+    /// the events, so a kept scan reads it again): its [`RECENT_SECONDS`] window counts
+    /// from there. None for one with no time of its own, seen as of each pass's instant.
     pub seen: Option<DateTime<Utc>>,
     /// For histograms: the observed value, in seconds.
     pub value: f64,

@@ -5,8 +5,9 @@
 use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
+pub(super) use crate::metrics::common::claims_token;
 use crate::metrics::common::{label_value, uid, uid_ref};
-use crate::model::stamps::{PerNode, Stamps};
+use crate::model::stamps::PerNode;
 use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
 
@@ -115,17 +116,6 @@ impl Kept {
         }
         &self.finds
     }
-}
-
-/// The stamps a scan of the NodeClaims reads (with their nodes and pools), and with
-/// `events` Karpenter's events too.
-pub(super) fn claims_token(st: &Stamps, events: bool) -> [u64; 4] {
-    [
-        st.epoch(),
-        st.zones(),
-        st.pools(),
-        if events { st.events_any() } else { 0 },
-    ]
 }
 
 /// What [`pod_latencies_with`] keeps between passes, per node ([`PerNode`], read again
