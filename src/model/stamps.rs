@@ -98,13 +98,13 @@ impl Stamps {
         self.last
     }
 
-    fn journal(&mut self, stamp: u64, touched: impl FnOnce() -> Touched) {
+    fn journal(&mut self, stamp: u64, touched: Touched) {
         if self.journal.len() == JOURNAL {
             if let Some((s, _)) = self.journal.pop_front() {
                 self.dropped = s;
             }
         }
-        self.journal.push_back((stamp, touched()));
+        self.journal.push_back((stamp, touched));
     }
 
     /// What changed after stamp `at`, oldest first; none when the journal no longer
@@ -193,7 +193,7 @@ impl Stamps {
         let s = self.next();
         self.pools = s;
         set(&mut self.pool, name, s);
-        self.journal(s, || Touched::Pool(name.to_string()));
+        self.journal(s, Touched::Pool(name.to_string()));
     }
 
     pub(super) fn touch_node(&mut self, name: &str) {
@@ -201,7 +201,7 @@ impl Stamps {
         self.bound = s;
         self.zones = s;
         set(&mut self.nodes, name, s);
-        self.journal(s, || Touched::Node(name.to_string()));
+        self.journal(s, Touched::Node(name.to_string()));
     }
 
     /// A change of a pod of `namespace` on node `name`: the node's stamp, and the room's
@@ -214,7 +214,7 @@ impl Stamps {
             set(&mut self.bound_in, namespace, s);
         }
         set(&mut self.nodes, name, s);
-        self.journal(s, || Touched::Node(name.to_string()));
+        self.journal(s, Touched::Node(name.to_string()));
     }
 
     pub(super) fn touch_claim(&mut self, name: &str) {
@@ -222,20 +222,20 @@ impl Stamps {
         self.bound = s;
         self.zones = s;
         set(&mut self.claims, name, s);
-        self.journal(s, || Touched::Claim(name.to_string()));
+        self.journal(s, Touched::Claim(name.to_string()));
     }
 
     pub(super) fn touch_events(&mut self, about: &str) {
         let s = self.next();
         self.events_any = s;
         set(&mut self.events, about, s);
-        self.journal(s, || Touched::Events(about.to_string()));
+        self.journal(s, Touched::Events(about.to_string()));
     }
 
     pub(super) fn touch_pdbs(&mut self, namespace: &str) {
         let s = self.next();
         set(&mut self.pdbs, namespace, s);
-        self.journal(s, || Touched::Pdbs(namespace.to_string()));
+        self.journal(s, Touched::Pdbs(namespace.to_string()));
     }
 
     /// Forget the per-object stamps once they are mostly of objects that are gone (they

@@ -26,6 +26,7 @@ pub use occurrences::{churn, launch_failures, node_provisioning, pod_latencies};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
+use super::common::claims_token;
 use super::defs::{self};
 use crate::analysis::Pass;
 use crate::model::shared::FastMap;
@@ -109,7 +110,7 @@ pub struct Occurrence {
 impl Occurrence {
     /// Until when it can still be seen, if it can be at `now`.
     pub fn until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        recent(self.seen.unwrap_or(now), now)
+        recent_seen(self.seen, now)
     }
 }
 

@@ -5,19 +5,26 @@
 use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::labels;
-pub(super) use crate::metrics::common::claims_token;
 use crate::metrics::common::{label_value, uid, uid_ref};
 use crate::model::stamps::PerNode;
 use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
 
-/// How far back an occurrence is still counted when kelp first sees it (1 hour).
 use super::*;
 
 /// `Some(until)` when `t` lies within the recent window before `now` (or after it: clocks
 /// skew), i.e. an occurrence at `t` may be counted now and can be seen until `until`.
 pub(super) fn recent(t: DateTime<Utc>, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     (now - t <= recent_window()).then(|| t.max(now) + recent_window())
+}
+
+/// As [`recent`], for an occurrence seen at `seen`; one with no time of its own is seen
+/// `now`.
+pub(super) fn recent_seen(
+    seen: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    recent(seen.unwrap_or(now), now)
 }
 
 pub(super) fn seconds(d: Duration) -> f64 {
@@ -83,7 +90,7 @@ pub(super) fn karpenter_events<'c>(
             return None;
         }
         // An event with no time at all is taken as seen now.
-        recent(e.seen().unwrap_or(now), now)?;
+        recent_seen(e.seen(), now)?;
         Some((e, e.seen()))
     })
 }
@@ -290,7 +297,7 @@ pub fn launch_failures(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
             continue;
         };
         let at = l.last_transition_time.or(claim.metadata.creation_timestamp);
-        if recent(at.unwrap_or(now), now).is_none() {
+        if recent_seen(at, now).is_none() {
             continue;
         }
         out.push(Occurrence {
@@ -369,7 +376,7 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
         }
         if let Some(d) = condition(conds, "DisruptionReason").filter(|d| d.is_true()) {
             let at = d.last_transition_time.or(m.deletion_timestamp);
-            if recent(at.unwrap_or(now), now).is_some() {
+            if recent_seen(at, now).is_some() {
                 let reason = disruption_reason(d.reason.as_deref().unwrap_or("other"));
                 let (id, pool) = name();
                 out.push(churn_occurrence(id, pool, "disrupted", &reason, at));
