@@ -32,6 +32,9 @@ enum Step {
     /// A Karpenter event about a node or its claim, some seconds ago.
     Event(usize, usize, i64),
     DeleteEvent(usize),
+    /// An event about an unbound pod, some seconds ago: Karpenter's FailedScheduling (two
+    /// messages) or Nominated, or the kube-scheduler's FailedScheduling.
+    PodEvent(usize, usize, i64),
     PoolConsolidateAfter(usize, usize),
     PoolBudget(usize, usize),
     /// Another part of a pool's spec: what its nodes' states read (expiry, policy) and
@@ -55,6 +58,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => any::<usize>().prop_map(Step::DeleteClaim),
         3 => (any::<usize>(), 0usize..5, 0i64..7_200).prop_map(|(n, r, a)| Step::Event(n, r, a)),
         1 => any::<usize>().prop_map(Step::DeleteEvent),
+        2 => (any::<usize>(), 0usize..4, 0i64..7_200).prop_map(|(p, r, a)| Step::PodEvent(p, r, a)),
         1 => (any::<usize>(), 0usize..4).prop_map(|(p, v)| Step::PoolConsolidateAfter(p, v)),
         1 => (any::<usize>(), 0usize..4).prop_map(|(p, v)| Step::PoolBudget(p, v)),
         2 => (any::<usize>(), 0usize..8).prop_map(|(p, v)| Step::PoolEdit(p, v)),
@@ -192,6 +196,37 @@ fn apply(c: &mut Cluster, now: &mut DateTime<Utc>, s: &Step, serial: &mut usize)
                 count: 1,
                 ..Default::default()
             });
+        }
+        Step::PodEvent(i, r, ago) => {
+            let n = c.unbound_pods().count();
+            let Some(pod) = c.unbound_pods().nth(i % n.max(1)) else {
+                return;
+            };
+            let (reason, source, message) = [
+                ("FailedScheduling", "karpenter", "Failed to schedule pod, incompatible requirements, label \"capture.kelp.dev/scenario\" does not have known values; node limits have been exhausted for nodepool (NodePool=cap-nodes-limit)"),
+                ("FailedScheduling", "karpenter", "Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=cap-limits)"),
+                ("Nominated", "karpenter", "Pod should schedule on: nodeclaim/x"),
+                ("FailedScheduling", "default-scheduler", "0/17 nodes are available: 17 node(s) had untolerated taint(s)."),
+            ][r];
+            let at = *now - Duration::seconds(ago);
+            let event = Event {
+                id: format!("step-{serial}"),
+                regarding: kelp::model::event::ObjectRef {
+                    kind: "Pod".into(),
+                    namespace: pod.metadata.namespace.as_deref().map(str::to_string),
+                    name: pod.metadata.name.clone(),
+                    uid: pod.metadata.uid.to_string(),
+                },
+                reason: reason.into(),
+                message: message.into(),
+                type_: if r == 2 { "Normal" } else { "Warning" }.into(),
+                source: source.into(),
+                first_seen: Some(at),
+                last_seen: Some(at),
+                count: 1,
+                ..Default::default()
+            };
+            c.apply_event(event);
         }
         Step::DeleteEvent(i) => {
             let mut ids: Vec<String> = c.events.keys().cloned().collect();
@@ -335,17 +370,18 @@ fn a_pass_reuses_what_did_not_change() {
     analysis::run_incremental(&c, now, &mut engine);
     let all = engine.stats().computed;
     assert!(all > 3, "the demo has Karpenter nodes: {all}");
-    let verdicts = engine.stats().verdicts_computed;
+    let pods = engine.stats().pods_computed;
     assert!(
-        verdicts > 1,
+        pods > 1 && engine.stats().verdicts_computed > 1,
         "the demo has pending pods: {:?}",
         engine.stats()
     );
     analysis::run_incremental(&c, now, &mut engine);
     assert_eq!(engine.stats().computed, 0, "{:?}", engine.stats());
     assert_eq!(engine.stats().reused, all);
+    assert_eq!(engine.stats().pods_computed, 0, "{:?}", engine.stats());
+    assert_eq!(engine.stats().pods_reused, pods);
     assert_eq!(engine.stats().verdicts_computed, 0, "{:?}", engine.stats());
-    assert_eq!(engine.stats().verdicts_reused, verdicts);
     // A minute later, only what has a threshold inside that minute.
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
     assert!(engine.stats().reused > 0, "{:?}", engine.stats());
@@ -366,9 +402,25 @@ fn a_pass_reuses_what_did_not_change() {
     let s = engine.stats();
     assert!(s.computed >= 1 && s.reused > 0, "{s:?}");
     assert_eq!(
-        s.verdicts_reused, verdicts,
+        (s.pods_reused, s.verdicts_computed),
+        (pods, 0),
         "a labelled bound pod is no pool's business"
     );
+    // A pending pod's change: that pod alone is diagnosed again.
+    let pending = c
+        .unbound_pods()
+        .find(|p| p.metadata.name == a_pending_pod(&c, now))
+        .cloned()
+        .unwrap();
+    let mut p = pending;
+    p.metadata
+        .labels
+        .make_mut()
+        .insert("touched".into(), "yes".into());
+    c.apply_pod(p);
+    analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
+    let s = engine.stats();
+    assert_eq!((s.pods_reused, s.pods_computed), (pods - 1, 1), "{s:?}");
     // A pool's change: its nodes and every pending pod's verdicts, not the other pools'
     // nodes (but those that priced a replacement, which read every pool).
     let pool = c.nodepools.values().next().unwrap().clone();
@@ -391,7 +443,13 @@ fn a_pass_reuses_what_did_not_change() {
     let s = engine.stats();
     assert!(s.computed >= mine, "{s:?}");
     assert!(s.reused > 0, "another pool's nodes stand: {s:?}");
-    assert_eq!(s.verdicts_reused, 0, "{s:?}");
+    assert_eq!((s.verdicts_reused, s.pods_reused), (0, 0), "{s:?}");
+}
+
+/// The name of a pod the demo has pending.
+fn a_pending_pod(c: &Cluster, now: DateTime<Utc>) -> String {
+    let pass = analysis::run(c, now);
+    pass.pending[0].pod.name.clone()
 }
 
 /// A bound pod's labels are what its peers' zone spread counts: relabelling the one pod

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::findings::Report;
+use crate::findings::{Finding, Report};
 use crate::karpenter::events::LaunchError;
 use crate::model::shared::FastMap;
 use crate::model::{Catalog, Cluster};
@@ -54,6 +54,8 @@ pub struct Context<'a> {
     pub without_types: BTreeMap<String, String>,
     /// Every launch-error event's message parsed, by event id.
     pub launch_errors: HashMap<String, LaunchError>,
+    /// The `daemonset-nodepool-mismatch` findings ([`placement::daemonset_mismatch`]).
+    pub daemonset_mismatch: Vec<Finding>,
 }
 
 impl<'a> Context<'a> {
@@ -94,23 +96,26 @@ impl<'a> Context<'a> {
         let mut engine = engine;
         let pools =
             pools.with_spread_index(engine.as_deref_mut().and_then(|e| e.spread_index(cluster)));
-        let mut cache = match engine.as_deref_mut() {
-            Some(e) => provisioning::DiagnosisCache::with_kept(e.take_verdicts(cluster, &pools)),
-            None => provisioning::DiagnosisCache::default(),
+        let pending = match engine.as_deref_mut() {
+            Some(e) => e.pending(cluster, now, &pools),
+            None => {
+                let mut cache = provisioning::DiagnosisCache::default();
+                provisioning::unschedulable_pods(cluster, now)
+                    .map(|(p, events)| {
+                        Arc::new(provisioning::diagnose_cached(
+                            &pools, p, events, now, &mut cache,
+                        ))
+                    })
+                    .collect()
+            }
         };
-        let pending = provisioning::unschedulable_pods(cluster, now)
-            .map(|(p, events)| {
-                Arc::new(provisioning::diagnose_cached(
-                    &pools, p, events, now, &mut cache,
-                ))
-            })
-            .collect();
-        if let (Some(e), Some(kept)) = (engine.as_deref_mut(), cache.into_kept()) {
-            e.keep_verdicts(kept);
-        }
         let budgets = match engine.as_deref_mut() {
             Some(e) => e.pool_budgets(cluster, now),
             None => disruption::pool_budgets(cluster, now),
+        };
+        let daemonset_mismatch = match engine.as_deref_mut() {
+            Some(e) => e.daemonset_mismatch(cluster, &usages),
+            None => placement::daemonset_mismatch(cluster, &usages),
         };
         let nodes = match engine {
             Some(e) => {
@@ -131,6 +136,7 @@ impl<'a> Context<'a> {
             smallest_types,
             without_types,
             launch_errors: capacity::launch_errors(cluster),
+            daemonset_mismatch,
         }
     }
 

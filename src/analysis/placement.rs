@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::provisioning::{pod_terms, PoolSet};
+use super::provisioning::{pod_terms, PoolSet, PoolUsage};
 use super::Context;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::requirements::{self, Provider};
@@ -15,7 +15,7 @@ use crate::model::shared::FastMap;
 use crate::model::*;
 
 pub fn findings(ctx: &Context) -> Vec<Finding> {
-    let mut out = daemonset_mismatch(ctx);
+    let mut out = ctx.daemonset_mismatch.clone();
     out.extend(controller_on_managed_node(ctx));
     out
 }
@@ -60,9 +60,12 @@ pub struct MismatchDetails {
     pub why: String,
 }
 
-fn daemonset_mismatch(ctx: &Context) -> Vec<Finding> {
-    let c = ctx.cluster;
-    let pools = PoolSet::with_usage(c, &ctx.pools);
+/// DaemonSets that run on nodes of a pool their pod template is incompatible with, one
+/// finding per (DaemonSet, pool). It reads the DaemonSets and their pods, the nodes' pools
+/// and the pools' specs: `kelp serve` keeps it while none of those changed
+/// ([`super::incremental::Incremental::daemonset_mismatch`]).
+pub fn daemonset_mismatch(c: &Cluster, usages: &BTreeMap<String, PoolUsage>) -> Vec<Finding> {
+    let pools = PoolSet::with_usage(c, usages);
     let by_name: BTreeMap<&str, &super::provisioning::PoolInfo> =
         pools.ordered.iter().map(|p| (p.name, p)).collect();
     // (daemonset namespace/name, pool) -> (why, nodes), or None once found compatible:

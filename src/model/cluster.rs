@@ -433,7 +433,13 @@ impl Cluster {
             }
         }
         let unbound = o.spec.node_name.is_none();
+        if unbound {
+            self.stamps.touch_unbound(&key.0, &key.1);
+        }
         let daemon = o.metadata.owned_by("DaemonSet");
+        if daemon || self.daemon_pods.contains_key(&key) {
+            self.stamps.touch_daemon_pod();
+        }
         let controller = o.metadata.label(crate::karpenter::labels::APP_NAME) == Some("karpenter");
         set_in(&mut self.unbound, &key, &o, unbound);
         set_in(&mut self.daemon_pods, &key, &o, daemon);
@@ -444,7 +450,9 @@ impl Cluster {
         let key = (namespace.to_string(), name.to_string());
         self.unindex_pod(&key, true);
         self.unbound.remove(&key);
-        self.daemon_pods.remove(&key);
+        if self.daemon_pods.remove(&key).is_some() {
+            self.stamps.touch_daemon_pod();
+        }
         self.controller_pods.remove(&key);
         self.pods.remove(&key);
         self.prune_stamps();

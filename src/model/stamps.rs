@@ -47,6 +47,8 @@ pub struct Stamps {
     events_any: u64,
     /// By namespace: the PodDisruptionBudgets there.
     pdbs: FastMap<String, u64>,
+    /// Any pod a DaemonSet owns (come, changed, gone).
+    daemon_pods: u64,
     /// The last [`JOURNAL`] changes by name, oldest first, for a reader that asks which
     /// objects changed since its stamp rather than asking of each object.
     journal: VecDeque<(u64, Touched)>,
@@ -68,6 +70,9 @@ pub enum Touched {
     Events(String),
     /// The PodDisruptionBudgets of a namespace.
     Pdbs(String),
+    /// An unbound pod (namespace, name): come, changed, or unbound again. Its going (bound
+    /// or deleted) a reader tells by its absence from [`super::Cluster::unbound_pods`].
+    Unbound(String, String),
 }
 
 impl Default for Stamps {
@@ -86,6 +91,7 @@ impl Default for Stamps {
             events: FastMap::default(),
             events_any: 0,
             pdbs: FastMap::default(),
+            daemon_pods: 0,
             journal: VecDeque::new(),
             dropped: 0,
         }
@@ -179,6 +185,11 @@ impl Stamps {
         self.events_any
     }
 
+    /// The last change of a pod a DaemonSet owns, or of anything global.
+    pub fn daemon_pods(&self) -> u64 {
+        self.daemon_pods.max(self.global)
+    }
+
     pub fn pdbs(&self, namespace: &str) -> u64 {
         self.pdbs.get(namespace).copied().unwrap_or(0)
     }
@@ -230,6 +241,18 @@ impl Stamps {
         self.events_any = s;
         set(&mut self.events, about, s);
         self.journal(s, Touched::Events(about.to_string()));
+    }
+
+    /// A pod that is unbound now changed: nothing else reads it but the pending pods'
+    /// diagnoses, which ask the journal.
+    pub(super) fn touch_unbound(&mut self, namespace: &str, name: &str) {
+        let s = self.next();
+        self.journal(s, Touched::Unbound(namespace.to_string(), name.to_string()));
+    }
+
+    /// A pod a DaemonSet owns changed; its node is stamped besides, where it is bound.
+    pub(super) fn touch_daemon_pod(&mut self) {
+        self.daemon_pods = self.next();
     }
 
     pub(super) fn touch_pdbs(&mut self, namespace: &str) {

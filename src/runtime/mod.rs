@@ -271,6 +271,8 @@ impl Shared {
             tracing::debug!(
                 nodes_reused = s.reused,
                 nodes_computed = s.computed,
+                pods_reused = s.pods_reused,
+                pods_computed = s.pods_computed,
                 verdicts_reused = s.verdicts_reused,
                 verdicts_computed = s.verdicts_computed,
                 "incremental pass"

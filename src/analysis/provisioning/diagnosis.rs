@@ -541,7 +541,10 @@ impl KeptVerdicts {
     /// everything ever pending.
     pub fn end_pass(&mut self) {
         let pass = self.pass;
-        self.entries.retain(|_, k| k.pass == pass);
+        // A diagnosis kept whole from pass to pass (`kelp serve`'s, while nothing it read
+        // changed) asks for nothing, yet holds its verdicts: those stay while it does.
+        self.entries
+            .retain(|_, k| k.pass == pass || Arc::strong_count(&k.value.1) > 1);
         self.parses.retain(|_, (_, at)| *at == pass);
     }
 }
@@ -580,7 +583,7 @@ pub fn diagnose_cached<'c>(
     let since = condition(&pod.status.conditions, "PodScheduled")
         .and_then(|c| c.last_transition_time)
         .or(pod.metadata.creation_timestamp);
-    let pending = since.map(|s| now - s).unwrap_or_else(Duration::zero);
+    let pending = pending_at(since, now);
     let event = events.failed;
     let DiagnosisCache {
         verdicts: cached,
@@ -640,10 +643,7 @@ pub fn diagnose_cached<'c>(
         .as_ref()
         .map(|(_, _, m)| Arc::as_ptr(m) as *const u8 as usize);
     // A zone spread counts the pod's peers: in its namespace, by its labels.
-    let zonal = pod.spec.topology_spread_constraints.iter().any(|t| {
-        t.when_unsatisfiable == "DoNotSchedule" && t.topology_key == crate::karpenter::labels::ZONE
-    });
-    let peers = if zonal {
+    let peers = if spreads_over_zones(pod) {
         let ns = pod
             .metadata
             .namespace
@@ -714,6 +714,35 @@ pub fn diagnose_cached<'c>(
         nodepools,
         event,
         scheduler,
+    }
+}
+
+/// Whether a pod's verdicts read how its peers spread over the zones (a `DoNotSchedule`
+/// constraint on the zone): then they read the bound pods of its namespace.
+pub fn spreads_over_zones(pod: &Pod) -> bool {
+    pod.spec.topology_spread_constraints.iter().any(|t| {
+        t.when_unsatisfiable == "DoNotSchedule" && t.topology_key == crate::karpenter::labels::ZONE
+    })
+}
+
+/// How long a pod pending since `since` has waited at `now`.
+fn pending_at(since: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Duration {
+    since.map(|s| now - s).unwrap_or_else(Duration::zero)
+}
+
+impl PodDiagnosis {
+    /// The same diagnosis at another instant: only how long the pod has waited reads the
+    /// clock. The one given when that is unchanged.
+    pub fn at(self: &Arc<Self>, now: DateTime<Utc>) -> Arc<Self> {
+        let pending = pending_at(self.since, now);
+        if pending == self.pending {
+            return self.clone();
+        }
+        Arc::new(PodDiagnosis {
+            pending,
+            pending_for: crate::karpenter::duration::human(pending),
+            ..(**self).clone()
+        })
     }
 }
 

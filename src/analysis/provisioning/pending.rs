@@ -59,7 +59,7 @@ impl<'c> PodEvents<'c> {
         let nominated = self
             .nominated?
             .seen()
-            .filter(|t| now - *t <= Duration::hours(1))?;
+            .filter(|t| now - *t <= NOMINATION_HOLDS)?;
         match self.failed.and_then(Event::seen) {
             Some(failed) if failed > nominated => None,
             _ => Some(nominated),
@@ -67,25 +67,33 @@ impl<'c> PodEvents<'c> {
     }
 }
 
+/// How long after it was seen a nomination holds a pod back ([`PodEvents::nominated_since_failure`]).
+pub const NOMINATION_HOLDS: Duration = Duration::hours(1);
+
 /// Pods Karpenter would try to provision for (facts section 6), with their events.
 pub fn unschedulable_pods(
     c: &Cluster,
     now: DateTime<Utc>,
 ) -> impl Iterator<Item = (&Pod, PodEvents<'_>)> {
     c.unbound_pods()
-        .filter(|p| {
-            is_unschedulable(p)
-                && p.status
-                    .nominated_node_name
-                    .as_deref()
-                    .unwrap_or("")
-                    .is_empty()
-                && !p.metadata.owned_by("DaemonSet")
-                && !p.metadata.owned_by("Node")
-                && p.metadata.deletion_timestamp.is_none()
-        })
+        .filter(|p| provisionable(p))
         .map(move |p| (p, PodEvents::of(c, p)))
         .filter(move |(_, ev)| ev.nominated_since_failure(now).is_none())
+}
+
+/// What of [`unschedulable_pods`]' choice reads the pod alone: unschedulable, no
+/// nominated node in its status, not a DaemonSet's or a Node's, not being deleted. (A
+/// nomination since its last failure, which its events tell, holds it back too.)
+pub fn provisionable(p: &Pod) -> bool {
+    is_unschedulable(p)
+        && p.status
+            .nominated_node_name
+            .as_deref()
+            .unwrap_or("")
+            .is_empty()
+        && !p.metadata.owned_by("DaemonSet")
+        && !p.metadata.owned_by("Node")
+        && p.metadata.deletion_timestamp.is_none()
 }
 
 /// The pod's requirement alternatives: nodeSelector with each required node-affinity

@@ -56,13 +56,15 @@ use chrono::{DateTime, Utc};
 use super::clock::Clock;
 use super::disruption::{self, NodeDisruption, NodeInputs, PoolBudgets};
 use super::provisioning::topology::{KeptSpread, SpreadIndex};
-use super::provisioning::{KeptVerdicts, PoolSet};
+use super::provisioning::{DiagnosisCache, KeptVerdicts, PodDiagnosis, PoolSet, PoolUsage};
 use super::{ago, fit};
-use crate::findings::ObjectRef;
+use crate::findings::{Finding, ObjectRef};
 use crate::karpenter::resources::Resources;
 use crate::model::shared::{FastMap, FastSet};
 use crate::model::stamps::Touched;
 use crate::model::*;
+
+mod pending;
 
 /// What the last pass computed, with what each answer read.
 #[derive(Default)]
@@ -95,6 +97,11 @@ pub struct Incremental {
     /// The pending pods' verdicts, with the pools' stamp and the usage's change count
     /// they were judged at.
     verdicts: ((u64, u64), KeptVerdicts),
+    /// The pending pods' diagnoses, whole.
+    pending: Option<pending::KeptPending>,
+    /// The DaemonSet-pool mismatches, with the stamps they were found at (anything global,
+    /// the nodes, the pools, the DaemonSets' pods).
+    daemonset_mismatch: Option<([u64; 3], Vec<Finding>)>,
     /// Each node's share of the free room, for the next room built.
     room_cache: fit::RoomCache,
     /// Each pool's budget node counts (total, unavailable), with the zones stamp (any node
@@ -121,6 +128,9 @@ struct SpreadAt {
 pub struct Stats {
     pub reused: usize,
     pub computed: usize,
+    /// Pending pods whose diagnosis was kept whole, and diagnosed afresh.
+    pub pods_reused: usize,
+    pub pods_computed: usize,
     pub verdicts_reused: usize,
     pub verdicts_computed: usize,
 }
@@ -221,10 +231,56 @@ impl Incremental {
         }
     }
 
+    /// Every pod Karpenter has to place, diagnosed, as a full pass gives them: a pod's
+    /// diagnosis kept whole while nothing it read changed ([`pending`]), else diagnosed
+    /// with the verdicts kept where they hold.
+    pub fn pending(
+        &mut self,
+        c: &Cluster,
+        now: DateTime<Utc>,
+        pools: &PoolSet,
+    ) -> Vec<Arc<PodDiagnosis>> {
+        let mut cache = DiagnosisCache::with_kept(self.take_verdicts(c, pools));
+        let (diagnoses, kept, (reused, computed)) = pending::diagnose(
+            c,
+            now,
+            pools,
+            self.verdicts.0,
+            self.pending.take(),
+            &mut cache,
+        );
+        self.pending = Some(kept);
+        (self.stats.pods_reused, self.stats.pods_computed) = (reused, computed);
+        if let Some(verdicts) = cache.into_kept() {
+            self.keep_verdicts(verdicts);
+        }
+        diagnoses
+    }
+
+    /// [`super::placement::daemonset_mismatch`], kept while no node, pool or DaemonSet pod
+    /// changed (nor anything global: the DaemonSets themselves).
+    pub fn daemonset_mismatch(
+        &mut self,
+        c: &Cluster,
+        usages: &BTreeMap<String, PoolUsage>,
+    ) -> Vec<Finding> {
+        self.start(c);
+        let st = c.stamps();
+        let token = [st.zones(), st.pools(), st.daemon_pods()];
+        match &self.daemonset_mismatch {
+            Some((at, found)) if *at == token => found.clone(),
+            _ => {
+                let found = super::placement::daemonset_mismatch(c, usages);
+                self.daemonset_mismatch = Some((token, found.clone()));
+                found
+            }
+        }
+    }
+
     /// The pending pods' verdicts kept from the last pass, for this pass's diagnoses to
     /// reuse: none when anything global, a pool, the pools' usage or the catalogue changed
     /// since.
-    pub fn take_verdicts(&mut self, c: &Cluster, pools: &PoolSet) -> KeptVerdicts {
+    fn take_verdicts(&mut self, c: &Cluster, pools: &PoolSet) -> KeptVerdicts {
         self.start(c);
         self.note_usage(Some(pools));
         let token = (c.stamps().pools(), self.usage.1);
@@ -238,7 +294,7 @@ impl Incremental {
     }
 
     /// What this pass's diagnoses leave for the next: the verdicts it asked for.
-    pub fn keep_verdicts(&mut self, mut kept: KeptVerdicts) {
+    fn keep_verdicts(&mut self, mut kept: KeptVerdicts) {
         kept.end_pass();
         self.verdicts.1 = kept;
     }
@@ -427,7 +483,7 @@ impl Incremental {
         self.nodes.retain(|_, e| e.seen == pass);
         self.checked = Some((stamps.last(), inputs.nominations().clone()));
         self.room_cache = inputs.into_room_cache();
-        self.stats = stats;
+        (self.stats.reused, self.stats.computed) = (stats.reused, stats.computed);
         out.into_iter().collect()
     }
 
@@ -538,6 +594,8 @@ impl Incremental {
                     }
                 }
                 Touched::Claim(_) | Touched::Pool(_) | Touched::Pdbs(_) => return None,
+                // A pending pod reaches the nodes through the nominations, compared above.
+                Touched::Unbound(..) => {}
             }
         }
         Some(touched)
