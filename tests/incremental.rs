@@ -316,6 +316,7 @@ fn same(c: &Cluster, now: DateTime<Utc>, engine: &mut Incremental) -> Result<(),
         prop_assert_eq!(inc.nodes.get(name), Some(state), "node {} at {}", name, now);
     }
     prop_assert_eq!(inc.nodes.len(), full.nodes.len());
+    prop_assert_eq!(&inc.holds, &full.holds);
     let json = |p: &analysis::Pass| serde_json::to_string(&*p.report).unwrap();
     prop_assert_eq!(json(&inc), json(&full));
     Ok(())

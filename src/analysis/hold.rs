@@ -21,28 +21,46 @@ pub struct Hold {
 /// The hold of every pending pod, in `pending`'s order. Replicas share their verdicts, so
 /// each distinct verdict list is judged once, and its hold shared.
 pub fn holds(c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> Vec<Arc<Hold>> {
-    let admits = PoolAdmits::new(c, cluster_provider(c));
-    let mut shared: FastMap<*const Vec<Arc<PoolVerdict>>, Arc<Hold>> = FastMap::default();
+    holds_with(c, pending, &mut KeptHolds::default())
+}
+
+/// Holds by the verdict list they were judged from (by its address; the list is kept
+/// beside, so no other takes that address): one list is one scheduling spec and
+/// affinity judged against the pools, which is all a hold reads besides the pools. Who
+/// keeps it from pass to pass empties it when a pool changes.
+pub type KeptHolds = FastMap<usize, (Arc<Vec<Arc<PoolVerdict>>>, Arc<Hold>)>;
+
+/// [`holds`], taking the hold of a verdict list from `kept` where it is there; `kept`
+/// is left with the lists this pass asked for.
+pub fn holds_with(
+    c: &Cluster,
+    pending: &[Arc<PodDiagnosis>],
+    kept: &mut KeptHolds,
+) -> Vec<Arc<Hold>> {
+    let mut admits = None;
+    let mut asked = KeptHolds::default();
     let mut out = Vec::with_capacity(pending.len());
     for d in pending {
-        let key = Arc::as_ptr(&d.nodepools);
-        let hold = match shared.get(&key) {
-            Some(h) => h.clone(),
-            None => {
-                let ns = d.pod.namespace.clone().unwrap_or_default();
-                let pod = c.pods.get(&(ns, d.pod.name.clone()));
-                let h = hold(
-                    &verdicts(d),
-                    |pool| pod.is_some_and(|p| admits.admits(pool, &p.spec)),
-                    |pool| pod.is_some_and(|p| admits.requirements_admit(pool, &p.spec)),
-                );
-                let h = Arc::new(h);
-                shared.insert(key, h.clone());
-                h
-            }
-        };
-        out.push(hold);
+        let key = Arc::as_ptr(&d.nodepools) as usize;
+        if let Some((_, h)) = asked.get(&key) {
+            out.push(h.clone());
+            continue;
+        }
+        let entry = kept.remove(&key).unwrap_or_else(|| {
+            let admits = admits.get_or_insert_with(|| PoolAdmits::new(c, cluster_provider(c)));
+            let ns = d.pod.namespace.clone().unwrap_or_default();
+            let pod = c.pods.get(&(ns, d.pod.name.clone()));
+            let h = hold(
+                &verdicts(d),
+                |pool| pod.is_some_and(|p| admits.admits(pool, &p.spec)),
+                |pool| pod.is_some_and(|p| admits.requirements_admit(pool, &p.spec)),
+            );
+            (d.nodepools.clone(), Arc::new(h))
+        });
+        out.push(entry.1.clone());
+        asked.insert(key, entry);
     }
+    *kept = asked;
     out
 }
 

@@ -56,6 +56,8 @@ pub struct Context<'a> {
     pub launch_errors: HashMap<String, LaunchError>,
     /// The `daemonset-nodepool-mismatch` findings ([`placement::daemonset_mismatch`]).
     pub daemonset_mismatch: Vec<Finding>,
+    /// What holds each pending pod, in `pending`'s order ([`hold::holds`]).
+    pub holds: Vec<Arc<Hold>>,
 }
 
 impl<'a> Context<'a> {
@@ -113,6 +115,10 @@ impl<'a> Context<'a> {
             Some(e) => e.pool_budgets(cluster, now),
             None => disruption::pool_budgets(cluster, now),
         };
+        let holds = match engine.as_deref_mut() {
+            Some(e) => e.holds(cluster, &pending),
+            None => hold::holds(cluster, &pending),
+        };
         let daemonset_mismatch = match engine.as_deref_mut() {
             Some(e) => e.daemonset_mismatch(cluster, &usages),
             None => placement::daemonset_mismatch(cluster, &usages),
@@ -137,6 +143,7 @@ impl<'a> Context<'a> {
             without_types,
             launch_errors: capacity::launch_errors(cluster),
             daemonset_mismatch,
+            holds,
         }
     }
 
@@ -234,7 +241,7 @@ fn pass(ctx: Context) -> Pass {
     Pass {
         now,
         report: Arc::new(report),
-        holds: hold::holds(cluster, &ctx.pending),
+        holds: ctx.holds,
         pending: ctx.pending,
         pools: ctx.pools,
         budgets: ctx.budgets,

@@ -55,6 +55,7 @@ use chrono::{DateTime, Utc};
 
 use super::clock::Clock;
 use super::disruption::{self, NodeDisruption, NodeInputs, PoolBudgets};
+use super::hold::{Hold, KeptHolds};
 use super::provisioning::topology::{KeptSpread, SpreadIndex};
 use super::provisioning::{DiagnosisCache, KeptVerdicts, PodDiagnosis, PoolSet, PoolUsage};
 use super::{ago, fit};
@@ -102,6 +103,8 @@ pub struct Incremental {
     /// The DaemonSet-pool mismatches, with the stamps they were found at (anything global,
     /// the nodes, the pools, the DaemonSets' pods).
     daemonset_mismatch: Option<([u64; 3], Vec<Finding>)>,
+    /// The pending pods' holds by verdict list, with the pools' stamp they were found at.
+    holds: (u64, KeptHolds),
     /// Each node's share of the free room, for the next room built.
     room_cache: fit::RoomCache,
     /// Each pool's budget node counts (total, unavailable), with the zones stamp (any node
@@ -255,6 +258,18 @@ impl Incremental {
             self.keep_verdicts(verdicts);
         }
         diagnoses
+    }
+
+    /// What holds each pending pod ([`super::hold::holds`]): a verdict list's hold kept
+    /// while no pool changed (nor anything global). A pool's change has every verdict
+    /// list judged again (new lists), so this only lets the old ones go sooner.
+    pub fn holds(&mut self, c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> Vec<Arc<Hold>> {
+        self.start(c);
+        let pools = c.stamps().pools();
+        if self.holds.0 != pools {
+            self.holds = (pools, KeptHolds::default());
+        }
+        super::hold::holds_with(c, pending, &mut self.holds.1)
     }
 
     /// [`super::placement::daemonset_mismatch`], kept while no node, pool or DaemonSet pod
