@@ -236,7 +236,7 @@ pub fn build(c: &Cluster, pass: &Pass, origin: &str) -> Top {
             name: d.pod.name.clone(),
             pending_for: d.pending_for.clone(),
             requests: crate::explain::text::requests_line(&d.requests),
-            verdict: d.verdict_summary(),
+            verdict: d.verdict_summary().to_string(),
         })
         .collect();
     let sev = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();

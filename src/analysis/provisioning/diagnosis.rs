@@ -3,7 +3,7 @@
 //! pool order) and then cross-checked with Karpenter's event ([`super::evidence`]). Replicas
 //! share their verdicts through [`DiagnosisCache`]. Also the `pod-unschedulable` finding.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
@@ -84,6 +84,9 @@ pub struct PodDiagnosis {
     /// The kube-scheduler's own last word, when it left one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<Arc<str>>,
+    /// What holds it, in one line ([`PodDiagnosis::verdict_summary`]).
+    #[serde(skip)]
+    pub summary: Arc<str>,
 }
 
 impl PodDiagnosis {
@@ -99,48 +102,9 @@ impl PodDiagnosis {
     }
 
     /// What holds the pod, without how long: the same for every replica that shares
-    /// its verdicts and event.
-    pub fn verdict_summary(&self) -> String {
-        if self.nodepools.is_empty() {
-            return "there are no NodePools, so Karpenter cannot provision for it".into();
-        }
-        let compatible: Vec<&str> = self.compatible().map(|v| v.name.as_str()).collect();
-        if compatible.is_empty() {
-            // The first reason of each pool, without the long requirements/resources dump
-            // of instance-type errors; `kelp why pod` has the whole story.
-            let short = |m: &str| m.split(", requirements=").next().unwrap_or(m).to_string();
-            let mut why: Vec<String> = self
-                .nodepools
-                .iter()
-                .take(4)
-                .map(|v| match v.reasons.first() {
-                    Some(r) if r.category == Category::InstanceTypes => {
-                        format!("{}: instance types: {}", v.name, short(&r.message))
-                    }
-                    Some(r) => format!("{}: {}", v.name, short(&r.message)),
-                    None => format!("{}: cannot tell", v.name),
-                })
-                .collect();
-            if self.nodepools.len() > 4 {
-                why.push(format!("{} more", self.nodepools.len() - 4));
-            }
-            return format!("no NodePool can run it ({})", why.join("; "));
-        }
-        let evidence = match &self.event {
-            Some(e) => format!(
-                "Karpenter says: {}",
-                e.message.trim_start_matches("Failed to schedule pod, ")
-            ),
-            None => {
-                "no Karpenter scheduling event yet: is the Karpenter controller running?".into()
-            }
-        };
-        let pools = if compatible.len() == 1 {
-            format!("NodePool {} could take it", compatible[0])
-        } else {
-            format!("NodePools {} could take it", compatible.join(", "))
-        };
-        format!("{pools}, yet no capacity was launched ({evidence})")
+    /// its verdicts and event ([`verdict_summary`]), worked out once with them.
+    pub fn verdict_summary(&self) -> &str {
+        &self.summary
     }
 }
 
@@ -558,8 +522,12 @@ fn parse_event(message: &str) -> ParsedEvent {
 /// A FailedScheduling message parsed: its format, segments and text.
 type ParsedEvent = (MessageFormat, Arc<Vec<Segment>>, Arc<str>);
 
-/// Requests as shown, and verdicts: what replicas share.
-type SharedVerdicts = (Arc<BTreeMap<String, String>>, Arc<Vec<Arc<PoolVerdict>>>);
+/// Requests as shown, verdicts, and what holds the pod in one line: what replicas share.
+type SharedVerdicts = (
+    Arc<BTreeMap<String, String>>,
+    Arc<Vec<Arc<PoolVerdict>>>,
+    Arc<str>,
+);
 
 /// Diagnose one pending pod against every pool.
 pub fn diagnose(c: &Cluster, pools: &PoolSet, pod: &Pod, now: DateTime<Utc>) -> PodDiagnosis {
@@ -614,7 +582,7 @@ pub fn diagnose_cached<'c>(
         if let Some((_, segments, _)) = &parsed {
             cross_check(&mut verdicts, segments, pools.catalog.is_some());
         }
-        let verdicts = verdicts
+        let verdicts: Vec<Arc<PoolVerdict>> = verdicts
             .into_iter()
             .map(|v| match pool_verdicts.get(&v) {
                 Some(known) => known.clone(),
@@ -630,7 +598,8 @@ pub fn diagnose_cached<'c>(
             .iter()
             .map(|(k, v)| (k.clone(), format_quantity(k, *v)))
             .collect();
-        (Arc::new(shown), Arc::new(verdicts))
+        let summary = verdict_summary(&verdicts, parsed.as_ref().map(|(_, _, m)| &**m));
+        (Arc::new(shown), Arc::new(verdicts), Arc::from(summary))
     };
     // Addresses only name the spec and affinity while the model is borrowed, as it is for 'c.
     let spec: &SchedulingSpec = &pod.spec.scheduling;
@@ -666,7 +635,7 @@ pub fn diagnose_cached<'c>(
         message.unwrap_or_default(),
         peers,
     );
-    let (requests, nodepools) = match cached.get(&key) {
+    let (requests, nodepools, summary) = match cached.get(&key) {
         Some(v) => v.clone(),
         None => {
             let v = match kept.as_mut() {
@@ -714,7 +683,54 @@ pub fn diagnose_cached<'c>(
         nodepools,
         event,
         scheduler,
+        summary,
     }
+}
+
+/// What holds a pod judged `nodepools`, with Karpenter's event `message`, without how
+/// long: one line.
+fn verdict_summary(nodepools: &[Arc<PoolVerdict>], message: Option<&str>) -> String {
+    if nodepools.is_empty() {
+        return "there are no NodePools, so Karpenter cannot provision for it".into();
+    }
+    let compatible: Vec<&str> = nodepools
+        .iter()
+        .filter(|v| v.verdict == Verdict::Compatible)
+        .map(|v| v.name.as_str())
+        .collect();
+    if compatible.is_empty() {
+        // The first reason of each pool, without the long requirements/resources dump
+        // of instance-type errors; `kelp why pod` has the whole story.
+        let short = |m: &str| m.split(", requirements=").next().unwrap_or(m).to_string();
+        let mut why: Vec<String> = nodepools
+            .iter()
+            .take(4)
+            .map(|v| match v.reasons.first() {
+                Some(r) if r.category == Category::InstanceTypes => {
+                    format!("{}: instance types: {}", v.name, short(&r.message))
+                }
+                Some(r) => format!("{}: {}", v.name, short(&r.message)),
+                None => format!("{}: cannot tell", v.name),
+            })
+            .collect();
+        if nodepools.len() > 4 {
+            why.push(format!("{} more", nodepools.len() - 4));
+        }
+        return format!("no NodePool can run it ({})", why.join("; "));
+    }
+    let evidence = match message {
+        Some(m) => format!(
+            "Karpenter says: {}",
+            m.trim_start_matches("Failed to schedule pod, ")
+        ),
+        None => "no Karpenter scheduling event yet: is the Karpenter controller running?".into(),
+    };
+    let pools = if compatible.len() == 1 {
+        format!("NodePool {} could take it", compatible[0])
+    } else {
+        format!("NodePools {} could take it", compatible.join(", "))
+    };
+    format!("{pools}, yet no capacity was launched ({evidence})")
 }
 
 /// Whether a pod's verdicts read how its peers spread over the zones (a `DoNotSchedule`
@@ -752,9 +768,6 @@ impl PodDiagnosis {
 pub const EVENT_GRACE_SECONDS: i64 = 20;
 
 pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
-    // Replicas share verdicts (the same Arc), so their summaries are written once.
-    let mut summaries: HashMap<(*const Vec<Arc<PoolVerdict>>, Option<*const str>), String> =
-        HashMap::new();
     ctx.pending
         .iter()
         // Karpenter batches pending pods (up to 10 s) before it nominates or writes its
@@ -766,12 +779,7 @@ pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
                 || d.pending >= Duration::seconds(EVENT_GRACE_SECONDS)
         })
         .map(|d| {
-            let key = (
-                Arc::as_ptr(&d.nodepools),
-                d.event.as_ref().map(|e| Arc::as_ptr(&e.message)),
-            );
-            let why = summaries.entry(key).or_insert_with(|| d.verdict_summary());
-            let message = format!("Pending {}: {why}", d.pending_for);
+            let message = format!("Pending {}: {}", d.pending_for, d.summary);
             let sev = if d.pending > Duration::minutes(GRACE) {
                 Severity::Critical
             } else {

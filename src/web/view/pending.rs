@@ -101,7 +101,7 @@ pub(super) fn pending(
             name: d.pod.name.clone(),
             pending_for: d.pending_for.clone(),
             requests: requests_line(&d.requests),
-            summary: d.verdict_summary(),
+            summary: d.verdict_summary().to_string(),
             verdict_line: words::verdict_line(d),
             launch: d
                 .compatible()
