@@ -34,7 +34,8 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let mut out = Vec::new();
     for s in ctx.nodes.values().filter(|s| s.nodepool.is_some()) {
-        let node = ObjectRef::cluster(ObjectKind::Node, &s.node);
+        // Made only for a finding: most nodes have none.
+        let node = || ObjectRef::cluster(ObjectKind::Node, &s.node);
         let pool = s.nodepool.as_deref();
         if !s.wants.is_empty() && !s.blockers.is_empty() {
             let wants: Vec<&str> = s.wants.iter().map(|w| w.message.as_str()).collect();
@@ -51,7 +52,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
                     } else {
                         Severity::Warning
                     },
-                    node.clone(),
+                    node(),
                     format!(
                         "Karpenter wants to disrupt it ({}) but cannot: {}",
                         wants.join(", "),
@@ -81,7 +82,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
                 Finding::new(
                     Code::NodeExpiredNotReplaced,
                     Severity::Warning,
-                    node.clone(),
+                    node(),
                     format!(
                         "Expired {} ago (age {}, expireAfter {}) and still here{}",
                         ago(ctx.now, at),

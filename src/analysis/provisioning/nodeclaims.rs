@@ -51,12 +51,12 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
     for claim in c.nodeclaims.values() {
         let m = &claim.metadata;
         let conds = &claim.status.conditions;
-        let pool = claim_pool(c, &m.name);
-        let pool = pool.as_deref();
-        let obj = ObjectRef::of(ObjectKind::NodeClaim, m);
         if m.deletion_timestamp.is_some() {
             continue;
         }
+        // Most claims are fine: their pool and reference are made only for a finding.
+        let pool = || claim_pool(c, &m.name);
+        let obj = || ObjectRef::of(ObjectKind::NodeClaim, m);
         let launched = condition(conds, "Launched");
         let registered = condition(conds, "Registered");
         let initialized = condition(conds, "Initialized");
@@ -72,14 +72,14 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                     Finding::new(
                         Code::NodeclaimLaunchFailed,
                         Severity::Critical,
-                        obj,
+                        obj(),
                         format!(
                             "Not launched {} after creation{}",
                             created.map(|t| ago(ctx.now, t)).unwrap_or_default(),
                             msg.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
                         ),
                     )
-                    .pool(pool)
+                    .pool(pool().as_deref())
                     .since(created)
                     .details(ClaimDetails {
                         reason: launched.and_then(|l| l.reason.clone()),
@@ -100,13 +100,13 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                     Finding::new(
                         Code::NodeclaimNotRegistered,
                         Severity::Critical,
-                        obj,
+                        obj(),
                         format!(
                             "Launched {} ago but its node never joined the cluster (check the node's bootstrap/user data, security groups reaching the API server, and the node IAM role's access entry)",
                             ago(ctx.now, t)
                         ),
                     )
-                    .pool(pool)
+                    .pool(pool().as_deref())
                     .since(Some(t))
                     .details(ClaimDetails { reason: registered.and_then(|r| r.reason.clone()), message: registered.and_then(|r| r.message.clone()), hint: None }),
                 );
@@ -126,7 +126,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                     Finding::new(
                         Code::NodeclaimNotInitialized,
                         Severity::Warning,
-                        obj,
+                        obj(),
                         format!(
                             "Registered {} ago but not initialized{}",
                             ago(ctx.now, t),
@@ -136,7 +136,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                                 .unwrap_or_default()
                         ),
                     )
-                    .pool(pool)
+                    .pool(pool().as_deref())
                     .since(Some(t))
                     .details(ClaimDetails {
                         reason,
