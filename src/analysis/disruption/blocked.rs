@@ -2,23 +2,54 @@
 //! (with its blockers), empty nodes past consolidateAfter, expired nodes still running,
 //! and drifted NodeClaims.
 
+use std::sync::Arc;
+
 use chrono::Duration;
 use serde::Serialize;
 
 use super::super::provisioning::claim_pool;
 use super::super::{ago, Context};
-use super::{Blocker, NodeDisruption, Want, WantReason};
+use super::{Blocker, NodeDisruption, WantReason};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::events::BlockerKind;
 use crate::model::*;
 
-/// The details of a `disruption-blocked` finding (fields in the JSON's key order).
-#[derive(Debug, Clone, Serialize)]
-pub struct BlockedDetails {
-    pub blockers: Vec<Blocker>,
-    pub nodeclaim: Option<String>,
-    pub wants: Vec<Want>,
+/// The details of a `disruption-blocked` finding: the node's blockers, NodeClaim and
+/// wants, read from its state (shared, not copied).
+#[derive(Debug, Clone)]
+pub struct BlockedDetails(Arc<NodeDisruption>);
+
+impl BlockedDetails {
+    pub fn blockers(&self) -> &[Blocker] {
+        &self.0.blockers
+    }
+}
+
+impl Serialize for BlockedDetails {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut m = s.serialize_struct("BlockedDetails", 3)?;
+        m.serialize_field("blockers", &self.0.blockers)?;
+        m.serialize_field("nodeclaim", &self.0.nodeclaim)?;
+        m.serialize_field("wants", &self.0.wants)?;
+        m.end()
+    }
+}
+
+/// The details of a `node-expired-not-replaced` finding: the node's age, expireAfter and
+/// blockers (in the JSON's key order), read from its state.
+struct ExpiredDetails(Arc<NodeDisruption>);
+
+impl Serialize for ExpiredDetails {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut m = s.serialize_struct("ExpiredDetails", 3)?;
+        m.serialize_field("age", &self.0.age)?;
+        m.serialize_field("blockers", &self.0.blockers)?;
+        m.serialize_field("expireAfter", &self.0.expire_after)?;
+        m.end()
+    }
 }
 
 /// The details of an `empty-node-not-reaped` finding: nominations first among the blockers.
@@ -61,11 +92,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
                 )
                 .pool(pool)
                 .since(s.drifted_since.or(s.expires_at))
-                .details(BlockedDetails {
-                    blockers: s.blockers.clone(),
-                    nodeclaim: s.nodeclaim.clone(),
-                    wants: s.wants.clone(),
-                }),
+                .details(BlockedDetails(s.clone())),
             );
         }
         // An empty node already being deleted is being reaped.
@@ -93,7 +120,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
                 )
                 .pool(pool)
                 .since(Some(at))
-                .details(serde_json::json!({"age": s.age, "expireAfter": s.expire_after, "blockers": s.blockers})),
+                .details(ExpiredDetails(s.clone())),
             );
         }
     }

@@ -45,7 +45,7 @@ pub(super) fn blocker_kinds(f: &Finding) -> Vec<&'static str> {
     let mut kinds: Vec<&'static str> = f
         .details
         .downcast_ref::<BlockedDetails>()
-        .map(|d| d.blockers.iter().map(|b| b.kind.as_str()).collect())
+        .map(|d| d.blockers().iter().map(|b| b.kind.as_str()).collect())
         .unwrap_or_default();
     kinds.sort_unstable();
     kinds.dedup();
