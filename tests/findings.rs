@@ -175,3 +175,47 @@ impl OkOrErr for Result<(), String> {
         self.err().unwrap_or_default()
     }
 }
+
+/// The details of a node's disruption findings are read from its state when written: they
+/// say what the state says, in the shape they always had (an expired node's blockers with
+/// their keys sorted, as a JSON tree writes them; a blocked node's in the blocker's order).
+#[test]
+fn a_nodes_disruption_details_are_its_state_in_their_old_shape() {
+    let dir = Path::new("tests/fixtures/findings/node-expired-not-replaced");
+    let expect: Value =
+        serde_norway::from_str(&std::fs::read_to_string(dir.join("expect.yaml")).unwrap()).unwrap();
+    let now: DateTime<Utc> = DateTime::parse_from_rfc3339(expect["now"].as_str().unwrap_or(NOW))
+        .unwrap()
+        .into();
+    let mut c = Cluster::default();
+    kelp::source::load_paths(&[dir.join("fires.yaml")], &mut c).unwrap();
+    let pass = kelp::analysis::run(&c, now);
+    let mut seen = 0;
+    for f in &pass.report.findings {
+        let Some(s) = pass.nodes.get(&f.object.name) else {
+            continue;
+        };
+        let want = match f.code {
+            Code::NodeExpiredNotReplaced => serde_json::to_string(&serde_json::json!({
+                "age": s.age, "expireAfter": s.expire_after, "blockers": s.blockers
+            })),
+            Code::DisruptionBlocked => Ok(format!(
+                "{{\"blockers\":{},\"nodeclaim\":{},\"wants\":{}}}",
+                serde_json::to_string(&s.blockers).unwrap(),
+                serde_json::to_string(&s.nodeclaim).unwrap(),
+                serde_json::to_string(&s.wants).unwrap()
+            )),
+            _ => continue,
+        }
+        .unwrap();
+        assert!(!s.blockers.is_empty(), "the fixture's node has a blocker");
+        assert_eq!(
+            serde_json::to_string(&f.details).unwrap(),
+            want,
+            "{:?}",
+            f.code
+        );
+        seen += 1;
+    }
+    assert!(seen >= 1, "the fixture has an expired node: {seen}");
+}

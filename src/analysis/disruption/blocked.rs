@@ -38,7 +38,7 @@ impl Serialize for BlockedDetails {
 }
 
 /// The details of a `node-expired-not-replaced` finding: the node's age, expireAfter and
-/// blockers (in the JSON's key order), read from its state.
+/// blockers (in the JSON's key order), read from its state when they are written.
 struct ExpiredDetails(Arc<NodeDisruption>);
 
 impl Serialize for ExpiredDetails {
@@ -46,7 +46,9 @@ impl Serialize for ExpiredDetails {
         use serde::ser::SerializeStruct;
         let mut m = s.serialize_struct("ExpiredDetails", 3)?;
         m.serialize_field("age", &self.0.age)?;
-        m.serialize_field("blockers", &self.0.blockers)?;
+        // As a JSON tree, as these details always were: each blocker's keys sorted.
+        let blockers = serde_json::to_value(&self.0.blockers).map_err(serde::ser::Error::custom)?;
+        m.serialize_field("blockers", &blockers)?;
         m.serialize_field("expireAfter", &self.0.expire_after)?;
         m.end()
     }
