@@ -110,6 +110,16 @@ fn benches(c: &mut Criterion) {
             shared.pass(now())
         })
     });
+    // As serve runs it: each pass at its own instant (here a second after the last), so
+    // every answer that reads the clock is looked at again (each pending pod's wait).
+    let mut at = now();
+    g.bench_function("one-pod-change-clock-moves-no-viewer", |b| {
+        b.iter(|| {
+            change_pod();
+            at += chrono::Duration::seconds(1);
+            shared.pass(at)
+        })
+    });
     // A change that moves the free room: a replica of that pod bound beside it, then
     // deleted, in turn (what a rollout or a scale-up does, one pod at a time).
     let mut bound = false;

@@ -119,7 +119,9 @@ impl<'a> Context<'a> {
             Some(e) => e.holds(cluster, &pending),
             None => hold::holds(cluster, &pending),
         };
+        // Read only where Karpenter is (as every finding of its part of the pass).
         let daemonset_mismatch = match engine.as_deref_mut() {
+            _ if !cluster.karpenter_seen() => Vec::new(),
             Some(e) => e.daemonset_mismatch(cluster, &usages),
             None => placement::daemonset_mismatch(cluster, &usages),
         };

@@ -252,10 +252,11 @@ impl Incremental {
             self.pending.take(),
             &mut cache,
         );
+        let held = kept.verdict_lists();
         self.pending = Some(kept);
         (self.stats.pods_reused, self.stats.pods_computed) = (reused, computed);
         if let Some(verdicts) = cache.into_kept() {
-            self.keep_verdicts(verdicts);
+            self.keep_verdicts(verdicts, &held);
         }
         diagnoses
     }
@@ -309,8 +310,8 @@ impl Incremental {
     }
 
     /// What this pass's diagnoses leave for the next: the verdicts it asked for.
-    fn keep_verdicts(&mut self, mut kept: KeptVerdicts) {
-        kept.end_pass();
+    fn keep_verdicts(&mut self, mut kept: KeptVerdicts, held: &FastSet<usize>) {
+        kept.end_pass(held);
         self.verdicts.1 = kept;
     }
 

@@ -37,6 +37,17 @@ pub(super) struct KeptPending {
     pods: Vec<KeptPod>,
 }
 
+impl KeptPending {
+    /// The addresses of the verdict lists the kept diagnoses hold.
+    pub(super) fn verdict_lists(&self) -> FastSet<usize> {
+        self.pods
+            .iter()
+            .filter_map(|k| k.diagnosis.as_ref())
+            .map(|d| Arc::as_ptr(&d.nodepools) as usize)
+            .collect()
+    }
+}
+
 /// One unbound pod that [`provisionable`] lets through.
 struct KeptPod {
     namespace: String,
@@ -136,7 +147,8 @@ pub(super) fn diagnose<'c>(
                     diagnosis: held
                         .is_none()
                         .then(|| Arc::new(diagnose_cached(pools, p, events, now, cache))),
-                    held_until: held.map(|t| t + NOMINATION_HOLDS),
+                    // Past the calendar's end it holds for good.
+                    held_until: held.and_then(|t| t.checked_add_signed(NOMINATION_HOLDS)),
                     zonal: spreads_over_zones(p),
                 }
             }

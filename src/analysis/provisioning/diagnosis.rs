@@ -19,7 +19,7 @@ use crate::karpenter::events::{self, Category, MessageFormat, Segment};
 use crate::karpenter::requirements::{self, Requirements};
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
-use crate::model::shared::FastMap;
+use crate::model::shared::{FastMap, FastSet};
 use crate::model::*;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -502,13 +502,13 @@ impl KeptVerdicts {
 
     /// End a pass: let go of what it did not ask for (pods gone, specs changed, messages
     /// no pending pod's event carries), so what is kept follows the pending pods, not
-    /// everything ever pending.
-    pub fn end_pass(&mut self) {
+    /// everything ever pending. A diagnosis kept whole from pass to pass (`kelp serve`'s,
+    /// while nothing it read changed) asks for nothing, yet holds its verdicts: the
+    /// verdict lists at the addresses in `held` stay too.
+    pub fn end_pass(&mut self, held: &FastSet<usize>) {
         let pass = self.pass;
-        // A diagnosis kept whole from pass to pass (`kelp serve`'s, while nothing it read
-        // changed) asks for nothing, yet holds its verdicts: those stay while it does.
         self.entries
-            .retain(|_, k| k.pass == pass || Arc::strong_count(&k.value.1) > 1);
+            .retain(|_, k| k.pass == pass || held.contains(&(Arc::as_ptr(&k.value.1) as usize)));
         self.parses.retain(|_, (_, at)| *at == pass);
     }
 }
