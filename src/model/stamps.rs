@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::shared::FastMap;
+use super::shared::{FastMap, FastSet};
 
 /// Tells one model from another: a reader must not compare stamps across models.
 static EPOCHS: AtomicU64 = AtomicU64::new(1);
@@ -289,11 +289,18 @@ impl Stamps {
 
 /// A value worked out per node from the node and its pods, kept between an incremental
 /// reader's passes: reused while neither the node's stamp nor the global one (a relist
-/// forgets the per-node stamps) is newer than it, and let go with the nodes.
+/// forgets the per-node stamps) is newer than it, and let go with the nodes. Whether a
+/// node's stamp is newer is read from the journal where it reaches: a node it does not
+/// name since the model's last change seen before is not looked up.
 #[derive(Debug)]
 pub struct PerNode<T> {
     epoch: u64,
     nodes: FastMap<String, (u64, T)>,
+    /// The model's newest stamp when last asked, and the one before it with the nodes the
+    /// journal names between the two (None when it does not reach back).
+    seen: u64,
+    since: u64,
+    touched: Option<FastSet<String>>,
 }
 
 impl<T> Default for PerNode<T> {
@@ -301,6 +308,9 @@ impl<T> Default for PerNode<T> {
         PerNode {
             epoch: 0,
             nodes: FastMap::default(),
+            seen: 0,
+            since: 0,
+            touched: None,
         }
     }
 }
@@ -324,13 +334,35 @@ impl<T> PerNode<T> {
         if self.epoch != st.epoch() {
             *self = PerNode {
                 epoch: st.epoch(),
-                nodes: FastMap::default(),
+                ..PerNode::default()
             };
         }
-        let kept = self
-            .nodes
-            .get(name)
-            .is_some_and(|(at, v)| st.global() <= *at && st.node(name) <= *at && still(*at, v));
+        if self.seen != st.last() {
+            // The nodes changed since the last model this was asked about.
+            self.touched = st.since(self.seen).map(|changed| {
+                changed
+                    .filter_map(|t| match t {
+                        Touched::Node(n) => Some(n.clone()),
+                        _ => None,
+                    })
+                    .collect()
+            });
+            (self.since, self.seen) = (self.seen, st.last());
+        }
+        let (since, touched) = (self.since, self.touched.as_ref());
+        // Current as of `since` and not changed after it, or not changed after its own stamp.
+        let unchanged = |at: u64| match touched {
+            Some(t) if at >= since => !t.contains(name),
+            _ => st.node(name) <= at,
+        };
+        // A value that still holds is as current as one worked out now: it is stamped so.
+        let kept = self.nodes.get_mut(name).is_some_and(|(at, v)| {
+            let holds = st.global() <= *at && unchanged(*at) && still(*at, v);
+            if holds {
+                *at = st.last();
+            }
+            holds
+        });
         if !kept {
             self.nodes.insert(name.to_string(), (st.last(), f()));
         }
@@ -351,5 +383,33 @@ fn set(map: &mut FastMap<String, u64>, key: &str, stamp: u64) {
         None => {
             map.insert(key.to_string(), stamp);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node changed while nobody asked for it is worked out again when next asked, though
+    /// the journal since the last ask does not name it.
+    #[test]
+    fn a_node_changed_while_nobody_asked_is_worked_out_again() {
+        let mut st = Stamps::default();
+        let mut per: PerNode<u64> = PerNode::default();
+        let ask = |per: &mut PerNode<u64>, st: &Stamps, name: &str| {
+            *per.get_or_insert_with(st, name, || st.last())
+        };
+        st.touch_node("a");
+        st.touch_node("b");
+        assert_eq!(ask(&mut per, &st, "a"), 2);
+        st.touch_node("a");
+        st.touch_node("b");
+        assert_eq!(ask(&mut per, &st, "b"), 4, "b changed");
+        st.touch_node("b");
+        assert_eq!(ask(&mut per, &st, "a"), 5, "a changed before the last ask");
+        assert_eq!(ask(&mut per, &st, "b"), 5, "b changed since");
+        st.touch_pdbs("ns");
+        assert_eq!(ask(&mut per, &st, "a"), 5, "nothing of a changed");
+        assert_eq!(ask(&mut per, &st, "b"), 5);
     }
 }
