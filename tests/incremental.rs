@@ -396,12 +396,7 @@ fn a_pass_reuses_what_did_not_change() {
         .find(|(_, p)| p.spec.node_name.is_some())
         .map(|(k, _)| k.clone())
         .unwrap();
-    let mut p = c.pods[&key].clone();
-    p.metadata
-        .labels
-        .make_mut()
-        .insert("touched".into(), "yes".into());
-    c.apply_pod(p);
+    relabel(&mut c, &key);
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
     let s = engine.stats();
     assert!(s.computed >= 1 && s.reused > 0, "{s:?}");
@@ -411,17 +406,11 @@ fn a_pass_reuses_what_did_not_change() {
         "a labelled bound pod is no pool's business"
     );
     // A pending pod's change: that pod alone is diagnosed again.
-    let pending = c
-        .unbound_pods()
-        .find(|p| p.metadata.name == a_pending_pod(&c, now))
-        .cloned()
-        .unwrap();
-    let mut p = pending;
-    p.metadata
-        .labels
-        .make_mut()
-        .insert("touched".into(), "yes".into());
-    c.apply_pod(p);
+    let pending = analysis::run(&c, now).pending[0].pod.clone();
+    relabel(
+        &mut c,
+        &(pending.namespace.unwrap_or_default(), pending.name),
+    );
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
     let s = engine.stats();
     assert_eq!((s.pods_reused, s.pods_computed), (pods - 1, 1), "{s:?}");
@@ -450,10 +439,14 @@ fn a_pass_reuses_what_did_not_change() {
     assert_eq!((s.verdicts_reused, s.pods_reused), (0, 0), "{s:?}");
 }
 
-/// The name of a pod the demo has pending.
-fn a_pending_pod(c: &Cluster, now: DateTime<Utc>) -> String {
-    let pass = analysis::run(c, now);
-    pass.pending[0].pod.name.clone()
+/// A label added to pod (namespace, name).
+fn relabel(c: &mut Cluster, key: &(String, String)) {
+    let mut p = c.pods[key].clone();
+    p.metadata
+        .labels
+        .make_mut()
+        .insert("touched".into(), "yes".into());
+    c.apply_pod(p);
 }
 
 /// A bound pod's labels are what its peers' zone spread counts: relabelling the one pod
