@@ -338,8 +338,10 @@ impl<T> PerNode<T> {
             };
         }
         if self.seen != st.last() {
-            // The nodes changed since the last model this was asked about.
-            self.touched = st.since(self.seen).map(|changed| {
+            // The nodes changed since the last model this was asked about (none to tell
+            // apart while nothing is kept: a full pass's room, a first pass).
+            let kept = !self.nodes.is_empty();
+            self.touched = st.since(self.seen).filter(|_| kept).map(|changed| {
                 changed
                     .filter_map(|t| match t {
                         Touched::Node(n) => Some(n.clone()),
