@@ -26,8 +26,8 @@ pub fn holds(c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> Vec<Arc<Hold>> {
 
 /// Holds by the verdict list they were judged from (by its address; the list is kept
 /// beside, so no other takes that address): one list is one scheduling spec and
-/// affinity judged against the pools, which is all a hold reads besides the pools. Who
-/// keeps it from pass to pass empties it when a pool changes.
+/// affinity judged against the pools, which is all a hold reads besides the pools (a
+/// change of the pools makes new lists).
 pub type KeptHolds = FastMap<usize, (Arc<Vec<Arc<PoolVerdict>>>, Arc<Hold>)>;
 
 /// [`holds`], taking the hold of a verdict list from `kept` where it is there; `kept`

@@ -103,8 +103,8 @@ pub struct Incremental {
     /// The DaemonSet-pool mismatches, with the stamps they were found at (anything global,
     /// the nodes, the pools, the DaemonSets' pods).
     daemonset_mismatch: Option<([u64; 3], Vec<Finding>)>,
-    /// The pending pods' holds by verdict list, with the pools' stamp they were found at.
-    holds: (u64, KeptHolds),
+    /// The pending pods' holds by verdict list.
+    holds: KeptHolds,
     /// Each node's share of the free room, for the next room built.
     room_cache: fit::RoomCache,
     /// Each pool's budget node counts (total, unavailable), with the zones stamp (any node
@@ -262,15 +262,11 @@ impl Incremental {
     }
 
     /// What holds each pending pod ([`super::hold::holds`]): a verdict list's hold kept
-    /// while no pool changed (nor anything global). A pool's change has every verdict
-    /// list judged again (new lists), so this only lets the old ones go sooner.
+    /// while a pending pod still has that list. A change of the pools has every verdict
+    /// list judged again (new lists), so a kept hold never outlives the pools it read.
     pub fn holds(&mut self, c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> Vec<Arc<Hold>> {
         self.start(c);
-        let pools = c.stamps().pools();
-        if self.holds.0 != pools {
-            self.holds = (pools, KeptHolds::default());
-        }
-        super::hold::holds_with(c, pending, &mut self.holds.1)
+        super::hold::holds_with(c, pending, &mut self.holds)
     }
 
     /// [`super::placement::daemonset_mismatch`], kept while no node, pool or DaemonSet pod
@@ -378,7 +374,6 @@ impl Incremental {
         }
     }
 
-    /// Forget everything when the model is another one.
     /// Start a pass at `now`: a clock that stepped back (kept answers hold only until
     /// some later instant, not before the one they were worked out at) starts over.
     pub fn begin(&mut self, now: DateTime<Utc>) {
@@ -388,6 +383,7 @@ impl Incremental {
         self.latest = Some(now);
     }
 
+    /// Forget everything when the model is another one.
     fn start(&mut self, c: &Cluster) {
         let epoch = c.stamps().epoch();
         if epoch != self.epoch {

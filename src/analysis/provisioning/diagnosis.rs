@@ -86,7 +86,7 @@ pub struct PodDiagnosis {
     pub scheduler: Option<Arc<str>>,
     /// What holds it, in one line ([`PodDiagnosis::verdict_summary`]).
     #[serde(skip)]
-    pub summary: Arc<str>,
+    summary: Arc<str>,
 }
 
 impl PodDiagnosis {
@@ -105,6 +105,20 @@ impl PodDiagnosis {
     /// its verdicts and event ([`verdict_summary`]), worked out once with them.
     pub fn verdict_summary(&self) -> &str {
         &self.summary
+    }
+
+    /// The same diagnosis at another instant: only how long the pod has waited reads the
+    /// clock. The one given when that is unchanged.
+    pub fn at(self: &Arc<Self>, now: DateTime<Utc>) -> Arc<Self> {
+        let pending = pending_at(self.since, now);
+        if pending == self.pending {
+            return self.clone();
+        }
+        Arc::new(PodDiagnosis {
+            pending,
+            pending_for: crate::karpenter::duration::human(pending),
+            ..(**self).clone()
+        })
     }
 }
 
@@ -746,22 +760,6 @@ fn pending_at(since: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Duration {
     since.map(|s| now - s).unwrap_or_else(Duration::zero)
 }
 
-impl PodDiagnosis {
-    /// The same diagnosis at another instant: only how long the pod has waited reads the
-    /// clock. The one given when that is unchanged.
-    pub fn at(self: &Arc<Self>, now: DateTime<Utc>) -> Arc<Self> {
-        let pending = pending_at(self.since, now);
-        if pending == self.pending {
-            return self.clone();
-        }
-        Arc::new(PodDiagnosis {
-            pending,
-            pending_for: crate::karpenter::duration::human(pending),
-            ..(**self).clone()
-        })
-    }
-}
-
 /// How long a pod kelp finds a pool for may wait for Karpenter's first answer (its
 /// nomination or its FailedScheduling event) before kelp reports it: Karpenter's batch
 /// window is 1 s idle, 10 s at most; this leaves room for a busy controller.
@@ -779,7 +777,7 @@ pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
                 || d.pending >= Duration::seconds(EVENT_GRACE_SECONDS)
         })
         .map(|d| {
-            let message = format!("Pending {}: {}", d.pending_for, d.summary);
+            let message = format!("Pending {}: {}", d.pending_for, d.verdict_summary());
             let sev = if d.pending > Duration::minutes(GRACE) {
                 Severity::Critical
             } else {
