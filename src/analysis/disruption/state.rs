@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::super::fit::{Reach, Room, RoomCache};
+use super::super::fit::{Reach, Room, RoomCache, Settling};
 use super::super::provisioning::PoolSet;
 use super::super::{ago, capacity, clock::Clock, selector};
 use super::budget::{allowed_of, budget_counts, budget_message, PoolBudgets};
@@ -213,6 +213,8 @@ pub struct NodeInputs<'c> {
     room: std::cell::OnceCell<Room<'c>>,
     /// Each node's share of the room from the last pass ([`RoomCache`]).
     room_cache: std::cell::RefCell<RoomCache>,
+    /// Where each node stands as a target, when the last pass's still holds.
+    settling: Option<std::sync::Arc<Settling>>,
     /// The pass's pools with their instance types, for pricing a replacement node.
     pools: Option<&'c PoolSet<'c>>,
     /// Whether the room and the pools were asked for since [`NodeInputs::take_asked`]:
@@ -239,6 +241,7 @@ impl<'c> NodeInputs<'c> {
             now,
             room: std::cell::OnceCell::new(),
             room_cache: Default::default(),
+            settling: None,
             pools: None,
             asked_room: Default::default(),
             asked_pools: Default::default(),
@@ -252,9 +255,15 @@ impl<'c> NodeInputs<'c> {
         self
     }
 
-    /// Build the room from what the last pass kept of each node's share.
-    pub fn with_room_cache(self, cache: RoomCache) -> Self {
+    /// Build the room from what the last pass kept of each node's share, and from where
+    /// each node stands as a target if that is known still to hold ([`super::super::fit::settling`]).
+    pub fn with_room_cache(
+        mut self,
+        cache: RoomCache,
+        settling: Option<std::sync::Arc<Settling>>,
+    ) -> Self {
         self.room_cache.replace(cache);
+        self.settling = settling;
         self
     }
 
@@ -273,10 +282,14 @@ impl<'c> NodeInputs<'c> {
     /// incremental pass compares with the room of the pass before.
     pub fn built_room(&self) -> Option<&Room<'c>> {
         let c = self.cluster?;
-        Some(
-            self.room
-                .get_or_init(|| Room::with_cache(c, self.now, &mut self.room_cache.borrow_mut())),
-        )
+        Some(self.room.get_or_init(|| {
+            Room::with_cache(
+                c,
+                self.now,
+                &mut self.room_cache.borrow_mut(),
+                self.settling.as_deref(),
+            )
+        }))
     }
 
     /// How far into the room the plans made since the last call looked, if it was built.

@@ -196,15 +196,20 @@ fn settles_at<'c>(
     Some(since + after)
 }
 
-/// When each schedulable node settles (leaves its pool's consolidateAfter), in node
-/// order, None where that never applies: all the room reads of the pools, through which
-/// nodes are settling now and since when each is open. With the model's stamps, what
-/// tells whether the room changed; it does not depend on the clock.
-pub fn settling(c: &Cluster) -> Vec<Option<DateTime<Utc>>> {
+/// Where each node stands as a room target, in node order: None where it takes no pods
+/// (not schedulable), else when it settles (leaves its pool's consolidateAfter; None where
+/// that never applies). All the room reads of the nodes' claims and the pools, through which
+/// nodes are settling now and since when each is open. With the model's stamps, what tells
+/// whether the room changed; it does not depend on the clock. Kept by `kelp serve`'s
+/// incremental pass while no node, claim or pool changed, and handed to [`Room::with_cache`].
+pub type Settling = Vec<Option<Option<DateTime<Utc>>>>;
+
+/// Each node's [`Settling`].
+pub fn settling(c: &Cluster) -> Settling {
     let mut after = SettleAfter::default();
     c.nodes
         .values()
-        .filter_map(|n| {
+        .map(|n| {
             let claim = c.nodeclaim_for_node(n);
             schedulable_with(n, claim).then(|| settles_at(c, n, claim, &mut after))
         })
@@ -265,26 +270,37 @@ impl NodeRoom {
 
 impl<'c> Room<'c> {
     pub fn new(c: &'c Cluster, now: DateTime<Utc>) -> Self {
-        Self::with_cache(c, now, &mut RoomCache::default())
+        Self::with_cache(c, now, &mut RoomCache::default(), None)
     }
 
-    /// As [`Room::new`], each node's share taken from `cache` where it still holds.
-    pub fn with_cache(c: &'c Cluster, now: DateTime<Utc>, cache: &mut RoomCache) -> Self {
+    /// As [`Room::new`], each node's share taken from `cache` where it still holds, and
+    /// where each node stands from `settling` when it is the model's ([`settling`]).
+    pub fn with_cache(
+        c: &'c Cluster,
+        now: DateTime<Utc>,
+        cache: &mut RoomCache,
+        settling: Option<&Settling>,
+    ) -> Self {
+        let worked_out;
+        let settling = match settling.filter(|s| s.len() == c.nodes.len()) {
+            Some(s) => s,
+            None => {
+                worked_out = self::settling(c);
+                &worked_out
+            }
+        };
         let mut targets: Vec<Target<'c>> = Vec::new();
         let mut guarded: Vec<&'c Node> = Vec::new();
-        let mut after = SettleAfter::default();
-        for n in c.nodes.values() {
+        for (n, settles) in c.nodes.values().zip(settling) {
             let share =
                 cache.get_or_insert_with(c.stamps(), &n.metadata.name, || NodeRoom::of(c, n));
             let (free, guards) = (share.free.clone(), share.guarded);
             if guards {
                 guarded.push(n);
             }
-            let claim = c.nodeclaim_for_node(n);
-            if !schedulable_with(n, claim) {
+            let Some(settles) = *settles else {
                 continue;
-            }
-            let settles = settles_at(c, n, claim, &mut after);
+            };
             targets.push(Target {
                 node: n,
                 cpu: free.get("cpu"),

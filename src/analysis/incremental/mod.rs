@@ -90,7 +90,7 @@ pub struct Incremental {
     seen: Option<RoomSeen>,
     /// When each node settles, as last worked out ([`fit::settling`]), at which zones
     /// (nodes and claims) and pools stamps.
-    settling: Option<((u64, u64), Vec<Option<DateTime<Utc>>>)>,
+    settling: Option<((u64, u64), Arc<fit::Settling>)>,
     /// What a pool's verdict reads beyond the pools' own specs at the last pass (each
     /// pool's usage, its instance-type problem, the catalogue), and how many times it
     /// changed.
@@ -157,7 +157,7 @@ impl PartialEq for UsageToken {
 
 /// The room's inputs beyond the bound pods: the nodes and claims stamp, when each
 /// schedulable node settles, and whether each is still settling now.
-type RoomToken = (u64, Vec<Option<DateTime<Utc>>>, Vec<bool>);
+type RoomToken = (u64, Arc<fit::Settling>, Vec<bool>);
 
 /// The room as a pass found it: where each target stands in its order (by name, its
 /// free CPU), the guarded nodes, and the bound and newest stamps it was found at.
@@ -406,21 +406,36 @@ impl Incremental {
     ) -> disruption::NodeStates {
         self.start(c);
         let stamps = c.stamps();
-        let inputs = NodeInputs::with_budgets(c, now, budgets)
-            .with_pools(pools)
-            .with_room_cache(std::mem::take(&mut self.room_cache));
         let budgets_moved = self.note_budgets(budgets);
         self.note_room(c, now);
+        let settling = self.settling.as_ref().map(|(_, s)| s.clone());
+        let inputs = NodeInputs::with_budgets(c, now, budgets)
+            .with_pools(pools)
+            .with_room_cache(std::mem::take(&mut self.room_cache), settling);
         let moved = self.room_moves(c, &inputs);
         self.note_usage(pools);
-        let touched = self.touched_nodes(c, inputs.nominations(), budgets_moved);
+        // Sorted as the nodes are, and walked beside them: no node's name is hashed.
+        let touched = self
+            .touched_nodes(c, inputs.nominations(), budgets_moved)
+            .map(|t| {
+                let mut t: Vec<&str> = t.into_iter().collect();
+                t.sort_unstable();
+                t
+            });
+        let mut next_touched = 0;
         let mut stats = Stats::default();
         // In node order, so the map is built in one sweep rather than node by node.
         let mut out = Vec::new();
         self.pass += 1;
         for n in c.nodes.values() {
             let name = &n.metadata.name;
-            if touched.as_ref().is_some_and(|t| !t.contains(name.as_str())) {
+            let untouched = touched.as_ref().is_some_and(|t| {
+                while t.get(next_touched).is_some_and(|&n| n < name.as_str()) {
+                    next_touched += 1;
+                }
+                t.get(next_touched) != Some(&name.as_str())
+            });
+            if untouched {
                 // Untouched since the last pass: its pool, claim, nomination and stamps
                 // are as it found them, so is whether it is a Karpenter node; what the
                 // whole pass shares (the room, the usage) and the clock are left to ask.
@@ -632,12 +647,17 @@ impl Incremental {
         // When nodes settle changes with a node, a claim or a pool's consolidateAfter:
         // not otherwise worked out again. Whether each settles yet follows the clock.
         if self.settling.as_ref().is_none_or(|(at, _)| *at != stamps) {
-            self.settling = Some((stamps, fit::settling(c)));
+            self.settling = Some((stamps, Arc::new(fit::settling(c))));
         }
         let settles = &self.settling.as_ref().expect("worked out above").1;
-        let now_settling: Vec<bool> = settles.iter().map(|t| t.is_some_and(|t| now < t)).collect();
+        let now_settling: Vec<bool> = settles
+            .iter()
+            .map(|t| t.flatten().is_some_and(|t| now < t))
+            .collect();
         let same = self.room.0.as_ref().is_some_and(|(bound, at, yet)| {
-            *bound == stamps.0 && at == settles && *yet == now_settling
+            *bound == stamps.0
+                && (Arc::ptr_eq(at, settles) || at == settles)
+                && *yet == now_settling
         });
         if !same {
             self.room = (
