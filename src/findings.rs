@@ -175,6 +175,14 @@ impl Details {
     pub fn shared<T: Serialize + Send + Sync + 'static>(value: std::sync::Arc<T>) -> Self {
         Details(value)
     }
+    /// No details: an empty JSON object, one value shared by every finding without any
+    /// (most are given theirs at once, so none is allocated only to be dropped).
+    pub fn empty() -> Self {
+        static EMPTY: std::sync::LazyLock<Details> = std::sync::LazyLock::new(|| {
+            Details::new(serde_json::Value::Object(Default::default()))
+        });
+        EMPTY.clone()
+    }
     /// The details as a JSON value.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
@@ -224,7 +232,7 @@ impl Finding {
             nodepool: None,
             message: message.into(),
             since: None,
-            details: Details::new(serde_json::Value::Object(Default::default())),
+            details: Details::empty(),
         }
     }
     pub fn pool(mut self, pool: Option<&str>) -> Self {

@@ -777,7 +777,14 @@ pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
                 || d.pending >= Duration::seconds(EVENT_GRACE_SECONDS)
         })
         .map(|d| {
-            let message = format!("Pending {}: {}", d.pending_for, d.verdict_summary());
+            // Sized once: the summary can carry Karpenter's whole event message.
+            let summary = d.verdict_summary();
+            let mut message =
+                String::with_capacity("Pending : ".len() + d.pending_for.len() + summary.len());
+            message.push_str("Pending ");
+            message.push_str(&d.pending_for);
+            message.push_str(": ");
+            message.push_str(summary);
             let sev = if d.pending > Duration::minutes(GRACE) {
                 Severity::Critical
             } else {
