@@ -1,6 +1,6 @@
 //! What the seed counters and the SLI metrics share: registration from the definitions
-//! table, stable object ids, label hygiene, the default series TTL and the stamps a scan
-//! of the NodeClaims is kept by. Both depend on
+//! table, stable object ids, label hygiene, the default series TTL, the stamps a scan
+//! of the NodeClaims is kept by, and the few events a scan reads picked out of all. Both depend on
 //! this, never on each other's internals.
 
 use prometheus_client::registry::Registry;
@@ -18,6 +18,34 @@ pub fn claims_token(st: &Stamps, events: bool) -> [u64; 4] {
         st.pools(),
         if events { st.events_any() } else { 0 },
     ]
+}
+
+/// Some of the model's events, picked out of all of them once and kept while no event (and
+/// nothing global) changed: a scan that reads a few kinds of event does not read every
+/// event each pass.
+#[derive(Debug, Default)]
+pub struct PickedEvents {
+    /// The model (its epoch), anything global and any event, at the last pick.
+    token: Option<[u64; 3]>,
+    events: Vec<std::sync::Arc<crate::model::Event>>,
+}
+
+impl PickedEvents {
+    /// The events `pick` keeps, picked again only when the events changed. Each holder
+    /// passes the same test at every call.
+    pub fn of(
+        &mut self,
+        c: &crate::model::Cluster,
+        pick: impl Fn(&crate::model::Event) -> bool,
+    ) -> &[std::sync::Arc<crate::model::Event>] {
+        let st = c.stamps();
+        let token = [st.epoch(), st.global(), st.events_any()];
+        if self.token != Some(token) {
+            self.events = c.events.values().filter(|e| pick(e)).cloned().collect();
+            self.token = Some(token);
+        }
+        &self.events
+    }
 }
 
 /// The default `--series-ttl`.

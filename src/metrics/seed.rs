@@ -16,7 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::common::{claims_token, reg, uid, DEFAULT_SERIES_TTL};
+use super::common::{claims_token, reg, uid, PickedEvents, DEFAULT_SERIES_TTL};
 use super::defs;
 use crate::analysis::disruption::{Blocker, NotReapedDetails};
 use crate::analysis::placement::MismatchDetails;
@@ -114,6 +114,8 @@ pub struct SeedState {
     /// and pools it was read at ([`claims_token`]): the clock alone only makes more of
     /// them due.
     ttl: (Option<[u64; 4]>, Expiries),
+    /// Karpenter's `Nominated` events about pods, picked out of all events.
+    nominated: PickedEvents,
 }
 
 /// NodeClaims' deaths by expiry, each with the instant it is due, soonest first.
@@ -204,7 +206,7 @@ impl SeedMetrics {
     pub fn update(&self, pass: &Pass, c: &Cluster, now: DateTime<Utc>) {
         let report = &*pass.report;
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut found = now_seen(report, c);
+        let mut found = now_seen(report, c, &mut state.nominated);
         found.extend(reaping_delays(&mut state, report, c, now));
         let at = claims_token(c.stamps(), false);
         if state.ttl.0 != Some(at) {
@@ -342,12 +344,12 @@ fn pod_uid(c: &Cluster, ns: &str, name: &str) -> String {
 
 /// The occurrences of the pass's findings and Karpenter's nominations: all but the
 /// NodeClaims' expiries.
-fn now_seen(report: &Report, c: &Cluster) -> Vec<Occurrence> {
+fn now_seen(report: &Report, c: &Cluster, nominated: &mut PickedEvents) -> Vec<Occurrence> {
     let mut out = Vec::new();
     for f in &report.findings {
-        let pool = f.nodepool.clone().unwrap_or_default();
         match f.code {
             Code::DaemonsetNodepoolMismatch => {
+                let pool = f.nodepool.clone().unwrap_or_default();
                 let ns = f.object.namespace.clone().unwrap_or_default();
                 let ds_uid = c
                     .daemonsets
@@ -405,7 +407,7 @@ fn now_seen(report: &Report, c: &Cluster) -> Vec<Occurrence> {
             _ => {}
         }
     }
-    out.extend(created_for_nominated(c));
+    out.extend(created_for_nominated(c, nominated));
     out
 }
 
@@ -443,13 +445,12 @@ fn ttl_candidates(c: &Cluster) -> Expiries {
 }
 
 /// Pods Karpenter nominated to a NodeClaim it launched (its `Nominated` events).
-fn created_for_nominated(c: &Cluster) -> Vec<Occurrence> {
+fn created_for_nominated(c: &Cluster, nominated: &mut PickedEvents) -> Vec<Occurrence> {
     let mut out = Vec::new();
-    for e in c
-        .events
-        .values()
-        .filter(|e| e.from_karpenter() && e.reason == "Nominated" && e.regarding.kind == "Pod")
-    {
+    // Picked out of every event only when an event changed.
+    for e in nominated.of(c, |e| {
+        e.from_karpenter() && e.reason == "Nominated" && e.regarding.kind == "Pod"
+    }) {
         let ns = e.regarding.namespace.clone().unwrap_or_default();
         let p_uid = if e.regarding.uid.is_empty() {
             pod_uid(c, &ns, &e.regarding.name)

@@ -26,7 +26,7 @@ pub use occurrences::{churn, launch_failures, node_provisioning, pod_latencies};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use super::common::claims_token;
+use super::common::{claims_token, PickedEvents};
 use super::defs::{self};
 use crate::analysis::Pass;
 use crate::model::shared::FastMap;
@@ -128,6 +128,11 @@ struct SliState {
     /// Pods seen on nodes being drained (pod id -> pool, when), to name the pool of an
     /// eviction whose pod is already gone.
     draining: FastMap<String, (String, DateTime<Utc>)>,
+    /// The nodes being drained, with their pools, and the model and nodes-and-claims stamp
+    /// they were found at.
+    draining_nodes: Option<([u64; 2], Vec<(String, String)>)>,
+    /// Karpenter's events about pods it evicted or disrupted, picked out of all events.
+    evictions: PickedEvents,
     /// Per node, when its newest pod was bound and when its pods were last read for
     /// latencies ([`LatencyScans`]).
     latencies: LatencyScans,
@@ -906,6 +911,51 @@ lastTimestamp: "{at}"
         assert_eq!(
             value(&scrape(&sli), ev, "nodepool=\"\",reason=\"drifted\""),
             Some(1.0)
+        );
+    }
+
+    /// A node that begins to drain in a model kept between passes (as serve's is) is seen
+    /// draining: the eviction seen after its pod is gone names its pool.
+    #[test]
+    fn a_node_that_starts_draining_in_a_kept_model_names_its_evictions_pool() {
+        let sli = Sli::default();
+        let mut docs = cluster_docs();
+        docs.push(node("n2", "web", -4000, ""));
+        docs.push(pod("victim", "n2", -4000, -3990, ""));
+        let mut c = load(&docs);
+        pass(&sli, &c, 0);
+        let tainted = node(
+            "n2",
+            "web",
+            -4000,
+            "  taints: [{key: karpenter.sh/disrupted, effect: NoSchedule}]",
+        );
+        let tainted = load(&[tainted]).nodes.remove("n2").unwrap();
+        c.apply_node(tainted);
+        pass(&sli, &c, 5);
+        c.delete_pod("web", "victim");
+        c.delete_node("n2");
+        let ev = event(
+            "ev",
+            "Pod",
+            "victim",
+            "uid-victim",
+            "Evicted",
+            "Evicted pod: Drifted",
+            8,
+        );
+        let ev = load(&[ev]).events.into_values().next().unwrap();
+        c.apply_event(Arc::unwrap_or_clone(ev));
+        pass(&sli, &c, 10);
+        let text = scrape(&sli);
+        assert_eq!(
+            value(
+                &text,
+                defs::EVICTIONS.name,
+                "nodepool=\"web\",reason=\"drifted\""
+            ),
+            Some(1.0),
+            "{text}"
         );
     }
 

@@ -84,16 +84,34 @@ pub(super) fn karpenter_events<'c>(
     reasons: &'c [&'c str],
     now: DateTime<Utc>,
 ) -> impl Iterator<Item = (&'c Event, Option<DateTime<Utc>>)> + 'c {
-    c.events.values().map(|e| &**e).filter_map(move |e| {
-        if !(e.from_karpenter() && e.regarding.kind == kind && reasons.contains(&e.reason.as_str()))
-        {
-            return None;
-        }
-        // An event with no time at all is taken as seen now.
+    recent_events(
+        c.events
+            .values()
+            .map(|e| &**e)
+            .filter(move |e| karpenter_event(e, kind, reasons)),
+        now,
+    )
+}
+
+/// Whether `e` is Karpenter's, about an object of `kind`, for one of these reasons.
+fn karpenter_event(e: &Event, kind: &str, reasons: &[&str]) -> bool {
+    e.from_karpenter() && e.regarding.kind == kind && reasons.contains(&e.reason.as_str())
+}
+
+/// The recent ones of `events`, with when each was last seen (an event with no time at
+/// all is taken as seen now).
+fn recent_events<'e>(
+    events: impl Iterator<Item = &'e Event> + 'e,
+    now: DateTime<Utc>,
+) -> impl Iterator<Item = (&'e Event, Option<DateTime<Utc>>)> + 'e {
+    events.filter_map(move |e| {
         recent_seen(e.seen(), now)?;
         Some((e, e.seen()))
     })
 }
+
+/// The reasons of Karpenter's events about a pod it evicted or disrupted.
+const EVICTIONS: &[&str] = &["Evicted", "Disrupted"];
 
 // ------------------------------------------------------------------ occurrences
 
@@ -465,41 +483,64 @@ pub(super) fn deletions(st: &mut SliState, c: &Cluster) -> Vec<Occurrence> {
 
 /// Pods Karpenter evicted (`Evicted pod: <reason>`) or deleted for the node's
 /// terminationGracePeriod (`Disrupted`), in the last hour. Once per pod.
-pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
-    // Pods on nodes being drained, for when the eviction is seen after the pod is gone.
+/// The nodes of a pool being drained (deleted, tainted `karpenter.sh/disrupted`, or their
+/// NodeClaim deleted), with their pool.
+fn draining_nodes(c: &Cluster) -> Vec<(String, String)> {
     // A node's NodeClaim is looked up only while some claim is being deleted.
     let claims_deleting = c
         .nodeclaims
         .values()
         .any(|cl| cl.metadata.deletion_timestamp.is_some());
-    for node in c.nodes.values() {
-        let Some(pool) = node.pool() else {
-            continue;
-        };
-        let draining = node.metadata.deletion_timestamp.is_some()
-            || node
-                .spec
-                .taints
-                .iter()
-                .any(|t| t.key == "karpenter.sh/disrupted")
-            || (claims_deleting
-                && c.nodeclaim_for_node(node)
-                    .is_some_and(|cl| cl.metadata.deletion_timestamp.is_some()));
-        if draining {
-            for p in c.pods_on(&node.metadata.name) {
-                let id = uid_ref("Pod", &p.metadata);
-                match st.draining.get_mut(id.as_ref()) {
-                    Some(seen) if seen.0 == pool => seen.1 = now,
-                    _ => {
-                        st.draining.insert(id.into_owned(), (pool.to_string(), now));
-                    }
+    c.nodes
+        .values()
+        .filter_map(|node| {
+            let pool = node.pool()?;
+            let draining = node.metadata.deletion_timestamp.is_some()
+                || node
+                    .spec
+                    .taints
+                    .iter()
+                    .any(|t| t.key == "karpenter.sh/disrupted")
+                || (claims_deleting
+                    && c.nodeclaim_for_node(node)
+                        .is_some_and(|cl| cl.metadata.deletion_timestamp.is_some()));
+            draining.then(|| (node.metadata.name.clone(), pool.to_string()))
+        })
+        .collect()
+}
+
+pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
+    // Pods on nodes being drained, for when the eviction is seen after the pod is gone.
+    // Which nodes drain is read of the nodes and claims alone: found again only when one
+    // of them changed. Their pods are read every pass.
+    let token = [c.stamps().epoch(), c.stamps().zones()];
+    if st
+        .draining_nodes
+        .as_ref()
+        .is_none_or(|(at, _)| *at != token)
+    {
+        st.draining_nodes = Some((token, draining_nodes(c)));
+    }
+    let (_, nodes) = st.draining_nodes.as_ref().expect("found above");
+    for (node, pool) in nodes {
+        for p in c.pods_on(node) {
+            let id = uid_ref("Pod", &p.metadata);
+            match st.draining.get_mut(id.as_ref()) {
+                Some(seen) if seen.0 == *pool => seen.1 = now,
+                _ => {
+                    st.draining.insert(id.into_owned(), (pool.clone(), now));
                 }
             }
         }
     }
     st.draining.retain(|_, (_, t)| now - *t <= recent_window());
     let mut out = Vec::new();
-    for (e, seen) in karpenter_events(c, "Pod", &["Evicted", "Disrupted"], now) {
+    // Picked out of every event only when an event changed.
+    let picked = st
+        .evictions
+        .of(c, |e| karpenter_event(e, "Pod", EVICTIONS))
+        .to_vec();
+    for (e, seen) in recent_events(picked.iter().map(|e| &**e), now) {
         let id = regarding_id(c, e);
         let reason = if e.reason == "Disrupted" {
             "termination-grace-period".to_string()
