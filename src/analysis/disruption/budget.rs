@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::super::Context;
-use super::NodeDisruption;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::budgets::{self, DisruptionReason};
+use crate::model::shared::FastMap;
 use crate::model::*;
 
 /// Karpenter's budget arithmetic for a pool: the nodes it counts (managed, initialised,
@@ -140,34 +140,33 @@ pub(super) fn budget_message(pool: &str, reason: DisruptionReason, a: &budgets::
 pub(super) fn budget_blocking(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let mut out = Vec::new();
+    // Per pool, in one look at every node: (drifted, consolidatable, consolidatable and
+    // empty). Nodes Karpenter is already deleting wait for no budget.
+    let mut counts: FastMap<&str, (usize, usize, usize)> = FastMap::default();
+    for s in ctx.nodes.values().filter(|s| !s.deleting) {
+        let Some(pool) = s.nodepool.as_deref() else {
+            continue;
+        };
+        let n = counts.entry(pool).or_default();
+        n.0 += usize::from(s.drifted.is_some());
+        n.1 += usize::from(s.consolidatable);
+        n.2 += usize::from(s.consolidatable && s.empty);
+    }
     for pool in c.nodepools.values() {
         let name = &pool.metadata.name;
         if pool.spec.replicas.is_some() {
             continue; // static pools are not disrupted for these reasons
         }
-        // Nodes Karpenter is already deleting wait for no budget.
-        let mine: Vec<&NodeDisruption> = ctx
-            .nodes
-            .values()
-            .filter(|s| s.nodepool.as_deref() == Some(name) && !s.deleting)
-            .map(|s| &**s)
-            .collect();
-        let drifted = mine.iter().filter(|s| s.drifted.is_some()).count();
+        let (drifted, consolidatable, empty) =
+            counts.get(name.as_str()).copied().unwrap_or_default();
         // WhenEmpty pools never consolidate a node that still has pods.
         let when_empty = pool.spec.disruption.consolidation_policy.as_deref() == Some("WhenEmpty");
-        let candidates = if when_empty {
-            0
-        } else {
-            mine.iter().filter(|s| s.consolidatable).count()
-        };
+        let candidates = if when_empty { 0 } else { consolidatable };
         let mut blocked: Vec<(DisruptionReason, budgets::Allowed, usize)> = Vec::new();
         for (reason, n) in [
             (DisruptionReason::Drifted, drifted),
             (DisruptionReason::Underutilized, candidates),
-            (
-                DisruptionReason::Empty,
-                mine.iter().filter(|s| s.consolidatable && s.empty).count(),
-            ),
+            (DisruptionReason::Empty, empty),
         ] {
             if n == 0 {
                 continue;
@@ -218,4 +217,56 @@ pub(super) fn budget_blocking(ctx: &Context) -> Vec<Finding> {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each pool's blocked reasons count its own nodes only: here the empty, consolidatable
+    /// node is `loud`'s, and `quiet` (the same budget, no nodes) has nothing waiting.
+    #[test]
+    fn a_budget_blocks_the_pool_whose_nodes_wait_for_it() {
+        let pool = |name: &str| {
+            format!(
+                r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: {name}}}
+spec:
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    budgets: [{{nodes: "0", reasons: [Empty]}}]
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+"#
+            )
+        };
+        let yaml = format!(
+            r#"{}---{}---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {{name: loud-a, creationTimestamp: "2026-11-01T00:00:00Z", labels: {{karpenter.sh/nodepool: loud}}}}
+status:
+  nodeName: n1
+  conditions: [{{type: Initialized, status: "True"}}, {{type: Consolidatable, status: "True"}}]
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: n1, creationTimestamp: "2026-11-01T00:00:00Z", labels: {{karpenter.sh/nodepool: loud}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+"#,
+            pool("loud"),
+            pool("quiet")
+        );
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+        let now = DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z")
+            .unwrap()
+            .to_utc();
+        let found = budget_blocking(&Context::new(&c, now));
+        let pools: Vec<_> = found.iter().map(|f| f.object.name.as_str()).collect();
+        assert_eq!(pools, ["loud"], "{found:#?}");
+        let reasons = found[0].details.to_json()["reasons"].clone();
+        assert_eq!(reasons, serde_json::json!(["Empty"]), "{found:#?}");
+    }
 }
