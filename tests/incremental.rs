@@ -317,6 +317,7 @@ fn same(c: &Cluster, now: DateTime<Utc>, engine: &mut Incremental) -> Result<(),
     }
     prop_assert_eq!(inc.nodes.len(), full.nodes.len());
     prop_assert_eq!(&inc.holds, &full.holds);
+    prop_assert_eq!(&inc.pools, &full.pools, "pool usage at {}", now);
     // Pods still inside the grace for Karpenter's event reach no finding, but the
     // dashboard, the TUI and `why` show their diagnoses.
     prop_assert_eq!(&inc.pending, &full.pending);

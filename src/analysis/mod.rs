@@ -72,7 +72,11 @@ impl<'a> Context<'a> {
         now: DateTime<Utc>,
         engine: Option<&mut incremental::Incremental>,
     ) -> Self {
-        let usages = provisioning::pool_usages(cluster);
+        let mut engine = engine;
+        let usages = match engine.as_deref_mut() {
+            Some(e) => e.pool_usages(cluster),
+            None => provisioning::pool_usages(cluster),
+        };
         let catalog = catalog::resolve(cluster, provisioning::cluster_provider(cluster));
         let pools = provisioning::PoolSet::with_usage(cluster, &usages)
             .with_instance_type_events(cluster, now)
@@ -95,7 +99,6 @@ impl<'a> Context<'a> {
             .iter()
             .filter_map(|p| Some((p.name.to_string(), p.types.as_ref()?.smallest.clone())))
             .collect();
-        let mut engine = engine;
         let pools =
             pools.with_spread_index(engine.as_deref_mut().and_then(|e| e.spread_index(cluster)));
         let pending = match engine.as_deref_mut() {

@@ -110,6 +110,9 @@ pub struct Incremental {
     /// Each pool's budget node counts (total, unavailable), with the zones stamp (any node
     /// or claim) they were counted at.
     budget_counts: (u64, FastMap<String, (usize, usize)>),
+    /// Every pool's usage, with the zones (nodes and claims) and pools stamps it was
+    /// counted at.
+    usages: Option<((u64, u64), BTreeMap<String, PoolUsage>)>,
     /// The bound pods as zone spread counts them, with the stamps it is up to date with.
     spread: Option<(SpreadAt, Arc<SpreadIndex>)>,
     stats: Stats,
@@ -324,6 +327,21 @@ impl Incremental {
             Some(KeptSpread::Since(index.clone(), at.last))
         } else {
             None
+        }
+    }
+
+    /// Every pool's usage, as [`super::provisioning::pool_usages`], kept while no pool, node or
+    /// NodeClaim changed (it reads nothing else).
+    pub fn pool_usages(&mut self, c: &Cluster) -> BTreeMap<String, PoolUsage> {
+        self.start(c);
+        let at = (c.stamps().zones(), c.stamps().pools());
+        match &self.usages {
+            Some((kept_at, usages)) if *kept_at == at => usages.clone(),
+            _ => {
+                let usages = super::provisioning::pool_usages(c);
+                self.usages = Some((at, usages.clone()));
+                usages
+            }
         }
     }
 
