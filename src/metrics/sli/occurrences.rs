@@ -148,7 +148,14 @@ impl Kept {
 /// and newest bound instant of those it counted. A node whose pods were all bound before
 /// the window is not read; nor is one read since neither it, its pods nor their events
 /// changed: what it has to count was counted then, and time only takes occurrences away.
-pub type LatencyScans = PerNode<NodeRead>;
+#[derive(Debug, Default)]
+pub struct LatencyScans {
+    nodes: PerNode<NodeRead>,
+    /// The model (its epoch) and its newest stamp at the last scan, with the pool and time
+    /// of each node whose pods were counted: a scan after which nothing changed reads no
+    /// node, only which of those are still within the window.
+    last: Option<([u64; 2], Vec<(String, DateTime<Utc>)>)>,
+}
 
 #[derive(Debug)]
 pub struct NodeRead {
@@ -176,8 +183,24 @@ pub fn pod_latencies(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
 /// ([`LatencyScans`]).
 pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencyScans) -> Latencies {
     let st = c.stamps();
-    scans.retain_nodes(&c.nodes);
     let mut out = Latencies::default();
+    let token = [st.epoch(), st.last()];
+    if let Some((_, counted)) = scans.last.as_ref().filter(|(at, _)| *at == token) {
+        // Every node's read holds (nothing changed): each is kept, as below.
+        out.still_seen = counted
+            .iter()
+            .filter(|(_, t)| recent(*t, now).is_some())
+            .map(|(pool, _)| {
+                SliSeries::PodLatency(PoolLabels {
+                    nodepool: pool.clone(),
+                })
+            })
+            .collect();
+        return out;
+    }
+    let mut counted = Vec::new();
+    let scans_nodes = &mut scans.nodes;
+    scans_nodes.retain_nodes(&c.nodes);
     for node in c.nodes.values() {
         let name = &node.metadata.name;
         // Kept while none of its pods was bound in the window, or no event about one
@@ -187,8 +210,11 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
                 || st.events_any() <= at
                 || c.pods_on(name).all(|p| st.events(&p.metadata.name) <= at)
         };
-        let (read, kept) =
-            scans.get_or_refresh_with(st, name, still, || read_node(c, node, now, &mut out.found));
+        let (read, kept) = scans_nodes
+            .get_or_refresh_with(st, name, still, || read_node(c, node, now, &mut out.found));
+        if let Some((pool, t)) = &read.counted {
+            counted.push((pool.clone(), *t));
+        }
         let seen = read
             .counted
             .as_ref()
@@ -199,6 +225,7 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
             }));
         }
     }
+    scans.last = Some((token, counted));
     out
 }
 
