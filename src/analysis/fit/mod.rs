@@ -53,6 +53,8 @@ pub struct Room<'c> {
     c: &'c Cluster,
     /// Ordered by free CPU, most first.
     targets: Vec<Target<'c>>,
+    /// Each node's free CPU as a target (None: not one), in the model's node order.
+    in_node_order: Vec<Option<f64>>,
     /// How many pods match a selector, per node: (namespaces, selector) -> node -> count.
     matching: RefCell<HashMap<String, Rc<HashMap<&'c str, u32>>>>,
     /// A spread constraint's domains over every node a pod may use: (selector, key, the
@@ -290,6 +292,7 @@ impl<'c> Room<'c> {
             }
         };
         let mut targets: Vec<Target<'c>> = Vec::new();
+        let mut in_node_order = Vec::with_capacity(c.nodes.len());
         let mut guarded: Vec<&'c Node> = Vec::new();
         for (n, settles) in c.nodes.values().zip(settling) {
             let share =
@@ -299,8 +302,10 @@ impl<'c> Room<'c> {
                 guarded.push(n);
             }
             let Some(settles) = *settles else {
+                in_node_order.push(None);
                 continue;
             };
+            in_node_order.push(Some(free.get("cpu")));
             targets.push(Target {
                 node: n,
                 cpu: free.get("cpu"),
@@ -334,12 +339,18 @@ impl<'c> Room<'c> {
         Room {
             c,
             targets,
+            in_node_order,
             matching: RefCell::default(),
             spreads: RefCell::default(),
             guards,
             guard_keys,
             reach: Cell::new((0, false)),
         }
+    }
+
+    /// Each node's free CPU as a target (None: it is not one), in the model's node order.
+    pub fn places_in_node_order(&self) -> &[Option<f64>] {
+        &self.in_node_order
     }
 
     /// Each target's place in the order: its name and free CPU.

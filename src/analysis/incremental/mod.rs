@@ -162,12 +162,18 @@ impl PartialEq for UsageToken {
 /// schedulable node settles, and whether each is still settling now.
 type RoomToken = (u64, Arc<fit::Settling>, Vec<bool>);
 
-/// The room as a pass found it: where each target stands in its order (by name, its
-/// free CPU), the guarded nodes, and the bound and newest stamps it was found at.
+/// The room as a pass found it: where each node stands in its order (its free CPU as a
+/// target, None when it is none), the guarded nodes, and the bound, newest and zones (nodes
+/// and claims) stamps it was found at.
 struct RoomSeen {
     bound: u64,
     at: u64,
-    places: FastMap<String, f64>,
+    zones: u64,
+    /// Every node's name in the model's order, shared from pass to pass while no node or
+    /// claim changed (the nodes are the same).
+    names: Arc<Vec<String>>,
+    /// In the order of `names`.
+    places: Vec<Option<f64>>,
     guarded: BTreeSet<String>,
 }
 
@@ -698,25 +704,72 @@ impl Incremental {
         let Some(room) = inputs.built_room() else {
             return Vec::new();
         };
+        let names = match &self.seen {
+            Some(seen) if seen.zones == st.zones() => seen.names.clone(),
+            _ => Arc::new(c.nodes.keys().cloned().collect()),
+        };
+        debug_assert_eq!(names.len(), c.nodes.len(), "a node came or went unstamped");
         let now_seen = RoomSeen {
             bound: st.bound(),
             at: st.last(),
-            places: room.places().map(|(n, cpu)| (n.to_string(), cpu)).collect(),
+            zones: st.zones(),
+            names,
+            places: room.places_in_node_order().to_vec(),
             guarded: room.guarded().map(str::to_string).collect(),
         };
         let before = self.seen.replace(now_seen);
         let now_seen = self.seen.as_ref().expect("set above");
         let mut moved = Vec::new();
         let told = before.is_some_and(|was| {
-            was.places.len() == now_seen.places.len()
-                && was.guarded == now_seen.guarded
-                && c.nodes.keys().all(|name| {
-                    let (before, now) = (was.places.get(name), now_seen.places.get(name));
+            let targets = |places: &[Option<f64>]| places.iter().flatten().count();
+            if targets(&was.places) != targets(&now_seen.places) || was.guarded != now_seen.guarded
+            {
+                return false;
+            }
+            // The nodes changed since (by place in `names`), from the journal where it
+            // reaches: no node's stamp is looked up by name.
+            let changed: Option<Vec<usize>> = st.since(was.at).map(|touched| {
+                let mut at: Vec<usize> = touched
+                    .filter_map(|t| match t {
+                        Touched::Node(n) => now_seen.names.binary_search(n).ok(),
+                        _ => None,
+                    })
+                    .collect();
+                at.sort_unstable();
+                at
+            });
+            let same_nodes = Arc::ptr_eq(&was.names, &now_seen.names);
+            let mut prior = was.names.iter().zip(&was.places).peekable();
+            now_seen
+                .names
+                .iter()
+                .zip(&now_seen.places)
+                .enumerate()
+                .all(|(i, (name, &now))| {
+                    let before = if same_nodes {
+                        was.places[i]
+                    } else {
+                        // Both in name order: the nodes gone since are passed over.
+                        while prior
+                            .peek()
+                            .is_some_and(|(n, _)| n.as_str() < name.as_str())
+                        {
+                            prior.next();
+                        }
+                        match prior.peek() {
+                            Some((n, &p)) if *n == name => p,
+                            _ => None,
+                        }
+                    };
                     if before.is_some() != now.is_some() {
                         return false;
                     }
                     let same = before.map(|c| c.to_bits()) == now.map(|c| c.to_bits());
-                    if same && st.node(name) <= was.at {
+                    let newer = match &changed {
+                        Some(at) => at.binary_search(&i).is_ok(),
+                        None => st.node(name) > was.at,
+                    };
+                    if same && !newer {
                         return true;
                     }
                     if was.guarded.contains(name) {
@@ -724,8 +777,8 @@ impl Incremental {
                     }
                     moved.push(Moved {
                         name: name.clone(),
-                        was: before.copied(),
-                        is: now.copied(),
+                        was: before,
+                        is: now,
                     });
                     true
                 })
