@@ -6,7 +6,8 @@
 //!
 //! [`Room`] is built once per pass, lazily (when some node is asked about, or when serve's
 //! incremental pass compares it with the last pass's after a bound pod changed), from each
-//! node's share kept between serve's passes ([`RoomCache`]): each
+//! node's share and where each node stands as a target kept between serve's passes
+//! ([`RoomCache`], [`Settling`]): each
 //! schedulable node's free room, ordered by free CPU so a search stops at the first node
 //! too small; what the plans read of that order is kept ([`Reach`]) for serve's
 //! incremental pass. [`Room::moves`] places a node's pods on the others, first fit, as if the
@@ -351,13 +352,6 @@ impl<'c> Room<'c> {
     /// Each node's free CPU as a target (None: it is not one), in the model's node order.
     pub fn places_in_node_order(&self) -> &[Option<f64>] {
         &self.in_node_order
-    }
-
-    /// Each target's place in the order: its name and free CPU.
-    pub fn places(&self) -> impl Iterator<Item = (&'c str, f64)> + '_ {
-        self.targets
-            .iter()
-            .map(|t| (t.node.metadata.name.as_str(), t.cpu))
     }
 
     /// The nodes where a pod holding room has a required anti-affinity term (and the node

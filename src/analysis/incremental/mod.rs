@@ -48,7 +48,7 @@
 //! The incremental pass equals the full one at every step: `tests/incremental.rs` checks
 //! it on random sequences of changes and clock moves.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -64,8 +64,10 @@ use crate::karpenter::resources::Resources;
 use crate::model::shared::{FastMap, FastSet};
 use crate::model::stamps::Touched;
 use crate::model::*;
+use room::{Moved, RoomSeen, RoomToken};
 
 mod pending;
+mod room;
 
 /// What the last pass computed, with what each answer read.
 #[derive(Default)]
@@ -155,44 +157,6 @@ impl PartialEq for UsageToken {
                 (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
                 (a, b) => a.is_none() && b.is_none(),
             }
-    }
-}
-
-/// The room's inputs beyond the bound pods: the nodes and claims stamp, when each
-/// schedulable node settles, and whether each is still settling now.
-type RoomToken = (u64, Arc<fit::Settling>, Vec<bool>);
-
-/// The room as a pass found it: where each node stands in its order (its free CPU as a
-/// target, None when it is none), the guarded nodes, and the bound, newest and zones (nodes
-/// and claims) stamps it was found at.
-struct RoomSeen {
-    bound: u64,
-    at: u64,
-    zones: u64,
-    /// Every node's name in the model's order, shared from pass to pass while no node or
-    /// claim changed (the nodes are the same).
-    names: Arc<Vec<String>>,
-    /// In the order of `names`.
-    places: Vec<Option<f64>>,
-    guarded: BTreeSet<String>,
-}
-
-/// The most moved nodes a pass checks kept plans against ([`Incremental::room_moves`]).
-const MOVED_KEPT: usize = 256;
-
-/// A node whose room changed since the room was last compared: its place in the order
-/// (its free CPU) before and now, None when it is no target.
-struct Moved {
-    name: String,
-    was: Option<f64>,
-    is: Option<f64>,
-}
-
-impl Moved {
-    /// Whether a plan that read the room as far as `reach` may read otherwise now.
-    fn within(&self, reach: &fit::Reach) -> bool {
-        reach.covers(self.was.map(|c| (c, self.name.as_str())))
-            || reach.covers(self.is.map(|c| (c, self.name.as_str())))
     }
 }
 
@@ -664,133 +628,6 @@ impl Incremental {
             }
         }
         moved
-    }
-
-    fn note_room(&mut self, c: &Cluster, now: DateTime<Utc>) {
-        let stamps = (c.stamps().zones(), c.stamps().pools());
-        // When nodes settle changes with a node, a claim or a pool's consolidateAfter:
-        // not otherwise worked out again. Whether each settles yet follows the clock.
-        if self.settling.as_ref().is_none_or(|(at, _)| *at != stamps) {
-            self.settling = Some((stamps, Arc::new(fit::settling(c))));
-        }
-        let settles = &self.settling.as_ref().expect("worked out above").1;
-        let now_settling: Vec<bool> = settles
-            .iter()
-            .map(|t| t.flatten().is_some_and(|t| now < t))
-            .collect();
-        let same = self.room.0.as_ref().is_some_and(|(bound, at, yet)| {
-            *bound == stamps.0
-                && (Arc::ptr_eq(at, settles) || at == settles)
-                && *yet == now_settling
-        });
-        if !same {
-            self.room = (
-                Some((stamps.0, settles.clone(), now_settling)),
-                self.room.1 + 1,
-            );
-        }
-    }
-
-    /// The nodes whose room may have changed since the room was last compared (their
-    /// stamp is newer: a pod bound there, gone, or changed), each with its place in the
-    /// order before and now. A change no place
-    /// tells instead counts as the room's change ([`Incremental::room`]): a target that
-    /// came or went, a change on a node whose pods guard a domain with their anti-affinity.
-    fn room_moves(&mut self, c: &Cluster, inputs: &NodeInputs) -> Vec<Moved> {
-        let st = c.stamps();
-        if self.seen.as_ref().is_some_and(|s| s.bound == st.bound()) {
-            return Vec::new();
-        }
-        let Some(room) = inputs.built_room() else {
-            return Vec::new();
-        };
-        let names = match &self.seen {
-            Some(seen) if seen.zones == st.zones() => seen.names.clone(),
-            _ => Arc::new(c.nodes.keys().cloned().collect()),
-        };
-        debug_assert_eq!(names.len(), c.nodes.len(), "a node came or went unstamped");
-        let now_seen = RoomSeen {
-            bound: st.bound(),
-            at: st.last(),
-            zones: st.zones(),
-            names,
-            places: room.places_in_node_order().to_vec(),
-            guarded: room.guarded().map(str::to_string).collect(),
-        };
-        let before = self.seen.replace(now_seen);
-        let now_seen = self.seen.as_ref().expect("set above");
-        let mut moved = Vec::new();
-        let told = before.is_some_and(|was| {
-            let targets = |places: &[Option<f64>]| places.iter().flatten().count();
-            if targets(&was.places) != targets(&now_seen.places) || was.guarded != now_seen.guarded
-            {
-                return false;
-            }
-            // The nodes changed since (by place in `names`), from the journal where it
-            // reaches: no node's stamp is looked up by name.
-            let changed: Option<Vec<usize>> = st.since(was.at).map(|touched| {
-                let mut at: Vec<usize> = touched
-                    .filter_map(|t| match t {
-                        Touched::Node(n) => now_seen.names.binary_search(n).ok(),
-                        _ => None,
-                    })
-                    .collect();
-                at.sort_unstable();
-                at
-            });
-            let same_nodes = Arc::ptr_eq(&was.names, &now_seen.names);
-            let mut prior = was.names.iter().zip(&was.places).peekable();
-            now_seen
-                .names
-                .iter()
-                .zip(&now_seen.places)
-                .enumerate()
-                .all(|(i, (name, &now))| {
-                    let before = if same_nodes {
-                        was.places[i]
-                    } else {
-                        // Both in name order: the nodes gone since are passed over.
-                        while prior
-                            .peek()
-                            .is_some_and(|(n, _)| n.as_str() < name.as_str())
-                        {
-                            prior.next();
-                        }
-                        match prior.peek() {
-                            Some((n, &p)) if *n == name => p,
-                            _ => None,
-                        }
-                    };
-                    if before.is_some() != now.is_some() {
-                        return false;
-                    }
-                    let same = before.map(|c| c.to_bits()) == now.map(|c| c.to_bits());
-                    let newer = match &changed {
-                        Some(at) => at.binary_search(&i).is_ok(),
-                        None => st.node(name) > was.at,
-                    };
-                    if same && !newer {
-                        return true;
-                    }
-                    if was.guarded.contains(name) {
-                        return false;
-                    }
-                    moved.push(Moved {
-                        name: name.clone(),
-                        was: before,
-                        is: now,
-                    });
-                    true
-                })
-        });
-        // Past a few hundred moved nodes, checking every plan against each costs more than
-        // judging them again.
-        if told && moved.len() <= MOVED_KEPT {
-            moved
-        } else {
-            self.room.1 += 1;
-            Vec::new()
-        }
     }
 
     fn note_usage(&mut self, pools: Option<&PoolSet>) {

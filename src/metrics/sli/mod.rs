@@ -859,31 +859,34 @@ lastTimestamp: "{at}"
         assert_eq!(value(&text, &b, &l("60.0")), Some(1.0));
     }
 
-    #[test]
-    fn deleted_claims_and_evictions_are_counted_once() {
-        let sli = Sli::default();
-        let mut docs = cluster_docs();
-        // A node being drained, with a pod on it.
-        docs.push(node(
-            "n2",
-            "web",
-            -4000,
-            "  taints: [{key: karpenter.sh/disrupted, effect: NoSchedule}]",
-        ));
-        docs.push(pod("victim", "n2", -4000, -3990, ""));
-        pass(&sli, &load(&docs), 0);
-        // Drained: the pod and the node are gone, Karpenter's event stays; web-abc is deleted.
-        let mut later = cluster_docs();
-        later.retain(|d| !d.contains("name: web-abc"));
-        later.push(event(
+    /// The taint Karpenter puts on a node it drains.
+    const DISRUPTED: &str = "  taints: [{key: karpenter.sh/disrupted, effect: NoSchedule}]";
+
+    /// Karpenter's event evicting pod `victim` for drift, at `at`.
+    fn victim_evicted(at: i64) -> String {
+        event(
             "ev",
             "Pod",
             "victim",
             "uid-victim",
             "Evicted",
             "Evicted pod: Drifted",
-            5,
-        ));
+            at,
+        )
+    }
+
+    #[test]
+    fn deleted_claims_and_evictions_are_counted_once() {
+        let sli = Sli::default();
+        let mut docs = cluster_docs();
+        // A node being drained, with a pod on it.
+        docs.push(node("n2", "web", -4000, DISRUPTED));
+        docs.push(pod("victim", "n2", -4000, -3990, ""));
+        pass(&sli, &load(&docs), 0);
+        // Drained: the pod and the node are gone, Karpenter's event stays; web-abc is deleted.
+        let mut later = cluster_docs();
+        later.retain(|d| !d.contains("name: web-abc"));
+        later.push(victim_evicted(5));
         let c = load(&later);
         pass(&sli, &c, 10);
         pass(&sli, &c, 20);
@@ -924,27 +927,19 @@ lastTimestamp: "{at}"
         docs.push(pod("victim", "n2", -4000, -3990, ""));
         let mut c = load(&docs);
         pass(&sli, &c, 0);
-        let tainted = node(
-            "n2",
-            "web",
-            -4000,
-            "  taints: [{key: karpenter.sh/disrupted, effect: NoSchedule}]",
-        );
-        let tainted = load(&[tainted]).nodes.remove("n2").unwrap();
+        let tainted = load(&[node("n2", "web", -4000, DISRUPTED)])
+            .nodes
+            .remove("n2")
+            .unwrap();
         c.apply_node(tainted);
         pass(&sli, &c, 5);
         c.delete_pod("web", "victim");
         c.delete_node("n2");
-        let ev = event(
-            "ev",
-            "Pod",
-            "victim",
-            "uid-victim",
-            "Evicted",
-            "Evicted pod: Drifted",
-            8,
-        );
-        let ev = load(&[ev]).events.into_values().next().unwrap();
+        let ev = load(&[victim_evicted(8)])
+            .events
+            .into_values()
+            .next()
+            .unwrap();
         c.apply_event(Arc::unwrap_or_clone(ev));
         pass(&sli, &c, 10);
         let text = scrape(&sli);

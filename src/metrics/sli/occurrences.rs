@@ -508,8 +508,6 @@ pub(super) fn deletions(st: &mut SliState, c: &Cluster) -> Vec<Occurrence> {
     out
 }
 
-/// Pods Karpenter evicted (`Evicted pod: <reason>`) or deleted for the node's
-/// terminationGracePeriod (`Disrupted`), in the last hour. Once per pod.
 /// The nodes of a pool being drained (deleted, tainted `karpenter.sh/disrupted`, or their
 /// NodeClaim deleted), with their pool.
 fn draining_nodes(c: &Cluster) -> Vec<(String, String)> {
@@ -536,6 +534,8 @@ fn draining_nodes(c: &Cluster) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Pods Karpenter evicted (`Evicted pod: <reason>`) or deleted for the node's
+/// terminationGracePeriod (`Disrupted`), in the last hour. Once per pod.
 pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
     // Pods on nodes being drained, for when the eviction is seen after the pod is gone.
     // Which nodes drain is read of the nodes and claims alone: found again only when one
