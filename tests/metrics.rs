@@ -147,6 +147,34 @@ fn series_of_live_objects_outlive_the_ttl() {
     assert!(!lines(&scrape(&seed), name, &[]).is_empty());
 }
 
+/// As `kelp serve` keeps one model from pass to pass: its pod deleted from that model, a
+/// nomination failure's series goes once the TTL has passed, with no new finding between.
+#[test]
+fn a_nomination_failure_goes_with_its_pod_from_a_kept_model() {
+    let seed = SeedMetrics::new(std::time::Duration::from_secs(60));
+    let (mut c, _, now) = pass(&seed, "pod-nominated-not-bound");
+    let name = defs::NOMINATED_POD_FAILURES.name;
+    let nothing = run(&Cluster::default(), now);
+    seed.update(&nothing, &c, now + Duration::hours(3));
+    assert!(!lines(&scrape(&seed), name, &[]).is_empty());
+    let pods: Vec<_> = c.pods.keys().cloned().collect();
+    for (ns, pod) in pods {
+        c.delete_pod(&ns, &pod);
+    }
+    seed.update(
+        &nothing,
+        &c,
+        now + Duration::hours(3) + Duration::seconds(30),
+    );
+    assert!(!lines(&scrape(&seed), name, &[]).is_empty());
+    seed.update(&nothing, &c, now + Duration::hours(4));
+    assert!(
+        lines(&scrape(&seed), name, &[]).is_empty(),
+        "{}",
+        scrape(&seed)
+    );
+}
+
 #[test]
 fn a_nomination_failure_lives_while_its_pod_does() {
     let seed = SeedMetrics::new(std::time::Duration::from_secs(60));

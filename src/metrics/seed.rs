@@ -116,6 +116,9 @@ pub struct SeedState {
     ttl: (Option<[u64; 4]>, Expiries),
     /// Karpenter's `Nominated` events about pods, picked out of all events.
     nominated: PickedEvents,
+    /// Which of the ids the counted occurrences name the model holds ([`alive_uids`]),
+    /// with the model (its epoch) and its newest stamp they were looked for at.
+    alive: Option<([u64; 2], BTreeSet<String>)>,
 }
 
 /// NodeClaims' deaths by expiry, each with the instant it is due, soonest first.
@@ -212,7 +215,12 @@ impl SeedMetrics {
         if state.ttl.0 != Some(at) {
             state.ttl = (Some(at), ttl_candidates(c));
         }
-        let SeedState { counted, ttl, .. } = &mut *state;
+        let SeedState {
+            counted,
+            ttl,
+            alive,
+            ..
+        } = &mut *state;
         let expired = ttl.1.partition_point(|(t, _)| *t <= now);
         let expired = ttl.1[..expired].iter().map(|(_, o)| o);
         // Count what is new.
@@ -244,12 +252,20 @@ impl SeedMetrics {
                     alive_at: now,
                 },
             );
+            // It may name an object the kept set was not looking for.
+            *alive = None;
         }
-        // Age out occurrences whose objects are gone.
-        let alive = alive_uids(c, &state.counted);
+        // Age out occurrences whose objects are gone. Which are alive is looked for again
+        // only when the model changed or a new occurrence was counted (one counted no
+        // more needs no look).
+        let token = [c.stamps().epoch(), c.stamps().last()];
+        if alive.as_ref().is_none_or(|(at, _)| *at != token) {
+            *alive = Some((token, alive_uids(c, counted)));
+        }
+        let alive = &alive.as_ref().expect("looked for above").1;
         let ttl = self.series_ttl;
         let mut expired = Vec::new();
-        for (key, c) in state.counted.iter_mut() {
+        for (key, c) in counted.iter_mut() {
             if c.uids.iter().all(|u| alive.contains(u)) {
                 c.alive_at = now;
             } else if now - c.alive_at > ttl {
