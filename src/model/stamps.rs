@@ -123,6 +123,16 @@ impl Stamps {
         Some(self.journal.range(first..).map(|(_, t)| t))
     }
 
+    /// The nodes changed after stamp `at` (a node, a pod bound to it, a claim naming it),
+    /// oldest first and as often as they changed; none when the journal does not tell
+    /// ([`Stamps::since`]).
+    pub fn nodes_since(&self, at: u64) -> Option<impl Iterator<Item = &str>> {
+        Some(self.since(at)?.filter_map(|t| match t {
+            Touched::Node(n) => Some(n.as_str()),
+            _ => None,
+        }))
+    }
+
     /// Which model these stamps belong to.
     pub fn epoch(&self) -> u64 {
         self.epoch
@@ -341,14 +351,10 @@ impl<T> PerNode<T> {
             // The nodes changed since the last model this was asked about (none to tell
             // apart while nothing is kept: a full pass's room, a first pass).
             let kept = !self.nodes.is_empty();
-            self.touched = st.since(self.seen).filter(|_| kept).map(|changed| {
-                changed
-                    .filter_map(|t| match t {
-                        Touched::Node(n) => Some(n.clone()),
-                        _ => None,
-                    })
-                    .collect()
-            });
+            self.touched = st
+                .nodes_since(self.seen)
+                .filter(|_| kept)
+                .map(|changed| changed.map(str::to_string).collect());
             (self.since, self.seen) = (self.seen, st.last());
         }
         let (since, touched) = (self.since, self.touched.as_ref());

@@ -306,10 +306,11 @@ impl<'c> Room<'c> {
                 in_node_order.push(None);
                 continue;
             };
-            in_node_order.push(Some(free.get("cpu")));
+            let cpu = free.get("cpu");
+            in_node_order.push(Some(cpu));
             targets.push(Target {
                 node: n,
-                cpu: free.get("cpu"),
+                cpu,
                 free,
                 settling: settles.is_some_and(|t| now < t),
                 open_since: settles.max(n.metadata.creation_timestamp),

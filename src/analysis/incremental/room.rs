@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 use super::super::disruption::NodeInputs;
 use super::super::fit;
 use super::Incremental;
-use crate::model::stamps::Touched;
 use crate::model::*;
 
 /// The room's inputs beyond the bound pods: the nodes and claims stamp, when each
@@ -118,12 +117,9 @@ impl Incremental {
             }
             // The nodes changed since (by place in `names`), from the journal where it
             // reaches: no node's stamp is looked up by name.
-            let changed: Option<Vec<usize>> = st.since(was.at).map(|touched| {
+            let changed: Option<Vec<usize>> = st.nodes_since(was.at).map(|touched| {
                 let mut at: Vec<usize> = touched
-                    .filter_map(|t| match t {
-                        Touched::Node(n) => now_seen.names.binary_search(n).ok(),
-                        _ => None,
-                    })
+                    .filter_map(|n| now_seen.names.binary_search_by(|x| x.as_str().cmp(n)).ok())
                     .collect();
                 at.sort_unstable();
                 at

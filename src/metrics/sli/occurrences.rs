@@ -187,17 +187,10 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
     let token = [st.epoch(), st.last()];
     if let Some((_, counted)) = scans.last.as_ref().filter(|(at, _)| *at == token) {
         // Every node's read holds (nothing changed): each is kept, as below.
-        out.still_seen = counted
-            .iter()
-            .filter(|(_, t)| recent(*t, now).is_some())
-            .map(|(pool, _)| {
-                SliSeries::PodLatency(PoolLabels {
-                    nodepool: pool.clone(),
-                })
-            })
-            .collect();
+        out.still_seen = still_seen(counted.iter(), now);
         return out;
     }
+    // The nodes whose pods were counted, and whether each was kept (not read now).
     let mut counted = Vec::new();
     let scans_nodes = &mut scans.nodes;
     scans_nodes.retain_nodes(&c.nodes);
@@ -213,20 +206,32 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
         let (read, kept) = scans_nodes
             .get_or_refresh_with(st, name, still, || read_node(c, node, now, &mut out.found));
         if let Some((pool, t)) = &read.counted {
-            counted.push((pool.clone(), *t));
-        }
-        let seen = read
-            .counted
-            .as_ref()
-            .filter(|(_, t)| recent(*t, now).is_some());
-        if let (true, Some((pool, _))) = (kept, seen) {
-            out.still_seen.push(SliSeries::PodLatency(PoolLabels {
-                nodepool: pool.clone(),
-            }));
+            counted.push(((pool.clone(), *t), kept));
         }
     }
+    out.still_seen = still_seen(
+        counted.iter().filter(|(_, kept)| *kept).map(|(c, _)| c),
+        now,
+    );
+    let counted = counted.into_iter().map(|(c, _)| c).collect();
     scans.last = Some((token, counted));
     out
+}
+
+/// The latency series of the nodes whose counted pods (pool, newest bound instant) are
+/// still within the window: they are still seen.
+fn still_seen<'a>(
+    counted: impl Iterator<Item = &'a (String, DateTime<Utc>)>,
+    now: DateTime<Utc>,
+) -> Vec<SliSeries> {
+    counted
+        .filter(|(_, t)| recent(*t, now).is_some())
+        .map(|(pool, _)| {
+            SliSeries::PodLatency(PoolLabels {
+                nodepool: pool.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The pod latencies on `node` ([`pod_latencies`]), added to `found`, and what is kept of
