@@ -3,8 +3,10 @@
 //! were first the output of the previous reader (the one that streamed every file through
 //! `RawValue`) on the small benchmark dump `bench/gen-dump.py` writes with the parameters
 //! below; when the analysis itself changes, they are rewritten from `kelp doctor` on that
-//! dump (the consolidation answer added one `consolidation-blocked` finding). The dump is generated here, compact and with kubectl's indentation, then read
-//! mapped, streamed from stdin, gzipped (as a file, in a folder and on stdin).
+//! dump (the consolidation answer added one `consolidation-blocked` finding; a pending pod's
+//! summary now quotes only the first three of Karpenter's reasons). The dump is generated
+//! here, compact and with kubectl's indentation, then read mapped, streamed from stdin,
+//! gzipped (as a file, in a folder and on stdin).
 
 use std::path::Path;
 use std::process::Command as Std;

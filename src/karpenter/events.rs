@@ -126,7 +126,7 @@ pub fn parse_failed_scheduling(message: &str) -> FailedScheduling {
 
 /// Splits on `"; "`, re-joining the continuation of the one Karpenter error that itself contains
 /// `"; "` (the restricted-label validation error).
-fn split_parts(body: &str) -> Vec<&str> {
+pub fn split_parts(body: &str) -> Vec<&str> {
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
     let ends = body

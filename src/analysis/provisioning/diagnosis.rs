@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::super::Context;
 use super::evidence::{cross_check, EventEvidence};
 use super::instance_types::{Launch, Reject, TypeVerdict};
+use super::summary::verdict_summary;
 use super::topology::{SpreadVerdict, ZoneSpread};
 use super::{no_instance_type_left, pod_requests, pod_terms, PodEvents, PoolInfo, PoolSet, GRACE};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
@@ -699,52 +700,6 @@ pub fn diagnose_cached<'c>(
         scheduler,
         summary,
     }
-}
-
-/// What holds a pod judged `nodepools`, with Karpenter's event `message`, without how
-/// long: one line.
-fn verdict_summary(nodepools: &[Arc<PoolVerdict>], message: Option<&str>) -> String {
-    if nodepools.is_empty() {
-        return "there are no NodePools, so Karpenter cannot provision for it".into();
-    }
-    let compatible: Vec<&str> = nodepools
-        .iter()
-        .filter(|v| v.verdict == Verdict::Compatible)
-        .map(|v| v.name.as_str())
-        .collect();
-    if compatible.is_empty() {
-        // The first reason of each pool, without the long requirements/resources dump
-        // of instance-type errors; `kelp why pod` has the whole story.
-        let short = |m: &str| m.split(", requirements=").next().unwrap_or(m).to_string();
-        let mut why: Vec<String> = nodepools
-            .iter()
-            .take(4)
-            .map(|v| match v.reasons.first() {
-                Some(r) if r.category == Category::InstanceTypes => {
-                    format!("{}: instance types: {}", v.name, short(&r.message))
-                }
-                Some(r) => format!("{}: {}", v.name, short(&r.message)),
-                None => format!("{}: cannot tell", v.name),
-            })
-            .collect();
-        if nodepools.len() > 4 {
-            why.push(format!("{} more", nodepools.len() - 4));
-        }
-        return format!("no NodePool can run it ({})", why.join("; "));
-    }
-    let evidence = match message {
-        Some(m) => format!(
-            "Karpenter says: {}",
-            m.trim_start_matches("Failed to schedule pod, ")
-        ),
-        None => "no Karpenter scheduling event yet: is the Karpenter controller running?".into(),
-    };
-    let pools = if compatible.len() == 1 {
-        format!("NodePool {} could take it", compatible[0])
-    } else {
-        format!("NodePools {} could take it", compatible.join(", "))
-    };
-    format!("{pools}, yet no capacity was launched ({evidence})")
 }
 
 /// Whether a pod's verdicts read how its peers spread over the zones (a `DoNotSchedule`

@@ -10,6 +10,7 @@
 //!   and DaemonSet pods with no room;
 //! - [`diagnosis`]: each pool's verdict for a pod, and `pod-unschedulable`;
 //! - [`evidence`]: Karpenter's event cross-checked with those verdicts;
+//! - [`summary`]: what holds a pod in one line, quoting Karpenter's first reasons;
 //! - [`limits`]: pools at or near their limits;
 //! - [`nominations`]: nominations that never bound;
 //! - [`nodeclaims`]: NodeClaims stuck launching, registering or initialising, and
@@ -29,6 +30,7 @@ pub mod nodeclaims;
 pub mod nominations;
 pub mod pending;
 pub mod pools;
+pub mod summary;
 pub mod topology;
 
 pub use diagnosis::{
