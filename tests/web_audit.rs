@@ -131,3 +131,72 @@ fn the_demo_writes_audit_lines() {
         "{err}"
     );
 }
+
+/// serve writes its log lines from a thread of its own, so a read never waits on stderr;
+/// none is dropped: every read's line is written by the time serve has stopped on SIGTERM,
+/// however quickly the stop follows the reads.
+#[test]
+fn serve_writes_every_audit_line_before_it_stops() {
+    use std::io::{BufRead, Read, Write};
+    let dump = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/real/karpenter-v1.14.1/cluster.json"
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .args(["serve", "--from", dump, "--no-cost-scrape"])
+        .args([
+            "--dashboard-addr",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ])
+        .env_remove("KELP_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().trim_start_matches("kelp: dashboard at ");
+    let hostport = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    const READS: usize = 200;
+    for _ in 0..READS {
+        let mut s = std::net::TcpStream::connect(&hostport).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            s,
+            "GET /api/v1/clusters HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}: {err}");
+    let audited = err
+        .lines()
+        .filter(|l| l.contains("karpenter_read") && l.contains("/api/v1/clusters\""))
+        .count();
+    assert_eq!(audited, READS, "{err}");
+}

@@ -18,6 +18,7 @@ pub mod why;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 const ABOUT: &str = "kelp explains what Karpenter is doing and why: pending pods, NodePools, NodeClaims, drift and disruption.";
 
@@ -120,14 +121,14 @@ fn parse() -> Cli {
 pub fn main() -> ExitCode {
     let cli = parse();
     VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
-    match &cli.command {
-        Command::Serve(a) => init_logging(a.log_format, "info"),
+    let logs = match &cli.command {
+        Command::Serve(a) => init_logging(a.log_format, "info", Writer::Background),
         // The demo's dashboard writes the same audit lines as serve's.
         Command::Demo(a) if a.output.is_none() && !a.dump => {
-            init_logging(LogFormat::Text, "kelp=warn,audit=info")
+            init_logging(LogFormat::Text, "kelp=warn,audit=info", Writer::Background)
         }
-        _ => init_logging(LogFormat::Text, "kelp=warn"),
-    }
+        _ => init_logging(LogFormat::Text, "kelp=warn", Writer::Direct),
+    };
     let result = match cli.command {
         Command::Doctor(a) => doctor::run(a),
         Command::Why(a) => why::run(a),
@@ -141,6 +142,8 @@ pub fn main() -> ExitCode {
         Command::Catalog(a) => catalog::run(a),
         Command::Completion(a) => completion::run(a),
     };
+    // Every log line is out before the outcome's.
+    drop(logs);
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -170,14 +173,41 @@ pub enum LogFormat {
 }
 
 /// Logs go to stderr; `KELP_LOG` (an EnvFilter, e.g. `kelp=debug`) overrides the level.
-fn init_logging(format: LogFormat, default: &str) {
+/// Who writes log lines to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Writer {
+    /// The thread that logs, as it logs: one-shot commands, whose few lines interleave
+    /// with what they print.
+    Direct,
+    /// One thread of its own, fed in order: a dashboard writes an audit line per read, and
+    /// a request should not wait on stderr (a container runtime's pipe). Nothing is
+    /// dropped: a full queue (128,000 lines) makes the logger wait; the guard that is
+    /// returned writes what is queued when dropped.
+    Background,
+}
+
+fn init_logging(
+    format: LogFormat,
+    default: &str,
+    writer: Writer,
+) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("KELP_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os("NO_COLOR").is_none();
+    let (to, guard) = match writer {
+        Writer::Direct => (BoxMakeWriter::new(std::io::stderr), None),
+        Writer::Background => {
+            let (to, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+                .lossy(false)
+                .thread_name("kelp-log")
+                .finish(std::io::stderr());
+            (BoxMakeWriter::new(to), Some(guard))
+        }
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(to)
         .with_ansi(ansi);
     let _ = match format {
         // Every field is escaped (output::clean): a finding's message or an API error
@@ -185,6 +215,7 @@ fn init_logging(format: LogFormat, default: &str) {
         LogFormat::Text => builder.fmt_fields(text_fields()).try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
+    guard
 }
 
 pub use crate::explain::text::text_fields;
