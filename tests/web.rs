@@ -1052,3 +1052,53 @@ async fn a_pending_pod_shows_the_launch_karpenter_would_make() {
         "the verdict row says it too"
     );
 }
+
+/// A client that accepts gzip (a browser, Go's and Python's HTTP clients) gets the page,
+/// its panels and the overview API gzipped, byte for byte what others get plain; one that
+/// does not, or refuses it, gets them plain. Each answer varies with Accept-Encoding.
+#[tokio::test]
+async fn gzip_goes_to_clients_that_accept_it() {
+    use std::io::Read;
+    let app = site(demo());
+    for uri in [
+        "/clusters/test/karpenter",
+        "/clusters/test/karpenter/panels",
+        "/api/v1/clusters/test/karpenter",
+    ] {
+        let fetch = |encoding: Option<&'static str>| {
+            let app = app.clone();
+            async move {
+                let mut req = Request::get(uri);
+                if let Some(e) = encoding {
+                    req = req.header("accept-encoding", e);
+                }
+                let r = app.oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+                assert_eq!(r.status(), StatusCode::OK, "{uri}");
+                let headers = r.headers().clone();
+                let body = r.into_body().collect().await.unwrap().to_bytes();
+                (headers, body)
+            }
+        };
+        let (plain_headers, plain) = fetch(None).await;
+        assert!(plain_headers.get("content-encoding").is_none(), "{uri}");
+        assert_eq!(plain_headers["vary"], "accept-encoding", "{uri}");
+        let (h, refused) = fetch(Some("gzip;q=0, identity")).await;
+        assert!(h.get("content-encoding").is_none(), "{uri}");
+        assert_eq!(refused, plain, "{uri}");
+        let (h, gz) = fetch(Some("gzip, deflate, br")).await;
+        assert_eq!(h["content-encoding"], "gzip", "{uri}");
+        assert_eq!(h["vary"], "accept-encoding", "{uri}");
+        assert_eq!(h["content-type"], plain_headers["content-type"], "{uri}");
+        assert!(
+            gz.len() * 3 < plain.len(),
+            "{uri}: {} of {}",
+            gz.len(),
+            plain.len()
+        );
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut back)
+            .unwrap();
+        assert_eq!(back, plain, "{uri}");
+    }
+}

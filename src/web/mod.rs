@@ -7,6 +7,7 @@
 //! copy cached bytes, except the detail pane, which reads the model for one object.
 
 pub mod board;
+pub mod encoded;
 mod fail;
 pub mod guard;
 pub mod pane;
@@ -19,7 +20,7 @@ use std::time::Duration;
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -31,6 +32,7 @@ use serde::Deserialize;
 use crate::analysis::Pass;
 use crate::model::Cluster;
 pub use board::Board;
+use encoded::Encoded;
 use fail::{audit, audited, Fail};
 pub use guard::Hosts;
 use pane::{Selection, TABS};
@@ -44,14 +46,15 @@ const CSS: &str = include_str!("../../static/kelp.css");
 /// What one analysis pass leaves for the dashboard.
 pub struct Page {
     pub overview: Overview,
-    pub panels_html: String,
-    pub json: Bytes,
+    /// The panels (what the page refreshes), and the overview API's JSON.
+    pub panels: Encoded,
+    pub json: Encoded,
     /// The analysis pass the page shows; answers and panes read it.
     pub pass: Arc<Pass>,
     /// A dump's fixed clock (its capture time): the page says "as of", never "N ago".
     pub fixed_clock: bool,
     /// The whole page without a selection, rendered by the first request that wants it.
-    pub html: std::sync::OnceLock<Bytes>,
+    pub html: std::sync::OnceLock<Encoded>,
 }
 
 #[derive(Template)]
@@ -106,11 +109,11 @@ struct PaneTemplate<'a> {
 pub fn build_page(c: &Cluster, pass: Arc<Pass>, inputs: view::Inputs) -> Page {
     let fixed_clock = inputs.fixed_clock;
     let overview = view::overview(c, &pass, inputs);
-    let panels_html = render_panels(&overview);
-    let json = Bytes::from(serde_json::to_vec(&overview).unwrap_or_default());
+    let panels = Encoded::new(render_panels(&overview));
+    let json = Encoded::new(serde_json::to_vec(&overview).unwrap_or_default());
     Page {
         overview,
-        panels_html,
+        panels,
         json,
         pass,
         fixed_clock,
@@ -204,16 +207,15 @@ async fn security_headers(mut r: Response) -> Response {
     r
 }
 
-fn html(body: String) -> Response {
-    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
-}
+const HTML: &str = "text/html; charset=utf-8";
+const JSON: &str = "application/json";
 
-fn html_bytes(body: Bytes) -> Response {
-    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
+fn html(body: String) -> Response {
+    ([(header::CONTENT_TYPE, HTML)], body).into_response()
 }
 
 fn json_bytes(body: Bytes) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    ([(header::CONTENT_TYPE, JSON)], body).into_response()
 }
 
 fn json<T: serde::Serialize>(v: &T) -> Response {
@@ -276,6 +278,7 @@ async fn page(
     State(site): St,
     Path(cluster): Path<String>,
     Query(q): Query<PaneQuery>,
+    headers: HeaderMap,
 ) -> Response {
     let path = format!("/clusters/{cluster}/karpenter");
     let outcome = async {
@@ -292,7 +295,7 @@ async fn page(
         let plain = pane.is_none();
         if plain {
             if let Some(b) = page.html.get() {
-                return Ok(html_bytes(b.clone()));
+                return Ok(b.respond(&headers, HTML));
             }
         }
         let body = PageTemplate {
@@ -305,12 +308,14 @@ async fn page(
                 .collect(),
             generated: page.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true),
             fixed_clock: page.fixed_clock,
-            panels: &page.panels_html,
+            panels: page.panels.as_str(),
             pane,
         }
         .render()?;
         Ok(if plain {
-            html_bytes(page.html.get_or_init(|| Bytes::from(body)).clone())
+            page.html
+                .get_or_init(|| Encoded::new(body))
+                .respond(&headers, HTML)
         } else {
             html(body)
         })
@@ -344,10 +349,10 @@ fn unknown_cluster(site: &Site, cluster: &str) -> Fail {
     }
 }
 
-async fn panels(State(site): St, Path(cluster): Path<String>) -> Response {
+async fn panels(State(site): St, Path(cluster): Path<String>, headers: HeaderMap) -> Response {
     let path = format!("/clusters/{cluster}/karpenter/panels");
     let outcome = latest(&site, &cluster).await.map(|(_, page)| {
-        let mut r = html(page.panels_html.clone());
+        let mut r = page.panels.respond(&headers, HTML);
         if let Ok(v) =
             HeaderValue::from_str(&page.pass.now.to_rfc3339_opts(SecondsFormat::Secs, true))
         {
@@ -502,11 +507,15 @@ async fn api_clusters(State(site): St) -> Response {
     json(&serde_json::json!({ "clusters": names }))
 }
 
-async fn api_overview(State(site): St, Path(cluster): Path<String>) -> Response {
+async fn api_overview(
+    State(site): St,
+    Path(cluster): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     let path = format!("/api/v1/clusters/{cluster}/karpenter");
     let outcome = latest(&site, &cluster)
         .await
-        .map(|(_, page)| json_bytes(page.json.clone()));
+        .map(|(_, page)| page.json.respond(&headers, JSON));
     audited(&path, &cluster, outcome)
 }
 
