@@ -792,3 +792,40 @@ fn a_clock_stepping_back_gives_the_ages_of_then() {
     same(&c, now + Duration::minutes(1), &mut engine).unwrap();
     same(&c, now + Duration::seconds(1), &mut engine).unwrap();
 }
+
+/// A pod's wait crosses the five minutes after which it is critical, with nothing in the
+/// model changing: the kept diagnosis is re-timed (its words change at most once a
+/// second, a day-long wait's once an hour) and the finding turns critical, as a full
+/// pass says, second by second.
+#[test]
+fn a_wait_crossing_five_minutes_turns_critical_with_no_change() {
+    let (c, now) = demo();
+    let since = analysis::run(&c, now)
+        .pending
+        .iter()
+        .find_map(|d| d.since)
+        .expect("a pending pod with a start");
+    let mut engine = Incremental::default();
+    let mut severities = Vec::new();
+    for secs in [298, 299, 300, 301, 302] {
+        let at = since + Duration::seconds(secs);
+        same(&c, at, &mut engine).unwrap();
+        let pass = analysis::run_incremental(&c, at, &mut engine);
+        let d = pass
+            .pending
+            .iter()
+            .find(|d| d.since == Some(since))
+            .unwrap();
+        let f = pass
+            .report
+            .findings
+            .iter()
+            .find(|f| f.object == d.pod)
+            .expect("its finding");
+        severities.push(f.severity.to_string());
+    }
+    assert_eq!(
+        severities,
+        ["warning", "warning", "warning", "critical", "critical"]
+    );
+}

@@ -74,8 +74,8 @@ pub struct PodDiagnosis {
     pub pod: ObjectRef,
     #[serde(skip)]
     pub since: Option<DateTime<Utc>>,
-    #[serde(skip)]
-    pub pending: Duration,
+    /// How long it has waited, in words, at the instant it was diagnosed or last re-timed
+    /// ([`PodDiagnosis::at`]); [`PodDiagnosis::pending`] reads the wait at any instant.
     pub pending_for: String,
     pub requests: Arc<BTreeMap<String, String>>,
     /// Each pool's verdict; equal verdicts (a pool that is not ready, or at its limits,
@@ -108,16 +108,21 @@ impl PodDiagnosis {
         &self.summary
     }
 
-    /// The same diagnosis at another instant: only how long the pod has waited reads the
-    /// clock. The one given when that is unchanged.
+    /// How long the pod has waited at `now` (zero when kelp cannot tell since when).
+    pub fn pending(&self, now: DateTime<Utc>) -> Duration {
+        pending_at(self.since, now)
+    }
+
+    /// The same diagnosis at another instant: only how long the pod has waited, in words,
+    /// reads the clock. The one given while those words stay the same (a pod pending for
+    /// days reads the same for an hour), so a pass that only moved the clock makes no copy.
     pub fn at(self: &Arc<Self>, now: DateTime<Utc>) -> Arc<Self> {
-        let pending = pending_at(self.since, now);
-        if pending == self.pending {
+        let pending_for = crate::karpenter::duration::human(self.pending(now));
+        if pending_for == self.pending_for {
             return self.clone();
         }
         Arc::new(PodDiagnosis {
-            pending,
-            pending_for: crate::karpenter::duration::human(pending),
+            pending_for,
             ..(**self).clone()
         })
     }
@@ -566,7 +571,6 @@ pub fn diagnose_cached<'c>(
     let since = condition(&pod.status.conditions, "PodScheduled")
         .and_then(|c| c.last_transition_time)
         .or(pod.metadata.creation_timestamp);
-    let pending = pending_at(since, now);
     let event = events.failed;
     let DiagnosisCache {
         verdicts: cached,
@@ -692,8 +696,7 @@ pub fn diagnose_cached<'c>(
     PodDiagnosis {
         pod: ObjectRef::of(ObjectKind::Pod, &pod.metadata),
         since,
-        pending,
-        pending_for: crate::karpenter::duration::human(pending),
+        pending_for: crate::karpenter::duration::human(pending_at(since, now)),
         requests,
         nodepools,
         event,
@@ -729,7 +732,7 @@ pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
         .filter(|d| {
             d.event.is_some()
                 || d.compatible().next().is_none()
-                || d.pending >= Duration::seconds(EVENT_GRACE_SECONDS)
+                || d.pending(ctx.now) >= Duration::seconds(EVENT_GRACE_SECONDS)
         })
         .map(|d| {
             // Sized once: the summary can carry Karpenter's whole event message.
@@ -740,7 +743,7 @@ pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
             message.push_str(&d.pending_for);
             message.push_str(": ");
             message.push_str(summary);
-            let sev = if d.pending > Duration::minutes(GRACE) {
+            let sev = if d.pending(ctx.now) > Duration::minutes(GRACE) {
                 Severity::Critical
             } else {
                 Severity::Warning
