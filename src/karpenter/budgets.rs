@@ -134,6 +134,29 @@ fn parse_schedule(spec: &str) -> Result<Cron, String> {
         .map_err(|e| bad(e.to_string()))
 }
 
+/// How many parsed schedules [`schedule`] keeps; past that it starts over.
+const SCHEDULES_KEPT: usize = 256;
+
+/// [`parse_schedule`], kept by the schedule's text: every pass asks each pool's budgets
+/// for each disruption reason, and the same few schedules stay in the NodePools for
+/// months. A bad schedule's error is kept as well.
+fn schedule(spec: &str) -> Result<Cron, String> {
+    type Kept = std::collections::HashMap<String, Result<Cron, String>>;
+    static KEPT: std::sync::LazyLock<std::sync::Mutex<Kept>> =
+        std::sync::LazyLock::new(Default::default);
+    let kept = || KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(parsed) = kept().get(spec) {
+        return parsed.clone();
+    }
+    let parsed = parse_schedule(spec);
+    let mut kept = kept();
+    if kept.len() >= SCHEDULES_KEPT {
+        kept.clear();
+    }
+    kept.insert(spec.to_string(), parsed.clone());
+    parsed
+}
+
 /// Each field's bounds as robfig/cron's standard parser has them.
 const BOUNDS: [(u32, u32); 5] = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)];
 
@@ -228,7 +251,7 @@ pub fn is_active(b: &Budget, now: DateTime<Utc>) -> Result<bool, String> {
     if b.schedule.is_none() && b.duration.is_none() {
         return Ok(true);
     }
-    let cron = parse_schedule(b.schedule.as_deref().unwrap_or(""))?;
+    let cron = schedule(b.schedule.as_deref().unwrap_or(""))?;
     let window = match &b.duration {
         Some(d) => parse_go_duration(d)?,
         None => Duration::zero(),
@@ -397,6 +420,32 @@ mod tests {
 
     fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
+    }
+
+    /// A kept schedule answers as a fresh parse does, a bad one keeps its error, and
+    /// more schedules than are kept still each get their own answer.
+    #[test]
+    fn kept_schedules_answer_as_parsed_ones() {
+        let from = at(2025, 1, 6, 9, 0);
+        let next = |r: Result<Cron, String>| r.map(|c| c.find_next_occurrence(&from, false).ok());
+        for spec in [
+            "0 9 * * MON-FRI",
+            "@daily",
+            "*/7 * * * *",
+            "61 * * * *",
+            "@nope",
+        ] {
+            for _ in 0..3 {
+                assert_eq!(next(schedule(spec)), next(parse_schedule(spec)), "{spec}");
+            }
+        }
+        assert!(schedule("61 * * * *")
+            .unwrap_err()
+            .contains("above maximum"));
+        for minute in 0..(SCHEDULES_KEPT + 10) {
+            let spec = format!("{} {} * * *", minute % 60, minute / 60 % 24);
+            assert_eq!(next(schedule(&spec)), next(parse_schedule(&spec)), "{spec}");
+        }
     }
 
     fn windowed(schedule: &str, duration: &str, nodes: &str) -> Budget {
