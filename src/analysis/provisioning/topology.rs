@@ -125,11 +125,27 @@ impl SpreadIndex {
     /// the groups and their nodes may be in another order, and pods alike in labels that
     /// are not shared may be split over more groups, which no count can tell.
     pub fn updated(&self, c: &Cluster, since: u64) -> Self {
-        let changed: Vec<bool> = self
-            .nodes
-            .iter()
-            .map(|(name, _, _)| c.stamps().node(name) > since)
-            .collect();
+        // The journal names the few nodes that changed; asked of each node otherwise.
+        // `nodes` is in the model's (name) order.
+        let changed: Vec<bool> = match c.stamps().nodes_since(since) {
+            Some(names) => {
+                let mut changed = vec![false; self.nodes.len()];
+                for name in names {
+                    if let Ok(i) = self
+                        .nodes
+                        .binary_search_by(|(n, _, _)| n.as_str().cmp(name))
+                    {
+                        changed[i] = true;
+                    }
+                }
+                changed
+            }
+            None => self
+                .nodes
+                .iter()
+                .map(|(name, _, _)| c.stamps().node(name) > since)
+                .collect(),
+        };
         let mut groups = self.groups.clone();
         for g in &mut groups {
             g.nodes.retain(|&i| !changed[i as usize]);
