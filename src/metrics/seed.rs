@@ -256,9 +256,21 @@ impl SeedMetrics {
             *alive = None;
         }
         // Age out occurrences whose objects are gone. Which are alive is looked for again
-        // only when the model changed or a new occurrence was counted (one counted no
-        // more needs no look).
-        let token = [c.stamps().epoch(), c.stamps().last()];
+        // only when what it reads changed or a new occurrence was counted (one counted no
+        // more needs no look): the nodes, NodeClaims and DaemonSets (the zones stamp: any
+        // node or claim, or anything global), or any change at all while a nomination
+        // failure names a pod.
+        let names_pods = counted
+            .values()
+            .any(|c| matches!(c.series, Series::NominationFailure(_)));
+        let token = [
+            c.stamps().epoch(),
+            if names_pods {
+                c.stamps().last()
+            } else {
+                c.stamps().zones()
+            },
+        ];
         if alive.as_ref().is_none_or(|(at, _)| *at != token) {
             *alive = Some((token, alive_uids(c, counted)));
         }
