@@ -38,11 +38,12 @@ pub struct ZoneSpread {
 /// and, while no node or claim changed, brings it up to date node by node
 /// ([`SpreadIndex::updated`]).
 pub struct SpreadIndex {
-    /// The zones of the nodes, sorted.
-    zones: Vec<String>,
+    /// The zones of the nodes, sorted. Shared with the indexes brought up to date from
+    /// this one, as are the nodes: neither changes while only pods do.
+    zones: std::sync::Arc<Vec<String>>,
     /// Every node with a zone label (its name and labels), with that zone's index in
     /// `zones`.
-    nodes: Vec<(String, StringMap, u32)>,
+    nodes: std::sync::Arc<Vec<(String, StringMap, u32)>>,
     groups: Vec<PodGroup>,
     /// Per (node selector, affinity) seen, by address: whether each node of `nodes` fits
     /// it. Each entry holds the selector and affinity it is keyed by, so no other can take
@@ -103,9 +104,10 @@ impl SpreadIndex {
         let nodes = zoned
             .iter()
             .map(|(n, z)| (n.metadata.name.clone(), n.metadata.labels.clone(), zone(z)))
-            .collect();
+            .collect::<Vec<_>>()
+            .into();
         let mut index = SpreadIndex {
-            zones,
+            zones: zones.into(),
             nodes,
             groups: Vec::new(),
             fits: Default::default(),
@@ -243,7 +245,7 @@ impl SpreadIndex {
         }
         let counts: BTreeMap<String, i64> = per
             .into_iter()
-            .zip(&self.zones)
+            .zip(self.zones.iter())
             .filter_map(|(n, z)| Some((z.clone(), n?)))
             .collect();
         self.counted
