@@ -139,10 +139,54 @@ pub fn human(d: Duration) -> String {
     out
 }
 
+/// The durations [`human`] gives the same words for as `d`: from the first (inclusive) to
+/// the second (exclusive). None below a second or for a negative duration, where the
+/// words follow the milliseconds or the sign.
+pub fn human_span(d: Duration) -> Option<(Duration, Duration)> {
+    let secs = d.num_seconds();
+    if secs < 1 || d < Duration::zero() {
+        return None;
+    }
+    // The words name the two largest units: they change with the smaller of the two.
+    let unit = match secs {
+        86_400.. => 3_600,
+        3_600.. => 60,
+        _ => 1,
+    };
+    let from = secs - secs % unit;
+    Some((Duration::seconds(from), Duration::seconds(from + unit)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        /// Every duration of the span reads alike, and the durations just outside it
+        /// do not.
+        #[test]
+        fn a_span_is_exactly_the_durations_that_read_alike(ms in 1_000i64..40_000_000_000) {
+            let d = Duration::milliseconds(ms);
+            let (from, to) = human_span(d).unwrap();
+            let milli = Duration::milliseconds(1);
+            prop_assert!(from <= d && d < to);
+            prop_assert_eq!(human(from), human(d));
+            prop_assert_eq!(human(to - milli), human(d));
+            prop_assert_ne!(human(to), human(d));
+            prop_assert_ne!(human(from - milli), human(d));
+        }
+    }
+
+    #[test]
+    fn no_span_below_a_second_or_before_zero() {
+        assert_eq!(human_span(Duration::milliseconds(999)), None);
+        assert_eq!(human_span(Duration::seconds(-5)), None);
+        assert_eq!(
+            human_span(Duration::hours(76) + Duration::minutes(3)),
+            Some((Duration::hours(76), Duration::hours(77)))
+        );
+    }
 
     fn ns(s: &str) -> i64 {
         parse_go_duration(s).unwrap().num_nanoseconds().unwrap()

@@ -77,6 +77,10 @@ pub struct PodDiagnosis {
     /// How long it has waited, in words, at the instant it was diagnosed or last re-timed
     /// ([`PodDiagnosis::at`]); [`PodDiagnosis::pending`] reads the wait at any instant.
     pub pending_for: String,
+    /// The instants over which `pending_for` holds (the second exclusive), where that
+    /// is more than an instant.
+    #[serde(skip)]
+    words_hold: Option<(DateTime<Utc>, DateTime<Utc>)>,
     pub requests: Arc<BTreeMap<String, String>>,
     /// Each pool's verdict; equal verdicts (a pool that is not ready, or at its limits,
     /// rejects every pod alike) are one shared copy.
@@ -117,12 +121,19 @@ impl PodDiagnosis {
     /// reads the clock. The one given while those words stay the same (a pod pending for
     /// days reads the same for an hour), so a pass that only moved the clock makes no copy.
     pub fn at(self: &Arc<Self>, now: DateTime<Utc>) -> Arc<Self> {
-        let pending_for = crate::karpenter::duration::human(self.pending(now));
+        if self
+            .words_hold
+            .is_some_and(|(from, to)| from <= now && now < to)
+        {
+            return self.clone();
+        }
+        let (pending_for, words_hold) = wait_in_words(self.since, now);
         if pending_for == self.pending_for {
             return self.clone();
         }
         Arc::new(PodDiagnosis {
             pending_for,
+            words_hold,
             ..(**self).clone()
         })
     }
@@ -572,6 +583,7 @@ pub fn diagnose_cached<'c>(
         .and_then(|c| c.last_transition_time)
         .or(pod.metadata.creation_timestamp);
     let event = events.failed;
+    let (pending_for, words_hold) = wait_in_words(since, now);
     let DiagnosisCache {
         verdicts: cached,
         messages,
@@ -696,7 +708,8 @@ pub fn diagnose_cached<'c>(
     PodDiagnosis {
         pod: ObjectRef::of(ObjectKind::Pod, &pod.metadata),
         since,
-        pending_for: crate::karpenter::duration::human(pending_at(since, now)),
+        pending_for,
+        words_hold,
         requests,
         nodepools,
         event,
@@ -711,6 +724,20 @@ pub fn spreads_over_zones(pod: &Pod) -> bool {
     pod.spec.topology_spread_constraints.iter().any(|t| {
         t.when_unsatisfiable == "DoNotSchedule" && t.topology_key == crate::karpenter::labels::ZONE
     })
+}
+
+/// How long a pod pending since `since` has waited at `now`, in words, and the instants
+/// over which those words hold.
+fn wait_in_words(
+    since: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> (String, Option<(DateTime<Utc>, DateTime<Utc>)>) {
+    use crate::karpenter::duration::{human, human_span};
+    let pending = pending_at(since, now);
+    let hold = since
+        .zip(human_span(pending))
+        .and_then(|(s, (from, to))| Some((s.checked_add_signed(from)?, s.checked_add_signed(to)?)));
+    (human(pending), hold)
 }
 
 /// How long a pod pending since `since` has waited at `now`.
