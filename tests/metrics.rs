@@ -175,6 +175,35 @@ fn a_nomination_failure_goes_with_its_pod_from_a_kept_model() {
     );
 }
 
+/// As serve keeps one model: pods changing alone leave what the seed knows is alive, but
+/// the DaemonSet deleted from that model takes its series once the TTL has passed.
+#[test]
+fn a_daemonset_mismatch_goes_with_its_daemonset_from_a_kept_model() {
+    let seed = SeedMetrics::new(std::time::Duration::from_secs(60));
+    let (mut c, _, now) = pass(&seed, "daemonset-nodepool-mismatch");
+    let name = defs::DAEMONSET_NODEPOOL_MISMATCH.name;
+    let nothing = run(&Cluster::default(), now);
+    let pods: Vec<_> = c.pods.keys().cloned().collect();
+    for (ns, pod) in pods {
+        c.delete_pod(&ns, &pod);
+    }
+    seed.update(&nothing, &c, now + Duration::hours(3));
+    assert!(!lines(&scrape(&seed), name, &[]).is_empty());
+    let daemonsets: Vec<_> = c.daemonsets.keys().cloned().collect();
+    for (ns, ds) in daemonsets {
+        c.delete_daemonset(&ns, &ds);
+    }
+    let later = now + Duration::hours(3) + Duration::seconds(30);
+    seed.update(&nothing, &c, later);
+    assert!(!lines(&scrape(&seed), name, &[]).is_empty());
+    seed.update(&nothing, &c, now + Duration::hours(4));
+    assert!(
+        lines(&scrape(&seed), name, &[]).is_empty(),
+        "{}",
+        scrape(&seed)
+    );
+}
+
 #[test]
 fn a_nomination_failure_lives_while_its_pod_does() {
     let seed = SeedMetrics::new(std::time::Duration::from_secs(60));
