@@ -79,12 +79,12 @@ async fn every_read_is_audited() {
     assert_eq!(lines[1]["fields"]["op"], "unauthorized");
 }
 
-/// `kelp demo` serves the same dashboard, and writes the same audit lines as serve.
-#[test]
-fn the_demo_writes_audit_lines() {
-    use std::io::{BufRead, Read, Write};
+/// `kelp` with `args`, its stdout and stderr piped, and the dashboard's `host:port` from the
+/// line it prints first.
+fn spawn_dashboard(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
-        .args(["demo", "--dashboard-addr", "127.0.0.1:0"])
+        .args(args)
         .env_remove("KELP_LOG")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -94,29 +94,36 @@ fn the_demo_writes_audit_lines() {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let url = line
+    let hostport = line
         .trim()
         .trim_start_matches("kelp: dashboard at ")
-        .to_string();
-    let hostport = url
         .trim_start_matches("http://")
         .split('/')
         .next()
         .unwrap()
         .to_string();
-    let mut s = std::net::TcpStream::connect(&hostport).unwrap();
+    (child, hostport)
+}
+
+/// One GET over its own connection; asserts a 200.
+fn get_ok(hostport: &str, path: &str) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(hostport).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .unwrap();
     write!(
         s,
-        "GET /api/v1/clusters/demo/karpenter HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut answer = String::new();
     let _ = s.read_to_string(&mut answer);
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let _ = child.kill();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{path}: {answer}");
+}
+
+/// All a child wrote to stderr, once it has stopped.
+fn stderr_of(child: &mut std::process::Child) -> String {
+    use std::io::Read;
     let mut err = String::new();
     child
         .stderr
@@ -124,6 +131,17 @@ fn the_demo_writes_audit_lines() {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
+    err
+}
+
+/// `kelp demo` serves the same dashboard, and writes the same audit lines as serve.
+#[test]
+fn the_demo_writes_audit_lines() {
+    let (mut child, hostport) = spawn_dashboard(&["demo", "--dashboard-addr", "127.0.0.1:0"]);
+    get_ok(&hostport, "/api/v1/clusters/demo/karpenter");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = child.kill();
+    let err = stderr_of(&mut child);
     let _ = child.wait();
     assert!(
         err.lines()
@@ -137,61 +155,30 @@ fn the_demo_writes_audit_lines() {
 /// however quickly the stop follows the reads.
 #[test]
 fn serve_writes_every_audit_line_before_it_stops() {
-    use std::io::{BufRead, Read, Write};
     let dump = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/real/karpenter-v1.14.1/cluster.json"
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
-        .args(["serve", "--from", dump, "--no-cost-scrape"])
-        .args([
-            "--dashboard-addr",
-            "127.0.0.1:0",
-            "--metrics-addr",
-            "127.0.0.1:0",
-        ])
-        .env_remove("KELP_LOG")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.trim().trim_start_matches("kelp: dashboard at ");
-    let hostport = url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_string();
+    let (mut child, hostport) = spawn_dashboard(&[
+        "serve",
+        "--from",
+        dump,
+        "--no-cost-scrape",
+        "--dashboard-addr",
+        "127.0.0.1:0",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]);
     const READS: usize = 200;
     for _ in 0..READS {
-        let mut s = std::net::TcpStream::connect(&hostport).unwrap();
-        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-            .unwrap();
-        write!(
-            s,
-            "GET /api/v1/clusters HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut answer = String::new();
-        let _ = s.read_to_string(&mut answer);
-        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        get_ok(&hostport, "/api/v1/clusters");
     }
     let term = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(term.success());
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}: {err}");
     let audited = err
