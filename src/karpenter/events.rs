@@ -124,6 +124,12 @@ pub fn parse_failed_scheduling(message: &str) -> FailedScheduling {
     FailedScheduling { format, segments }
 }
 
+/// One reason without the requirements and resources Karpenter lists after an
+/// instance-type error (`..., requirements=..., resources={...}`): the words a reader needs.
+pub fn without_requirements(reason: &str) -> &str {
+    reason.split(", requirements=").next().unwrap_or(reason)
+}
+
 /// Splits on `"; "`, re-joining the continuation of the one Karpenter error that itself contains
 /// `"; "` (the restricted-label validation error).
 pub fn split_parts(body: &str) -> Vec<&str> {

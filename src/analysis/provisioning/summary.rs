@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::diagnosis::{PoolVerdict, Verdict};
-use crate::karpenter::events::{split_parts, Category};
+use crate::karpenter::events::{split_parts, without_requirements, Category};
 
 /// What holds a pod judged `nodepools`, with Karpenter's event `message`, without how
 /// long: one line.
@@ -21,15 +21,18 @@ pub(super) fn verdict_summary(nodepools: &[Arc<PoolVerdict>], message: Option<&s
     if compatible.is_empty() {
         // The first reason of each pool, without the long requirements/resources dump
         // of instance-type errors; `kelp why pod` has the whole story.
-        let short = |m: &str| m.split(", requirements=").next().unwrap_or(m).to_string();
         let mut why: Vec<String> = nodepools
             .iter()
             .take(4)
             .map(|v| match v.reasons.first() {
                 Some(r) if r.category == Category::InstanceTypes => {
-                    format!("{}: instance types: {}", v.name, short(&r.message))
+                    format!(
+                        "{}: instance types: {}",
+                        v.name,
+                        without_requirements(&r.message)
+                    )
                 }
-                Some(r) => format!("{}: {}", v.name, short(&r.message)),
+                Some(r) => format!("{}: {}", v.name, without_requirements(&r.message)),
                 None => format!("{}: cannot tell", v.name),
             })
             .collect();
@@ -63,7 +66,7 @@ fn karpenter_says(message: &str) -> String {
     let quoted: Vec<&str> = parts
         .iter()
         .take(QUOTED_REASONS)
-        .map(|p| p.split(", requirements=").next().unwrap_or(p))
+        .map(|p| without_requirements(p))
         .collect();
     let mut says = format!("Karpenter says: {}", quoted.join("; "));
     if let Some(more) = parts.len().checked_sub(QUOTED_REASONS).filter(|&n| n > 0) {

@@ -85,11 +85,7 @@ pub fn reason_words(v: &PoolVerdict) -> String {
         },
         _ => match v.reasons.first() {
             Some(r) => {
-                let m = r
-                    .message
-                    .split(", requirements=")
-                    .next()
-                    .unwrap_or(&r.message);
+                let m = crate::karpenter::events::without_requirements(&r.message);
                 format!("{}: {m}", category_word(r.category))
             }
             None => "cannot tell".into(),
