@@ -70,10 +70,10 @@ pub fn analyse_and_render(c: &Cluster, now: DateTime<Utc>) {
         },
     );
     assert!(
-        !page.panels_html.contains("rendering failed"),
+        !page.panels.as_str().contains("rendering failed"),
         "the panels template failed to render"
     );
-    serde_json::from_slice::<serde_json::Value>(&page.json).expect("the overview JSON is JSON");
+    serde_json::from_slice::<serde_json::Value>(page.json.plain()).expect("the overview JSON is JSON");
 
     let keys = c
         .nodepools
