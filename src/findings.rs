@@ -273,7 +273,9 @@ pub struct Report {
     #[serde(serialize_with = "rfc3339")]
     pub generated_at: DateTime<Utc>,
     pub karpenter: KarpenterInfo,
-    pub findings: Vec<Finding>,
+    /// Shared: a serve pass hands on the findings of objects that did not change (their
+    /// words included) from the pass before (the analysis's kept findings).
+    pub findings: Vec<std::sync::Arc<Finding>>,
 }
 
 impl Report {

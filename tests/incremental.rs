@@ -829,3 +829,62 @@ fn a_wait_crossing_five_minutes_turns_critical_with_no_change() {
         ["warning", "warning", "warning", "critical", "critical"]
     );
 }
+
+/// A finding written from a kept answer (a pending pod's diagnosis, a node's disruption
+/// state) is the last pass's finding handed on, not written again; the answer's change
+/// writes it anew, and a full pass writes every finding.
+#[test]
+fn a_kept_answer_hands_on_its_finding() {
+    use kelp::findings::Code;
+    use std::sync::Arc;
+    let (mut c, now) = demo();
+    let mut engine = Incremental::default();
+    let first = analysis::run_incremental(&c, now, &mut engine);
+    let of = |p: &analysis::Pass, code: Code| -> Vec<Arc<kelp::findings::Finding>> {
+        p.report
+            .findings
+            .iter()
+            .filter(|f| f.code == code)
+            .cloned()
+            .collect()
+    };
+    let handed_on = |a: &[Arc<kelp::findings::Finding>], b: &[Arc<kelp::findings::Finding>]| {
+        a.iter()
+            .filter(|f| b.iter().any(|g| Arc::ptr_eq(f, g)))
+            .count()
+    };
+    for code in [Code::PodUnschedulable, Code::DisruptionBlocked] {
+        let before = of(&first, code);
+        assert!(!before.is_empty(), "the demo has {code}");
+        let again = analysis::run_incremental(&c, now, &mut engine);
+        assert_eq!(
+            handed_on(&of(&again, code), &before),
+            before.len(),
+            "{code}"
+        );
+        let full = analysis::run(&c, now);
+        assert_eq!(
+            handed_on(&of(&full, code), &before),
+            0,
+            "{code}: a full pass"
+        );
+    }
+    // One pending pod relabelled: its finding is written anew, the others handed on.
+    let before = of(
+        &analysis::run_incremental(&c, now, &mut engine),
+        Code::PodUnschedulable,
+    );
+    let pod = before[0].object.clone();
+    relabel(
+        &mut c,
+        &(pod.namespace.clone().unwrap_or_default(), pod.name.clone()),
+    );
+    let after = of(
+        &analysis::run_incremental(&c, now, &mut engine),
+        Code::PodUnschedulable,
+    );
+    assert_eq!(after.len(), before.len());
+    assert_eq!(handed_on(&after, &before), before.len() - 1);
+    let mine = after.iter().find(|f| f.object == pod).expect("its finding");
+    assert!(!before.iter().any(|f| Arc::ptr_eq(f, mine)));
+}

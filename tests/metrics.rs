@@ -958,29 +958,31 @@ fn a_nominated_blocker_sets_the_gauge_until_it_resolves() {
     use kelp::karpenter::events::BlockerKind;
     use kelp::model::ObjectKind;
     let mut report = run(&c, now);
-    std::sync::Arc::make_mut(&mut report.report).findings.push(
-        Finding::new(
-            Code::EmptyNodeNotReaped,
-            Severity::Warning,
-            ObjectRef::cluster(ObjectKind::Node, "n1"),
-            "m",
-        )
-        .pool(Some("default"))
-        .since(Some(now - Duration::minutes(30)))
-        .details(NotReapedDetails {
-            blockers: vec![Blocker {
-                kind: BlockerKind::Nominated,
-                object: Some(ObjectRef {
-                    kind: ObjectKind::Pod,
-                    namespace: Some("web".into()),
-                    name: "api-0".into(),
-                }),
-                message: "m".into(),
-            }],
-            consolidate_after: None,
-            empty_for: "30m".into(),
-        }),
-    );
+    std::sync::Arc::make_mut(&mut report.report)
+        .findings
+        .push(std::sync::Arc::new(
+            Finding::new(
+                Code::EmptyNodeNotReaped,
+                Severity::Warning,
+                ObjectRef::cluster(ObjectKind::Node, "n1"),
+                "m",
+            )
+            .pool(Some("default"))
+            .since(Some(now - Duration::minutes(30)))
+            .details(NotReapedDetails {
+                blockers: vec![Blocker {
+                    kind: BlockerKind::Nominated,
+                    object: Some(ObjectRef {
+                        kind: ObjectKind::Pod,
+                        namespace: Some("web".into()),
+                        name: "api-0".into(),
+                    }),
+                    message: "m".into(),
+                }],
+                consolidate_after: None,
+                empty_for: "30m".into(),
+            }),
+        ));
     let seed = SeedMetrics::default();
     seed.update(&report, &c, now);
     let stuck = defs::NODES_NOT_REAPED_DUE_TO_NOMINATION.name;

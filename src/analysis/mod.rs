@@ -14,6 +14,7 @@ pub mod fit;
 pub mod hold;
 pub mod incremental;
 pub mod install;
+pub mod kept;
 pub mod placement;
 pub mod provisioning;
 pub mod selector;
@@ -29,6 +30,7 @@ use crate::model::shared::FastMap;
 use crate::model::{Catalog, Cluster};
 use disruption::PoolBudgets;
 use hold::Hold;
+pub use kept::KeptFindings;
 use provisioning::{PodDiagnosis, PoolUsage};
 
 /// Everything one analysis pass needs, each computed once and shared by the findings that
@@ -58,6 +60,9 @@ pub struct Context<'a> {
     pub daemonset_mismatch: Vec<Finding>,
     /// What holds each pending pod, in `pending`'s order ([`hold::holds`]).
     pub holds: Vec<Arc<Hold>>,
+    /// The last pass's findings a finding written from the same answer can be handed
+    /// on from (only an incremental pass has them).
+    pub kept: Option<&'a KeptFindings>,
 }
 
 impl<'a> Context<'a> {
@@ -149,6 +154,7 @@ impl<'a> Context<'a> {
             launch_errors: capacity::launch_errors(cluster),
             daemonset_mismatch,
             holds,
+            kept: None,
         }
     }
 
@@ -219,17 +225,22 @@ pub fn run_incremental(
     engine: &mut incremental::Incremental,
 ) -> Pass {
     engine.begin(now);
-    pass(Context::build(cluster, now, Some(engine)))
+    let mut ctx = Context::build(cluster, now, Some(engine));
+    ctx.kept = Some(engine.kept_findings());
+    let pass = pass(ctx);
+    engine.keep_findings(&pass.report);
+    pass
 }
 
 fn pass(ctx: Context) -> Pass {
     let (cluster, now) = (ctx.cluster, ctx.now);
-    let mut findings = install::findings(&ctx);
+    let shared = |v: Vec<Finding>| v.into_iter().map(Arc::new);
+    let mut findings: Vec<Arc<Finding>> = shared(install::findings(&ctx)).collect();
     if cluster.karpenter_seen() {
         findings.extend(provisioning::findings(&ctx));
         findings.extend(disruption::findings(&ctx));
-        findings.extend(placement::findings(&ctx));
-        findings.extend(capacity::findings(&ctx));
+        findings.extend(shared(placement::findings(&ctx)));
+        findings.extend(shared(capacity::findings(&ctx)));
     }
     findings.sort_by(|a, b| {
         b.severity

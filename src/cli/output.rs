@@ -90,8 +90,12 @@ fn counts<'a>(items: impl Iterator<Item = &'a str>) -> String {
 pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
     let mut out = String::new();
     let total = report.findings.len();
-    let shown: Vec<&crate::findings::Finding> =
-        report.findings.iter().take(SUMMARY_ABOVE).collect();
+    let shown: Vec<&crate::findings::Finding> = report
+        .findings
+        .iter()
+        .take(SUMMARY_ABOVE)
+        .map(|f| &**f)
+        .collect();
     if total > SUMMARY_ABOVE {
         out.push_str(&style.bold(&format!("SUMMARY ({total} findings)")));
         out.push('\n');

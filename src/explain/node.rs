@@ -86,7 +86,7 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
             (f.object.kind == ObjectKind::Node && f.object.name == state.node)
                 || (f.object.kind == ObjectKind::NodeClaim && f.object.name == claim)
         })
-        .cloned()
+        .map(|f| (**f).clone())
         .collect();
     Ok(NodeAnswer {
         karpenter_metrics: disruption_metrics(c, state.nodepool.as_deref()),

@@ -121,7 +121,7 @@ pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodA
                 && f.object.name == name
                 && f.object.namespace.as_deref() == Some(ns)
         })
-        .cloned()
+        .map(|f| (**f).clone())
         .collect();
     Ok(PodAnswer {
         pod: format!("{ns}/{name}"),

@@ -14,9 +14,9 @@ fn key(f: &Finding) -> Key {
 /// Log what appeared and what resolved between two reports: one structured line each.
 pub fn log_changes(before: Option<&Report>, after: &Report) {
     let old: BTreeMap<Key, &Finding> = before
-        .map(|r| r.findings.iter().map(|f| (key(f), f)).collect())
+        .map(|r| r.findings.iter().map(|f| (key(f), &**f)).collect())
         .unwrap_or_default();
-    let new: BTreeMap<Key, &Finding> = after.findings.iter().map(|f| (key(f), f)).collect();
+    let new: BTreeMap<Key, &Finding> = after.findings.iter().map(|f| (key(f), &**f)).collect();
     for (k, f) in &new {
         if !old.contains_key(k) {
             let (code, object, nodepool, message) = (
@@ -78,7 +78,7 @@ mod tests {
                 installed: true,
                 api_versions: vec![],
             },
-            findings: vec![Finding::new(
+            findings: vec![std::sync::Arc::new(Finding::new(
                 Code::PodUnschedulable,
                 Severity::Warning,
                 ObjectRef::namespaced(
@@ -87,7 +87,7 @@ mod tests {
                     "web\n2026-01-01T00:00:00Z ERROR forged",
                 ),
                 "pending \x1b]0;title\x07 for\nERROR forged too",
-            )],
+            ))],
         };
         tracing::subscriber::with_default(subscriber, || log_changes(None, &report));
         let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();

@@ -24,6 +24,10 @@ impl BlockedDetails {
     pub fn blockers(&self) -> &[Blocker] {
         &self.0.blockers
     }
+    /// The node's state the finding was written from.
+    pub fn state(&self) -> &Arc<NodeDisruption> {
+        &self.0
+    }
 }
 
 impl Serialize for BlockedDetails {
@@ -63,55 +67,34 @@ pub struct NotReapedDetails {
     pub empty_for: String,
 }
 
-pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
+/// `disruption-blocked` (a pure function of the node's state: a kept state hands on the
+/// last pass's finding, [`crate::analysis::KeptFindings`]), `empty-node-not-reaped`,
+/// `node-expired-not-replaced` and `nodeclaim-drifted`.
+pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
     let c = ctx.cluster;
     let mut out = Vec::new();
     for s in ctx.nodes.values().filter(|s| s.nodepool.is_some()) {
-        // Made only for a finding: most nodes have none.
-        let node = || ObjectRef::cluster(ObjectKind::Node, &s.node);
-        let pool = s.nodepool.as_deref();
         if !s.wants.is_empty() && !s.blockers.is_empty() {
-            let wants: Vec<&str> = s.wants.iter().map(|w| w.message.as_str()).collect();
-            let blockers: Vec<&str> = s.blockers.iter().map(|b| b.message.as_str()).collect();
-            out.push(
-                Finding::new(
-                    Code::DisruptionBlocked,
-                    // Held back from consolidation only: worth knowing, not yet a problem.
-                    if s.wants
-                        .iter()
-                        .all(|w| w.reason == WantReason::Underutilized)
-                    {
-                        Severity::Info
-                    } else {
-                        Severity::Warning
-                    },
-                    node(),
-                    format!(
-                        "Karpenter wants to disrupt it ({}) but cannot: {}",
-                        wants.join(", "),
-                        blockers.join("; ")
-                    ),
-                )
-                .pool(pool)
-                .since(s.drifted_since.or(s.expires_at))
-                .details(BlockedDetails(s.clone())),
-            );
+            match ctx.kept.and_then(|k| k.get(Code::DisruptionBlocked, s)) {
+                Some(kept) => out.push(kept.clone()),
+                None => out.push(Arc::new(blocked(s))),
+            }
         }
         // An empty node already being deleted is being reaped.
         if s.empty && !s.deleting {
             if let Some(f) = empty_not_reaped(ctx, s) {
-                out.push(f);
+                out.push(Arc::new(f));
             }
         }
         if let Some(at) = s
             .expires_at
             .filter(|t| ctx.now - *t > Duration::minutes(10))
         {
-            out.push(
+            out.push(Arc::new(
                 Finding::new(
                     Code::NodeExpiredNotReplaced,
                     Severity::Warning,
-                    node(),
+                    ObjectRef::cluster(ObjectKind::Node, &s.node),
                     format!(
                         "Expired {} ago (age {}, expireAfter {}) and still here{}",
                         ago(ctx.now, at),
@@ -120,16 +103,16 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
                         blockers_suffix(&s.blockers)
                     ),
                 )
-                .pool(pool)
+                .pool(s.nodepool.as_deref())
                 .since(Some(at))
                 .details(ExpiredDetails(s.clone())),
-            );
+            ));
         }
     }
     for claim in c.nodeclaims.values() {
         if let Some(d) = condition(&claim.status.conditions, "Drifted").filter(|d| d.is_true()) {
             let reason = d.reason.clone().unwrap_or_else(|| "Drifted".into());
-            out.push(
+            out.push(Arc::new(
                 Finding::new(
                     Code::NodeclaimDrifted,
                     Severity::Info,
@@ -142,10 +125,38 @@ pub(super) fn findings(ctx: &Context) -> Vec<Finding> {
                 .pool(claim_pool(c, &claim.metadata.name).as_deref())
                 .since(d.last_transition_time)
                 .details(serde_json::json!({"reason": reason, "since": d.last_transition_time, "node": claim.status.node_name})),
-            );
+            ));
         }
     }
     out
+}
+
+/// `disruption-blocked`: what Karpenter wants of the node and what stops it, from its
+/// state alone.
+fn blocked(s: &Arc<NodeDisruption>) -> Finding {
+    let wants: Vec<&str> = s.wants.iter().map(|w| w.message.as_str()).collect();
+    let blockers: Vec<&str> = s.blockers.iter().map(|b| b.message.as_str()).collect();
+    Finding::new(
+        Code::DisruptionBlocked,
+        // Held back from consolidation only: worth knowing, not yet a problem.
+        if s.wants
+            .iter()
+            .all(|w| w.reason == WantReason::Underutilized)
+        {
+            Severity::Info
+        } else {
+            Severity::Warning
+        },
+        ObjectRef::cluster(ObjectKind::Node, &s.node),
+        format!(
+            "Karpenter wants to disrupt it ({}) but cannot: {}",
+            wants.join(", "),
+            blockers.join("; ")
+        ),
+    )
+    .pool(s.nodepool.as_deref())
+    .since(s.drifted_since.or(s.expires_at))
+    .details(BlockedDetails(s.clone()))
 }
 
 fn blockers_suffix(blockers: &[Blocker]) -> String {

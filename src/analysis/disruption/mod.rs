@@ -28,14 +28,20 @@ pub use state::{
     WantReason, DEFAULT_EXPIRE_AFTER,
 };
 
+use std::sync::Arc;
+
 use super::Context;
 use crate::findings::Finding;
 
 /// Every disruption finding, in one pass over the context's node states.
-pub fn findings(ctx: &Context) -> Vec<Finding> {
+pub fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
     let mut out = blocked::findings(ctx);
-    out.extend(consolidation::findings(ctx));
-    out.extend(budget::budget_blocking(ctx));
-    out.extend(spot::spot_interruptions(ctx));
+    for more in [
+        consolidation::findings(ctx),
+        budget::budget_blocking(ctx),
+        spot::spot_interruptions(ctx),
+    ] {
+        out.extend(more.into_iter().map(Arc::new));
+    }
     out
 }

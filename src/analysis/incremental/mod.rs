@@ -58,7 +58,7 @@ use super::disruption::{self, NodeDisruption, NodeInputs, PoolBudgets};
 use super::hold::{Hold, KeptHolds};
 use super::provisioning::topology::{KeptSpread, SpreadIndex};
 use super::provisioning::{DiagnosisCache, KeptVerdicts, PodDiagnosis, PoolSet, PoolUsage};
-use super::{ago, fit};
+use super::{ago, fit, KeptFindings};
 use crate::findings::{Finding, ObjectRef};
 use crate::karpenter::resources::Resources;
 use crate::model::shared::{FastMap, FastSet};
@@ -117,6 +117,9 @@ pub struct Incremental {
     usages: Option<((u64, u64), BTreeMap<String, PoolUsage>)>,
     /// The bound pods as zone spread counts them, with the stamps it is up to date with.
     spread: Option<(SpreadAt, Arc<SpreadIndex>)>,
+    /// The last pass's findings written from one shared answer, for the next pass to
+    /// hand on where that answer is kept ([`KeptFindings`]).
+    findings: KeptFindings,
     stats: Stats,
 }
 
@@ -197,6 +200,16 @@ fn age_until(now: DateTime<Utc>, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
 }
 
 impl Incremental {
+    /// The last pass's findings a pass may hand on.
+    pub fn kept_findings(&self) -> &KeptFindings {
+        &self.findings
+    }
+
+    /// Keep a pass's findings for the next.
+    pub fn keep_findings(&mut self, report: &crate::findings::Report) {
+        self.findings = KeptFindings::of(report);
+    }
+
     /// What the last pass reused and computed.
     pub fn stats(&self) -> Stats {
         let (verdicts_reused, verdicts_computed) = self.verdicts.1.counts();

@@ -750,7 +750,10 @@ fn pending_at(since: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Duration {
 /// window is 1 s idle, 10 s at most; this leaves room for a busy controller.
 pub const EVENT_GRACE_SECONDS: i64 = 20;
 
-pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
+/// `pod-unschedulable`, one per pending pod Karpenter has had its turn with. Its words
+/// are the diagnosis's and its severity the clock's: a kept diagnosis hands on the last
+/// pass's finding while its severity stands ([`crate::analysis::KeptFindings`]).
+pub(super) fn unschedulable(ctx: &Context) -> Vec<Arc<Finding>> {
     ctx.pending
         .iter()
         // Karpenter batches pending pods (up to 10 s) before it nominates or writes its
@@ -762,6 +765,18 @@ pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
                 || d.pending(ctx.now) >= Duration::seconds(EVENT_GRACE_SECONDS)
         })
         .map(|d| {
+            let sev = if d.pending(ctx.now) > Duration::minutes(GRACE) {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            };
+            if let Some(kept) = ctx
+                .kept
+                .and_then(|k| k.get(Code::PodUnschedulable, d))
+                .filter(|f| f.severity == sev)
+            {
+                return kept.clone();
+            }
             // Sized once: the summary can carry Karpenter's whole event message.
             let summary = d.verdict_summary();
             let mut message =
@@ -770,14 +785,11 @@ pub(super) fn unschedulable(ctx: &Context) -> Vec<Finding> {
             message.push_str(&d.pending_for);
             message.push_str(": ");
             message.push_str(summary);
-            let sev = if d.pending(ctx.now) > Duration::minutes(GRACE) {
-                Severity::Critical
-            } else {
-                Severity::Warning
-            };
-            Finding::new(Code::PodUnschedulable, sev, d.pod.clone(), message)
-                .since(d.since)
-                .shared_details(d.clone())
+            Arc::new(
+                Finding::new(Code::PodUnschedulable, sev, d.pod.clone(), message)
+                    .since(d.since)
+                    .shared_details(d.clone()),
+            )
         })
         .collect()
 }

@@ -48,6 +48,8 @@ pub use pools::{
     PoolSet, PoolUsage,
 };
 
+use std::sync::Arc;
+
 use super::Context;
 use crate::findings::Finding;
 
@@ -55,15 +57,18 @@ use crate::findings::Finding;
 pub const GRACE: i64 = 5;
 
 /// Every provisioning finding, in one pass over the context.
-pub fn findings(ctx: &Context) -> Vec<Finding> {
-    let mut out = Vec::new();
-    out.extend(diagnosis::unschedulable(ctx));
-    out.extend(nominations::nominated_not_bound(ctx));
-    out.extend(pools::pool_readiness(ctx));
-    out.extend(limits::limits(ctx));
-    out.extend(pools::no_instance_types(ctx));
-    out.extend(nodeclaims::nodeclaims(ctx));
-    out.extend(nodeclaims::nodes_not_ready(ctx));
-    out.extend(pending::daemonset_pods_pending(ctx));
+pub fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
+    let mut out = diagnosis::unschedulable(ctx);
+    for more in [
+        nominations::nominated_not_bound(ctx),
+        pools::pool_readiness(ctx),
+        limits::limits(ctx),
+        pools::no_instance_types(ctx),
+        nodeclaims::nodeclaims(ctx),
+        nodeclaims::nodes_not_ready(ctx),
+        pending::daemonset_pods_pending(ctx),
+    ] {
+        out.extend(more.into_iter().map(Arc::new));
+    }
     out
 }

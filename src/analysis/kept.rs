@@ -1,0 +1,50 @@
+//! The findings a `kelp serve` pass hands on from the pass before: a finding that is a
+//! pure function of one shared answer (a pending pod's diagnosis, a node's disruption
+//! state) and of what the clock decides (its severity) is the same finding while that
+//! answer is the same allocation, kept by the incremental engine because nothing it read
+//! changed. A pass looks it up by the answer's address instead of writing its words
+//! again. The kept finding holds its answer (its details share it), so no address is
+//! reused while it is kept.
+
+use std::sync::Arc;
+
+use super::disruption::blocked::BlockedDetails;
+use super::provisioning::PodDiagnosis;
+use crate::findings::{Code, Finding, Report};
+use crate::model::shared::FastMap;
+
+/// The last pass's findings that can be handed on, by code and the address of the
+/// answer they were written from.
+#[derive(Default)]
+pub struct KeptFindings(FastMap<(Code, usize), Arc<Finding>>);
+
+impl KeptFindings {
+    /// The findings of `report` that can be handed on.
+    pub fn of(report: &Report) -> Self {
+        let mut kept = FastMap::default();
+        for f in &report.findings {
+            let source = match f.code {
+                Code::PodUnschedulable => f
+                    .details
+                    .downcast_ref::<PodDiagnosis>()
+                    .map(|d| d as *const PodDiagnosis as usize),
+                Code::DisruptionBlocked => f
+                    .details
+                    .downcast_ref::<BlockedDetails>()
+                    .map(|b| Arc::as_ptr(b.state()) as usize),
+                _ => None,
+            };
+            if let Some(source) = source {
+                kept.insert((f.code, source), f.clone());
+            }
+        }
+        KeptFindings(kept)
+    }
+
+    /// The finding of `code` written from the answer at `source`, if the last pass wrote
+    /// one.
+    pub fn get<T>(&self, code: Code, source: &Arc<T>) -> Option<&Arc<Finding>> {
+        self.0
+            .get(&(code, Arc::as_ptr(source) as *const () as usize))
+    }
+}
