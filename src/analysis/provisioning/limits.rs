@@ -13,6 +13,7 @@ use super::{PoolUsage, PoolVerdict, Verdict};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::Category;
 use crate::karpenter::resources::{format_quantity, Resources};
+use crate::model::shared::FastSet;
 use crate::model::ObjectKind;
 
 /// Resources every instance type has, so that none is left once such a limit is used up.
@@ -46,20 +47,27 @@ pub(super) fn limits(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let mut out = Vec::new();
     // Pools that some pending pod waits on for limits (verdicts are shared between replicas,
-    // so each distinct verdict list is looked at once).
-    let mut waiting_on: BTreeSet<&str> = BTreeSet::new();
-    let mut seen: BTreeSet<*const Vec<Arc<PoolVerdict>>> = BTreeSet::new();
-    for d in &ctx.pending {
-        if seen.insert(Arc::as_ptr(&d.nodepools)) {
-            for v in d.nodepools.iter() {
-                if v.verdict == Verdict::Rejected
-                    && v.reasons.iter().any(|r| r.category == Category::Limits)
-                {
-                    waiting_on.insert(&v.name);
+    // so each distinct verdict list is looked at once), looked for only once a pool's limit
+    // is reached: the finding's severity is all it decides.
+    let waiting_on = std::cell::OnceCell::new();
+    let waiting_on = || {
+        waiting_on.get_or_init(|| {
+            let mut pools: BTreeSet<&str> = BTreeSet::new();
+            let mut seen: FastSet<*const Vec<Arc<PoolVerdict>>> = FastSet::default();
+            for d in &ctx.pending {
+                if seen.insert(Arc::as_ptr(&d.nodepools)) {
+                    for v in d.nodepools.iter() {
+                        if v.verdict == Verdict::Rejected
+                            && v.reasons.iter().any(|r| r.category == Category::Limits)
+                        {
+                            pools.insert(&v.name);
+                        }
+                    }
                 }
             }
-        }
-    }
+            pools
+        })
+    };
     for pool in c.nodepools.values() {
         let name = pool.metadata.name.as_str();
         let Ok(limits) = Resources::from_quantities(&pool.spec.limits) else {
@@ -69,7 +77,6 @@ pub(super) fn limits(ctx: &Context) -> Vec<Finding> {
             Some(u) => u.counted(),
             None => PoolUsage::of(c, pool).counted(),
         };
-        let waiting_on_limits = waiting_on.contains(name);
         for (res, &limit) in &limits.0 {
             let used = usage.get(res);
             let res = res.clone();
@@ -101,6 +108,7 @@ pub(super) fn limits(ctx: &Context) -> Vec<Finding> {
                 ratio: (ratio * 1000.0).round() / 1000.0,
             };
             let f = if exhausted {
+                let waiting_on_limits = waiting_on().contains(name);
                 let sev = if waiting_on_limits {
                     Severity::Critical
                 } else {
