@@ -192,7 +192,7 @@ fn a_nodes_disruption_details_are_its_state_in_their_old_shape() {
     let pass = kelp::analysis::run(&c, now);
     let mut seen = 0;
     for f in &pass.report.findings {
-        let Some(s) = pass.nodes.get(&f.object.name) else {
+        let Some(s) = pass.nodes.get(f.object.name.as_str()) else {
             continue;
         };
         let want = match f.code {

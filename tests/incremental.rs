@@ -693,7 +693,7 @@ fn a_room_change_reaches_every_plan_that_read_that_node() {
         .iter()
         .filter(|n| {
             before
-                .get(*n)
+                .get(n.as_str())
                 .is_some_and(|s| s.consolidation.state == candidate)
         })
         .filter(|n| c.pods_on(n).any(|p| !p.metadata.owned_by("DaemonSet")))
@@ -751,7 +751,7 @@ fn a_burst_longer_than_the_journal_is_still_followed() {
         .iter()
         .filter_map(|(k, p)| {
             let node = p.spec.node_name.as_deref()?.to_string();
-            let state = full_before.nodes.get(&node)?;
+            let state = full_before.nodes.get(node.as_str())?;
             Some((k.clone(), node, state.blockers.is_empty()))
         })
         .collect();
@@ -775,8 +775,8 @@ fn a_burst_longer_than_the_journal_is_still_followed() {
     }
     let full = analysis::run(&c, now);
     assert_ne!(
-        full.nodes.get(&node),
-        full_before.nodes.get(&node),
+        full.nodes.get(node.as_str()),
+        full_before.nodes.get(node.as_str()),
         "the first change changes its node's state"
     );
     same(&c, now, &mut engine).unwrap();

@@ -67,7 +67,7 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
         return Err(NotFound::Node(name.to_string()));
     };
     // The pass has every Karpenter node; any other node is judged here (it has no pool).
-    let state = match pass.nodes.get(&node.metadata.name) {
+    let state = match pass.nodes.get(node.metadata.name.as_str()) {
         Some(s) => NodeDisruption::clone(s),
         None => disruption::node_disruption(
             c,

@@ -156,7 +156,48 @@ pub fn condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Con
     conditions.iter().find(|c| c.type_ == type_)
 }
 
+/// The first condition of each of `types`, in one walk over `conditions` (as
+/// [`condition`] for each).
+pub fn conditions_of<'a, const N: usize>(
+    conditions: &'a [Condition],
+    types: [&str; N],
+) -> [Option<&'a Condition>; N] {
+    let mut found = [None; N];
+    for c in conditions {
+        if let Some(i) = types.iter().position(|t| c.type_ == *t) {
+            found[i].get_or_insert(c);
+        }
+    }
+    found
+}
+
 /// True when the condition exists with status True.
 pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
     condition(conditions, type_).is_some_and(Condition::is_true)
+}
+
+#[cfg(test)]
+mod condition_tests {
+    use super::*;
+
+    #[test]
+    fn conditions_of_finds_each_first_in_one_walk() {
+        let conds: Vec<Condition> = serde_json::from_str(
+            r#"[{"type":"Launched","status":"True"},{"type":"Ready","status":"False"},
+                {"type":"Launched","status":"False"},{"type":"Initialized","status":"Unknown"}]"#,
+        )
+        .unwrap();
+        let [launched, registered, initialized] =
+            conditions_of(&conds, ["Launched", "Registered", "Initialized"]);
+        assert_eq!(launched.map(|c| &*c.status), Some("True"), "the first one");
+        assert!(registered.is_none());
+        assert_eq!(initialized.map(|c| &*c.status), Some("Unknown"));
+        for t in ["Launched", "Registered", "Initialized", "Ready"] {
+            let [one] = conditions_of(&conds, [t]);
+            assert_eq!(
+                one.map(|c| c as *const Condition),
+                condition(&conds, t).map(|c| c as *const Condition)
+            );
+        }
+    }
 }

@@ -15,6 +15,6 @@ pub use catalog::{Catalog, CatalogSource, InstanceType, TypeOffering};
 pub use cluster::{ApiInfo, Cluster, ControllerMetrics, ObjKey, Offering};
 pub use event::Event;
 pub use kinds::*;
-pub use meta::{condition, is_true, Condition, Meta, StringMap};
+pub use meta::{condition, conditions_of, is_true, Condition, Meta, StringMap};
 pub use object_kind::ObjectKind;
 pub use shared::Shared;

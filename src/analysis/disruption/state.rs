@@ -694,8 +694,9 @@ pub fn karpenter_node_with(pool: Option<&str>, claim: Option<&NodeClaim>) -> boo
 }
 
 /// Every Karpenter node's disruption state, by name. Each is shared: serve's incremental
-/// pass hands the next pass the same state while nothing it read changed.
-pub type NodeStates = BTreeMap<String, std::sync::Arc<NodeDisruption>>;
+/// pass hands the next pass the same state, and the same name, while nothing it read
+/// changed.
+pub type NodeStates = BTreeMap<std::sync::Arc<str>, std::sync::Arc<NodeDisruption>>;
 
 /// The disruption state of every Karpenter node (one with a NodePool label or a NodeClaim),
 /// by name: once per pass.
@@ -711,7 +712,10 @@ pub fn node_states(
         .filter(|n| karpenter_node(c, n))
         .map(|n| {
             let state = node_disruption(c, n, now, &inputs);
-            (n.metadata.name.clone(), std::sync::Arc::new(state))
+            (
+                std::sync::Arc::from(n.metadata.name.as_str()),
+                std::sync::Arc::new(state),
+            )
         })
         .collect()
 }

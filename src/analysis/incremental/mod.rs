@@ -164,8 +164,9 @@ impl PartialEq for UsageToken {
 }
 
 struct Entry {
-    /// Shared with the passes it was handed to.
+    /// Shared with the passes it was handed to, as is the node's name.
     state: Arc<NodeDisruption>,
+    name: Arc<str>,
     /// The model's newest stamp when it was computed.
     stamp: u64,
     /// The first instant its answer may change with time alone.
@@ -445,7 +446,7 @@ impl Incremental {
                 };
                 if Self::still_shared(entry, now, (self.room.1, &moved, self.usage.1)) {
                     stats.reused += 1;
-                    out.push((name.clone(), Self::reuse(entry, self.pass, now)));
+                    out.push((entry.name.clone(), Self::reuse(entry, self.pass, now)));
                     continue;
                 }
             }
@@ -470,9 +471,9 @@ impl Incremental {
                     budgets,
                 )
             });
-            let state = if let Some(entry) = kept {
+            let (name, state) = if let Some(entry) = kept {
                 stats.reused += 1;
-                Self::reuse(entry, self.pass, now)
+                (entry.name.clone(), Self::reuse(entry, self.pass, now))
             } else {
                 stats.computed += 1;
                 let clock = Clock::at(now);
@@ -487,10 +488,15 @@ impl Incremental {
                     .collect();
                 namespaces.dedup();
                 let state = Arc::new(state);
+                let shared: Arc<str> = match self.nodes.get(name) {
+                    Some(e) => e.name.clone(),
+                    None => Arc::from(name.as_str()),
+                };
                 self.nodes.insert(
                     name.clone(),
                     Entry {
                         state: state.clone(),
+                        name: shared.clone(),
                         stamp: stamps.last(),
                         until: clock.next_change(),
                         claim: claim.map(|cl| cl.metadata.name.clone()),
@@ -503,9 +509,9 @@ impl Incremental {
                         age_until: state.created.and_then(|t| age_until(now, t)),
                     },
                 );
-                state
+                (shared, state)
             };
-            out.push((name.clone(), state));
+            out.push((name, state));
         }
         let pass = self.pass;
         self.nodes.retain(|_, e| e.seen == pass);

@@ -57,9 +57,8 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
         // Most claims are fine: their pool and reference are made only for a finding.
         let pool = || claim_pool(c, &m.name);
         let obj = || ObjectRef::of(ObjectKind::NodeClaim, m);
-        let launched = condition(conds, "Launched");
-        let registered = condition(conds, "Registered");
-        let initialized = condition(conds, "Initialized");
+        let [launched, registered, initialized] =
+            conditions_of(conds, ["Launched", "Registered", "Initialized"]);
         let created = m.creation_timestamp;
         if !launched.is_some_and(Condition::is_true) {
             if created.is_some_and(|t| ctx.now - t > Duration::minutes(GRACE)) {

@@ -169,37 +169,37 @@ pub(super) fn claim_groups(
                 .unwrap_or_default()
         };
         let drifted = is_true(&claim.status.conditions, "Drifted");
-        let (blocked_by, blocked_detail) = match node.and_then(|n| pass.nodes.get(&n.metadata.name))
-        {
-            Some(d) => {
-                // Each kind once, in the order the blockers come.
-                let mut kinds: Vec<String> = Vec::new();
-                for b in &d.blockers {
-                    // The kind and the object, visibly: `pdb web/storefront`.
-                    let mut k = serde_name(b.kind);
-                    if let Some(o) = &b.object {
-                        let name = match &o.namespace {
-                            Some(ns) => format!("{ns}/{}", o.name),
-                            None => o.name.clone(),
-                        };
-                        k = format!("{k} {name}");
+        let (blocked_by, blocked_detail) =
+            match node.and_then(|n| pass.nodes.get(n.metadata.name.as_str())) {
+                Some(d) => {
+                    // Each kind once, in the order the blockers come.
+                    let mut kinds: Vec<String> = Vec::new();
+                    for b in &d.blockers {
+                        // The kind and the object, visibly: `pdb web/storefront`.
+                        let mut k = serde_name(b.kind);
+                        if let Some(o) = &b.object {
+                            let name = match &o.namespace {
+                                Some(ns) => format!("{ns}/{}", o.name),
+                                None => o.name.clone(),
+                            };
+                            k = format!("{k} {name}");
+                        }
+                        if !kinds.contains(&k) {
+                            kinds.push(k);
+                        }
                     }
-                    if !kinds.contains(&k) {
-                        kinds.push(k);
-                    }
+                    let detail = d
+                        .blockers
+                        .iter()
+                        .map(|b| b.message.clone())
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    (kinds, detail)
                 }
-                let detail = d
-                    .blockers
-                    .iter()
-                    .map(|b| b.message.clone())
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                (kinds, detail)
-            }
-            None => (Vec::new(), String::new()),
-        };
+                None => (Vec::new(), String::new()),
+            };
         let (consolidation, consolidation_detail) =
-            match node.and_then(|n| pass.nodes.get(&n.metadata.name)) {
+            match node.and_then(|n| pass.nodes.get(n.metadata.name.as_str())) {
                 Some(d) => {
                     let x = &d.consolidation;
                     let badge = match (x.state, x.reason) {
