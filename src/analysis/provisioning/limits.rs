@@ -3,17 +3,15 @@
 //! floors every type meets), and the findings for pools at or near their limits, critical
 //! when pending pods wait on them.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::super::Context;
-use super::{PoolUsage, PoolVerdict, Verdict};
+use super::{PoolUsage, Verdict};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::Category;
 use crate::karpenter::resources::{format_quantity, Resources};
-use crate::model::shared::FastSet;
 use crate::model::ObjectKind;
 
 /// Resources every instance type has, so that none is left once such a limit is used up.
@@ -46,26 +44,22 @@ struct LimitDetails {
 pub(super) fn limits(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
     let mut out = Vec::new();
-    // Pools that some pending pod waits on for limits (verdicts are shared between replicas,
-    // so each distinct verdict list is looked at once), looked for only once a pool's limit
-    // is reached: the finding's severity is all it decides.
-    let waiting_on = std::cell::OnceCell::new();
-    let waiting_on = || {
-        waiting_on.get_or_init(|| {
-            let mut pools: BTreeSet<&str> = BTreeSet::new();
-            let mut seen: FastSet<*const Vec<Arc<PoolVerdict>>> = FastSet::default();
-            for d in &ctx.pending {
-                if seen.insert(Arc::as_ptr(&d.nodepools)) {
-                    for v in d.nodepools.iter() {
-                        if v.verdict == Verdict::Rejected
-                            && v.reasons.iter().any(|r| r.category == Category::Limits)
-                        {
-                            pools.insert(&v.name);
-                        }
-                    }
-                }
+    // Whether some pending pod waits on a pool for its limits, asked only once the pool's
+    // limit is reached (it decides that finding's severity alone). Replicas share their
+    // verdicts: a list the pod before held is not looked at again. Stops at the first.
+    let waiting_on = |pool: &str| {
+        let mut last = std::ptr::null();
+        ctx.pending.iter().any(|d| {
+            let list = Arc::as_ptr(&d.nodepools);
+            if list == last {
+                return false;
             }
-            pools
+            last = list;
+            d.nodepools.iter().any(|v| {
+                v.name == pool
+                    && v.verdict == Verdict::Rejected
+                    && v.reasons.iter().any(|r| r.category == Category::Limits)
+            })
         })
     };
     for pool in c.nodepools.values() {
@@ -108,7 +102,7 @@ pub(super) fn limits(ctx: &Context) -> Vec<Finding> {
                 ratio: (ratio * 1000.0).round() / 1000.0,
             };
             let f = if exhausted {
-                let waiting_on_limits = waiting_on().contains(name);
+                let waiting_on_limits = waiting_on(name);
                 let sev = if waiting_on_limits {
                     Severity::Critical
                 } else {
