@@ -24,14 +24,11 @@ impl KeptFindings {
         let mut kept = FastMap::default();
         for f in &report.findings {
             let source = match f.code {
-                Code::PodUnschedulable => f
-                    .details
-                    .downcast_ref::<PodDiagnosis>()
-                    .map(|d| d as *const PodDiagnosis as usize),
+                Code::PodUnschedulable => f.details.downcast_ref::<PodDiagnosis>().map(address),
                 Code::DisruptionBlocked => f
                     .details
                     .downcast_ref::<BlockedDetails>()
-                    .map(|b| Arc::as_ptr(b.state()) as usize),
+                    .map(|b| address(&**b.state())),
                 _ => None,
             };
             if let Some(source) = source {
@@ -44,7 +41,11 @@ impl KeptFindings {
     /// The finding of `code` written from the answer at `source`, if the last pass wrote
     /// one.
     pub fn get<T>(&self, code: Code, source: &Arc<T>) -> Option<&Arc<Finding>> {
-        self.0
-            .get(&(code, Arc::as_ptr(source) as *const () as usize))
+        self.0.get(&(code, address(&**source)))
     }
+}
+
+/// Where an answer lives: what a kept finding is found by.
+fn address<T>(answer: &T) -> usize {
+    answer as *const T as usize
 }

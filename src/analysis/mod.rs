@@ -234,7 +234,6 @@ pub fn run_incremental(
 
 fn pass(ctx: Context) -> Pass {
     let (cluster, now) = (ctx.cluster, ctx.now);
-    let shared = |v: Vec<Finding>| v.into_iter().map(Arc::new);
     let mut findings: Vec<Arc<Finding>> = shared(install::findings(&ctx)).collect();
     if cluster.karpenter_seen() {
         findings.extend(provisioning::findings(&ctx));
@@ -265,6 +264,11 @@ fn pass(ctx: Context) -> Pass {
         catalog: ctx.catalog,
         launch_errors: ctx.launch_errors,
     }
+}
+
+/// Findings made whole by a check that hands none on, shared as a report holds them.
+fn shared(findings: Vec<Finding>) -> impl Iterator<Item = Arc<Finding>> {
+    findings.into_iter().map(Arc::new)
 }
 
 /// Helper for "how long ago" in messages: `14m`, `2h5m`. As kubectl does, a time up to

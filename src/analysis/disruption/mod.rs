@@ -41,7 +41,7 @@ pub fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
         budget::budget_blocking(ctx),
         spot::spot_interruptions(ctx),
     ] {
-        out.extend(more.into_iter().map(Arc::new));
+        out.extend(super::shared(more));
     }
     out
 }

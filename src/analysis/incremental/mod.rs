@@ -458,7 +458,12 @@ impl Incremental {
             }
             let nominated = inputs.nominated(n, claim);
             let budgets = pool.and_then(|p| self.budgets.get(p)).map_or(0, |b| b.1);
-            let kept = self.nodes.get_mut(name).filter(|e| {
+            let prior = self.nodes.get_mut(name);
+            // The name the passes share: the entry's while the node has one.
+            let shared: Arc<str> = prior
+                .as_ref()
+                .map_or_else(|| Arc::from(name.as_str()), |e| e.name.clone());
+            let kept = prior.filter(|e| {
                 Self::current(
                     e,
                     (self.room.1, &moved, self.usage.1),
@@ -471,9 +476,9 @@ impl Incremental {
                     budgets,
                 )
             });
-            let (name, state) = if let Some(entry) = kept {
+            let state = if let Some(entry) = kept {
                 stats.reused += 1;
-                (entry.name.clone(), Self::reuse(entry, self.pass, now))
+                Self::reuse(entry, self.pass, now)
             } else {
                 stats.computed += 1;
                 let clock = Clock::at(now);
@@ -488,10 +493,6 @@ impl Incremental {
                     .collect();
                 namespaces.dedup();
                 let state = Arc::new(state);
-                let shared: Arc<str> = match self.nodes.get(name) {
-                    Some(e) => e.name.clone(),
-                    None => Arc::from(name.as_str()),
-                };
                 self.nodes.insert(
                     name.clone(),
                     Entry {
@@ -509,9 +510,9 @@ impl Incremental {
                         age_until: state.created.and_then(|t| age_until(now, t)),
                     },
                 );
-                (shared, state)
+                state
             };
-            out.push((name, state));
+            out.push((shared, state));
         }
         let pass = self.pass;
         self.nodes.retain(|_, e| e.seen == pass);

@@ -68,7 +68,7 @@ pub fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
         nodeclaims::nodes_not_ready(ctx),
         pending::daemonset_pods_pending(ctx),
     ] {
-        out.extend(more.into_iter().map(Arc::new));
+        out.extend(super::shared(more));
     }
     out
 }

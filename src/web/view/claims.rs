@@ -169,58 +169,58 @@ pub(super) fn claim_groups(
                 .unwrap_or_default()
         };
         let drifted = is_true(&claim.status.conditions, "Drifted");
-        let (blocked_by, blocked_detail) =
-            match node.and_then(|n| pass.nodes.get(n.metadata.name.as_str())) {
-                Some(d) => {
-                    // Each kind once, in the order the blockers come.
-                    let mut kinds: Vec<String> = Vec::new();
-                    for b in &d.blockers {
-                        // The kind and the object, visibly: `pdb web/storefront`.
-                        let mut k = serde_name(b.kind);
-                        if let Some(o) = &b.object {
-                            let name = match &o.namespace {
-                                Some(ns) => format!("{ns}/{}", o.name),
-                                None => o.name.clone(),
-                            };
-                            k = format!("{k} {name}");
-                        }
-                        if !kinds.contains(&k) {
-                            kinds.push(k);
-                        }
+        // The node's disruption state, as the pass worked it out.
+        let state = node.and_then(|n| pass.nodes.get(n.metadata.name.as_str()));
+        let (blocked_by, blocked_detail) = match state {
+            Some(d) => {
+                // Each kind once, in the order the blockers come.
+                let mut kinds: Vec<String> = Vec::new();
+                for b in &d.blockers {
+                    // The kind and the object, visibly: `pdb web/storefront`.
+                    let mut k = serde_name(b.kind);
+                    if let Some(o) = &b.object {
+                        let name = match &o.namespace {
+                            Some(ns) => format!("{ns}/{}", o.name),
+                            None => o.name.clone(),
+                        };
+                        k = format!("{k} {name}");
                     }
-                    let detail = d
-                        .blockers
-                        .iter()
-                        .map(|b| b.message.clone())
-                        .collect::<Vec<_>>()
-                        .join("; ");
-                    (kinds, detail)
+                    if !kinds.contains(&k) {
+                        kinds.push(k);
+                    }
                 }
-                None => (Vec::new(), String::new()),
-            };
-        let (consolidation, consolidation_detail) =
-            match node.and_then(|n| pass.nodes.get(n.metadata.name.as_str())) {
-                Some(d) => {
-                    let x = &d.consolidation;
-                    let badge = match (x.state, x.reason) {
-                        (State::Candidate, _) => "candidate".to_string(),
-                        // The blockers' own badge says it already.
-                        (State::Blocked, Some(Reason::Blocked)) if !d.blockers.is_empty() => {
-                            String::new()
-                        }
-                        (State::Blocked, Some(r)) => r.as_str().to_string(),
-                        (State::Unknown, _) => "unknown".to_string(),
-                        _ => String::new(),
-                    };
-                    let detail = if badge.is_empty() {
+                let detail = d
+                    .blockers
+                    .iter()
+                    .map(|b| b.message.clone())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                (kinds, detail)
+            }
+            None => (Vec::new(), String::new()),
+        };
+        let (consolidation, consolidation_detail) = match state {
+            Some(d) => {
+                let x = &d.consolidation;
+                let badge = match (x.state, x.reason) {
+                    (State::Candidate, _) => "candidate".to_string(),
+                    // The blockers' own badge says it already.
+                    (State::Blocked, Some(Reason::Blocked)) if !d.blockers.is_empty() => {
                         String::new()
-                    } else {
-                        x.message.clone()
-                    };
-                    (badge, detail)
-                }
-                None => (String::new(), String::new()),
-            };
+                    }
+                    (State::Blocked, Some(r)) => r.as_str().to_string(),
+                    (State::Unknown, _) => "unknown".to_string(),
+                    _ => String::new(),
+                };
+                let detail = if badge.is_empty() {
+                    String::new()
+                } else {
+                    x.message.clone()
+                };
+                (badge, detail)
+            }
+            None => (String::new(), String::new()),
+        };
         let drift_reason = condition(&claim.status.conditions, "Drifted")
             .filter(|c| c.is_true())
             .and_then(|c| c.reason.clone())
