@@ -536,11 +536,12 @@ fn a_replacement_reads_every_pool() {
 /// the other pool's consolidateAfter so that a node settled after Karpenter's event (but
 /// before now) makes the node a candidate without changing who is settling now. The
 /// incremental pass follows.
-#[test]
-fn another_pools_consolidate_after_moves_when_the_room_opened() {
+/// The demo with its node that Karpenter left ("Can't replace with a cheaper node") alone
+/// in pool `default`, and the other nodes of that pool in [`OTHERS`].
+fn left_node_apart() -> (Cluster, DateTime<Utc>) {
     let (mut c, now) = demo();
-    let node = "ip-10-0-60-77.us-west-2.compute.internal";
-    let others = "default-others";
+    let node = LEFT_NODE;
+    let others = OTHERS;
     let mut pool = c.nodepools["default"].clone();
     pool.metadata.name = others.into();
     c.apply_nodepool(pool);
@@ -567,6 +568,16 @@ fn another_pools_consolidate_after_moves_when_the_room_opened() {
             c.apply_nodeclaim(cl);
         }
     }
+    (c, now)
+}
+
+const LEFT_NODE: &str = "ip-10-0-60-77.us-west-2.compute.internal";
+const OTHERS: &str = "default-others";
+
+#[test]
+fn another_pools_consolidate_after_moves_when_the_room_opened() {
+    let (mut c, now) = left_node_apart();
+    let (node, others) = (LEFT_NODE, OTHERS);
     let mut engine = Incremental::default();
     let answer = |p: &analysis::Pass| p.nodes[node].consolidation.clone();
     let base = answer(&analysis::run_incremental(&c, now, &mut engine));
@@ -607,6 +618,42 @@ fn another_pools_consolidate_after_moves_when_the_room_opened() {
         flipped > 0,
         "some setting of the other pool makes Karpenter's event stale"
     );
+}
+
+/// With nothing changed but the clock, a node leaving its pool's consolidateAfter opens
+/// its room to the plans that read it: the other pool's consolidateAfter is set so that
+/// each other node settles half a minute after now, one at a time; a pass before and a
+/// pass after, with no change between them, follow the full pass, and some plan moves.
+#[test]
+fn a_node_settling_with_only_the_clock_moving_reaches_the_plans() {
+    let (mut c, now) = left_node_apart();
+    let answer = |p: &analysis::Pass| p.nodes[LEFT_NODE].consolidation.clone();
+    let settle_soon: Vec<String> = c
+        .nodeclaims
+        .values()
+        .filter(|cl| Cluster::pool_of(&cl.metadata.labels) == Some(OTHERS))
+        .filter_map(|cl| {
+            let since = cl.status.last_pod_event_time?;
+            let secs = (now + Duration::seconds(30) - since).num_seconds();
+            (secs > 0).then(|| format!("{secs}s"))
+        })
+        .collect();
+    assert!(!settle_soon.is_empty(), "the demo has nodes to settle");
+    let mut flipped = 0;
+    for after in settle_soon {
+        let mut p = c.nodepools[OTHERS].clone();
+        p.spec.disruption.consolidate_after = Some(after);
+        c.apply_nodepool(p);
+        let mut engine = Incremental::default();
+        let before = answer(&analysis::run_incremental(&c, now, &mut engine));
+        // Only the clock moves, past the settling.
+        let later = now + Duration::seconds(60);
+        same(&c, later, &mut engine).unwrap();
+        if answer(&analysis::run(&c, later)) != before {
+            flipped += 1;
+        }
+    }
+    assert!(flipped > 0, "a node settling moves some plan");
 }
 
 /// A pod bound to `node` for the room tests: `cpu` requested, labelled `app`, and with a

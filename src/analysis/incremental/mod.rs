@@ -90,6 +90,10 @@ pub struct Incremental {
     room: (Option<RoomToken>, u64),
     /// The room as the last pass that compared it found it.
     seen: Option<RoomSeen>,
+    /// The nodes (by place in the model's order) that left their pool's consolidateAfter
+    /// since the last pass, when nothing else of the room's inputs changed: moved in
+    /// place, for the kept plans to be checked against ([`Incremental::room_moves`]).
+    settled: Vec<usize>,
     /// When each node settles, as last worked out ([`fit::settling`]), at which zones
     /// (nodes and claims) and pools stamps.
     settling: Option<((u64, u64), Arc<fit::Settling>)>,

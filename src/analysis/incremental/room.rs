@@ -67,16 +67,31 @@ impl Incremental {
             .iter()
             .map(|t| t.flatten().is_some_and(|t| now < t))
             .collect();
-        let same = self.room.0.as_ref().is_some_and(|(bound, at, yet)| {
-            *bound == stamps.0
-                && (Arc::ptr_eq(at, settles) || at == settles)
-                && *yet == now_settling
+        self.settled.clear();
+        let inputs_same = self.room.0.as_ref().is_some_and(|(bound, at, _)| {
+            *bound == stamps.0 && (Arc::ptr_eq(at, settles) || at == settles)
         });
-        if !same {
-            self.room = (
-                Some((stamps.0, settles.clone(), now_settling)),
-                self.room.1 + 1,
-            );
+        match &self.room.0 {
+            Some((_, _, yet)) if inputs_same => {
+                // Only the clock moved: the nodes that settled since stand where they
+                // stood in the order, now open to pods; told as moved in place.
+                self.settled = yet
+                    .iter()
+                    .zip(&now_settling)
+                    .enumerate()
+                    .filter(|(_, (was, is))| was != is)
+                    .map(|(i, _)| i)
+                    .collect();
+                if !self.settled.is_empty() {
+                    self.room.0 = Some((stamps.0, settles.clone(), now_settling));
+                }
+            }
+            _ => {
+                self.room = (
+                    Some((stamps.0, settles.clone(), now_settling)),
+                    self.room.1 + 1,
+                );
+            }
         }
     }
 
@@ -85,7 +100,49 @@ impl Incremental {
     /// order before and now. A change no place
     /// tells instead counts as the room's change ([`Incremental::room`]): a target that
     /// came or went, a change on a node whose pods guard a domain with their anti-affinity.
+    ///
+    /// The nodes that settled since ([`Incremental::note_room`]) are among them, moved in
+    /// place; where the room as last compared cannot place them, they count as the room's
+    /// change.
     pub(super) fn room_moves(&mut self, c: &Cluster, inputs: &NodeInputs) -> Vec<Moved> {
+        let mut moved = self.bound_moves(c, inputs);
+        if self.settled.is_empty() {
+            return moved;
+        }
+        let st = c.stamps();
+        let seen = self
+            .seen
+            .as_ref()
+            .filter(|s| s.bound == st.bound() && s.zones == st.zones());
+        let settled: Option<Vec<Moved>> = seen
+            .filter(|_| moved.len() + self.settled.len() <= MOVED_KEPT)
+            .and_then(|seen| {
+                self.settled
+                    .iter()
+                    .map(|&i| {
+                        let place = *seen.places.get(i)?;
+                        Some(Moved {
+                            name: seen.names.get(i)?.clone(),
+                            was: place,
+                            is: place,
+                        })
+                    })
+                    .collect()
+            });
+        match settled {
+            Some(settled) => {
+                moved.extend(settled);
+                moved
+            }
+            None => {
+                self.room.1 += 1;
+                Vec::new()
+            }
+        }
+    }
+
+    /// The nodes whose room moved since the last comparison as their bound pods tell it.
+    fn bound_moves(&mut self, c: &Cluster, inputs: &NodeInputs) -> Vec<Moved> {
         let st = c.stamps();
         if self.seen.as_ref().is_some_and(|s| s.bound == st.bound()) {
             return Vec::new();
