@@ -25,7 +25,7 @@ use crate::analysis::Pass;
 use crate::findings::{Code, Finding, Report};
 use crate::karpenter::duration;
 use crate::karpenter::events::{self, BlockerKind, NominationTarget};
-use crate::model::shared::FastMap;
+use crate::model::shared::{FastMap, FastSet};
 use crate::model::Cluster;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
@@ -116,8 +116,9 @@ pub struct SeedState {
     ttl: (Option<[u64; 4]>, Expiries),
     /// Karpenter's `Nominated` events about pods, picked out of all events.
     nominated: PickedEvents,
-    /// Which of the ids the counted occurrences name the model holds ([`alive_uids`]),
-    /// with the model (its epoch) and its newest stamp they were looked for at.
+    /// Which of the nodes, NodeClaims and DaemonSets the counted occurrences name the
+    /// model holds ([`alive_uids`]), with the model (its epoch) and its zones stamp they
+    /// were looked for at.
     alive: Option<([u64; 2], BTreeSet<String>)>,
 }
 
@@ -255,30 +256,21 @@ impl SeedMetrics {
             // It may name an object the kept set was not looking for.
             *alive = None;
         }
-        // Age out occurrences whose objects are gone. Which are alive is looked for again
-        // only when what it reads changed or a new occurrence was counted (one counted no
-        // more needs no look): the nodes, NodeClaims and DaemonSets (the zones stamp: any
-        // node or claim, or anything global), or any change at all while a nomination
-        // failure names a pod.
-        let names_pods = counted
-            .values()
-            .any(|c| matches!(c.series, Series::NominationFailure(_)));
-        let token = [
-            c.stamps().epoch(),
-            if names_pods {
-                c.stamps().last()
-            } else {
-                c.stamps().zones()
-            },
-        ];
+        // Age out occurrences whose objects are gone. Which nodes, NodeClaims and
+        // DaemonSets are alive is looked for again only when they changed (the zones
+        // stamp: any node or claim, or anything global) or a new occurrence was counted
+        // (one counted no more needs no look); the few pods a nomination failure names,
+        // on every pass.
+        let token = [c.stamps().epoch(), c.stamps().zones()];
         if alive.as_ref().is_none_or(|(at, _)| *at != token) {
             *alive = Some((token, alive_uids(c, counted)));
         }
         let alive = &alive.as_ref().expect("looked for above").1;
+        let pods = alive_pods(c, counted);
         let ttl = self.series_ttl;
         let mut expired = Vec::new();
         for (key, c) in counted.iter_mut() {
-            if c.uids.iter().all(|u| alive.contains(u)) {
+            if c.uids.iter().all(|u| alive.contains(u) || pods.contains(u)) {
                 c.alive_at = now;
             } else if now - c.alive_at > ttl {
                 expired.push(key.clone());
@@ -316,9 +308,8 @@ impl SeedMetrics {
 }
 
 /// Which of the object ids (see [`uid`]) the counted occurrences name the model still
-/// holds: one look at each node, DaemonSet and NodeClaim, with nothing allocated for the
-/// many that no occurrence names. Of pods, only a nomination failure names one (by its
-/// labels), so those are looked up by name rather than every pod read.
+/// holds, of nodes, DaemonSets and NodeClaims: one look at each, with nothing allocated
+/// for the many that no occurrence names. Pods are [`alive_pods`].
 fn alive_uids(c: &Cluster, counted: &FastMap<String, Counted>) -> BTreeSet<String> {
     let wanted: std::collections::HashSet<&str, foldhash::fast::RandomState> = counted
         .values()
@@ -340,13 +331,6 @@ fn alive_uids(c: &Cluster, counted: &FastMap<String, Counted>) -> BTreeSet<Strin
         }
     };
     c.nodes.values().for_each(|o| see("Node", &o.metadata));
-    for counted in counted.values() {
-        if let Series::NominationFailure(l) = &counted.series {
-            if let Some(p) = c.pods.get(&(l.namespace.clone(), l.pod.clone())) {
-                see("Pod", &p.metadata);
-            }
-        }
-    }
     c.daemonsets
         .values()
         .for_each(|o| see("DaemonSet", &o.metadata));
@@ -354,6 +338,23 @@ fn alive_uids(c: &Cluster, counted: &FastMap<String, Counted>) -> BTreeSet<Strin
         .values()
         .for_each(|o| see("NodeClaim", &o.metadata));
     alive
+}
+
+/// The ids of the pods the counted occurrences name that the model still holds: only a
+/// nomination failure names one (by its labels), so each is looked up by name rather than
+/// every pod read.
+fn alive_pods(c: &Cluster, counted: &FastMap<String, Counted>) -> FastSet<String> {
+    counted
+        .values()
+        .filter_map(|counted| match &counted.series {
+            Series::NominationFailure(l) => c.pods.get(&(l.namespace.clone(), l.pod.clone())),
+            _ => None,
+        })
+        .map(|p| match p.metadata.uid.as_str() {
+            "" => uid("Pod", &p.metadata),
+            u => u.to_string(),
+        })
+        .collect()
 }
 
 fn node_uid(c: &Cluster, name: &str) -> String {
