@@ -900,7 +900,11 @@ fn a_kept_answer_hands_on_its_finding() {
             .filter(|f| b.iter().any(|g| Arc::ptr_eq(f, g)))
             .count()
     };
-    for code in [Code::PodUnschedulable, Code::DisruptionBlocked] {
+    for code in [
+        Code::PodUnschedulable,
+        Code::DisruptionBlocked,
+        Code::ConsolidationBlocked,
+    ] {
         let before = of(&first, code);
         assert!(!before.is_empty(), "the demo has {code}");
         let again = analysis::run_incremental(&c, now, &mut engine);
@@ -934,4 +938,24 @@ fn a_kept_answer_hands_on_its_finding() {
     assert_eq!(handed_on(&after, &before), before.len() - 1);
     let mine = after.iter().find(|f| f.object == pod).expect("its finding");
     assert!(!before.iter().any(|f| Arc::ptr_eq(f, mine)));
+    // A day later every consolidation-blocked finding's "Consolidatable for" changes
+    // words: each is written anew, as the full pass writes it.
+    let before = of(
+        &analysis::run_incremental(&c, now, &mut engine),
+        Code::ConsolidationBlocked,
+    );
+    let later = now + chrono::Duration::days(1);
+    let after = of(
+        &analysis::run_incremental(&c, later, &mut engine),
+        Code::ConsolidationBlocked,
+    );
+    assert_eq!(handed_on(&after, &before), 0);
+    let words = |fs: &[Arc<kelp::findings::Finding>]| -> Vec<String> {
+        fs.iter().map(|f| f.message.clone()).collect()
+    };
+    assert_eq!(
+        words(&after),
+        words(&of(&analysis::run(&c, later), Code::ConsolidationBlocked))
+    );
+    assert_ne!(words(&after), words(&before));
 }

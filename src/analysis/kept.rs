@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use super::disruption::blocked::BlockedDetails;
+use super::disruption::consolidation::BlockedDetails as ConsolidationDetails;
 use super::provisioning::PodDiagnosis;
 use crate::findings::{Code, Finding, Report};
 use crate::model::shared::FastMap;
@@ -28,6 +29,10 @@ impl KeptFindings {
                 Code::DisruptionBlocked => f
                     .details
                     .downcast_ref::<BlockedDetails>()
+                    .map(|b| address(&**b.state())),
+                Code::ConsolidationBlocked => f
+                    .details
+                    .downcast_ref::<ConsolidationDetails>()
                     .map(|b| address(&**b.state())),
                 _ => None,
             };

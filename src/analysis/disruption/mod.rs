@@ -36,11 +36,8 @@ use crate::findings::Finding;
 /// Every disruption finding, in one pass over the context's node states.
 pub fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
     let mut out = blocked::findings(ctx);
-    for more in [
-        consolidation::findings(ctx),
-        budget::budget_blocking(ctx),
-        spot::spot_interruptions(ctx),
-    ] {
+    out.extend(consolidation::findings(ctx));
+    for more in [budget::budget_blocking(ctx), spot::spot_interruptions(ctx)] {
         out.extend(super::shared(more));
     }
     out
