@@ -1,10 +1,12 @@
-//! The findings a `kelp serve` pass hands on from the pass before: a finding that is a
-//! pure function of one shared answer (a pending pod's diagnosis, a node's disruption
-//! state) and of what the clock decides (its severity) is the same finding while that
-//! answer is the same allocation, kept by the incremental engine because nothing it read
-//! changed. A pass looks it up by the answer's address instead of writing its words
-//! again. The kept finding holds its answer (its details share it), so no address is
-//! reused while it is kept.
+//! The findings a `kelp serve` pass hands on from the pass before (`pod-unschedulable`,
+//! `disruption-blocked`, `consolidation-blocked`): a finding that is a pure function of
+//! one shared answer (a pending pod's diagnosis, a node's disruption state) and of what
+//! the clock decides (its severity; how long a node has been Consolidatable, in words) is
+//! the same finding while that answer is the same allocation, kept by the incremental
+//! engine because nothing it read changed, and the clock's part reads the same. A pass
+//! looks it up by the answer's address instead of writing its words again. The kept
+//! finding holds its answer (its details share it), so no address is reused while it is
+//! kept.
 
 use std::sync::Arc;
 
