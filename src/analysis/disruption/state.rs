@@ -267,6 +267,24 @@ impl<'c> NodeInputs<'c> {
         self
     }
 
+    /// Where node `n`, the `i`th in the model's order, stands in the room
+    /// ([`super::super::fit::place_of`]), from the kept shares, without building the room;
+    /// None when where each node settles is not known.
+    pub fn place_of(&self, n: &Node, i: usize) -> Option<(Option<f64>, bool)> {
+        let c = self.cluster?;
+        let settling = self
+            .settling
+            .as_ref()
+            .filter(|s| s.len() == c.nodes.len())?;
+        let settles = *settling.get(i)?;
+        Some(super::super::fit::place_of(
+            c,
+            n,
+            settles,
+            &mut self.room_cache.borrow_mut(),
+        ))
+    }
+
     /// Each node's share of the room, for the next pass.
     pub fn into_room_cache(self) -> RoomCache {
         self.room_cache.into_inner()

@@ -219,6 +219,26 @@ pub fn settling(c: &Cluster) -> Settling {
         .collect()
 }
 
+/// Where node `n` stands in the room [`Room::with_cache`] builds with the same `cache` and
+/// `settles` (the node's entry in [`Settling`]): its free CPU as a target (None: not one),
+/// and whether it guards a domain ([`Room::guarded`]). What serve's incremental pass reads
+/// of the few nodes that changed, instead of building the whole room.
+pub fn place_of(
+    c: &Cluster,
+    n: &Node,
+    settles: Option<Option<DateTime<Utc>>>,
+    cache: &mut RoomCache,
+) -> (Option<f64>, bool) {
+    let name = &n.metadata.name;
+    let share = cache.get_or_insert_with(c.stamps(), name, || NodeRoom::of(c, n));
+    let place = settles.map(|_| share.free.get("cpu"));
+    let guards = share.guarded
+        && c.pods_on(name).filter(|p| holds_room(p)).any(|p| {
+            anti_affinity_terms(p).any(|t| n.metadata.labels.get(&t.topology_key).is_some())
+        });
+    (place, guards)
+}
+
 /// Each node's own share of the room, kept between passes by `kelp serve`'s incremental
 /// analysis ([`PerNode`]): a node whose pods did not change is not summed again.
 pub type RoomCache = PerNode<NodeRoom>;
@@ -884,6 +904,41 @@ status:
         // ScheduleAnyway never blocks.
         let p = plan(&yaml.replace("DoNotSchedule", "ScheduleAnyway"), "a");
         assert!(p.fits(), "{p:?}");
+    }
+
+    /// A node read alone says what the whole room says of it: its place (a free-CPU
+    /// target, or none when it is cordoned) and whether it guards a domain (a pod there with
+    /// a required anti-affinity term over a key the node has; a term over a key it lacks
+    /// guards nothing).
+    #[test]
+    fn a_node_read_alone_stands_where_the_whole_room_puts_it() {
+        let guard = "  affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}]}}";
+        let keyless = guard.replace("kubernetes.io/hostname", "example.com/rack");
+        let yaml = format!(
+            "{}{}{}{}{}{}{}",
+            node("a", "4", ""),
+            node("b", "8", ""),
+            node("c", "2", "").replacen("status:", "spec: {unschedulable: true}\nstatus:", 1),
+            node("d", "6", ""),
+            pod("w1", "a", "1", ""),
+            pod("db", "b", "1", guard),
+            pod("rk", "d", "2", &keyless),
+        );
+        let c = cluster(&yaml);
+        let now = Utc::now();
+        let room = Room::new(&c, now);
+        let settling = settling(&c);
+        let guarded: Vec<&str> = room.guarded().collect();
+        assert_eq!(guarded, ["b"]);
+        let mut cache = RoomCache::default();
+        for (i, n) in c.nodes.values().enumerate() {
+            let name = n.metadata.name.as_str();
+            let (place, guards) = place_of(&c, n, settling[i], &mut cache);
+            assert_eq!(place, room.places_in_node_order()[i], "{name}");
+            assert_eq!(guards, guarded.contains(&name), "{name}");
+        }
+        assert_eq!(room.places_in_node_order()[2], None, "c is cordoned");
+        assert_eq!(room.places_in_node_order()[3], Some(4.0), "d: 6 less 2");
     }
 
     #[test]

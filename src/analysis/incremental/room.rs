@@ -1,7 +1,8 @@
 //! The room as serve's incremental pass compares it from pass to pass: its inputs beyond
 //! the bound pods (when each node settles, and whether it does yet), where each node stood
 //! in its order at the last comparison, and which nodes moved since, for the kept plans
-//! to be checked against ([`super::Incremental`]).
+//! to be checked against ([`super::Incremental`]). While the nodes are the same ones, only
+//! the nodes changed since are read; the room is built whole only when a plan reads it.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -147,21 +148,33 @@ impl Incremental {
         if self.seen.as_ref().is_some_and(|s| s.bound == st.bound()) {
             return Vec::new();
         }
-        let Some(room) = inputs.built_room() else {
-            return Vec::new();
-        };
-        let names = match &self.seen {
-            Some(seen) if seen.zones == st.zones() => seen.names.clone(),
-            _ => Arc::new(c.nodes.keys().cloned().collect()),
-        };
-        debug_assert_eq!(names.len(), c.nodes.len(), "a node came or went unstamped");
-        let now_seen = RoomSeen {
-            bound: st.bound(),
-            at: st.last(),
-            zones: st.zones(),
-            names,
-            places: room.places_in_node_order().to_vec(),
-            guarded: room.guarded().map(str::to_string).collect(),
+        // While the nodes are the same ones, from the last comparison and the few nodes
+        // the journal names since; else from the room, built now.
+        let told = self
+            .seen
+            .as_ref()
+            .filter(|was| was.zones == st.zones())
+            .and_then(|was| seen_since(was, c, inputs));
+        let now_seen = match told {
+            Some(seen) => seen,
+            None => {
+                let Some(room) = inputs.built_room() else {
+                    return Vec::new();
+                };
+                let names = match &self.seen {
+                    Some(seen) if seen.zones == st.zones() => seen.names.clone(),
+                    _ => Arc::new(c.nodes.keys().cloned().collect()),
+                };
+                debug_assert_eq!(names.len(), c.nodes.len(), "a node came or went unstamped");
+                RoomSeen {
+                    bound: st.bound(),
+                    at: st.last(),
+                    zones: st.zones(),
+                    names,
+                    places: room.places_in_node_order().to_vec(),
+                    guarded: room.guarded().map(str::to_string).collect(),
+                }
+            }
         };
         let before = self.seen.replace(now_seen);
         let now_seen = self.seen.as_ref().expect("set above");
@@ -235,4 +248,32 @@ impl Incremental {
             Vec::new()
         }
     }
+}
+
+/// The room as it stands now, from `was` (the last comparison, over the same nodes) and the
+/// nodes the journal names since, each read alone ([`NodeInputs::place_of`]): what the room
+/// built whole would say, without building it. None when the journal does not reach back,
+/// names a node the model does not hold, or where each node settles is not known.
+fn seen_since(was: &RoomSeen, c: &Cluster, inputs: &NodeInputs) -> Option<RoomSeen> {
+    let st = c.stamps();
+    let mut places = was.places.clone();
+    let mut guarded = was.guarded.clone();
+    for name in st.nodes_since(was.at)? {
+        let i = was.names.binary_search_by(|x| x.as_str().cmp(name)).ok()?;
+        let (place, guards) = inputs.place_of(c.nodes.get(name)?, i)?;
+        places[i] = place;
+        if guards {
+            guarded.insert(name.to_string());
+        } else {
+            guarded.remove(name);
+        }
+    }
+    Some(RoomSeen {
+        bound: st.bound(),
+        at: st.last(),
+        zones: st.zones(),
+        names: was.names.clone(),
+        places,
+        guarded,
+    })
 }
