@@ -721,6 +721,51 @@ lastTimestamp: "{at}"
         assert!(later.found.is_empty() && later.still_seen.is_empty());
     }
 
+    /// With only pods changed since (no event, no node), a scan reads just their nodes:
+    /// what it finds there, and the other nodes' counted series still seen, are what a
+    /// scan of every node would say.
+    #[test]
+    fn only_pods_changed_reads_their_nodes_alone() {
+        // w-0 waited for n0 (the node is newer than the pod); n1, new too, is empty.
+        let mut c = load(&[
+            pool("web"),
+            pool("batch"),
+            node("n0", "web", -300, ""),
+            pod("w-0", "n0", -400, -200, ""),
+            node("n1", "batch", -60, ""),
+        ]);
+        let keys =
+            |l: &Latencies| -> Vec<String> { l.found.iter().map(|o| o.key.clone()).collect() };
+        let series = |pool: &str| {
+            SliSeries::PodLatency(PoolLabels {
+                nodepool: pool.into(),
+            })
+        };
+        let mut scans = LatencyScans::default();
+        let first = pod_latencies_with(&c, t(0), &mut scans);
+        assert_eq!(keys(&first), ["pod-latency/uid-w-0"]);
+        // A pod that waited for n1 binds there: found on n1; n0 is kept, still seen.
+        let mut more = Cluster::default();
+        crate::source::load_str("test", &pod("late-1", "n1", -100, -10, ""), &mut more).unwrap();
+        c.apply_pod(more.pods.values().next().unwrap().clone());
+        let second = pod_latencies_with(&c, t(10), &mut scans);
+        assert_eq!(keys(&second), ["pod-latency/uid-late-1"]);
+        assert_eq!(second.still_seen, [series("web")]);
+        let all: Vec<String> = pod_latencies(&c, t(10))
+            .into_iter()
+            .map(|o| o.key)
+            .collect();
+        assert_eq!(all, ["pod-latency/uid-w-0", "pod-latency/uid-late-1"]);
+        // w-0 deleted: n0 is read again and counts nothing; n1's series is still seen.
+        c.delete_pod("web", "w-0");
+        let third = pod_latencies_with(&c, t(20), &mut scans);
+        assert!(third.found.is_empty());
+        assert_eq!(third.still_seen, [series("batch")]);
+        // Nothing changed, an hour on: nothing is within the window.
+        let later = pod_latencies_with(&c, t(3700), &mut scans);
+        assert!(later.found.is_empty() && later.still_seen.is_empty());
+    }
+
     /// Applies every object of `docs` to `c`, as watch events would.
     fn apply(c: &mut Cluster, docs: &[String]) {
         let more = load(docs);

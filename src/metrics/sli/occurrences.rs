@@ -9,6 +9,7 @@ use crate::metrics::common::{label_value, uid, uid_ref};
 use crate::model::stamps::PerNode;
 use crate::model::*;
 use chrono::{DateTime, Duration, Utc};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 
@@ -151,10 +152,20 @@ impl Kept {
 #[derive(Debug, Default)]
 pub struct LatencyScans {
     nodes: PerNode<NodeRead>,
-    /// The model (its epoch) and its newest stamp at the last scan, with the pool and time
-    /// of each node whose pods were counted: a scan after which nothing changed reads no
-    /// node, only which of those are still within the window.
-    last: Option<([u64; 2], Vec<(String, DateTime<Utc>)>)>,
+    /// What the last scan saw, and the pool and time of each node whose pods were counted:
+    /// a scan after which nothing changed reads no node, only which of those are still
+    /// within the window; one after which only pods changed reads only their nodes.
+    last: Option<LastScan>,
+}
+
+#[derive(Debug)]
+struct LastScan {
+    /// The model (its epoch) and its newest stamp.
+    token: [u64; 2],
+    /// The nodes and claims stamp: the same nodes while it stands.
+    zones: u64,
+    /// By node name: the pool and newest bound instant of the pods counted there.
+    counted: BTreeMap<String, (String, DateTime<Utc>)>,
 }
 
 #[derive(Debug)]
@@ -185,10 +196,57 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
     let st = c.stamps();
     let mut out = Latencies::default();
     let token = [st.epoch(), st.last()];
-    if let Some((_, counted)) = scans.last.as_ref().filter(|(at, _)| *at == token) {
-        // Every node's read holds (nothing changed): each is kept, as below.
-        out.still_seen = still_seen(counted.iter(), now);
-        return out;
+    match scans.last.as_mut() {
+        Some(last) if last.token == token => {
+            // Every node's read holds (nothing changed): each is kept, as below.
+            out.still_seen = still_seen(last.counted.values(), now);
+            return out;
+        }
+        Some(last)
+            if last.token[0] == token[0]
+                && last.zones == st.zones()
+                && st.events_any() <= last.token[1] =>
+        {
+            // Only pods changed, and no event: a node the journal does not name since is
+            // kept (its read depends on nothing else that changed, and time only takes
+            // its occurrences away); the others are read again, as below.
+            if let Some(touched) = st.nodes_since(last.token[1]) {
+                let touched: BTreeSet<&str> = touched.collect();
+                let mut fresh = Vec::new();
+                for name in touched {
+                    let Some(node) = c.nodes.get(name) else {
+                        continue;
+                    };
+                    let (read, kept) = scans.nodes.get_or_refresh_with(
+                        st,
+                        name,
+                        |at, r| still(c, now, name, at, r),
+                        || read_node(c, node, now, &mut out.found),
+                    );
+                    match &read.counted {
+                        Some(counted) => {
+                            last.counted.insert(name.to_string(), counted.clone());
+                        }
+                        None => {
+                            last.counted.remove(name);
+                        }
+                    }
+                    if !kept {
+                        fresh.push(name);
+                    }
+                }
+                out.still_seen = still_seen(
+                    last.counted
+                        .iter()
+                        .filter(|(n, _)| !fresh.contains(&n.as_str()))
+                        .map(|(_, c)| c),
+                    now,
+                );
+                last.token = token;
+                return out;
+            }
+        }
+        _ => {}
     }
     // The nodes whose pods were counted, and whether each was kept (not read now).
     let mut counted = Vec::new();
@@ -196,26 +254,38 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
     scans_nodes.retain_nodes(&c.nodes);
     for node in c.nodes.values() {
         let name = &node.metadata.name;
-        // Kept while none of its pods was bound in the window, or no event about one
-        // of them changed.
-        let still = |at: u64, r: &NodeRead| {
-            r.newest.is_none_or(|t| recent(t, now).is_none())
-                || st.events_any() <= at
-                || c.pods_on(name).all(|p| st.events(&p.metadata.name) <= at)
-        };
-        let (read, kept) = scans_nodes
-            .get_or_refresh_with(st, name, still, || read_node(c, node, now, &mut out.found));
-        if let Some((pool, t)) = &read.counted {
-            counted.push(((pool.clone(), *t), kept));
+        let (read, kept) = scans_nodes.get_or_refresh_with(
+            st,
+            name,
+            |at, r| still(c, now, name, at, r),
+            || read_node(c, node, now, &mut out.found),
+        );
+        if let Some(read) = &read.counted {
+            counted.push((name.clone(), read.clone(), kept));
         }
     }
     out.still_seen = still_seen(
-        counted.iter().filter(|(_, kept)| *kept).map(|(c, _)| c),
+        counted
+            .iter()
+            .filter(|(_, _, kept)| *kept)
+            .map(|(_, c, _)| c),
         now,
     );
-    let counted = counted.into_iter().map(|(c, _)| c).collect();
-    scans.last = Some((token, counted));
+    scans.last = Some(LastScan {
+        token,
+        zones: st.zones(),
+        counted: counted.into_iter().map(|(n, c, _)| (n, c)).collect(),
+    });
     out
+}
+
+/// Whether a node's read (made at stamp `at`) still holds, its node and pods unchanged:
+/// while none of its pods was bound in the window, or no event about one of them changed.
+fn still(c: &Cluster, now: DateTime<Utc>, name: &str, at: u64, r: &NodeRead) -> bool {
+    let st = c.stamps();
+    r.newest.is_none_or(|t| recent(t, now).is_none())
+        || st.events_any() <= at
+        || c.pods_on(name).all(|p| st.events(&p.metadata.name) <= at)
 }
 
 /// The latency series of the nodes whose counted pods (pool, newest bound instant) are
