@@ -571,6 +571,19 @@ fn left_node_apart() -> (Cluster, DateTime<Utc>) {
     (c, now)
 }
 
+/// For each node of [`OTHERS`], the pool's consolidateAfter that settles it at `at`.
+fn settling_at(c: &Cluster, at: DateTime<Utc>) -> Vec<String> {
+    c.nodeclaims
+        .values()
+        .filter(|cl| Cluster::pool_of(&cl.metadata.labels) == Some(OTHERS))
+        .filter_map(|cl| {
+            let since = cl.status.last_pod_event_time?;
+            let secs = (at - since).num_seconds();
+            (secs > 0).then(|| format!("{secs}s"))
+        })
+        .collect()
+}
+
 const LEFT_NODE: &str = "ip-10-0-60-77.us-west-2.compute.internal";
 const OTHERS: &str = "default-others";
 
@@ -588,16 +601,7 @@ fn another_pools_consolidate_after_moves_when_the_room_opened() {
     );
     // For each of the other nodes, the other pool's consolidateAfter that settles it a
     // minute before now (after Karpenter's event).
-    let settle_one_minute_ago: Vec<String> = c
-        .nodeclaims
-        .values()
-        .filter(|cl| Cluster::pool_of(&cl.metadata.labels) == Some(others))
-        .filter_map(|cl| {
-            let since = cl.status.last_pod_event_time?;
-            let secs = (now - Duration::seconds(60) - since).num_seconds();
-            (secs > 0).then(|| format!("{secs}s"))
-        })
-        .collect();
+    let settle_one_minute_ago = settling_at(&c, now - Duration::seconds(60));
     let mut flipped = 0;
     for after in settle_one_minute_ago {
         let was = c.nodepools[others].clone();
@@ -628,16 +632,7 @@ fn another_pools_consolidate_after_moves_when_the_room_opened() {
 fn a_node_settling_with_only_the_clock_moving_reaches_the_plans() {
     let (mut c, now) = left_node_apart();
     let answer = |p: &analysis::Pass| p.nodes[LEFT_NODE].consolidation.clone();
-    let settle_soon: Vec<String> = c
-        .nodeclaims
-        .values()
-        .filter(|cl| Cluster::pool_of(&cl.metadata.labels) == Some(OTHERS))
-        .filter_map(|cl| {
-            let since = cl.status.last_pod_event_time?;
-            let secs = (now + Duration::seconds(30) - since).num_seconds();
-            (secs > 0).then(|| format!("{secs}s"))
-        })
-        .collect();
+    let settle_soon = settling_at(&c, now + Duration::seconds(30));
     assert!(!settle_soon.is_empty(), "the demo has nodes to settle");
     let mut flipped = 0;
     for after in settle_soon {
