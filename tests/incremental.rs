@@ -651,6 +651,50 @@ fn a_node_settling_with_only_the_clock_moving_reaches_the_plans() {
     assert!(flipped > 0, "a node settling moves some plan");
 }
 
+/// A node inside its pool's consolidateAfter counts down in seconds ("runs out in 9m59s"):
+/// a pass a second later writes the countdown again, as the full pass does, without
+/// judging the node again.
+#[test]
+fn a_countdown_is_written_again_without_judging_the_node_again() {
+    let (mut c, now) = left_node_apart();
+    // Each claim of the other pool: a pod event a minute ago, not Consolidatable yet.
+    let mut p = c.nodepools[OTHERS].clone();
+    p.spec.disruption.consolidate_after = Some("10m".into());
+    c.apply_nodepool(p);
+    for cl in c.nodeclaims.values().cloned().collect::<Vec<_>>() {
+        if Cluster::pool_of(&cl.metadata.labels) != Some(OTHERS) {
+            continue;
+        }
+        let mut cl = (*cl).clone();
+        cl.status.last_pod_event_time = Some(now - Duration::minutes(1));
+        cl.status
+            .conditions
+            .retain(|k| &*k.type_ != "Consolidatable");
+        c.apply_nodeclaim(cl);
+    }
+    let mut engine = Incremental::default();
+    let first = analysis::run_incremental(&c, now, &mut engine);
+    let counting: Vec<&str> = first
+        .nodes
+        .iter()
+        .filter(|(_, s)| s.consolidation.countdown.is_some())
+        .map(|(n, _)| &**n)
+        .collect();
+    assert!(!counting.is_empty(), "a node counts down");
+    let later = now + Duration::seconds(1);
+    same(&c, later, &mut engine).unwrap();
+    assert_eq!(engine.stats().computed, 0, "{:?}", engine.stats());
+    let again = analysis::run_incremental(&c, later, &mut engine);
+    for node in counting {
+        let (was, is) = (
+            &first.nodes[node].consolidation,
+            &again.nodes[node].consolidation,
+        );
+        assert_ne!(was.message, is.message, "{node}");
+        assert!(is.message.contains("runs out in"), "{}", is.message);
+    }
+}
+
 /// A pod bound to `node` for the room tests: `cpu` requested, labelled `app`, and with a
 /// required anti-affinity over zones against the pods `against` selects, in every
 /// namespace.

@@ -3,7 +3,9 @@
 //! flips; a result computed with it is therefore the same at any later instant before
 //! [`Clock::next_change`], unless its inputs change. That is what lets `kelp serve` reuse
 //! a node's disruption state from one pass to the next, and still see a threshold pass
-//! with no watch event at all.
+//! with no watch event at all. A countdown's words (`4m12s`) change more often than the
+//! answer they are part of: their changes are noted apart ([`Clock::next_words_change`]),
+//! for a reader to write the words again rather than work the answer out again.
 
 use std::cell::Cell;
 
@@ -13,6 +15,8 @@ use chrono::{DateTime, Duration, Utc};
 pub struct Clock {
     now: DateTime<Utc>,
     next: Cell<Option<DateTime<Utc>>>,
+    /// The first instant a countdown's words read so far change.
+    words: Cell<Option<DateTime<Utc>>>,
 }
 
 impl Clock {
@@ -20,6 +24,7 @@ impl Clock {
         Clock {
             now,
             next: Cell::new(None),
+            words: Cell::new(None),
         }
     }
 
@@ -60,9 +65,10 @@ impl Clock {
     }
 
     /// How long until `at` (after now), in kelp's words for a duration, noting the
-    /// instant those words next change: they show two units (`4m12s`, `2h5m`, `3d4h`),
-    /// so they change each second below an hour, each minute below a day, each hour
-    /// beyond; below a second (milliseconds) at every reading.
+    /// instant those words next change ([`Clock::next_words_change`]): they show two units
+    /// (`4m12s`, `2h5m`, `3d4h`), so they change each second below an hour, each minute
+    /// below a day, each hour beyond; below a second (milliseconds) at every reading (noted
+    /// as a change of the answer).
     pub fn countdown(&self, at: DateTime<Utc>) -> String {
         let left = at - self.now;
         let secs = left.num_seconds();
@@ -75,7 +81,10 @@ impl Clock {
                 _ => 3_600,
             };
             // The words stand while the whole seconds left, in steps, stand.
-            self.changes_at(at - Duration::seconds(secs / step * step) + Duration::nanoseconds(1));
+            let t = at - Duration::seconds(secs / step * step) + Duration::nanoseconds(1);
+            if t > self.now && self.words.get().is_none_or(|n| t < n) {
+                self.words.set(Some(t));
+            }
         }
         super::ago(at, self.now)
     }
@@ -83,6 +92,11 @@ impl Clock {
     /// The first instant the answers read so far may differ; None if never.
     pub fn next_change(&self) -> Option<DateTime<Utc>> {
         self.next.get()
+    }
+
+    /// The first instant the words of a countdown read so far change; None if never.
+    pub fn next_words_change(&self) -> Option<DateTime<Utc>> {
+        self.words.get()
     }
 
     /// Start noting afresh (for the next result), returning what was noted.
@@ -129,14 +143,16 @@ mod tests {
         let t0 = DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z")
             .unwrap()
             .to_utc();
+        // The words, when they next change, and when the answer does.
         let words = |now: DateTime<Utc>, at| {
             let c = Clock::at(now);
-            (c.countdown(at), c.next_change())
+            (c.countdown(at), c.next_words_change(), c.next_change())
         };
         let ns = Duration::nanoseconds;
         let at = t0 + Duration::seconds(252) + Duration::milliseconds(300);
-        let (w, next) = words(t0, at);
+        let (w, next, answer) = words(t0, at);
         assert_eq!(w, "4m12s");
+        assert_eq!(answer, None, "the words alone change");
         let next = next.unwrap();
         assert_eq!(next, t0 + Duration::milliseconds(300) + ns(1));
         // The same words up to that instant, others from it.
@@ -144,12 +160,12 @@ mod tests {
         assert_eq!(words(next, at).0, "4m11s");
         // Hours and minutes: the next minute.
         let at = t0 + Duration::minutes(125) + Duration::seconds(7);
-        let (w, next) = words(t0, at);
+        let (w, next, _) = words(t0, at);
         assert_eq!(w, "2h5m");
         assert_eq!(next, Some(t0 + Duration::seconds(7) + ns(1)));
         assert_eq!(words(next.unwrap(), at).0, "2h4m");
-        // Under a second: milliseconds, new at every reading.
+        // Under a second: milliseconds, new at every reading (the answer's change).
         let at = t0 + Duration::milliseconds(400);
-        assert_eq!(words(t0, at), ("400ms".to_string(), Some(t0)));
+        assert_eq!(words(t0, at), ("400ms".to_string(), None, Some(t0)));
     }
 }

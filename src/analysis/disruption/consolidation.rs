@@ -87,6 +87,18 @@ pub struct Consolidation {
     /// Since when Karpenter has considered it (its Consolidatable condition).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub considered_since: Option<DateTime<Utc>>,
+    /// The countdown that ends the message, if it has one.
+    #[serde(skip)]
+    pub countdown: Option<Countdown>,
+}
+
+/// A countdown at the end of a message: to when, and the byte its words start at. Its
+/// words change more often than the answer (each second below an hour); a reader that
+/// keeps the answer writes them again ([`Consolidation::recount`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Countdown {
+    pub at: DateTime<Utc>,
+    pub from: usize,
 }
 
 /// Karpenter re-publishes an `Unconsolidatable` event every 15 minutes while it holds: an
@@ -128,7 +140,17 @@ impl Consolidation {
             event: None,
             kelp_check: None,
             considered_since: None,
+            countdown: None,
         }
+    }
+
+    /// The message with its countdown's words as of `clock`'s instant (noting when they
+    /// next change), if it has a countdown and they differ from the words it has.
+    pub fn recount(&self, clock: &Clock) -> Option<String> {
+        let c = self.countdown?;
+        let words = clock.countdown(c.at);
+        let (head, was) = self.message.split_at_checked(c.from)?;
+        (was != words).then(|| format!("{head}{words}"))
     }
 
     /// The reason it is not consolidated, as the metric labels it: None for a candidate
@@ -265,11 +287,11 @@ fn decide<'r, 'c: 'r>(
         );
     }
     if !f.consolidatable {
-        return Consolidation::kelp(
-            NotConsidered,
-            Some(Reason::ConsolidateAfter),
-            not_yet(f, after, clock),
-        );
+        let (message, countdown) = not_yet(f, after, clock);
+        return Consolidation {
+            countdown,
+            ..Consolidation::kelp(NotConsidered, Some(Reason::ConsolidateAfter), message)
+        };
     }
     let reason = if f.empty {
         DisruptionReason::Empty
@@ -527,8 +549,9 @@ fn newest_decision(f: &Facts, clock: &Clock) -> Option<Evidence> {
         })
 }
 
-/// Why a node is not Consolidatable yet: when consolidateAfter runs out.
-fn not_yet(f: &Facts, after: &str, clock: &Clock) -> String {
+/// Why a node is not Consolidatable yet: when consolidateAfter runs out (a countdown,
+/// where kelp knows when).
+fn not_yet(f: &Facts, after: &str, clock: &Clock) -> (String, Option<Countdown>) {
     let claim = f.claim;
     let initialized = claim
         .and_then(|cl| condition(&cl.status.conditions, "Initialized"))
@@ -542,16 +565,24 @@ fn not_yet(f: &Facts, after: &str, clock: &Clock) -> String {
     };
     match (at, last_pod) {
         (Some(at), _) if !clock.reached(at) => {
-            format!(
-                "not Consolidatable yet: consolidateAfter {after} since its {} runs out in {}",
+            let mut message = format!(
+                "not Consolidatable yet: consolidateAfter {after} since its {} runs out in ",
                 if last_pod == from { "last pod event" } else { "initialization" },
-                clock.countdown(at)
-            )
+            );
+            let from = message.len();
+            message.push_str(&clock.countdown(at));
+            (message, Some(Countdown { at, from }))
         }
-        (Some(_), _) => format!(
-            "not Consolidatable yet: consolidateAfter {after} has passed, and Karpenter has not marked it yet"
+        (Some(_), _) => (
+            format!(
+                "not Consolidatable yet: consolidateAfter {after} has passed, and Karpenter has not marked it yet"
+            ),
+            None,
         ),
-        (None, _) => format!("not Consolidatable yet (consolidateAfter {after})"),
+        (None, _) => (
+            format!("not Consolidatable yet (consolidateAfter {after})"),
+            None,
+        ),
     }
 }
 

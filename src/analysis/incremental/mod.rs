@@ -175,6 +175,9 @@ struct Entry {
     stamp: u64,
     /// The first instant its answer may change with time alone.
     until: Option<DateTime<Utc>>,
+    /// The first instant its consolidation's countdown reads otherwise (written again then,
+    /// the answer kept).
+    words_until: Option<DateTime<Utc>>,
     claim: Option<String>,
     namespaces: Vec<String>,
     nominated: Option<ObjectRef>,
@@ -504,6 +507,7 @@ impl Incremental {
                         name: shared.clone(),
                         stamp: stamps.last(),
                         until: clock.next_change(),
+                        words_until: clock.next_words_change(),
                         claim: claim.map(|cl| cl.metadata.name.clone()),
                         namespaces,
                         nominated,
@@ -574,10 +578,18 @@ impl Incremental {
             && e.usage.is_none_or(|u| u == usage)
     }
 
-    /// A kept entry's state handed to this pass, its age written afresh when its text
-    /// changes (the same state while it reads the same).
+    /// A kept entry's state handed to this pass, its age and its consolidation's countdown
+    /// written afresh when their text changes (the same state while it reads the same).
     fn reuse(entry: &mut Entry, pass: u64, now: DateTime<Utc>) -> Arc<NodeDisruption> {
         entry.seen = pass;
+        if entry.words_until.is_some_and(|until| now >= until) {
+            let clock = Clock::at(now);
+            if let Some(message) = entry.state.consolidation.recount(&clock) {
+                Arc::make_mut(&mut entry.state).consolidation.message = message;
+            }
+            // Below a second its words change at every reading (the answer's change).
+            entry.words_until = clock.next_words_change().or(clock.next_change());
+        }
         if entry.age_until.is_none_or(|until| now >= until) {
             let age = entry.state.created.map(|t| ago(now, t));
             if entry.state.age != age {
