@@ -54,8 +54,13 @@ impl Clock {
 
     /// The answer may change at `t`.
     pub fn changes_at(&self, t: DateTime<Utc>) {
-        if t > self.now && self.next.get().is_none_or(|n| t < n) {
-            self.next.set(Some(t));
+        self.note(&self.next, t);
+    }
+
+    /// Keep `t` in `first` if it is after now and before what `first` holds.
+    fn note(&self, first: &Cell<Option<DateTime<Utc>>>, t: DateTime<Utc>) {
+        if t > self.now && first.get().is_none_or(|n| t < n) {
+            first.set(Some(t));
         }
     }
 
@@ -82,9 +87,7 @@ impl Clock {
             };
             // The words stand while the whole seconds left, in steps, stand.
             let t = at - Duration::seconds(secs / step * step) + Duration::nanoseconds(1);
-            if t > self.now && self.words.get().is_none_or(|n| t < n) {
-                self.words.set(Some(t));
-            }
+            self.note(&self.words, t);
         }
         super::ago(at, self.now)
     }

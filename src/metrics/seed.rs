@@ -350,10 +350,7 @@ fn alive_pods(c: &Cluster, counted: &FastMap<String, Counted>) -> FastSet<String
             Series::NominationFailure(l) => c.pods.get(&(l.namespace.clone(), l.pod.clone())),
             _ => None,
         })
-        .map(|p| match p.metadata.uid.as_str() {
-            "" => uid("Pod", &p.metadata),
-            u => u.to_string(),
-        })
+        .map(|p| uid("Pod", &p.metadata))
         .collect()
 }
 

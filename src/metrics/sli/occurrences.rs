@@ -217,12 +217,7 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
                     let Some(node) = c.nodes.get(name) else {
                         continue;
                     };
-                    let (read, kept) = scans.nodes.get_or_refresh_with(
-                        st,
-                        name,
-                        |at, r| still(c, now, name, at, r),
-                        || read_node(c, node, now, &mut out.found),
-                    );
+                    let (read, kept) = node_read(&mut scans.nodes, c, node, now, &mut out.found);
                     match &read.counted {
                         Some(counted) => {
                             last.counted.insert(name.to_string(), counted.clone());
@@ -253,15 +248,9 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
     let scans_nodes = &mut scans.nodes;
     scans_nodes.retain_nodes(&c.nodes);
     for node in c.nodes.values() {
-        let name = &node.metadata.name;
-        let (read, kept) = scans_nodes.get_or_refresh_with(
-            st,
-            name,
-            |at, r| still(c, now, name, at, r),
-            || read_node(c, node, now, &mut out.found),
-        );
+        let (read, kept) = node_read(scans_nodes, c, node, now, &mut out.found);
         if let Some(read) = &read.counted {
-            counted.push((name.clone(), read.clone(), kept));
+            counted.push((node.metadata.name.clone(), read.clone(), kept));
         }
     }
     out.still_seen = still_seen(
@@ -279,13 +268,24 @@ pub fn pod_latencies_with(c: &Cluster, now: DateTime<Utc>, scans: &mut LatencySc
     out
 }
 
-/// Whether a node's read (made at stamp `at`) still holds, its node and pods unchanged:
-/// while none of its pods was bound in the window, or no event about one of them changed.
-fn still(c: &Cluster, now: DateTime<Utc>, name: &str, at: u64, r: &NodeRead) -> bool {
+/// `node`'s read as `nodes` keeps it, or made now (its finds added to `found`), and
+/// whether it was kept: while the node and its pods are unchanged and none of its pods was
+/// bound in the window, or no event about one of them changed.
+fn node_read<'s>(
+    nodes: &'s mut PerNode<NodeRead>,
+    c: &Cluster,
+    node: &Node,
+    now: DateTime<Utc>,
+    found: &mut Vec<Occurrence>,
+) -> (&'s NodeRead, bool) {
     let st = c.stamps();
-    r.newest.is_none_or(|t| recent(t, now).is_none())
-        || st.events_any() <= at
-        || c.pods_on(name).all(|p| st.events(&p.metadata.name) <= at)
+    let name = &node.metadata.name;
+    let still = |at: u64, r: &NodeRead| {
+        r.newest.is_none_or(|t| recent(t, now).is_none())
+            || st.events_any() <= at
+            || c.pods_on(name).all(|p| st.events(&p.metadata.name) <= at)
+    };
+    nodes.get_or_refresh_with(st, name, still, || read_node(c, node, now, found))
 }
 
 /// The latency series of the nodes whose counted pods (pool, newest bound instant) are
