@@ -67,7 +67,7 @@ struct Source {
 struct Series {
     #[serde(default)]
     count: Option<i32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::meta::timestamp")]
     last_observed_time: Option<DateTime<Utc>>,
 }
 
@@ -89,11 +89,11 @@ pub struct CoreEvent {
     source: Option<Source>,
     #[serde(default)]
     reporting_component: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::meta::timestamp")]
     first_timestamp: Option<DateTime<Utc>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::meta::timestamp")]
     last_timestamp: Option<DateTime<Utc>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::meta::timestamp")]
     event_time: Option<DateTime<Utc>>,
     #[serde(default)]
     count: Option<i32>,
@@ -119,11 +119,11 @@ pub struct EventsV1Event {
     reporting_controller: Option<String>,
     #[serde(default)]
     deprecated_source: Option<Source>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::meta::timestamp")]
     event_time: Option<DateTime<Utc>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::meta::timestamp")]
     deprecated_first_timestamp: Option<DateTime<Utc>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::meta::timestamp")]
     deprecated_last_timestamp: Option<DateTime<Utc>>,
     #[serde(default)]
     deprecated_count: Option<i32>,

@@ -208,7 +208,11 @@ pub struct NodeClaimStatus {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::meta::timestamp",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub last_pod_event_time: Option<DateTime<Utc>>,
 }
 

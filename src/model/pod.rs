@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{
     NodeAffinity, PodAffinity, PodAntiAffinity, Taint, Toleration, TopologySpreadConstraint,
 };
-use serde::{Deserialize, Serialize};
+use serde::{de, Deserialize, Serialize};
 
 use super::kinds::{Container, ResourceList};
 use super::meta::{null_default, Condition, Meta};
@@ -207,13 +207,50 @@ macro_rules! serde_fingerprint {
 }
 serde_fingerprint!(
     Affinity,
-    Vec<Toleration>,
-    Vec<Container>,
     Vec<Taint>,
     Vec<TopologySpreadConstraint>,
-    Vec<Requirement>,
-    ResourceList
+    Vec<Requirement>
 );
+
+/// The parts every pod has are hashed field by field: serialising them for a hash was a
+/// twentieth of loading a pod. Equal values hash alike; the interner confirms with `==`.
+impl Fingerprint for Vec<Toleration> {
+    fn fingerprint(&self, h: &mut DefaultHasher) {
+        use std::hash::Hash;
+        self.len().hash(h);
+        for t in self {
+            (
+                &t.key,
+                &t.operator,
+                &t.value,
+                &t.effect,
+                t.toleration_seconds,
+            )
+                .hash(h);
+        }
+    }
+}
+
+impl Fingerprint for Vec<Container> {
+    fn fingerprint(&self, h: &mut DefaultHasher) {
+        use std::hash::Hash;
+        self.len().hash(h);
+        for c in self {
+            (&c.name, &c.restart_policy, &c.host_ports).hash(h);
+            c.resources.requests.fingerprint(h);
+        }
+    }
+}
+
+impl Fingerprint for ResourceList {
+    fn fingerprint(&self, h: &mut DefaultHasher) {
+        use std::hash::Hash;
+        self.len().hash(h);
+        for (name, quantity) in self {
+            (name, &quantity.0).hash(h);
+        }
+    }
+}
 
 impl Compact for Affinity {
     fn compact(&mut self) {}
@@ -349,16 +386,43 @@ impl Compact for Taint {
     fn compact(&mut self) {}
 }
 
-/// Keep only the pod conditions the analysis reads (PodScheduled).
+/// Keep only the pod conditions the analysis reads (PodScheduled). Each condition is read
+/// borrowed from the input (a condition's type comes last in what the API server writes)
+/// and only the kept one is made into a [`Condition`]: a pod has five or so.
 fn scheduling_conditions<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<PodConditions, D::Error> {
-    let all: Vec<Condition> = null_default(d)?;
-    Ok(all
-        .into_iter()
-        .filter(|c| c.type_ == "PodScheduled")
-        .collect::<Vec<_>>()
-        .into())
+    use std::borrow::Cow;
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Raw<'a> {
+        #[serde(rename = "type", default, borrow)]
+        type_: Cow<'a, str>,
+        #[serde(default, borrow)]
+        status: Cow<'a, str>,
+        #[serde(default, borrow)]
+        reason: Option<Cow<'a, str>>,
+        #[serde(default, borrow)]
+        message: Option<Cow<'a, str>>,
+        #[serde(default, borrow)]
+        last_transition_time: Option<Cow<'a, str>>,
+    }
+    let all: Vec<Raw<'de>> = null_default(d)?;
+    let mut kept = Vec::new();
+    for c in all.into_iter().filter(|c| c.type_ == "PodScheduled") {
+        let last_transition_time = match c.last_transition_time {
+            Some(t) => super::meta::timestamp(de::value::StrDeserializer::<D::Error>::new(&t))?,
+            None => None,
+        };
+        kept.push(Condition {
+            type_: Shared::from(&*c.type_),
+            status: Shared::from(&*c.status),
+            reason: c.reason.map(Cow::into_owned),
+            message: c.message.map(Cow::into_owned),
+            last_transition_time,
+        });
+    }
+    Ok(kept.into())
 }
 
 /// A pod's conditions as kelp keeps them: PodScheduled only, so almost always one, held
@@ -427,6 +491,10 @@ pub struct PodStatus {
     /// A shared string, like `spec.nodeName`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nominated_node_name: Option<Shared<str>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::meta::timestamp",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub start_time: Option<DateTime<Utc>>,
 }
