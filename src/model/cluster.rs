@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use super::event::Event;
 use super::kinds::*;
 use super::meta::{Meta, OwnerRef};
-use super::shared::{FastMap, Interner, Shared, Strings};
+use super::shared::{FastMap, FastSet, Interner, Shared, Strings};
 
 /// `namespace/name` for namespaced objects.
 pub type ObjKey = (String, String);
@@ -134,6 +134,10 @@ pub struct Cluster {
     events_by_object: FastMap<String, Vec<Arc<Event>>>,
     /// What changed, and in which order (see [`super::stamps`]).
     stamps: super::stamps::Stamps,
+    /// While a bulk load runs ([`Cluster::begin_load`] until [`Cluster::compact`]): the
+    /// nodes whose pod lists took a pod at their end out of order, to be sorted once when
+    /// the load ends. Finding each pod's place as it came cost a cache miss a comparison.
+    loading: Option<FastSet<Shared<str>>>,
 }
 
 /// The interning tables behind [`Cluster`]'s `apply_*` methods.
@@ -243,8 +247,13 @@ where
 
 /// Where a pod sorts against a (namespace, name) key.
 fn pod_order(p: &Pod, key: &ObjKey) -> std::cmp::Ordering {
+    pod_key(p).cmp(&(key.0.as_str(), key.1.as_str()))
+}
+
+/// A pod's (namespace, name), the order of each node's pods.
+fn pod_key(p: &Pod) -> (&str, &str) {
     let ns = p.metadata.namespace.as_deref().unwrap_or_default();
-    (ns, p.metadata.name.as_str()).cmp(&(key.0.as_str(), key.1.as_str()))
+    (ns, p.metadata.name.as_str())
 }
 
 /// Whether a pod's new version takes the same room as the old: bound to the same node,
@@ -269,10 +278,21 @@ fn obj_key(meta: &super::meta::Meta) -> ObjKey {
 }
 
 impl Cluster {
+    /// Start a bulk load: until [`Cluster::compact`] ends it, nodes' pod lists are sorted
+    /// once at the end rather than kept sorted as pods come.
+    pub fn begin_load(&mut self) {
+        self.loading.get_or_insert_with(Default::default);
+    }
+
     /// Pack the model after a bulk load (a dump, a full list): the maps of objects are
     /// rebuilt from their sorted entries, which fills their B-tree nodes (entries arrive in
     /// no order and leave them about two-thirds full), and unused shared values are dropped.
     pub fn compact(&mut self) {
+        for node in self.loading.take().into_iter().flatten() {
+            if let Some(on) = self.pods_by_node.get_mut(&node) {
+                on.sort_by(|a, b| pod_key(a).cmp(&pod_key(b)));
+            }
+        }
         fn repack<K: Ord, V>(m: &mut BTreeMap<K, V>) {
             if m.len() > 11 {
                 *m = std::mem::take(m).into_iter().collect();
@@ -423,12 +443,22 @@ impl Cluster {
     pub fn apply_pod(&mut self, mut o: Pod) {
         self.shared.pod(&mut o);
         let key = obj_key(&o.metadata);
-        let room = !self.pods.get(&key).is_some_and(|old| same_room(old, &o));
-        self.unindex_pod(&key, room);
+        // One search of the map of all pods, for the old version and the new.
+        let old = self.pods.insert(key.clone(), o.clone());
+        let room = !old.as_ref().is_some_and(|old| same_room(old, &o));
+        if let Some(old) = &old {
+            self.unindex_pod(&key, old, room);
+        }
         if let Some(node) = &o.spec.node_name {
             self.stamps.touch_pod_on(node, &key.0, room);
             let on = self.pods_by_node.entry(node.clone()).or_default();
-            if let Err(at) = on.binary_search_by(|p| pod_order(p, &key)) {
+            if let Some(unsorted) = &mut self.loading {
+                // Its old version, if any, was taken out above: the pod is not there.
+                if !unsorted.contains(node) {
+                    unsorted.insert(node.clone());
+                }
+                on.push(o.clone());
+            } else if let Err(at) = on.binary_search_by(|p| pod_order(p, &key)) {
                 on.insert(at, o.clone());
             }
         }
@@ -444,27 +474,34 @@ impl Cluster {
         set_in(&mut self.unbound, &key, &o, unbound);
         set_in(&mut self.daemon_pods, &key, &o, daemon);
         set_in(&mut self.controller_pods, &key, &o, controller);
-        self.pods.insert(key, o);
     }
     pub fn delete_pod(&mut self, namespace: &str, name: &str) {
         let key = (namespace.to_string(), name.to_string());
-        self.unindex_pod(&key, true);
+        if let Some(old) = self.pods.remove(&key) {
+            self.unindex_pod(&key, &old, true);
+        }
         self.unbound.remove(&key);
         if self.daemon_pods.remove(&key).is_some() {
             self.stamps.touch_daemon_pod();
         }
         self.controller_pods.remove(&key);
-        self.pods.remove(&key);
         self.prune_stamps();
     }
-    /// Take a pod out of its node's list, stamping the node (and the room, if `room`).
-    fn unindex_pod(&mut self, key: &ObjKey, room: bool) {
-        let Some(node) = self.pods.get(key).and_then(|p| p.spec.node_name.clone()) else {
+    /// Take a pod's old version out of its node's list, stamping the node (and the room,
+    /// if `room`).
+    fn unindex_pod(&mut self, key: &ObjKey, old: &Pod, room: bool) {
+        let Some(node) = old.spec.node_name.clone() else {
             return;
         };
         self.stamps.touch_pod_on(&node, &key.0, room);
         if let Some(on) = self.pods_by_node.get_mut(&node) {
-            if let Ok(at) = on.binary_search_by(|p| pod_order(p, key)) {
+            let at = match &self.loading {
+                Some(unsorted) if unsorted.contains(&node) => {
+                    on.iter().position(|p| pod_order(p, key).is_eq()).ok_or(0)
+                }
+                _ => on.binary_search_by(|p| pod_order(p, key)),
+            };
+            if let Ok(at) = at {
                 on.remove(at);
             }
             if on.is_empty() {
@@ -676,6 +713,52 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bulk load sorts each node's pods once at its end: the lists come out as applying
+    /// the pods one by one leaves them, a pod listed twice (moved to another node) or one
+    /// already in the model included.
+    #[test]
+    fn a_bulk_load_lists_each_nodes_pods_as_one_by_one_applies_do() {
+        let pod = |ns: &str, name: &str, node: &str| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"namespace": ns, "name": name},
+                "spec": {"nodeName": node},
+            }))
+            .unwrap()
+        };
+        let before = pod("a", "p0", "n1");
+        let pods = [
+            pod("b", "p2", "n1"),
+            pod("a", "p9", "n1"),
+            pod("a", "p1", "n2"),
+            pod("a", "p3", "n1"),
+            pod("b", "p2", "n2"),
+            pod("a", "p0", "n2"),
+            pod("a", "p5", "n1"),
+        ];
+        let lists = |c: &Cluster| {
+            ["n1", "n2"].map(|n| c.pods_on(n).map(|p| p.metadata.key()).collect::<Vec<_>>())
+        };
+        let mut one_by_one = Cluster::default();
+        let mut bulk = Cluster::default();
+        for c in [&mut one_by_one, &mut bulk] {
+            c.apply_pod(before.clone());
+        }
+        bulk.begin_load();
+        for p in &pods {
+            one_by_one.apply_pod(p.clone());
+            bulk.apply_pod(p.clone());
+        }
+        bulk.compact();
+        assert_eq!(
+            lists(&one_by_one),
+            [vec!["a/p3", "a/p5", "a/p9"], vec!["a/p0", "a/p1", "b/p2"]]
+        );
+        assert_eq!(lists(&bulk), lists(&one_by_one));
+        // After the load, pods keep their places as they come.
+        bulk.apply_pod(pod("a", "p4", "n1"));
+        assert_eq!(lists(&bulk)[0], ["a/p3", "a/p4", "a/p5", "a/p9"]);
+    }
 
     #[test]
     fn an_objects_events_at_one_instant_come_in_id_order_whatever_their_arrival() {

@@ -130,28 +130,41 @@ enum Reading {
 }
 
 fn load_all(paths: &[PathBuf], reading: Reading, cluster: &mut Cluster) -> Result<LoadNotes> {
-    let mut notes = LoadNotes::default();
-    for path in paths {
-        if path.as_os_str() == "-" {
-            use std::io::BufRead;
-            let mut stdin = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
-            let gzip = stdin
-                .fill_buf()
-                .map_err(read_error(path))?
-                .starts_with(&GZIP_MAGIC);
-            if gzip {
-                load_gzip("<stdin>", stdin, read_error(path), cluster, &mut notes)?;
-            } else {
-                load_reader("<stdin>", stdin, 0, read_error(path), cluster, &mut notes)?;
+    bulk(cluster, |cluster, notes| {
+        for path in paths {
+            if path.as_os_str() == "-" {
+                use std::io::BufRead;
+                let mut stdin = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
+                let gzip = stdin
+                    .fill_buf()
+                    .map_err(read_error(path))?
+                    .starts_with(&GZIP_MAGIC);
+                if gzip {
+                    load_gzip("<stdin>", stdin, read_error(path), cluster, notes)?;
+                } else {
+                    load_reader("<stdin>", stdin, 0, read_error(path), cluster, notes)?;
+                }
+                continue;
             }
-            continue;
+            for file in dump_files(path).map_err(|(path, source)| Error::Read { path, source })? {
+                load_file(&file, reading, cluster, notes)?;
+            }
         }
-        for file in dump_files(path).map_err(|(path, source)| Error::Read { path, source })? {
-            load_file(&file, reading, cluster, &mut notes)?;
-        }
-    }
+        Ok(())
+    })
+}
+
+/// Run a load as one bulk load of the model ([`Cluster::begin_load`]), ending it (and
+/// packing the model) whether or not it fails part way.
+fn bulk(
+    cluster: &mut Cluster,
+    load: impl FnOnce(&mut Cluster, &mut LoadNotes) -> Result<()>,
+) -> Result<LoadNotes> {
+    let mut notes = LoadNotes::default();
+    cluster.begin_load();
+    let loaded = load(cluster, &mut notes);
     cluster.compact();
-    Ok(notes)
+    loaded.map(|()| notes)
 }
 
 /// The two bytes every gzip stream starts with.
@@ -371,10 +384,9 @@ impl<R: std::io::Read> std::io::Read for Guarded<R> {
 
 /// Load one document set from text; `name` labels errors.
 pub fn load_str(name: &str, text: &str, cluster: &mut Cluster) -> Result<LoadNotes> {
-    let mut notes = LoadNotes::default();
-    load_into(name, text, cluster, &mut notes)?;
-    cluster.compact();
-    Ok(notes)
+    bulk(cluster, |cluster, notes| {
+        load_into(name, text, cluster, notes)
+    })
 }
 
 /// Tag an I/O error with the path it came from.
