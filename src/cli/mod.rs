@@ -129,6 +129,12 @@ pub fn main() -> ExitCode {
         }
         _ => init_logging(LogFormat::Text, "kelp=warn", Writer::Direct),
     };
+    if !matches!(
+        cli.command,
+        Command::Serve(_) | Command::Top(_) | Command::Demo(_)
+    ) {
+        crate::heap::one_shot();
+    }
     let result = match cli.command {
         Command::Doctor(a) => doctor::run(a),
         Command::Why(a) => why::run(a),

@@ -218,9 +218,18 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shared<T> {
 
 impl<'de> Deserialize<'de> for Shared<str> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // Borrowed when the input allows it (no intermediate String), owned otherwise.
-        let s: std::borrow::Cow<'de, str> = serde::de::Deserialize::deserialize(d)?;
-        Ok(Shared(Arc::from(&*s)))
+        // Straight from the parser's text (no intermediate String).
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = Shared<str>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Shared<str>, E> {
+                Ok(Shared(Arc::from(s)))
+            }
+        }
+        d.deserialize_str(Text)
     }
 }
 
