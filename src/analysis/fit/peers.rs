@@ -359,8 +359,6 @@ pub(super) fn anti_affinity_terms(p: &Pod) -> impl Iterator<Item = &PodAffinityT
         .iter()
 }
 
-/// The namespaces a pod-affinity term looks in: its own list, all (a namespace selector,
-/// read as every namespace), or the pod's.
 /// Whether `pod` is in a namespace the term of `owner` looks in (as [`term_namespaces`],
 /// without building the list).
 fn term_covers(term: &PodAffinityTerm, owner: &Pod, pod: &Pod) -> bool {
@@ -374,6 +372,8 @@ fn term_covers(term: &PodAffinityTerm, owner: &Pod, pod: &Pod) -> bool {
     }
 }
 
+/// The namespaces a pod-affinity term looks in: its own list, all (a namespace selector,
+/// read as every namespace), or the pod's.
 pub(super) fn term_namespaces(term: &PodAffinityTerm, pod: &Pod) -> Option<Vec<String>> {
     if term.namespace_selector.is_some() {
         return None;
