@@ -12,8 +12,9 @@
 //! too small; what the plans read of that order is kept ([`Reach`]) for serve's
 //! incremental pass. [`Room::moves`] places a node's pods on the others, first fit, as if the
 //! node were gone, and names each pod that finds no place with the filters that kept it
-//! out. What kelp does not evaluate (required pod affinity) makes the answer unknown for
-//! that pod, never "fits". As in Karpenter's consolidation simulation (v1.14.1
+//! out. What kelp does not evaluate (required pod affinity, and an anti-affinity term whose
+//! namespace selector reads namespace labels kelp does not keep) makes the answer unknown
+//! for that pod, never "fits" nor "no place". As in Karpenter's consolidation simulation (v1.14.1
 //! `scheduler.go`, `enforceConsolidateAfter`), a Karpenter node still inside its pool's
 //! `consolidateAfter` since its last pod event takes none of the moving pods.
 
@@ -141,6 +142,15 @@ struct Tally {
     spread: usize,
     zone: usize,
     settling: usize,
+    /// Nodes only a pod's anti-affinity might keep it off, whose namespaces kelp cannot
+    /// tell (a namespace selector on labels other than the name).
+    unsure: usize,
+}
+
+/// Why a pod found no place: no node takes it, or kelp cannot tell (some node might).
+enum Miss {
+    No(String),
+    Unknown(String),
 }
 
 /// Whether a node takes moved pods: not deleting (nor its NodeClaim, `claim`), not
@@ -437,7 +447,11 @@ impl<'c> Room<'c> {
                     });
                     plan.placed += 1;
                 }
-                Err(why) => plan.misses.push(PodMiss {
+                Err(Miss::No(why)) => plan.misses.push(PodMiss {
+                    pod: pod.metadata.key(),
+                    why,
+                }),
+                Err(Miss::Unknown(why)) => plan.unknown.push(PodMiss {
                     pod: pod.metadata.key(),
                     why,
                 }),
@@ -453,7 +467,7 @@ impl<'c> Room<'c> {
         pod: &Pod,
         requests: &Resources,
         placed: &[Placed],
-    ) -> Result<usize, String> {
+    ) -> Result<usize, Miss> {
         let cpu = requests.get("cpu");
         let terms = self.pod_terms(from, pod);
         if !terms.is_empty() {
@@ -489,7 +503,7 @@ impl<'c> Room<'c> {
                 others += rest - 1;
                 tally.resources += rest;
                 note_short(&mut tally, "cpu", t.cpu.max(0.0));
-                return Err(explain(&tally, others, requests, home_zone));
+                return Err(miss(&tally, others, requests, home_zone));
             }
             // The node's free room less what this plan already placed there (each placed
             // pod's requests and its pod slot, taken off in the order they were placed).
@@ -536,9 +550,18 @@ impl<'c> Room<'c> {
                 tally.ports += 1;
                 continue;
             }
-            if self.anti_affinity_blocks(from, t.node, pod, &terms, placed) {
-                tally.anti_affinity += 1;
-                continue;
+            match self.anti_affinity_blocks(from, t.node, pod, &terms, placed) {
+                Some(true) => {
+                    tally.anti_affinity += 1;
+                    continue;
+                }
+                // Not placed where kelp cannot tell; if no node it can tell of takes
+                // the pod, whether it fits is unknown.
+                None => {
+                    tally.unsure += 1;
+                    continue;
+                }
+                Some(false) => {}
             }
             if self.spread_blocks(t.node, &terms, placed) {
                 tally.spread += 1;
@@ -549,7 +572,7 @@ impl<'c> Room<'c> {
         }
         // Turned away by every node: the plan read them all.
         self.read_all();
-        Err(explain(&tally, others, requests, home_zone))
+        Err(miss(&tally, others, requests, home_zone))
     }
 
     /// A host port of the pod already taken on the node (by a pod there or placed there).
@@ -583,15 +606,42 @@ impl<'c> Room<'c> {
 /// What kelp does not evaluate for a pod, if anything.
 fn unjudged(pod: &Pod) -> Option<String> {
     let affinity = pod.spec.affinity.as_ref()?;
-    affinity
+    let required_affinity = affinity
         .pod_affinity
         .as_ref()
         .and_then(|a| {
             a.required_during_scheduling_ignored_during_execution
                 .as_ref()
         })
-        .filter(|terms| !terms.is_empty())
-        .map(|_| "it has required pod affinity, which kelp does not evaluate".to_string())
+        .is_some_and(|terms| !terms.is_empty());
+    if required_affinity {
+        return Some("it has required pod affinity, which kelp does not evaluate".into());
+    }
+    anti_affinity_terms(pod)
+        .any(|t| matches!(peers::scope(t, pod), peers::Scope::Unknown))
+        .then(|| format!("its required pod anti-affinity {UNKNOWN_NAMESPACES}"))
+}
+
+/// Why a namespace selector leaves an anti-affinity term's reach unknown.
+const UNKNOWN_NAMESPACES: &str =
+    "picks namespaces by labels, which kelp does not read (it keeps no Namespaces)";
+
+/// A pod turned away by every node kelp can tell of: no place, or unknown when a node
+/// was left only for an anti-affinity term whose namespaces kelp cannot tell (the rest
+/// explained as ever).
+fn miss(t: &Tally, others: usize, requests: &Resources, zone: Option<&str>) -> Miss {
+    if t.unsure == 0 {
+        return Miss::No(explain(t, others, requests, zone));
+    }
+    let mut why = format!(
+        "{} may or may not take it: a pod there has required anti-affinity that {UNKNOWN_NAMESPACES}",
+        count(t.unsure)
+    );
+    if others > t.unsure {
+        why.push_str("; ");
+        why.push_str(&explain(t, others - t.unsure, requests, zone));
+    }
+    Miss::Unknown(why)
 }
 
 /// The taints that keep new pods off a node (NoSchedule and NoExecute).
@@ -939,6 +989,88 @@ status:
         }
         assert_eq!(room.places_in_node_order()[2], None, "c is cordoned");
         assert_eq!(room.places_in_node_order()[3], Some(4.0), "d: 6 less 2");
+    }
+
+    /// A term's namespace selector is read where kelp needs no Namespace to read it (an
+    /// empty one picks all; one on `kubernetes.io/metadata.name` picks those names), as
+    /// Karpenter's `buildNamespaceList` reads it; any other makes the answer unknown, never
+    /// "fits" and never "blocked".
+    #[test]
+    fn an_anti_affinity_namespace_selector_is_read_or_unknown() {
+        let term = |namespaces: &str| {
+            format!("  affinity: {{podAntiAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{{topologyKey: kubernetes.io/hostname, labelSelector: {{matchLabels: {{app: web}}}}, namespaceSelector: {namespaces}}}]}}}}")
+        };
+        // w1 (namespace shop) leaves a; b holds a pod whose term may keep it out.
+        let guarded = |namespaces: &str, more: &str| {
+            let yaml = format!(
+                "{}{}{}{}{more}",
+                node("a", "4", ""),
+                node("b", "8", ""),
+                pod("w1", "a", "1", ""),
+                pod("db", "b", "1", &term(namespaces)).replacen("app: web", "app: db", 1),
+            );
+            plan(&yaml, "a")
+        };
+        let by_name = |op: &str, names: &str| {
+            format!("{{matchExpressions: [{{key: kubernetes.io/metadata.name, operator: {op}, values: [{names}]}}]}}")
+        };
+        for picks_shop in [
+            "{}".to_string(),
+            "{matchLabels: {kubernetes.io/metadata.name: shop}}".into(),
+            by_name("In", "other, shop"),
+        ] {
+            let p = guarded(&picks_shop, "");
+            assert_eq!(
+                (p.misses.len(), p.unknown.len()),
+                (1, 0),
+                "{picks_shop}: {p:?}"
+            );
+            assert!(p.misses[0].why.contains("anti-affinity"), "{p:?}");
+        }
+        let p = guarded(&by_name("In", "other"), "");
+        assert!(p.fits(), "shop is not picked: {p:?}");
+        // A selector on another label, or another operator: kelp cannot tell.
+        for unread in [
+            "{matchLabels: {team: x}}".to_string(),
+            by_name("NotIn", "other"),
+        ] {
+            let p = guarded(&unread, "");
+            assert_eq!((p.misses.len(), p.unknown.len()), (0, 1), "{unread}: {p:?}");
+            assert!(
+                p.unknown[0]
+                    .why
+                    .starts_with("1 node may or may not take it: a pod there"),
+                "{p:?}"
+            );
+            // A node it can tell of takes the pod: it fits.
+            let p = guarded(&unread, &node("c", "8", ""));
+            assert!(p.fits(), "{unread}: {p:?}");
+        }
+        // The moving pod's own term, picking by another label: unknown at once.
+        let yaml = format!(
+            "{}{}{}",
+            node("a", "4", ""),
+            node("b", "8", ""),
+            pod("w1", "a", "1", &term("{matchLabels: {team: x}}")),
+        );
+        let p = plan(&yaml, "a");
+        assert_eq!((p.misses.len(), p.unknown.len()), (0, 1), "{p:?}");
+        assert!(p.unknown[0].why.contains("kelp does not read"), "{p:?}");
+        // Its own term picking shop by name keeps it off b, where another web pod runs.
+        let yaml = format!(
+            "{}{}{}{}",
+            node("a", "4", ""),
+            node("b", "8", ""),
+            pod(
+                "w1",
+                "a",
+                "1",
+                &term("{matchLabels: {kubernetes.io/metadata.name: shop}}")
+            ),
+            pod("w2", "b", "1", ""),
+        );
+        let p = plan(&yaml, "a");
+        assert_eq!((p.misses.len(), p.unknown.len()), (1, 0), "{p:?}");
     }
 
     #[test]

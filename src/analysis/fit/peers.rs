@@ -199,7 +199,8 @@ impl<'c> Room<'c> {
     }
 
     /// Required anti-affinity: the pod's own (a matching pod in the node's domain), and the
-    /// pods' already there or placed (one whose term matches the pod, in its domain).
+    /// pods' already there or placed (one whose term matches the pod, in its domain). None
+    /// when only a term whose namespaces kelp cannot tell ([`Scope::Unknown`]) might.
     pub(super) fn anti_affinity_blocks(
         &self,
         from: &Node,
@@ -207,7 +208,7 @@ impl<'c> Room<'c> {
         pod: &Pod,
         terms: &PodTerms,
         placed: &[Placed],
-    ) -> bool {
+    ) -> Option<bool> {
         let same_domain = |other: &Node, key: &str| {
             node.metadata.labels.get(key).is_some()
                 && node.metadata.labels.get(key) == other.metadata.labels.get(key)
@@ -225,12 +226,16 @@ impl<'c> Room<'c> {
             .chain(placed.iter().flat_map(|p| {
                 anti_affinity_terms(p.pod).map(move |t| (self.targets[p.target].node, p.pod, t))
             }));
+        let mut unsure = false;
         for (at, guard, term) in guards {
             if same_domain(at, &term.topology_key)
                 && selector::matches(term.label_selector.as_ref(), &pod.metadata.labels)
-                && term_covers(term, guard, pod)
             {
-                return true;
+                match term_covers(term, guard, pod) {
+                    Some(true) => return Some(true),
+                    Some(false) => {}
+                    None => unsure = true,
+                }
             }
         }
         for (term, namespaces, domains) in &terms.anti {
@@ -249,10 +254,10 @@ impl<'c> Room<'c> {
                     && selector::matches(term.label_selector.as_ref(), &p.pod.metadata.labels)
             });
             if here > 0 || moved {
-                return true;
+                return Some(true);
             }
         }
-        false
+        (!unsure).then_some(false)
     }
 
     /// Topology spread with `DoNotSchedule`: placing the pod on the node would exceed the
@@ -359,33 +364,88 @@ pub(super) fn anti_affinity_terms(p: &Pod) -> impl Iterator<Item = &PodAffinityT
         .iter()
 }
 
-/// Whether `pod` is in a namespace the term of `owner` looks in (as [`term_namespaces`],
-/// without building the list).
-fn term_covers(term: &PodAffinityTerm, owner: &Pod, pod: &Pod) -> bool {
-    if term.namespace_selector.is_some() {
-        return true;
-    }
-    let ns = pod.metadata.namespace.as_deref();
-    match term.namespaces.as_deref() {
-        Some(list) if !list.is_empty() => list.iter().any(|n| Some(n.as_str()) == ns),
-        _ => owner.metadata.namespace.as_deref() == ns,
-    }
+/// The namespaces a pod-affinity term looks in, as Karpenter v1.14.1 lists them
+/// (`buildNamespaceList`): the owner's own when the term names none and has no namespace
+/// selector; else those it names and those its selector picks. kelp keeps no Namespaces, so
+/// it reads a selector only where it needs none: an empty selector picks every namespace,
+/// and one on `kubernetes.io/metadata.name` alone (the label the API server gives every
+/// namespace: its name) picks those names. Any other selector: unknown.
+pub(super) enum Scope {
+    Names(Vec<String>),
+    All,
+    Unknown,
 }
 
-/// The namespaces a pod-affinity term looks in: its own list, all (a namespace selector,
-/// read as every namespace), or the pod's.
-pub(super) fn term_namespaces(term: &PodAffinityTerm, pod: &Pod) -> Option<Vec<String>> {
-    if term.namespace_selector.is_some() {
-        return None;
-    }
-    match term.namespaces.as_deref() {
-        Some(list) if !list.is_empty() => Some(list.to_vec()),
-        _ => Some(vec![pod
+/// The label every namespace carries, whose value is its name.
+const NAMESPACE_NAME: &str = "kubernetes.io/metadata.name";
+
+pub(super) fn scope(term: &PodAffinityTerm, owner: &Pod) -> Scope {
+    let listed = term.namespaces.clone().unwrap_or_default();
+    match &term.namespace_selector {
+        None if listed.is_empty() => Scope::Names(vec![owner
             .metadata
             .namespace
             .as_deref()
             .unwrap_or_default()
             .to_string()]),
+        None => Scope::Names(listed),
+        Some(sel) if selects_all(sel) => Scope::All,
+        Some(sel) => match names_picked(sel) {
+            Some(mut names) => {
+                names.extend(listed);
+                Scope::Names(names)
+            }
+            None => Scope::Unknown,
+        },
+    }
+}
+
+/// An empty selector: it picks every namespace.
+fn selects_all(sel: &LabelSelector) -> bool {
+    sel.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        && sel.match_expressions.as_ref().is_none_or(|e| e.is_empty())
+}
+
+/// The namespace names a selector on `kubernetes.io/metadata.name` alone picks (`In` or a
+/// label's value, each requirement narrowing the last); None for any other selector.
+fn names_picked(sel: &LabelSelector) -> Option<Vec<String>> {
+    let mut picks: Vec<Vec<String>> = Vec::new();
+    for (key, value) in sel.match_labels.iter().flatten() {
+        (key == NAMESPACE_NAME).then_some(())?;
+        picks.push(vec![value.clone()]);
+    }
+    for e in sel.match_expressions.iter().flatten() {
+        (e.key == NAMESPACE_NAME && e.operator == "In").then_some(())?;
+        picks.push(e.values.clone().unwrap_or_default());
+    }
+    let mut picks = picks.into_iter();
+    let first = picks.next()?;
+    Some(picks.fold(first, |had, names| {
+        had.into_iter().filter(|n| names.contains(n)).collect()
+    }))
+}
+
+/// Whether `pod` is in a namespace the term of `owner` looks in (as [`scope`], without
+/// building a list but for a selector's); None when kelp cannot tell.
+fn term_covers(term: &PodAffinityTerm, owner: &Pod, pod: &Pod) -> Option<bool> {
+    let ns = pod.metadata.namespace.as_deref();
+    let listed = term.namespaces.as_deref().unwrap_or_default();
+    if listed.iter().any(|n| Some(n.as_str()) == ns) {
+        return Some(true);
+    }
+    match &term.namespace_selector {
+        None => Some(listed.is_empty() && owner.metadata.namespace.as_deref() == ns),
+        Some(sel) if selects_all(sel) => Some(true),
+        Some(sel) => names_picked(sel).map(|names| names.iter().any(|n| Some(n.as_str()) == ns)),
+    }
+}
+
+/// The namespaces a pod's own term looks in (None: every one). A term whose scope kelp
+/// cannot tell keeps its pod out of the fit check first (`unjudged`), so never comes here.
+pub(super) fn term_namespaces(term: &PodAffinityTerm, pod: &Pod) -> Option<Vec<String>> {
+    match scope(term, pod) {
+        Scope::Names(names) => Some(names),
+        Scope::All | Scope::Unknown => None,
     }
 }
 
