@@ -242,11 +242,32 @@ pub fn place_of(
     let name = &n.metadata.name;
     let share = cache.get_or_insert_with(c.stamps(), name, || NodeRoom::of(c, n));
     let place = settles.map(|_| share.free.get("cpu"));
-    let guards = share.guarded
-        && c.pods_on(name).filter(|p| holds_room(p)).any(|p| {
-            anti_affinity_terms(p).any(|t| n.metadata.labels.get(&t.topology_key).is_some())
-        });
+    let guards = share.guarded && domain_guards(c, n).next().is_some();
     (place, guards)
+}
+
+/// The required anti-affinity terms of the pods holding room on `n` whose topology key
+/// the node has, each with the domain it guards (the key and the node's value): what
+/// [`Room`] indexes its guards by, and what makes a node guarded ([`place_of`]).
+fn domain_guards<'c>(
+    c: &'c Cluster,
+    n: &'c Node,
+) -> impl Iterator<Item = ((&'c str, &'c str), Guard<'c>)> + 'c {
+    c.pods_on(&n.metadata.name)
+        .filter(|p| holds_room(p))
+        .flat_map(move |p| {
+            anti_affinity_terms(p).filter_map(move |term| {
+                let v = n.metadata.labels.get(&term.topology_key)?;
+                Some((
+                    (term.topology_key.as_str(), v.as_str()),
+                    Guard {
+                        node: n,
+                        pod: p,
+                        term,
+                    },
+                ))
+            })
+        })
 }
 
 /// Each node's own share of the room, kept between passes by `kelp serve`'s incremental
@@ -350,19 +371,8 @@ impl<'c> Room<'c> {
         targets.sort_by(|a, b| b.cpu.total_cmp(&a.cpu));
         let mut guards: HashMap<(&str, &str), Vec<Guard>> = HashMap::new();
         for n in guarded {
-            for p in c.pods_on(&n.metadata.name).filter(|p| holds_room(p)) {
-                for term in anti_affinity_terms(p) {
-                    if let Some(v) = n.metadata.labels.get(&term.topology_key) {
-                        guards
-                            .entry((term.topology_key.as_str(), v.as_str()))
-                            .or_default()
-                            .push(Guard {
-                                node: n,
-                                pod: p,
-                                term,
-                            });
-                    }
-                }
+            for (domain, guard) in domain_guards(c, n) {
+                guards.entry(domain).or_default().push(guard);
             }
         }
         let mut guard_keys: Vec<&str> = guards.keys().map(|(k, _)| *k).collect();
@@ -618,7 +628,7 @@ fn unjudged(pod: &Pod) -> Option<String> {
         return Some("it has required pod affinity, which kelp does not evaluate".into());
     }
     anti_affinity_terms(pod)
-        .any(|t| matches!(peers::scope(t, pod), peers::Scope::Unknown))
+        .any(peers::scope_unknown)
         .then(|| format!("its required pod anti-affinity {UNKNOWN_NAMESPACES}"))
 }
 

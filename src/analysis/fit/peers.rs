@@ -400,6 +400,14 @@ pub(super) fn scope(term: &PodAffinityTerm, owner: &Pod) -> Scope {
     }
 }
 
+/// Whether kelp cannot tell a term's namespaces ([`Scope::Unknown`]), without listing
+/// them (a namespace selector is rare; the list is the common case).
+pub(super) fn scope_unknown(term: &PodAffinityTerm) -> bool {
+    term.namespace_selector
+        .as_ref()
+        .is_some_and(|sel| !selects_all(sel) && names_picked(sel).is_none())
+}
+
 /// An empty selector: it picks every namespace.
 fn selects_all(sel: &LabelSelector) -> bool {
     sel.match_labels.as_ref().is_none_or(|m| m.is_empty())
