@@ -107,6 +107,37 @@ fn karpenter_metrics() -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The nodes kelp calls consolidation candidates, of two whose claims are Consolidatable:
+/// at least one, and the other one too unless Karpenter is already at work on it.
+fn candidates(e: &Env, nodes: [&String; 2]) -> Vec<String> {
+    let mut candidates = Vec::new();
+    for n in nodes {
+        let a = answer(e, n);
+        if a["state"] == "candidate" {
+            candidates.push(n.clone());
+        } else {
+            assert!(a["state"] == "disrupting", "{n}: {a:#}");
+        }
+    }
+    assert!(
+        !candidates.is_empty(),
+        "kelp called neither node a candidate"
+    );
+    candidates
+}
+
+/// The first of the nodes Karpenter deletes (or has deleted).
+fn one_removed(e: &Env, nodes: [&String; 2]) -> String {
+    wait_for("Karpenter to remove one of the nodes", 3 * MINUTES, || {
+        nodes.into_iter().find_map(|n| {
+            let node = e.kubectl(&["get", "node", n, "-o", "json"], None);
+            let v: Value = serde_json::from_slice(&node.stdout).unwrap_or(Value::Null);
+            (!node.status.success() || !v["metadata"]["deletionTimestamp"].is_null())
+                .then(|| n.clone())
+        })
+    })
+}
+
 /// Patch the pool's limits: a NodePool spec change makes Karpenter look again.
 fn nudge(e: &Env, pool: &str, cpu: &str) {
     e.ok(&[
@@ -301,34 +332,10 @@ fn a_node_kelp_calls_a_candidate_is_consolidated() {
         });
     }
     // kelp: each node's one pod fits on the other.
-    let mut candidates = Vec::new();
-    for n in [&first, &second] {
-        let a = answer(&e, n);
-        if a["state"] == "candidate" {
-            candidates.push(n.clone());
-        } else {
-            // Only Karpenter already at work may make it otherwise.
-            assert!(a["state"] == "disrupting", "{n}: {a:#}");
-        }
-    }
-    assert!(
-        !candidates.is_empty(),
-        "kelp called neither node a candidate"
-    );
+    let candidates = candidates(&e, [&first, &second]);
     nudge(&e, &p, "17");
     let started = Instant::now();
-    let gone = wait_for(
-        "Karpenter to remove one of the two nodes",
-        3 * MINUTES,
-        || {
-            [&first, &second].into_iter().find_map(|n| {
-                let node = e.kubectl(&["get", "node", n, "-o", "json"], None);
-                let v: Value = serde_json::from_slice(&node.stdout).unwrap_or(Value::Null);
-                (!node.status.success() || !v["metadata"]["deletionTimestamp"].is_null())
-                    .then(|| n.clone())
-            })
-        },
-    );
+    let gone = one_removed(&e, [&first, &second]);
     eprintln!(
         "consolidation: {gone} removed {:?} after the nudge",
         started.elapsed()
@@ -360,6 +367,59 @@ fn a_node_kelp_calls_a_candidate_is_consolidated() {
     assert!(
         why["karpenterMetrics"]["eligibleNodes"].is_object(),
         "{why:#}"
+    );
+    for d in [&a, &b] {
+        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
+    }
+    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+}
+
+/// A required anti-affinity term whose `namespaceSelector` picks another namespace by name
+/// does not reach the pods it would select here: kelp reads it as Karpenter does (its
+/// `buildNamespaceList`), calls both half-empty nodes candidates, and Karpenter removes
+/// one. Read as "every namespace", the term would have held both nodes.
+#[test]
+fn an_anti_affinity_term_for_another_namespace_holds_no_node() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-consol-nssel";
+    namespace(&e, ns);
+    let p = format!("e2e-nss-{}", run_id());
+    e.apply(&pool(
+        &p,
+        "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
+    ));
+    let (a, fill, b) = (format!("{p}-a"), format!("{p}-fill"), format!("{p}-b"));
+    e.apply(&deployment(ns, &a, &p, "300m", None));
+    e.apply(&deployment(ns, &fill, &p, "500m", None));
+    let first = node_of(&e, ns, &a);
+    assert_eq!(node_of(&e, ns, &fill), first);
+    // b keeps away from a's pods, but only from those in a namespace named elsewhere.
+    let away = format!(
+        "      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {{matchLabels: {{app: {a}}}}}
+              topologyKey: kubernetes.io/hostname
+              namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {ns}-elsewhere}}}}"
+    );
+    e.apply(&common::deployment(ns, &b, &p, 1, "300m", "", &away));
+    let second = node_of(&e, ns, &b);
+    assert_ne!(first, second, "b should have needed a node of its own");
+    e.ok(&["delete", "deployment", "-n", ns, &fill]);
+    let claims = [claim_of(&e, &first), claim_of(&e, &second)];
+    for c in &claims {
+        wait_for(&format!("{c} Consolidatable"), 2 * MINUTES, || {
+            consolidatable(&e, c).then_some(())
+        });
+    }
+    // Read as every namespace, b's term would hold both nodes; as Karpenter reads it,
+    // each node's one pod fits on the other.
+    let candidates = candidates(&e, [&first, &second]);
+    nudge(&e, &p, "17");
+    let gone = one_removed(&e, [&first, &second]);
+    assert!(
+        candidates.contains(&gone),
+        "Karpenter removed {gone}, kelp called {candidates:?} candidates"
     );
     for d in [&a, &b] {
         e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
