@@ -294,6 +294,8 @@ pub struct Interner<T> {
     buckets: HashMap<u64, Bucket<T>, foldhash::fast::RandomState>,
     /// This table's own seed: equal values must give equal fingerprints within it.
     seed: foldhash::quality::RandomState,
+    /// The addresses of the values held: a value already one of them needs no fingerprint.
+    held: FastSet<usize>,
     len: usize,
     purge_at: usize,
 }
@@ -341,6 +343,7 @@ impl<T> Default for Interner<T> {
         Interner {
             buckets: HashMap::default(),
             seed: Default::default(),
+            held: FastSet::default(),
             len: 0,
             purge_at: MIN_PURGE,
         }
@@ -416,6 +419,9 @@ impl<T: Compact + Fingerprint + PartialEq> Interner<T> {
     /// Point `value` at the shared copy of an equal value, keeping it as that copy when it
     /// is the first.
     pub fn intern(&mut self, value: &mut Shared<T>) {
+        if self.held.contains(&(Arc::as_ptr(&value.0) as usize)) {
+            return;
+        }
         let mut h = std::hash::BuildHasher::build_hasher(&self.seed);
         value.fingerprint(&mut h);
         let fingerprint = h.finish();
@@ -431,6 +437,7 @@ impl<T: Compact + Fingerprint + PartialEq> Interner<T> {
             self.buckets
                 .insert(fingerprint, Bucket::One(value.0.clone()));
         }
+        self.held.insert(Arc::as_ptr(&value.0) as usize);
         self.len += 1;
         if self.len >= self.purge_at {
             self.purge();
@@ -441,6 +448,10 @@ impl<T: Compact + Fingerprint + PartialEq> Interner<T> {
     pub fn purge(&mut self) {
         self.buckets.retain(|_, b| b.retain_used());
         self.buckets.shrink_to_fit();
+        self.held = (self.buckets.values())
+            .flat_map(|b| b.values())
+            .map(|v| Arc::as_ptr(v) as usize)
+            .collect();
         self.len = self.buckets.values().map(|b| b.values().len()).sum();
         self.purge_at = (self.len * 2).max(MIN_PURGE);
     }
