@@ -6,7 +6,8 @@
 //! dump (the consolidation answer added one `consolidation-blocked` finding; a pending pod's
 //! summary now quotes only the first three of Karpenter's reasons). The dump is generated
 //! here, compact and with kubectl's indentation, then read mapped, streamed from stdin,
-//! gzipped (as a file, in a folder and on stdin).
+//! gzipped (as a file, in a folder and on stdin). A mapped file has the parts replicas
+//! share read once per distinct text (src/model/memo.rs); a stream parses each.
 
 use std::path::Path;
 use std::process::Command as Std;

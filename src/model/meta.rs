@@ -49,7 +49,7 @@ pub struct Meta {
     pub deletion_timestamp: Option<DateTime<Utc>>,
     #[serde(
         default,
-        deserialize_with = "null_default",
+        deserialize_with = "super::memo::read",
         skip_serializing_if = "no_entries"
     )]
     pub labels: StringMap,
@@ -61,7 +61,7 @@ pub struct Meta {
     pub annotations: StringMap,
     #[serde(
         default,
-        deserialize_with = "null_default",
+        deserialize_with = "super::memo::read",
         skip_serializing_if = "no_items"
     )]
     pub owner_references: Shared<Vec<OwnerRef>>,

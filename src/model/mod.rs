@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod container;
 pub mod event;
 pub mod kinds;
+pub mod memo;
 pub mod meta;
 pub mod object_kind;
 pub mod pod;

@@ -270,13 +270,13 @@ impl<'de> Deserialize<'de> for PodSpec {
             node_name: Option<Shared<str>>,
             #[serde(default, deserialize_with = "null_default")]
             node_selector: super::meta::StringMap,
-            #[serde(default)]
+            #[serde(default, deserialize_with = "super::memo::read")]
             affinity: Option<Shared<Affinity>>,
-            #[serde(default, deserialize_with = "null_default")]
+            #[serde(default, deserialize_with = "super::memo::read")]
             tolerations: Shared<Vec<Toleration>>,
-            #[serde(default, deserialize_with = "null_default")]
+            #[serde(default, deserialize_with = "super::memo::read")]
             containers: Shared<Vec<Container>>,
-            #[serde(default, deserialize_with = "null_default")]
+            #[serde(default, deserialize_with = "super::memo::read")]
             init_containers: Shared<Vec<Container>>,
             #[serde(default)]
             overhead: Option<ResourceList>,
@@ -286,7 +286,7 @@ impl<'de> Deserialize<'de> for PodSpec {
             scheduler_name: Option<String>,
             #[serde(default, deserialize_with = "null_default")]
             scheduling_gates: Vec<Gate>,
-            #[serde(default, deserialize_with = "null_default")]
+            #[serde(default, deserialize_with = "super::memo::read")]
             topology_spread_constraints: Vec<TopologySpreadConstraint>,
             #[serde(default, deserialize_with = "null_default")]
             volumes: Vec<Volume>,

@@ -244,6 +244,16 @@ fn load_bytes(
         .iter()
         .find(|b| !b.is_ascii_whitespace())
         .is_some_and(|b| matches!(b, b'{' | b'['));
+    // Parts are read once per distinct text only from input that is UTF-8 throughout
+    // (see `load_json`); a mapped file is checked a window at a time, each let go after.
+    let parts = match (json, map) {
+        (false, _) => Parts::EachParsed,
+        (true, Some(map)) => utf8_releasing(bytes, map),
+        (true, None) => match std::str::from_utf8(bytes) {
+            Ok(_) => Parts::Once,
+            Err(_) => Parts::EachParsed,
+        },
+    };
     if let (true, Some(map)) = (json, map) {
         // Let the pages behind the parser go, RELEASE_BEHIND at a time.
         let base = bytes.as_ptr() as usize;
@@ -265,9 +275,9 @@ fn load_bytes(
                 released = upto;
             }
         };
-        load_json(name, bytes, Some(&mut release), cluster, notes)?;
+        load_json(name, bytes, Some(&mut release), parts, cluster, notes)?;
     } else if json {
-        load_json(name, bytes, None, cluster, notes)?;
+        load_json(name, bytes, None, parts, cluster, notes)?;
     } else {
         if bytes.len() as u64 > limits::MAX_WHOLE_BYTES {
             return Err(Error::Limit {
@@ -280,6 +290,43 @@ fn load_bytes(
         load_yaml(name, text, cluster, notes)?;
     }
     some_loaded(name, before, notes)
+}
+
+/// Whether a mapped file is UTF-8 throughout, read a window at a time with each window's
+/// pages let go after it (the parser reads them back as it comes): [`Parts::Once`] if so.
+fn utf8_releasing(bytes: &[u8], map: &memmap2::Mmap) -> Parts {
+    let page = 4096;
+    let utf8 = utf8_by_window(bytes, RELEASE_BEHIND, |from, upto| {
+        let (from, upto) = (from / page * page, upto / page * page);
+        // SAFETY: a read-only private file mapping: its pages come back from the file
+        // when the parser reads them.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, upto - from)
+        };
+    });
+    if utf8 {
+        Parts::Once
+    } else {
+        Parts::EachParsed
+    }
+}
+
+/// Whether `bytes` are UTF-8, checked `window` bytes at a time (at least a character's
+/// four); `checked` is told each range found good.
+fn utf8_by_window(bytes: &[u8], window: usize, mut checked: impl FnMut(usize, usize)) -> bool {
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = (start + window.max(4)).min(bytes.len());
+        let next = match std::str::from_utf8(&bytes[start..end]) {
+            Ok(_) => end,
+            // A character cut by the window's end starts the next window.
+            Err(e) if e.error_len().is_none() && end < bytes.len() => start + e.valid_up_to(),
+            Err(_) => return false,
+        };
+        checked(start, next);
+        start = next;
+    }
+    true
 }
 
 /// An input in which no object was met, of the `before` met before it, is an error.
@@ -338,7 +385,7 @@ fn load_reader(
             0 => text,
             n => "\n".repeat(n) + &text,
         };
-        return load_into(name, &text, cluster, notes);
+        return load_into(name, &text, Parts::Once, cluster, notes);
     }
     let before = notes.seen();
     let guard = Rc::new(RefCell::new(JsonGuard::stream(skipped_lines + 1)));
@@ -385,7 +432,20 @@ impl<R: std::io::Read> std::io::Read for Guarded<R> {
 /// Load one document set from text; `name` labels errors.
 pub fn load_str(name: &str, text: &str, cluster: &mut Cluster) -> Result<LoadNotes> {
     bulk(cluster, |cluster, notes| {
-        load_into(name, text, cluster, notes)
+        load_into(name, text, Parts::Once, cluster, notes)
+    })
+}
+
+/// [`load_str`], with every part of every object parsed as it comes (no
+/// [`crate::model::memo`]): what tests and fuzzing compare `load_str` with.
+#[doc(hidden)]
+pub fn load_str_parsing_each_part(
+    name: &str,
+    text: &str,
+    cluster: &mut Cluster,
+) -> Result<LoadNotes> {
+    bulk(cluster, |cluster, notes| {
+        load_into(name, text, Parts::EachParsed, cluster, notes)
     })
 }
 
@@ -443,11 +503,17 @@ fn files_below(
     Ok(out)
 }
 
-fn load_into(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
+fn load_into(
+    name: &str,
+    text: &str,
+    parts: Parts,
+    cluster: &mut Cluster,
+    notes: &mut LoadNotes,
+) -> Result<()> {
     let before = notes.seen();
     let first = text.trim_start().chars().next();
     if matches!(first, Some('{' | '[')) {
-        load_json(name, text.as_bytes(), None, cluster, notes)?;
+        load_json(name, text.as_bytes(), None, parts, cluster, notes)?;
     } else {
         load_yaml(name, text, cluster, notes)?;
     }
@@ -456,9 +522,43 @@ fn load_into(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNote
 
 // ------------------------------------------------------------------ JSON
 
+/// How the parts replicas share (containers, tolerations, labels, ...) are read.
+#[derive(Clone, Copy, PartialEq)]
+enum Parts {
+    /// Once per distinct text ([`crate::model::memo`]): for input that is UTF-8
+    /// throughout.
+    Once,
+    /// Each as it comes.
+    EachParsed,
+}
+
 /// JSON already in memory (a mapped file, a buffer, text), parsed in place; `progress` is
-/// told where each object started (see [`json::Ctx::progress`]).
+/// told where each object started (see [`json::Ctx::progress`]). With [`Parts::Once`],
+/// which only input known to be UTF-8 throughout may ask (a part is taken as text whole,
+/// which a string the projection skips need not be), a part that fails has the input
+/// read again, each part as it comes, for the error to name the fault's own line and
+/// column.
 fn load_json<'a>(
+    name: &'a str,
+    bytes: &[u8],
+    progress: Option<&'a mut dyn FnMut(*const u8)>,
+    parts: Parts,
+    cluster: &'a mut Cluster,
+    notes: &'a mut LoadNotes,
+) -> Result<()> {
+    let memo = (parts == Parts::Once).then(crate::model::memo::scope);
+    let read = parse_json(name, bytes, progress, cluster, notes);
+    match (read, memo) {
+        (Err(e), Some(memo)) if memo.failed() => {
+            drop(memo);
+            let mut scratch = (Cluster::default(), LoadNotes::default());
+            parse_json(name, bytes, None, &mut scratch.0, &mut scratch.1).and(Err(e))
+        }
+        (read, _) => read,
+    }
+}
+
+fn parse_json<'a>(
     name: &'a str,
     bytes: &[u8],
     progress: Option<&'a mut dyn FnMut(*const u8)>,
@@ -887,6 +987,103 @@ mod tests {
         .unwrap();
         let notes = load_paths(&[path], &mut Cluster::default()).unwrap();
         assert_eq!(notes.skipped.get("ConfigMap"), Some(&n));
+    }
+
+    /// A List of `n` replicas alike (containers, tolerations, affinity, spread, labels,
+    /// owner), each bound to its own node, and `last` after them.
+    fn replicas(n: usize, last: &str) -> String {
+        let pod = |i: usize| {
+            format!(
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"web-{i}","namespace":"shop","labels":{{"app":"web"}},"ownerReferences":[{{"kind":"ReplicaSet","name":"web-1","controller":true}}]}},"spec":{{"nodeName":"n{i}","containers":[{{"name":"app","image":"x","env":[{{"name":"A","value":"1"}}],"resources":{{"requests":{{"cpu":"250m"}}}}}}],"tolerations":[{{"key":"k","operator":"Exists"}}],"affinity":{{"podAntiAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":[{{"labelSelector":{{"matchLabels":{{"app":"web"}}}},"topologyKey":"kubernetes.io/hostname"}}]}}}},"topologySpreadConstraints":[{{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}}]}}}}"#
+            )
+        };
+        let items: Vec<String> = (0..n).map(pod).chain([last.to_string()]).collect();
+        format!(
+            "{{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[\n{}\n]}}",
+            items.join(",\n")
+        )
+    }
+
+    #[test]
+    fn parts_read_once_load_as_parts_parsed_each_and_fail_at_the_same_place() {
+        let last = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"other","namespace":"shop"},"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"1"}}}]}}"#;
+        let text = replicas(3, last);
+        let (mut once, mut each) = (Cluster::default(), Cluster::default());
+        let a = load_str("r.json", &text, &mut once).unwrap();
+        let b = load_str_parsing_each_part("r.json", &text, &mut each).unwrap();
+        assert_eq!((a.loaded, &once.pods), (b.loaded, &each.pods));
+        assert_eq!(once.pods.len(), 4);
+        // In the model's order: other, web-0, web-1, web-2.
+        let p: Vec<&Pod> = once.pods.values().collect();
+        assert!(Shared::ptr_eq(&p[1].spec.containers, &p[3].spec.containers));
+        assert_eq!(p[1].spec.topology_spread_constraints.len(), 1);
+        // A fault inside a part read before (a resource that is not a map): the error
+        // names its own line and column, as when each part is parsed.
+        for bad in [
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad"},"spec":{"containers":[{"name":"app","resources":3}]}}"#,
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad","labels":{"app":7}}}"#,
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad"},"spec":{"tolerations":[{"key":"k",,}]}}"#,
+        ] {
+            let text = replicas(2, bad);
+            let a = load_str("r.json", &text, &mut Cluster::default()).unwrap_err();
+            let b =
+                load_str_parsing_each_part("r.json", &text, &mut Cluster::default()).unwrap_err();
+            assert_eq!(a.to_string(), b.to_string());
+            let column = bad
+                .find("3}")
+                .or(bad.find("7}"))
+                .or(bad.find(",}"))
+                .unwrap();
+            assert!(
+                a.to_string()
+                    .starts_with(&format!("r.json: line 4, column {}", column + 1))
+                    || a.to_string()
+                        .starts_with(&format!("r.json: line 4, column {}", column + 2)),
+                "{a}"
+            );
+        }
+    }
+
+    #[test]
+    fn utf8_is_checked_across_windows_that_cut_characters() {
+        let text = "aé€😀b".repeat(5);
+        for window in 1..12 {
+            let mut upto = 0;
+            assert!(utf8_by_window(text.as_bytes(), window, |from, to| {
+                assert_eq!(from, upto);
+                upto = to;
+            }));
+            assert_eq!(upto, text.len());
+        }
+        let mut bad = text.clone().into_bytes();
+        bad[7] = 0xff;
+        // Ends inside the last emoji.
+        let cut = &text.as_bytes()[..text.len() - 2];
+        for window in 1..12 {
+            assert!(!utf8_by_window(&bad, window, |_, _| {}));
+            assert!(!utf8_by_window(cut, window, |_, _| {}));
+        }
+    }
+
+    #[test]
+    fn a_file_with_bytes_that_are_not_utf8_in_a_skipped_string_loads() {
+        // The projection skips a container's env; its value is not UTF-8.
+        let text = replicas(
+            2,
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b"},"spec":{"containers":[{"name":"app","env":[{"name":"A","value":"AB"}]}]}}"#,
+        );
+        let bytes = text.replace("\"AB\"", "\"A\u{1}B\"").into_bytes();
+        let bytes: Vec<u8> = bytes
+            .into_iter()
+            .map(|b| if b == 1 { 0xff } else { b })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("latin1.json");
+        std::fs::write(&file, &bytes).unwrap();
+        for load in [load_paths, load_paths_copied] {
+            let mut c = Cluster::default();
+            assert_eq!(load(std::slice::from_ref(&file), &mut c).unwrap().loaded, 3);
+        }
     }
 
     #[test]

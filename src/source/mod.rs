@@ -14,4 +14,4 @@ pub mod metrics;
 pub mod status;
 pub mod watch;
 
-pub use dump::{load_paths, load_paths_copied, load_str, LoadNotes};
+pub use dump::{load_paths, load_paths_copied, load_str, load_str_parsing_each_part, LoadNotes};

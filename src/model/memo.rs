@@ -1,0 +1,225 @@
+//! Parts of objects read once per distinct text while a dump's JSON is read.
+//!
+//! The replicas of one workload carry the same containers, tolerations, affinity, spread
+//! constraints, labels and owner references, byte for byte. Under a [`Scope`] (opened by
+//! the dump reader around one JSON input), each such part is first taken as raw text: a
+//! text met before gives the value it gave then, shared, so the parse is skipped and the
+//! model's interner finds a value it already holds without working out its fingerprint;
+//! only a new text is parsed. Outside a scope (a watch event, a YAML document) parts are
+//! read as any other field.
+//!
+//! A part that fails to read under a scope marks the scope failed: its error then names
+//! where the part ends, not the fault in it, so the reader reads the input again without
+//! a scope for the error to report ([`Scope::failed`]). A text met before never fails: it
+//! read once already.
+
+use std::any::{Any, TypeId};
+use std::cell::RefCell;
+use std::marker::PhantomData;
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+use super::shared::FastMap;
+
+/// The texts kept per scope, in bytes, at most: past it, new texts are still parsed (and
+/// known ones still found), but no longer kept.
+const MAX_KEPT: usize = 64 << 20;
+
+/// One scope's tables: per part type, its values by text.
+#[derive(Default)]
+struct Tables {
+    by_type: FastMap<TypeId, Box<dyn Any>>,
+    kept: usize,
+    failed: bool,
+    hits: usize,
+    misses: usize,
+}
+
+thread_local! {
+    static TABLES: RefCell<Option<Tables>> = const { RefCell::new(None) };
+}
+
+/// Parts are read once per text on this thread while the scope lives. A scope opened
+/// inside another one is the same scope.
+pub struct Scope {
+    outer: bool,
+    /// Bound to the thread its tables live on.
+    _thread: PhantomData<*const ()>,
+}
+
+/// Open a scope on this thread (see [`Scope`]).
+pub fn scope() -> Scope {
+    let outer = TABLES.with(|t| {
+        let mut t = t.borrow_mut();
+        let outer = t.is_some();
+        t.get_or_insert_with(Tables::default);
+        outer
+    });
+    Scope {
+        outer,
+        _thread: PhantomData,
+    }
+}
+
+impl Scope {
+    /// Whether a part failed to read under this scope: the error raised names where the
+    /// part ends, not where it went wrong.
+    pub fn failed(&self) -> bool {
+        TABLES.with(|t| t.borrow().as_ref().is_some_and(|t| t.failed))
+    }
+
+    /// Parts found by their text, and parts parsed, so far.
+    pub fn counts(&self) -> (usize, usize) {
+        TABLES.with(|t| t.borrow().as_ref().map_or((0, 0), |t| (t.hits, t.misses)))
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        if !self.outer {
+            TABLES.with(|t| *t.borrow_mut() = None);
+        }
+    }
+}
+
+/// Read a part that may be absent or null (its default then), once per distinct text
+/// under a [`Scope`]. For `deserialize_with`.
+pub fn read<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned + Default + Clone + 'static,
+{
+    if !TABLES.with(|t| t.borrow().is_some()) {
+        return Ok(Option::<T>::deserialize(d)?.unwrap_or_default());
+    }
+    let raw = match <Box<RawValue>>::deserialize(d) {
+        Ok(raw) => raw,
+        Err(e) => {
+            fail();
+            return Err(e);
+        }
+    };
+    let found = TABLES.with(|t| {
+        let mut t = t.borrow_mut();
+        let t = t.as_mut()?;
+        let value = table::<T>(t).and_then(|table| table.get(raw.get()).cloned());
+        match value {
+            Some(_) => t.hits += 1,
+            None => t.misses += 1,
+        }
+        value
+    });
+    if let Some(value) = found {
+        return Ok(value);
+    }
+    let value = match serde_json::from_str::<Option<T>>(raw.get()) {
+        Ok(v) => v.unwrap_or_default(),
+        Err(e) => {
+            fail();
+            return Err(D::Error::custom(without_position(&e)));
+        }
+    };
+    TABLES.with(|t| {
+        if let Some(t) = t.borrow_mut().as_mut() {
+            if t.kept + raw.get().len() <= MAX_KEPT {
+                t.kept += raw.get().len();
+                let table = t
+                    .by_type
+                    .entry(TypeId::of::<T>())
+                    .or_insert_with(|| Box::new(FastMap::<Box<str>, T>::default()));
+                if let Some(table) = table.downcast_mut::<FastMap<Box<str>, T>>() {
+                    table.insert(raw.into(), value.clone());
+                }
+            }
+        }
+    });
+    Ok(value)
+}
+
+/// The values of type `T` by their text, if any was kept.
+fn table<T: 'static>(t: &Tables) -> Option<&FastMap<Box<str>, T>> {
+    t.by_type.get(&TypeId::of::<T>())?.downcast_ref()
+}
+
+fn fail() {
+    TABLES.with(|t| {
+        if let Some(t) = t.borrow_mut().as_mut() {
+            t.failed = true;
+        }
+    });
+}
+
+/// A part's error without the position within the part's own text.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    text.strip_suffix(&at).unwrap_or(&text).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+    struct Part {
+        #[serde(default)]
+        n: u32,
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct Whole {
+        #[serde(default, deserialize_with = "read")]
+        part: std::sync::Arc<Part>,
+    }
+
+    fn whole(text: &str) -> Result<Whole, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    #[test]
+    fn a_text_met_again_gives_the_value_it_gave_and_others_are_parsed() {
+        let scope = scope();
+        let a = whole(r#"{"part": {"n": 1}}"#).unwrap();
+        let b = whole(r#"{"part": {"n": 1}}"#).unwrap();
+        // The same value, written another way, is another text.
+        let c = whole(r#"{"part": {"n":1}}"#).unwrap();
+        let absent = whole("{}").unwrap();
+        let null = whole(r#"{"part": null}"#).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&a.part, &b.part));
+        assert!(!std::sync::Arc::ptr_eq(&a.part, &c.part));
+        assert_eq!(*c.part, Part { n: 1 });
+        assert_eq!(
+            (&*absent.part, &*null.part),
+            (&Part::default(), &Part::default())
+        );
+        assert_eq!(scope.counts(), (1, 3));
+        assert!(!scope.failed());
+        drop(scope);
+        // Without a scope nothing is kept.
+        let d = whole(r#"{"part": {"n": 1}}"#).unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&a.part, &d.part));
+    }
+
+    #[test]
+    fn a_part_that_fails_marks_the_scope_and_an_inner_scope_is_the_outer_one() {
+        let scope = scope();
+        {
+            let inner = super::scope();
+            assert!(whole(r#"{"part": {"n": 1}}"#).is_ok());
+            drop(inner);
+        }
+        // Still open: the part is found again.
+        assert!(whole(r#"{"part": {"n": 1}}"#).is_ok());
+        assert_eq!(scope.counts(), (1, 1));
+        let e = whole(r#"{"part": {"n": "x"}}"#).unwrap_err().to_string();
+        assert!(scope.failed());
+        // The part's own position is left out; the whole's parser adds its own.
+        assert_eq!(e.matches(" at line ").count(), 1, "{e}");
+        assert!(
+            e.starts_with("invalid type: string \"x\", expected u32"),
+            "{e}"
+        );
+    }
+}
