@@ -244,16 +244,6 @@ fn load_bytes(
         .iter()
         .find(|b| !b.is_ascii_whitespace())
         .is_some_and(|b| matches!(b, b'{' | b'['));
-    // Parts are read once per distinct text only from input that is UTF-8 throughout
-    // (see `load_json`); a mapped file is checked a window at a time, each let go after.
-    let parts = match (json, map) {
-        (false, _) => Parts::EachParsed,
-        (true, Some(map)) => utf8_releasing(bytes, map),
-        (true, None) => match std::str::from_utf8(bytes) {
-            Ok(_) => Parts::Once,
-            Err(_) => Parts::EachParsed,
-        },
-    };
     if let (true, Some(map)) = (json, map) {
         // Let the pages behind the parser go, RELEASE_BEHIND at a time.
         let base = bytes.as_ptr() as usize;
@@ -275,9 +265,9 @@ fn load_bytes(
                 released = upto;
             }
         };
-        load_json(name, bytes, Some(&mut release), parts, cluster, notes)?;
+        load_json(name, bytes, Some(&mut release), Parts::Once, cluster, notes)?;
     } else if json {
-        load_json(name, bytes, None, parts, cluster, notes)?;
+        load_json(name, bytes, None, Parts::Once, cluster, notes)?;
     } else {
         if bytes.len() as u64 > limits::MAX_WHOLE_BYTES {
             return Err(Error::Limit {
@@ -290,43 +280,6 @@ fn load_bytes(
         load_yaml(name, text, cluster, notes)?;
     }
     some_loaded(name, before, notes)
-}
-
-/// Whether a mapped file is UTF-8 throughout, read a window at a time with each window's
-/// pages let go after it (the parser reads them back as it comes): [`Parts::Once`] if so.
-fn utf8_releasing(bytes: &[u8], map: &memmap2::Mmap) -> Parts {
-    let page = 4096;
-    let utf8 = utf8_by_window(bytes, RELEASE_BEHIND, |from, upto| {
-        let (from, upto) = (from / page * page, upto / page * page);
-        // SAFETY: a read-only private file mapping: its pages come back from the file
-        // when the parser reads them.
-        let _ = unsafe {
-            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, upto - from)
-        };
-    });
-    if utf8 {
-        Parts::Once
-    } else {
-        Parts::EachParsed
-    }
-}
-
-/// Whether `bytes` are UTF-8, checked `window` bytes at a time (at least a character's
-/// four); `checked` is told each range found good.
-fn utf8_by_window(bytes: &[u8], window: usize, mut checked: impl FnMut(usize, usize)) -> bool {
-    let mut start = 0;
-    while start < bytes.len() {
-        let end = (start + window.max(4)).min(bytes.len());
-        let next = match std::str::from_utf8(&bytes[start..end]) {
-            Ok(_) => end,
-            // A character cut by the window's end starts the next window.
-            Err(e) if e.error_len().is_none() && end < bytes.len() => start + e.valid_up_to(),
-            Err(_) => return false,
-        };
-        checked(start, next);
-        start = next;
-    }
-    true
 }
 
 /// An input in which no object was met, of the `before` met before it, is an error.
@@ -525,37 +478,44 @@ fn load_into(
 /// How the parts replicas share (containers, tolerations, labels, ...) are read.
 #[derive(Clone, Copy, PartialEq)]
 enum Parts {
-    /// Once per distinct text ([`crate::model::memo`]): for input that is UTF-8
-    /// throughout.
+    /// Once per distinct text ([`crate::model::memo`]).
     Once,
     /// Each as it comes.
     EachParsed,
 }
 
 /// JSON already in memory (a mapped file, a buffer, text), parsed in place; `progress` is
-/// told where each object started (see [`json::Ctx::progress`]). With [`Parts::Once`],
-/// which only input known to be UTF-8 throughout may ask (a part is taken as text whole,
-/// which a string the projection skips need not be), a part that fails has the input
-/// read again, each part as it comes, for the error to name the fault's own line and
-/// column.
+/// told where each object started (see [`json::Ctx::progress`]).
+///
+/// With [`Parts::Once`], a part that fails to read has the whole input read again, each
+/// part as it comes: the error then names the fault's own line and column, not the part's
+/// end; and a part the memo could not take as text (bytes that are not UTF-8, in a string
+/// the projection skips) is read as before. The second read applies the objects again by
+/// name, as a watch would; what the first one counted and listed is undone first.
 fn load_json<'a>(
     name: &'a str,
     bytes: &[u8],
-    progress: Option<&'a mut dyn FnMut(*const u8)>,
+    mut progress: Option<&'a mut dyn FnMut(*const u8)>,
     parts: Parts,
     cluster: &'a mut Cluster,
     notes: &'a mut LoadNotes,
 ) -> Result<()> {
-    let memo = (parts == Parts::Once).then(crate::model::memo::scope);
-    let read = parse_json(name, bytes, progress, cluster, notes);
-    match (read, memo) {
-        (Err(e), Some(memo)) if memo.failed() => {
-            drop(memo);
-            let mut scratch = (Cluster::default(), LoadNotes::default());
-            parse_json(name, bytes, None, &mut scratch.0, &mut scratch.1).and(Err(e))
-        }
-        (read, _) => read,
+    if parts == Parts::EachParsed {
+        return parse_json(name, bytes, progress, cluster, notes);
     }
+    let (notes_before, legacy_before) = (notes.clone(), cluster.api.legacy_objects.len());
+    let memo = crate::model::memo::scope();
+    let told = progress
+        .as_mut()
+        .map(|p| &mut **p as &mut dyn FnMut(*const u8));
+    let first = parse_json(name, bytes, told, &mut *cluster, &mut *notes);
+    if first.is_err() && memo.failed() {
+        drop(memo);
+        *notes = notes_before;
+        cluster.api.legacy_objects.truncate(legacy_before);
+        return parse_json(name, bytes, progress, cluster, notes);
+    }
+    first
 }
 
 fn parse_json<'a>(
@@ -1045,32 +1005,13 @@ mod tests {
     }
 
     #[test]
-    fn utf8_is_checked_across_windows_that_cut_characters() {
-        let text = "aé€😀b".repeat(5);
-        for window in 1..12 {
-            let mut upto = 0;
-            assert!(utf8_by_window(text.as_bytes(), window, |from, to| {
-                assert_eq!(from, upto);
-                upto = to;
-            }));
-            assert_eq!(upto, text.len());
-        }
-        let mut bad = text.clone().into_bytes();
-        bad[7] = 0xff;
-        // Ends inside the last emoji.
-        let cut = &text.as_bytes()[..text.len() - 2];
-        for window in 1..12 {
-            assert!(!utf8_by_window(&bad, window, |_, _| {}));
-            assert!(!utf8_by_window(cut, window, |_, _| {}));
-        }
-    }
-
-    #[test]
     fn a_file_with_bytes_that_are_not_utf8_in_a_skipped_string_loads() {
-        // The projection skips a container's env; its value is not UTF-8.
+        // The projection skips a container's env; its value is not UTF-8. The parts are
+        // read again as they come, after a legacy object the first read listed once.
         let text = replicas(
             2,
-            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b"},"spec":{"containers":[{"name":"app","env":[{"name":"A","value":"AB"}]}]}}"#,
+            r#"{"apiVersion":"karpenter.sh/v1alpha5","kind":"Provisioner","metadata":{"name":"old"}},
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b"},"spec":{"containers":[{"name":"app","env":[{"name":"A","value":"AB"}]}]}}"#,
         );
         let bytes = text.replace("\"AB\"", "\"A\u{1}B\"").into_bytes();
         let bytes: Vec<u8> = bytes
@@ -1082,7 +1023,12 @@ mod tests {
         std::fs::write(&file, &bytes).unwrap();
         for load in [load_paths, load_paths_copied] {
             let mut c = Cluster::default();
-            assert_eq!(load(std::slice::from_ref(&file), &mut c).unwrap().loaded, 3);
+            assert_eq!(load(std::slice::from_ref(&file), &mut c).unwrap().loaded, 4);
+            assert_eq!(c.pods.len(), 3);
+            assert_eq!(
+                c.api.legacy_objects,
+                ["karpenter.sh/v1alpha5 Provisioner old"]
+            );
         }
     }
 
