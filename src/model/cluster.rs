@@ -156,6 +156,18 @@ struct Pools {
 }
 
 impl Pools {
+    /// Know each table's values by address during a bulk load ([`Interner::by_address`]).
+    fn by_address(&mut self, on: bool) {
+        self.maps.by_address(on);
+        self.owners.by_address(on);
+        self.scheduling.by_address(on);
+        self.affinities.by_address(on);
+        self.tolerations.by_address(on);
+        self.containers.by_address(on);
+        self.taints.by_address(on);
+        self.resources.by_address(on);
+        self.requirements.by_address(on);
+    }
     fn meta(&mut self, m: &mut Meta) {
         if let Some(ns) = &mut m.namespace {
             self.strings.intern(ns);
@@ -282,6 +294,7 @@ impl Cluster {
     /// once at the end rather than kept sorted as pods come.
     pub fn begin_load(&mut self) {
         self.loading.get_or_insert_with(Default::default);
+        self.shared.by_address(true);
     }
 
     /// Pack the model after a bulk load (a dump, a full list): the maps of objects are
@@ -305,6 +318,7 @@ impl Cluster {
         repack(&mut self.pdbs);
         self.events.shrink_to_fit();
         self.pods_by_node.values_mut().for_each(Vec::shrink_to_fit);
+        self.shared.by_address(false);
         self.purge_shared();
     }
 

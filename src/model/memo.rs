@@ -21,20 +21,64 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::shared::FastMap;
+use super::shared::{Compact, FastMap};
 
 /// The texts kept per scope, in bytes, at most: past it, new texts are still parsed (and
 /// known ones still found), but no longer kept.
 const MAX_KEPT: usize = 64 << 20;
 
-/// One scope's tables: per part type, its values by text.
+/// One scope's tables: per part type, its values by text. The texts are kept end to end in
+/// one buffer, not one allocation each: a scope leaves no holes in the heap when it ends.
 #[derive(Default)]
 struct Tables {
     by_type: FastMap<TypeId, Box<dyn Any>>,
-    kept: usize,
+    texts: String,
+    hasher: foldhash::fast::RandomState,
     failed: bool,
     hits: usize,
     misses: usize,
+}
+
+/// One part type's values, by the hash of their text (chained within a hash).
+struct Table<T> {
+    first: FastMap<u64, usize>,
+    entries: Vec<Entry<T>>,
+}
+
+struct Entry<T> {
+    /// Where its text is in [`Tables::texts`].
+    text: std::ops::Range<usize>,
+    value: T,
+    /// The entry of the same hash kept before it.
+    next: Option<usize>,
+}
+
+impl<T> Default for Table<T> {
+    fn default() -> Self {
+        Table {
+            first: FastMap::default(),
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<T> Table<T> {
+    fn get(&self, texts: &str, hash: u64, text: &str) -> Option<&T> {
+        let mut at = self.first.get(&hash).copied();
+        while let Some(i) = at {
+            let e = &self.entries[i];
+            if texts[e.text.clone()] == *text {
+                return Some(&e.value);
+            }
+            at = e.next;
+        }
+        None
+    }
+
+    fn insert(&mut self, hash: u64, text: std::ops::Range<usize>, value: T) {
+        let next = self.first.insert(hash, self.entries.len());
+        self.entries.push(Entry { text, value, next });
+    }
 }
 
 thread_local! {
@@ -89,7 +133,7 @@ impl Drop for Scope {
 pub fn read<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
-    T: DeserializeOwned + Default + Clone + 'static,
+    T: DeserializeOwned + Default + Clone + Compact + 'static,
 {
     if !TABLES.with(|t| t.borrow().is_some()) {
         return Ok(Option::<T>::deserialize(d)?.unwrap_or_default());
@@ -101,45 +145,54 @@ where
             return Err(e);
         }
     };
-    let found = TABLES.with(|t| {
+    let text = raw.get();
+    let (hash, found) = TABLES.with(|t| {
         let mut t = t.borrow_mut();
-        let t = t.as_mut()?;
-        let value = table::<T>(t).and_then(|table| table.get(raw.get()).cloned());
+        let Some(t) = t.as_mut() else {
+            return (0, None);
+        };
+        let hash = std::hash::BuildHasher::hash_one(&t.hasher, text);
+        let value = table::<T>(t).and_then(|table| table.get(&t.texts, hash, text).cloned());
         match value {
             Some(_) => t.hits += 1,
             None => t.misses += 1,
         }
-        value
+        (hash, value)
     });
     if let Some(value) = found {
         return Ok(value);
     }
-    let value = match serde_json::from_str::<Option<T>>(raw.get()) {
+    // Packed now, while this is its only handle: the interner, which packs what it keeps,
+    // will find it shared with the table.
+    let mut value = match serde_json::from_str::<Option<T>>(text) {
         Ok(v) => v.unwrap_or_default(),
         Err(e) => {
             fail();
             return Err(D::Error::custom(without_position(&e)));
         }
     };
+    value.compact();
     TABLES.with(|t| {
-        if let Some(t) = t.borrow_mut().as_mut() {
-            if t.kept + raw.get().len() <= MAX_KEPT {
-                t.kept += raw.get().len();
-                let table = t
-                    .by_type
-                    .entry(TypeId::of::<T>())
-                    .or_insert_with(|| Box::new(FastMap::<Box<str>, T>::default()));
-                if let Some(table) = table.downcast_mut::<FastMap<Box<str>, T>>() {
-                    table.insert(raw.into(), value.clone());
-                }
-            }
+        let mut t = t.borrow_mut();
+        let Some(t) = t.as_mut() else { return };
+        if t.texts.len() + text.len() > MAX_KEPT {
+            return;
+        }
+        let at = t.texts.len()..t.texts.len() + text.len();
+        t.texts.push_str(text);
+        let table = t
+            .by_type
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(Table::<T>::default()));
+        if let Some(table) = table.downcast_mut::<Table<T>>() {
+            table.insert(hash, at, value.clone());
         }
     });
     Ok(value)
 }
 
 /// The values of type `T` by their text, if any was kept.
-fn table<T: 'static>(t: &Tables) -> Option<&FastMap<Box<str>, T>> {
+fn table<T: 'static>(t: &Tables) -> Option<&Table<T>> {
     t.by_type.get(&TypeId::of::<T>())?.downcast_ref()
 }
 
@@ -168,10 +221,14 @@ mod tests {
         n: u32,
     }
 
+    impl Compact for Part {
+        fn compact(&mut self) {}
+    }
+
     #[derive(Debug, Deserialize)]
     struct Whole {
         #[serde(default, deserialize_with = "read")]
-        part: std::sync::Arc<Part>,
+        part: crate::model::Shared<Part>,
     }
 
     fn whole(text: &str) -> Result<Whole, serde_json::Error> {
@@ -187,8 +244,8 @@ mod tests {
         let c = whole(r#"{"part": {"n":1}}"#).unwrap();
         let absent = whole("{}").unwrap();
         let null = whole(r#"{"part": null}"#).unwrap();
-        assert!(std::sync::Arc::ptr_eq(&a.part, &b.part));
-        assert!(!std::sync::Arc::ptr_eq(&a.part, &c.part));
+        assert!(crate::model::Shared::ptr_eq(&a.part, &b.part));
+        assert!(!crate::model::Shared::ptr_eq(&a.part, &c.part));
         assert_eq!(*c.part, Part { n: 1 });
         assert_eq!(
             (&*absent.part, &*null.part),
@@ -199,7 +256,19 @@ mod tests {
         drop(scope);
         // Without a scope nothing is kept.
         let d = whole(r#"{"part": {"n": 1}}"#).unwrap();
-        assert!(!std::sync::Arc::ptr_eq(&a.part, &d.part));
+        assert!(!crate::model::Shared::ptr_eq(&a.part, &d.part));
+    }
+
+    #[test]
+    fn texts_of_one_hash_are_told_apart() {
+        let mut table = Table::default();
+        let texts = "ab";
+        table.insert(7, 0..1, 1);
+        table.insert(7, 1..2, 2);
+        assert_eq!(table.get(texts, 7, "a"), Some(&1));
+        assert_eq!(table.get(texts, 7, "b"), Some(&2));
+        assert_eq!(table.get(texts, 7, "c"), None);
+        assert_eq!(table.get(texts, 8, "a"), None);
     }
 
     #[test]

@@ -256,6 +256,10 @@ impl Compact for Affinity {
     fn compact(&mut self) {}
 }
 
+impl Compact for TopologySpreadConstraint {
+    fn compact(&mut self) {}
+}
+
 impl Compact for Toleration {
     fn compact(&mut self) {}
 }

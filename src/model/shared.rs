@@ -283,6 +283,13 @@ impl Compact for String {
     }
 }
 
+/// A shared value is compacted only while this handle is its only one.
+impl<T: Compact> Compact for Shared<T> {
+    fn compact(&mut self) {
+        compact(self)
+    }
+}
+
 // ------------------------------------------------------------------ interning
 
 /// Makes equal values one shared allocation. Values are found by a hash of their
@@ -294,8 +301,9 @@ pub struct Interner<T> {
     buckets: HashMap<u64, Bucket<T>, foldhash::fast::RandomState>,
     /// This table's own seed: equal values must give equal fingerprints within it.
     seed: foldhash::quality::RandomState,
-    /// The addresses of the values held: a value already one of them needs no fingerprint.
-    held: FastSet<usize>,
+    /// During a bulk load, the addresses of the values held: a value already one of them
+    /// (a part a dump's reader handed out shared) needs no fingerprint.
+    held: Option<FastSet<usize>>,
     len: usize,
     purge_at: usize,
 }
@@ -343,7 +351,7 @@ impl<T> Default for Interner<T> {
         Interner {
             buckets: HashMap::default(),
             seed: Default::default(),
-            held: FastSet::default(),
+            held: None,
             len: 0,
             purge_at: MIN_PURGE,
         }
@@ -419,7 +427,8 @@ impl<T: Compact + Fingerprint + PartialEq> Interner<T> {
     /// Point `value` at the shared copy of an equal value, keeping it as that copy when it
     /// is the first.
     pub fn intern(&mut self, value: &mut Shared<T>) {
-        if self.held.contains(&(Arc::as_ptr(&value.0) as usize)) {
+        let address = Arc::as_ptr(&value.0) as usize;
+        if self.held.as_ref().is_some_and(|h| h.contains(&address)) {
             return;
         }
         let mut h = std::hash::BuildHasher::build_hasher(&self.seed);
@@ -437,7 +446,9 @@ impl<T: Compact + Fingerprint + PartialEq> Interner<T> {
             self.buckets
                 .insert(fingerprint, Bucket::One(value.0.clone()));
         }
-        self.held.insert(Arc::as_ptr(&value.0) as usize);
+        if let Some(held) = &mut self.held {
+            held.insert(Arc::as_ptr(&value.0) as usize);
+        }
         self.len += 1;
         if self.len >= self.purge_at {
             self.purge();
@@ -448,12 +459,24 @@ impl<T: Compact + Fingerprint + PartialEq> Interner<T> {
     pub fn purge(&mut self) {
         self.buckets.retain(|_, b| b.retain_used());
         self.buckets.shrink_to_fit();
-        self.held = (self.buckets.values())
-            .flat_map(|b| b.values())
-            .map(|v| Arc::as_ptr(v) as usize)
-            .collect();
+        if self.held.is_some() {
+            self.held = Some(self.held_addresses());
+        }
         self.len = self.buckets.values().map(|b| b.values().len()).sum();
         self.purge_at = (self.len * 2).max(MIN_PURGE);
+    }
+
+    /// Know the values held by address from now on (a bulk load begins), or no longer
+    /// (it ended: the set would only cost memory).
+    pub fn by_address(&mut self, on: bool) {
+        self.held = on.then(|| self.held_addresses());
+    }
+
+    fn held_addresses(&self) -> FastSet<usize> {
+        (self.buckets.values())
+            .flat_map(|b| b.values())
+            .map(|v| Arc::as_ptr(v) as usize)
+            .collect()
     }
 
     /// Distinct values held.
@@ -588,6 +611,32 @@ mod tests {
         b.make_mut().insert("tier".into(), "1".into());
         assert_eq!(a.len(), 1);
         assert_eq!(b.len(), 2);
+    }
+
+    #[test]
+    fn by_address_a_held_value_stays_and_an_equal_one_still_joins_it() {
+        let mut pool: Interner<BTreeMap<String, String>> = Interner::default();
+        let labels = |v: &str| BTreeMap::from([("app".to_string(), v.to_string())]);
+        let mut first = Shared::new(labels("web"));
+        pool.intern(&mut first);
+        pool.by_address(true);
+        // A value held before and one interned since are both known by address.
+        let mut again = first.clone();
+        let mut other = Shared::new(labels("db"));
+        pool.intern(&mut again);
+        pool.intern(&mut other);
+        let mut other_again = other.clone();
+        pool.intern(&mut other_again);
+        assert!(Shared::ptr_eq(&first, &again) && Shared::ptr_eq(&other, &other_again));
+        // An equal value elsewhere is found by its fingerprint, as without the addresses.
+        let mut copy = Shared::new(labels("db"));
+        pool.intern(&mut copy);
+        assert!(Shared::ptr_eq(&copy, &other));
+        pool.by_address(false);
+        let mut copy = Shared::new(labels("web"));
+        pool.intern(&mut copy);
+        assert!(Shared::ptr_eq(&copy, &first));
+        assert_eq!(pool.len(), 2);
     }
 
     #[test]
