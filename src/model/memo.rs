@@ -1,7 +1,7 @@
 //! Parts of objects read once per distinct text while a dump's JSON is read.
 //!
 //! The replicas of one workload carry the same containers, tolerations, affinity, spread
-//! constraints, labels and owner references, byte for byte. Under a [`Scope`] (opened by
+//! constraints, node selector, volumes, labels and owner references, byte for byte. Under a [`Scope`] (opened by
 //! the dump reader around one JSON input), each such part is first taken as raw text: a
 //! text met before gives the value it gave then, shared, so the parse is skipped and the
 //! model's interner finds a value it already holds without working out its fingerprint;

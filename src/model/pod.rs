@@ -264,6 +264,40 @@ impl Compact for Toleration {
     fn compact(&mut self) {}
 }
 
+/// A pod's `volumes`, read as the names of those that are claims (persistent volume
+/// claims, or ephemeral ones, which make a claim).
+#[derive(Debug, Clone, Default)]
+struct VolumeClaims(Vec<String>);
+
+impl<'de> Deserialize<'de> for VolumeClaims {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Volume {
+            #[serde(default)]
+            name: String,
+            #[serde(default)]
+            persistent_volume_claim: Option<serde::de::IgnoredAny>,
+            #[serde(default)]
+            ephemeral: Option<serde::de::IgnoredAny>,
+        }
+        let volumes = Vec::<Volume>::deserialize(d)?;
+        Ok(VolumeClaims(
+            volumes
+                .into_iter()
+                .filter(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+                .map(|v| v.name)
+                .collect(),
+        ))
+    }
+}
+
+impl Compact for VolumeClaims {
+    fn compact(&mut self) {
+        self.0.compact()
+    }
+}
+
 impl<'de> Deserialize<'de> for PodSpec {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         /// The JSON shape: `nodeName` beside the scheduling fields.
@@ -272,7 +306,7 @@ impl<'de> Deserialize<'de> for PodSpec {
         struct Raw {
             #[serde(default)]
             node_name: Option<Shared<str>>,
-            #[serde(default, deserialize_with = "null_default")]
+            #[serde(default, deserialize_with = "super::memo::read")]
             node_selector: super::meta::StringMap,
             #[serde(default, deserialize_with = "super::memo::read")]
             affinity: Option<Shared<Affinity>>,
@@ -292,18 +326,8 @@ impl<'de> Deserialize<'de> for PodSpec {
             scheduling_gates: Vec<Gate>,
             #[serde(default, deserialize_with = "super::memo::read")]
             topology_spread_constraints: Vec<TopologySpreadConstraint>,
-            #[serde(default, deserialize_with = "null_default")]
-            volumes: Vec<Volume>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Volume {
-            #[serde(default)]
-            name: String,
-            #[serde(default)]
-            persistent_volume_claim: Option<serde::de::IgnoredAny>,
-            #[serde(default)]
-            ephemeral: Option<serde::de::IgnoredAny>,
+            #[serde(default, deserialize_with = "super::memo::read")]
+            volumes: VolumeClaims,
         }
         #[derive(Deserialize)]
         struct Gate {
@@ -314,12 +338,7 @@ impl<'de> Deserialize<'de> for PodSpec {
         Ok(PodSpec {
             node_name: r.node_name,
             affinity: r.affinity,
-            volume_claims: r
-                .volumes
-                .into_iter()
-                .filter(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
-                .map(|v| v.name)
-                .collect(),
+            volume_claims: r.volumes.0,
             scheduling: Shared::new(SchedulingSpec {
                 node_selector: r.node_selector,
                 tolerations: r.tolerations,

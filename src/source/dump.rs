@@ -949,12 +949,12 @@ mod tests {
         assert_eq!(notes.skipped.get("ConfigMap"), Some(&n));
     }
 
-    /// A List of `n` replicas alike (containers, tolerations, affinity, spread, labels,
-    /// owner), each bound to its own node, and `last` after them.
+    /// A List of `n` replicas alike (containers, tolerations, affinity, spread, node
+    /// selector, volumes, labels, owner), each bound to its own node, and `last` after them.
     fn replicas(n: usize, last: &str) -> String {
         let pod = |i: usize| {
             format!(
-                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"web-{i}","namespace":"shop","labels":{{"app":"web"}},"ownerReferences":[{{"kind":"ReplicaSet","name":"web-1","controller":true}}]}},"spec":{{"nodeName":"n{i}","containers":[{{"name":"app","image":"x","env":[{{"name":"A","value":"1"}}],"resources":{{"requests":{{"cpu":"250m"}}}}}}],"tolerations":[{{"key":"k","operator":"Exists"}}],"affinity":{{"podAntiAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":[{{"labelSelector":{{"matchLabels":{{"app":"web"}}}},"topologyKey":"kubernetes.io/hostname"}}]}}}},"topologySpreadConstraints":[{{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}}]}}}}"#
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"web-{i}","namespace":"shop","labels":{{"app":"web"}},"ownerReferences":[{{"kind":"ReplicaSet","name":"web-1","controller":true}}]}},"spec":{{"nodeName":"n{i}","containers":[{{"name":"app","image":"x","env":[{{"name":"A","value":"1"}}],"resources":{{"requests":{{"cpu":"250m"}}}}}}],"tolerations":[{{"key":"k","operator":"Exists"}}],"affinity":{{"podAntiAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":[{{"labelSelector":{{"matchLabels":{{"app":"web"}}}},"topologyKey":"kubernetes.io/hostname"}}]}}}},"topologySpreadConstraints":[{{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}}],"nodeSelector":{{"disk":"ssd"}},"volumes":[{{"name":"data","persistentVolumeClaim":{{"claimName":"data-web-{i}"}}}},{{"name":"tmp","emptyDir":{{}}}}]}}}}"#
             )
         };
         let items: Vec<String> = (0..n).map(pod).chain([last.to_string()]).collect();
@@ -977,6 +977,8 @@ mod tests {
         let p: Vec<&Pod> = once.pods.values().collect();
         assert!(Shared::ptr_eq(&p[1].spec.containers, &p[3].spec.containers));
         assert_eq!(p[1].spec.topology_spread_constraints.len(), 1);
+        assert_eq!(p[3].spec.volume_claims, ["data"]);
+        assert_eq!(p[3].spec.node_selector.get("disk").unwrap(), "ssd");
         // A fault inside a part read before (a resource that is not a map): the error
         // names its own line and column, as when each part is parsed.
         for bad in [
