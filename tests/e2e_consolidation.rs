@@ -303,6 +303,33 @@ fn a_node_whose_pods_fit_nowhere_else_agrees_with_karpenters_reason() {
     }
 }
 
+/// Two half-empty nodes of a new pool `p`: a (300m) on the first, which it shared with a
+/// 500m filler until the filler was deleted, and b (300m, its pod spec with `b_spec` added)
+/// on the second. Returns a's and b's names and the two nodes, once both NodeClaims are
+/// Consolidatable.
+fn two_half_empty_nodes(e: &Env, ns: &str, p: &str, b_spec: &str) -> ([String; 2], [String; 2]) {
+    e.apply(&pool(
+        p,
+        "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
+    ));
+    // a and fill share one smallest node (900m allocatable); b needs a second one.
+    let (a, fill, b) = (format!("{p}-a"), format!("{p}-fill"), format!("{p}-b"));
+    e.apply(&deployment(ns, &a, p, "300m", None));
+    e.apply(&deployment(ns, &fill, p, "500m", None));
+    let first = node_of(e, ns, &a);
+    assert_eq!(node_of(e, ns, &fill), first);
+    e.apply(&common::deployment(ns, &b, p, 1, "300m", "", b_spec));
+    let second = node_of(e, ns, &b);
+    assert_ne!(first, second, "b should have needed a node of its own");
+    e.ok(&["delete", "deployment", "-n", ns, &fill]);
+    for c in [claim_of(e, &first), claim_of(e, &second)] {
+        wait_for(&format!("{c} Consolidatable"), 2 * MINUTES, || {
+            consolidatable(e, &c).then_some(())
+        });
+    }
+    ([a, b], [first, second])
+}
+
 /// Two half-empty nodes of one pool: kelp calls them candidates (each one's pods fit on
 /// the other), and Karpenter removes one of them.
 #[test]
@@ -311,26 +338,7 @@ fn a_node_kelp_calls_a_candidate_is_consolidated() {
     let ns = "e2e-consol-happens";
     namespace(&e, ns);
     let p = format!("e2e-cdl-{}", run_id());
-    e.apply(&pool(
-        &p,
-        "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
-    ));
-    // a and fill share one smallest node (900m allocatable); b needs a second one.
-    let (a, fill, b) = (format!("{p}-a"), format!("{p}-fill"), format!("{p}-b"));
-    e.apply(&deployment(ns, &a, &p, "300m", None));
-    e.apply(&deployment(ns, &fill, &p, "500m", None));
-    let first = node_of(&e, ns, &a);
-    assert_eq!(node_of(&e, ns, &fill), first);
-    e.apply(&deployment(ns, &b, &p, "300m", None));
-    let second = node_of(&e, ns, &b);
-    assert_ne!(first, second, "b should have needed a node of its own");
-    e.ok(&["delete", "deployment", "-n", ns, &fill]);
-    let claims = [claim_of(&e, &first), claim_of(&e, &second)];
-    for c in &claims {
-        wait_for(&format!("{c} Consolidatable"), 2 * MINUTES, || {
-            consolidatable(&e, c).then_some(())
-        });
-    }
+    let ([a, b], [first, second]) = two_half_empty_nodes(&e, ns, &p, "");
     // kelp: each node's one pod fits on the other.
     let candidates = candidates(&e, [&first, &second]);
     nudge(&e, &p, "17");
@@ -384,34 +392,16 @@ fn an_anti_affinity_term_for_another_namespace_holds_no_node() {
     let ns = "e2e-consol-nssel";
     namespace(&e, ns);
     let p = format!("e2e-nss-{}", run_id());
-    e.apply(&pool(
-        &p,
-        "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
-    ));
-    let (a, fill, b) = (format!("{p}-a"), format!("{p}-fill"), format!("{p}-b"));
-    e.apply(&deployment(ns, &a, &p, "300m", None));
-    e.apply(&deployment(ns, &fill, &p, "500m", None));
-    let first = node_of(&e, ns, &a);
-    assert_eq!(node_of(&e, ns, &fill), first);
     // b keeps away from a's pods, but only from those in a namespace named elsewhere.
     let away = format!(
         "      affinity:
         podAntiAffinity:
           requiredDuringSchedulingIgnoredDuringExecution:
-            - labelSelector: {{matchLabels: {{app: {a}}}}}
+            - labelSelector: {{matchLabels: {{app: {p}-a}}}}
               topologyKey: kubernetes.io/hostname
               namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {ns}-elsewhere}}}}"
     );
-    e.apply(&common::deployment(ns, &b, &p, 1, "300m", "", &away));
-    let second = node_of(&e, ns, &b);
-    assert_ne!(first, second, "b should have needed a node of its own");
-    e.ok(&["delete", "deployment", "-n", ns, &fill]);
-    let claims = [claim_of(&e, &first), claim_of(&e, &second)];
-    for c in &claims {
-        wait_for(&format!("{c} Consolidatable"), 2 * MINUTES, || {
-            consolidatable(&e, c).then_some(())
-        });
-    }
+    let ([a, b], [first, second]) = two_half_empty_nodes(&e, ns, &p, &away);
     // Read as every namespace, b's term would hold both nodes; as Karpenter reads it,
     // each node's one pod fits on the other.
     let candidates = candidates(&e, [&first, &second]);
