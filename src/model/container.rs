@@ -76,7 +76,9 @@ pub struct ContainerResources {
 
 impl<'de> Deserialize<'de> for ContainerResources {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Named as Kubernetes names it, for errors ("expected struct ResourceRequirements").
         #[derive(Default, Deserialize)]
+        #[serde(expecting = "struct ResourceRequirements")]
         struct Raw {
             #[serde(default, deserialize_with = "null_default")]
             requests: ResourceList,

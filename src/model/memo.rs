@@ -1,16 +1,17 @@
 //! Parts of objects read once per distinct text while a dump's JSON is read.
 //!
 //! The replicas of one workload carry the same containers, tolerations, affinity, spread
-//! constraints, node selector, volumes, labels and owner references, byte for byte. Under a [`Scope`] (opened by
-//! the dump reader around one JSON input), each such part is first taken as raw text: a
-//! text met before gives the value it gave then, shared, so the parse is skipped and the
-//! model's interner finds a value it already holds without working out its fingerprint;
-//! only a new text is parsed. Outside a scope (a watch event, a YAML document) parts are
-//! read as any other field.
+//! constraints, node selector, volumes, labels and owner references, byte for byte. Under
+//! a [`Scope`] (opened by the dump reader around one JSON input read in place), each such
+//! part is first taken as raw text: a text met before gives the value it gave then,
+//! shared, so the parse is skipped and the model's interner finds a value it already holds
+//! without working out its fingerprint; only a new text is parsed. Outside a scope (a
+//! watch event, a stream, a YAML document) parts are read as any other field.
 //!
-//! A part that fails to read under a scope marks the scope failed: its error then names
-//! where the part ends, not the fault in it, so the reader reads the input again without
-//! a scope for the error to report ([`Scope::failed`]). A text met before never fails: it
+//! A part that fails to read under a scope marks the scope failed ([`Scope::failed`]): its
+//! error names where the part ends, not the fault in it, and a part that is not UTF-8 text
+//! (a string the projection skips may hold any bytes) could not be taken as text at all,
+//! so the reader reads the input again without a scope. A text met before never fails: it
 //! read once already.
 
 use std::any::{Any, TypeId};

@@ -300,9 +300,10 @@ impl Compact for VolumeClaims {
 
 impl<'de> Deserialize<'de> for PodSpec {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        /// The JSON shape: `nodeName` beside the scheduling fields.
+        /// The JSON shape: `nodeName` beside the scheduling fields (named as Kubernetes
+        /// names it, for errors).
         #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
+        #[serde(expecting = "struct PodSpec", rename_all = "camelCase")]
         struct Raw {
             #[serde(default)]
             node_name: Option<Shared<str>>,
@@ -417,7 +418,7 @@ fn scheduling_conditions<'de, D: serde::Deserializer<'de>>(
 ) -> Result<PodConditions, D::Error> {
     use std::borrow::Cow;
     #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
+    #[serde(expecting = "struct PodCondition", rename_all = "camelCase")]
     struct Raw<'a> {
         #[serde(rename = "type", default, borrow)]
         type_: Cow<'a, str>,

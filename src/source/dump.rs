@@ -991,6 +991,14 @@ mod tests {
             let b =
                 load_str_parsing_each_part("r.json", &text, &mut Cluster::default()).unwrap_err();
             assert_eq!(a.to_string(), b.to_string());
+            // Named as Kubernetes names it, not as kelp's reader does.
+            if bad.contains("resources") {
+                assert!(
+                    a.to_string()
+                        .ends_with("expected struct ResourceRequirements"),
+                    "{a}"
+                );
+            }
             let column = bad
                 .find("3}")
                 .or(bad.find("7}"))
