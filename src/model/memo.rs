@@ -137,7 +137,7 @@ where
     T: DeserializeOwned + Default + Clone + Compact + 'static,
 {
     if !TABLES.with(|t| t.borrow().is_some()) {
-        return Ok(Option::<T>::deserialize(d)?.unwrap_or_default());
+        return super::meta::null_default(d);
     }
     let raw = match <Box<RawValue>>::deserialize(d) {
         Ok(raw) => raw,
@@ -205,8 +205,10 @@ fn fail() {
     });
 }
 
-/// A part's error without the position within the part's own text.
-fn without_position(e: &serde_json::Error) -> String {
+/// serde_json's message without the position it appends: the caller names its own (a
+/// part's error is raised again where the part ends; the dump reader names file, line
+/// and column its own way).
+pub fn without_position(e: &serde_json::Error) -> String {
     let text = e.to_string();
     let at = format!(" at line {} column {}", e.line(), e.column());
     text.strip_suffix(&at).unwrap_or(&text).to_string()

@@ -447,7 +447,7 @@ impl<T: Compact + Fingerprint + PartialEq> Interner<T> {
                 .insert(fingerprint, Bucket::One(value.0.clone()));
         }
         if let Some(held) = &mut self.held {
-            held.insert(Arc::as_ptr(&value.0) as usize);
+            held.insert(address);
         }
         self.len += 1;
         if self.len >= self.purge_at {

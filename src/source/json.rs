@@ -73,9 +73,7 @@ impl<'a> Ctx<'a> {
                 limit: Limit::Depth { line },
             };
         }
-        let text = e.to_string();
-        let at = format!(" at line {} column {}", e.line(), e.column());
-        let text = text.strip_suffix(&at).unwrap_or(&text);
+        let text = crate::model::memo::without_position(&e);
         let kind = match self.kind.take() {
             Some(k) if !k.is_empty() => format!("{k}: "),
             _ => String::new(),
