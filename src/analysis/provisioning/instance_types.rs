@@ -166,6 +166,47 @@ pub fn fits(it: &InstanceType, requests: &Resources) -> Tri {
     out
 }
 
+/// The pod's requests with the DaemonSets' overhead, as Karpenter prints them after
+/// `resources=`: one list when every type carries the same overhead, else
+/// `min=..., max=...` over the types' overheads (per resource, the least over the resources
+/// every overhead names, and the most over any). Types where no DaemonSet runs are not
+/// counted; with none anywhere, the pod's requests alone.
+fn shown_resources<'a>(pod: &Resources, overheads: impl Iterator<Item = &'a Resources>) -> String {
+    let mut bounds: Option<(Resources, Resources)> = None;
+    for o in overheads.filter(|o| !o.0.is_empty()) {
+        match &mut bounds {
+            None => bounds = Some((o.clone(), o.clone())),
+            Some((least, most)) => {
+                least.0.retain(|k, v| match o.0.get(k) {
+                    Some(x) => {
+                        *v = v.min(*x);
+                        true
+                    }
+                    None => false,
+                });
+                for (k, x) in &o.0 {
+                    let v = most.0.entry(k.clone()).or_insert(*x);
+                    *v = v.max(*x);
+                }
+            }
+        }
+    }
+    let Some((least, most)) = bounds else {
+        return render_resources(pod);
+    };
+    let total = |o: &Resources| {
+        let mut t = pod.clone();
+        t.add(o);
+        render_resources(&t)
+    };
+    let (low, high) = (total(&least), total(&most));
+    if low == high {
+        low
+    } else {
+        format!("min={low}, max={high}")
+    }
+}
+
 /// A DaemonSet's pod as Karpenter counts it into a pool's overhead.
 pub struct Daemon {
     spec: PodSpec,
@@ -434,15 +475,7 @@ impl PoolTypes {
         let mut maybe_cheapest: Option<f64> = None;
         let mut one = requests.clone();
         one.add(&Resources([("pods".to_string(), 1.0)].into()));
-        // As Karpenter prints them: the pod's requests and the DaemonSets' overhead.
-        let shown = match self.candidates.first() {
-            Some(c) => {
-                let mut t = one.clone();
-                t.add(&c.overhead);
-                t
-            }
-            None => one.clone(),
-        };
+        let shown = shown_resources(&one, self.candidates.iter().map(|c| &c.overhead));
         for c in &self.candidates {
             let it = &self.catalog.instance_types[c.it];
             let compat = type_compatible(it, reqs);
@@ -481,10 +514,7 @@ impl PoolTypes {
             let shown_reqs = Requirements::from_requirements(&scheduling)
                 .map(|r| reqs.intersect(&r))
                 .unwrap_or_else(|_| reqs.clone());
-            format!(
-                ", requirements={shown_reqs}, resources={}",
-                render_resources(&shown)
-            )
+            format!(", requirements={shown_reqs}, resources={shown}")
         };
         // minValues, over the types kept (in catalogue order, as Karpenter walks them).
         let short: Vec<&str> = reqs
@@ -810,6 +840,40 @@ spec:
             v.reasons[0].message.contains(r#""cpu":"256""#),
             "{:?}",
             v.reasons
+        );
+    }
+
+    #[test]
+    fn an_overhead_that_differs_by_type_is_printed_as_its_least_and_most() {
+        // Karpenter v1.14.1 counts DaemonSets per instance type: this one runs only on the
+        // 256-CPU c type, so its types carry 750m and 2 pods, the rest 500m and 1.
+        let big_only = r#"apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: big-only, namespace: kube-system}
+spec:
+  template:
+    spec:
+      nodeSelector: {node.kubernetes.io/instance-type: c-256x-amd64-linux}
+      containers: [{name: a, image: x, resources: {requests: {cpu: "250m"}}}]
+---
+"#;
+        let c = cluster(
+            "{}",
+            &(pod("huge", "300", "") + &daemonset("500m") + big_only),
+        );
+        let m = &judge(&c, "huge").reasons[0].message;
+        assert!(
+            m.ends_with(
+                r#"resources=min={"cpu":"300500m","pods":"2"}, max={"cpu":"300750m","pods":"3"}"#
+            ),
+            "{m}"
+        );
+        // One overhead on every type: one list, as before.
+        let c = cluster("{}", &(pod("huge", "300", "") + &daemonset("500m")));
+        let m = &judge(&c, "huge").reasons[0].message;
+        assert!(
+            m.ends_with(r#"resources={"cpu":"300500m","pods":"2"}"#),
+            "{m}"
         );
     }
 
