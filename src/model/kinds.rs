@@ -325,6 +325,16 @@ impl Node {
     pub fn capacity_type(&self) -> Option<&str> {
         self.well_known().capacity_type.as_deref()
     }
+
+    /// Whether it carries `karpenter.sh/disrupted:NoSchedule`: Karpenter has picked it to
+    /// disrupt (it taints a node just before it launches the replacements and marks it for
+    /// deletion, and takes the taint off again if the command fails).
+    pub fn tainted_disrupted(&self) -> bool {
+        self.spec
+            .taints
+            .iter()
+            .any(|t| t.key == "karpenter.sh/disrupted" && t.effect == "NoSchedule")
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
@@ -417,6 +427,9 @@ pub struct PdbSpec {
     pub min_available: Option<IntOrString>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_unavailable: Option<IntOrString>,
+    /// `AlwaysAllow` lets an unready pod be evicted whatever the budget allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unhealthy_pod_eviction_policy: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]

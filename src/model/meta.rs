@@ -71,6 +71,8 @@ pub struct Meta {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OwnerRef {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
     #[serde(default)]
     pub kind: String,
     #[serde(default)]
@@ -88,8 +90,19 @@ impl Meta {
     pub fn annotation(&self, key: &str) -> Option<&str> {
         self.annotations.get(key).map(String::as_str)
     }
+    /// Whether an owner is the built-in `kind` (`DaemonSet`, `StatefulSet`, `Node`, ...):
+    /// its kind and, as Karpenter checks (v1.14.1 `pod.IsOwnedBy`), its group version, so
+    /// an OpenKruise `apps.kruise.io` DaemonSet is not one. An owner without an apiVersion
+    /// (a hand-written manifest; the API server requires one) is taken at its kind.
     pub fn owned_by(&self, kind: &str) -> bool {
-        self.owner_references.iter().any(|o| o.kind == kind)
+        let builtin = match kind {
+            "Node" | "ReplicationController" => "v1",
+            "Job" | "CronJob" => "batch/v1",
+            _ => "apps/v1",
+        };
+        self.owner_references
+            .iter()
+            .any(|o| o.kind == kind && (o.api_version.is_empty() || o.api_version == builtin))
     }
     /// `namespace/name`, or `name` for cluster-scoped objects.
     pub fn key(&self) -> String {

@@ -410,7 +410,8 @@ impl Compact for Taint {
     fn compact(&mut self) {}
 }
 
-/// Keep only the pod conditions the analysis reads (PodScheduled). Each condition is read
+/// Keep only the pod conditions the analysis reads: PodScheduled, and Ready when it is False
+/// (a PDB with `unhealthyPodEvictionPolicy: AlwaysAllow` lets such a pod go). Each condition is read
 /// borrowed from the input (a condition's type comes last in what the API server writes)
 /// and only the kept one is made into a [`Condition`]: a pod has five or so.
 fn scheduling_conditions<'de, D: serde::Deserializer<'de>>(
@@ -433,7 +434,9 @@ fn scheduling_conditions<'de, D: serde::Deserializer<'de>>(
     }
     let all: Vec<Raw<'de>> = null_default(d)?;
     let mut kept = Vec::new();
-    for c in all.into_iter().filter(|c| c.type_ == "PodScheduled") {
+    let kept_kind =
+        |c: &Raw<'_>| c.type_ == "PodScheduled" || (c.type_ == "Ready" && c.status == "False");
+    for c in all.into_iter().filter(kept_kind) {
         let last_transition_time = match c.last_transition_time {
             Some(t) => super::meta::timestamp(de::value::StrDeserializer::<D::Error>::new(&t))?,
             None => None,
@@ -449,7 +452,7 @@ fn scheduling_conditions<'de, D: serde::Deserializer<'de>>(
     Ok(kept.into())
 }
 
-/// A pod's conditions as kelp keeps them: PodScheduled only, so almost always one, held
+/// A pod's conditions as kelp keeps them: PodScheduled (and a False Ready), so almost always one, held
 /// in place rather than in a list of its own. Reads (and serialises) as a slice.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub enum PodConditions {

@@ -1045,7 +1045,7 @@ mod tests {
     #[test]
     fn pods_keep_only_what_the_analysis_reads() {
         let mut c = Cluster::default();
-        load_str("p.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: n}\nspec:\n  containers:\n  - name: a\n    image: x\n    resources: {requests: {cpu: 100m}, limits: {cpu: 200m, memory: 1Gi}}\nstatus:\n  conditions:\n  - {type: Ready, status: 'False'}\n  - {type: PodScheduled, status: 'False', reason: Unschedulable}\n", &mut c).unwrap();
+        load_str("p.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: n}\nspec:\n  containers:\n  - name: a\n    image: x\n    resources: {requests: {cpu: 100m}, limits: {cpu: 200m, memory: 1Gi}}\nstatus:\n  conditions:\n  - {type: Ready, status: 'True'}\n  - {type: Initialized, status: 'False'}\n  - {type: PodScheduled, status: 'False', reason: Unschedulable}\n", &mut c).unwrap();
         let p = &c.pods[&("n".to_string(), "p".to_string())];
         let r = &p.spec.containers[0].resources.requests;
         assert_eq!(
@@ -1055,6 +1055,12 @@ mod tests {
         );
         assert_eq!(p.status.conditions.len(), 1);
         assert_eq!(p.status.conditions[0].type_, "PodScheduled");
+        // Ready is kept only when False (a PDB may let an unready pod go).
+        let mut c = Cluster::default();
+        load_str("p.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: n}\nstatus:\n  conditions:\n  - {type: Ready, status: 'False'}\n  - {type: PodScheduled, status: 'True'}\n", &mut c).unwrap();
+        let p = &c.pods[&("n".to_string(), "p".to_string())];
+        let kept: Vec<&str> = p.status.conditions.iter().map(|c| &*c.type_).collect();
+        assert_eq!(kept, ["Ready", "PodScheduled"]);
     }
 
     #[test]
