@@ -13,8 +13,10 @@ use crate::model::shared::FastMap;
 use crate::model::*;
 
 /// Karpenter's budget arithmetic for a pool: the nodes it counts (managed, initialised,
-/// claim not InstanceTerminating) and, of those, the ones already unavailable (NotReady,
-/// or node or claim deleting).
+/// claim not InstanceTerminating) and, of those, the ones already unavailable: NotReady,
+/// or marked for deletion (v1.14.1 `MarkedForDeletion`: the claim deleting, or picked by a
+/// disruption command, which the `karpenter.sh/disrupted` taint shows). A node deleting
+/// while its claim is not counts only once it is tainted, as Karpenter's drain does.
 pub fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
     let (mut total, mut unavailable) = (0, 0);
     for n in c.nodes_in_pool(pool) {
@@ -26,9 +28,8 @@ pub fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
             continue;
         }
         total += 1;
-        let deleting =
-            n.metadata.deletion_timestamp.is_some() || claim.metadata.deletion_timestamp.is_some();
-        if deleting || !is_true(&n.status.conditions, "Ready") {
+        let marked = claim.metadata.deletion_timestamp.is_some() || n.tainted_disrupted();
+        if marked || !is_true(&n.status.conditions, "Ready") {
             unavailable += 1;
         }
     }
@@ -222,6 +223,58 @@ pub(super) fn budget_blocking(ctx: &Context) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A node Karpenter has picked to disrupt (tainted, not yet deleting) is already
+    /// unavailable, as is one whose claim is deleting; a node deleting while its claim is
+    /// not (and untainted) still counts as available, as v1.14.1 `MarkedForDeletion` has it.
+    #[test]
+    fn nodes_marked_for_deletion_are_unavailable() {
+        let node = |name: &str, extra: &str| {
+            format!(
+                r#"---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {{name: c-{name}, labels: {{karpenter.sh/nodepool: p}}{claim}}}
+status:
+  nodeName: {name}
+  conditions: [{{type: Initialized, status: "True"}}]
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: {name}, labels: {{karpenter.sh/nodepool: p}}{node}}}
+spec: {{taints: [{taint}]}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+"#,
+                claim = if extra == "claim-deleting" {
+                    ", deletionTimestamp: \"2026-11-21T09:00:00Z\""
+                } else {
+                    ""
+                },
+                node = if extra == "node-deleting" {
+                    ", deletionTimestamp: \"2026-11-21T09:00:00Z\""
+                } else {
+                    ""
+                },
+                taint = if extra == "tainted" {
+                    "{key: karpenter.sh/disrupted, effect: NoSchedule}"
+                } else {
+                    ""
+                },
+            )
+        };
+        let counts = |nodes: &[&str]| {
+            let yaml = nodes
+                .iter()
+                .map(|x| node(&format!("n-{x}"), x))
+                .collect::<String>();
+            let mut c = Cluster::default();
+            crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+            budget_counts(&c, "p")
+        };
+        assert_eq!(counts(&["plain", "tainted"]), (2, 1));
+        assert_eq!(counts(&["plain", "claim-deleting"]), (2, 1));
+        assert_eq!(counts(&["plain", "node-deleting"]), (2, 0));
+    }
 
     /// Each pool's blocked reasons count its own nodes only: here the empty, consolidatable
     /// node is `loud`'s, and `quiet` (the same budget, no nodes) has nothing waiting.

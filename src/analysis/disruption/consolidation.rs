@@ -194,11 +194,7 @@ fn decide<'r, 'c: 'r>(
 ) -> Consolidation {
     use State::*;
     let node = f.node;
-    let disrupted_taint = node
-        .spec
-        .taints
-        .iter()
-        .any(|t| t.key == "karpenter.sh/disrupted");
+    let disrupted_taint = node.tainted_disrupted();
     if f.deleting || disrupted_taint {
         return Consolidation::kelp(
             Disrupting,
@@ -397,7 +393,21 @@ fn check<'r, 'c: 'r>(
             ),
         }
     });
-    (answer_of(f, plan, replacement), open_since)
+    let mut answer = answer_of(f, plan, replacement);
+    let balanced = f
+        .pool
+        .is_some_and(|p| p.spec.disruption.consolidation_policy.as_deref() == Some("Balanced"));
+    if balanced && answer.state == State::Candidate {
+        // v1.14.1 also scores a Balanced pool's move (its share of the pool's cost saved
+        // against its share of the pool's disruption) and passes over a node whose best
+        // move scores under the threshold, without an event.
+        answer.state = State::Unknown;
+        answer.message.push_str(
+            ", if the pool's Balanced policy approves the move (Karpenter weighs the savings \
+             against the pods it disrupts; kelp does not compute that score)",
+        );
+    }
+    (answer, open_since)
 }
 
 /// The answer a fit plan gives, with the replacement for the pods it left over.
@@ -558,7 +568,9 @@ fn not_yet(f: &Facts, after: &str, clock: &Clock) -> (String, Option<Countdown>)
         .filter(|c| c.is_true())
         .and_then(|c| c.last_transition_time);
     let last_pod = claim.and_then(|cl| cl.status.last_pod_event_time);
-    let from = last_pod.max(initialized);
+    // Karpenter counts from the last pod event when there is one, else from
+    // initialization (v1.14.1 `IsUnderConsolidateAfter`).
+    let from = last_pod.or(initialized);
     let at = match (from, duration::parse_go_duration(after)) {
         (Some(t), Ok(d)) => Some(t + d),
         _ => None,
@@ -567,7 +579,7 @@ fn not_yet(f: &Facts, after: &str, clock: &Clock) -> (String, Option<Countdown>)
         (Some(at), _) if !clock.reached(at) => {
             let mut message = format!(
                 "not Consolidatable yet: consolidateAfter {after} since its {} runs out in ",
-                if last_pod == from { "last pod event" } else { "initialization" },
+                if last_pod.is_some() { "last pod event" } else { "initialization" },
             );
             let from = message.len();
             message.push_str(&clock.countdown(at));
@@ -1024,5 +1036,29 @@ type: Normal
             (State::NotConsidered, Some(Reason::ConsolidateAfter))
         );
         assert!(a.message.contains("runs out in 55m"), "{}", a.message);
+        // Pods bound before the node was initialized (09:30): Karpenter still counts from
+        // the last pod event (08:55), not the later initialization.
+        let a = answer(
+            "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 2h}",
+            "4",
+            &not_yet.replace("2026-11-20T00:01:00Z", "2026-11-21T09:30:00Z"),
+        );
+        assert!(a.message.contains("runs out in 55m"), "{}", a.message);
+    }
+
+    #[test]
+    fn a_balanced_pool_scores_the_move_kelp_does_not() {
+        let a = answer(
+            "{consolidationPolicy: Balanced, consolidateAfter: 5m}",
+            "4",
+            "",
+        );
+        assert_eq!((a.state, a.source), (State::Unknown, Source::Kelp));
+        assert!(
+            a.message.contains("fits on another node")
+                && a.message.contains("Balanced policy approves"),
+            "{}",
+            a.message
+        );
     }
 }

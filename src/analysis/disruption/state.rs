@@ -97,10 +97,16 @@ pub struct NodeDisruption {
     pub blocked_event: Option<String>,
 }
 
-/// Pods that count on a node: not DaemonSet or mirror pods, not finished.
+/// Pods that count on a node, those Karpenter would have to place elsewhere (v1.14.1
+/// `IsReschedulable`): active ones, and a StatefulSet's pod still terminating (its
+/// successor cannot start until it is gone); not DaemonSet or mirror pods.
 pub fn workload_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
-    active_pods(c, node)
-        .filter(|p| !p.metadata.owned_by("DaemonSet") && !p.metadata.owned_by("Node"))
+    c.pods_on(node).filter(|p| {
+        let m = &p.metadata;
+        (p.active() || (m.deletion_timestamp.is_some() && m.owned_by("StatefulSet")))
+            && !m.owned_by("DaemonSet")
+            && !m.owned_by("Node")
+    })
 }
 
 /// Pods still active on a node: not finished, not being deleted.
@@ -352,22 +358,23 @@ fn pod_blockers(c: &Cluster, node: &str, clock: &Clock) -> Vec<Blocker> {
         let Some(v) = p.metadata.annotation(labels::DO_NOT_DISRUPT) else {
             continue;
         };
-        // The grace period counts from status.startTime; without one it is still active.
-        let until = match p
-            .status
-            .start_time
-            .map(|since| budgets::pod_do_not_disrupt(v, since, clock.now()))
+        // The grace period counts from status.startTime; without one a valid value is
+        // still active (an invalid one never is).
+        let since = p.status.start_time;
+        let until = match budgets::pod_do_not_disrupt(v, since.unwrap_or(clock.now()), clock.now())
         {
-            None => Some(String::new()),
-            Some(DoNotDisrupt::Forever) => Some(String::new()),
-            Some(DoNotDisrupt::Until(t)) => {
+            DoNotDisrupt::Forever => Some(String::new()),
+            DoNotDisrupt::Until(_) | DoNotDisrupt::Elapsed(_) if since.is_none() => {
+                Some(String::new())
+            }
+            DoNotDisrupt::Until(t) => {
                 clock.changes_at(t);
                 Some(format!(
                     " until {}",
                     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
                 ))
             }
-            Some(DoNotDisrupt::Elapsed(_) | DoNotDisrupt::Invalid) => None,
+            DoNotDisrupt::Elapsed(_) | DoNotDisrupt::Invalid => None,
         };
         if let Some(until) = until {
             out.push(Blocker {
@@ -405,6 +412,15 @@ fn pod_blockers(c: &Cluster, node: &str, clock: &Clock) -> Vec<Blocker> {
                 object: Some(ObjectRef::of(ObjectKind::PodDisruptionBudget, &covering[0].metadata)),
                 message: format!("pod {} is covered by several PDBs ({}): eviction does not support multiple PDBs", p.metadata.key(), names.join(", ")),
             });
+            continue;
+        }
+        // A PDB that always allows unhealthy pods to go does not hold an unready one.
+        let unready = condition(&p.status.conditions, "Ready").is_some_and(|r| r.status == "False");
+        if unready
+            && covering
+                .iter()
+                .any(|pdb| pdb.spec.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow"))
+        {
             continue;
         }
         // A PDB without status counts as allowing none, as the eviction API sees it.
@@ -552,7 +568,8 @@ pub fn node_disruption_at(
             .iter()
             .any(|o| o.kind == "NodePool" && Some(&o.name) == pool_name.as_ref())
     });
-    if pool.is_none() && !removed_with_pool {
+    // Expiry deletes the claim without reading its pool (v1.14.1 nodeclaim/expiration).
+    if pool.is_none() && !removed_with_pool && !only_expiry {
         blockers.push(Blocker {
             kind: BlockerKind::NodepoolMissing,
             object: pool_name
@@ -824,6 +841,110 @@ status: {disruptionsAllowed: 1}
             "{}",
             s.blockers[2].message
         );
+    }
+
+    #[test]
+    fn pod_values_and_pdb_policies_block_as_karpenter_reads_them() {
+        let pod = |annotation: &str, status: &str| {
+            format!(
+                r#"
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: web-1, namespace: shop, labels: {{app: web}}, annotations: {{karpenter.sh/do-not-disrupt: "{annotation}"}}}}
+spec: {{nodeName: n1}}
+status: {{phase: Running{status}}}
+"#
+            )
+        };
+        let blocked_by = |yaml: &str| {
+            kinds(&node_state(yaml))
+                .into_iter()
+                .filter(|k| *k != BlockerKind::DoNotDisruptNode)
+                .collect::<Vec<_>>()
+        };
+        // Without a startTime, a valid duration still holds; an invalid value never does.
+        assert_eq!(blocked_by(&pod("1h", "")), [BlockerKind::DoNotDisruptPod]);
+        assert_eq!(blocked_by(&pod("True", "")), []);
+        assert_eq!(blocked_by(&pod("yes", "")), []);
+        // A PDB allowing none holds the pod, unless it lets unhealthy pods go and the pod
+        // is not Ready.
+        let pdb = |policy: &str| {
+            format!(
+                r#"
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: web, namespace: shop}}
+spec: {{selector: {{matchLabels: {{app: web}}}}, unhealthyPodEvictionPolicy: {policy}}}
+status: {{disruptionsAllowed: 0}}
+"#
+            )
+        };
+        let unready = ", conditions: [{type: Ready, status: \"False\"}]";
+        let ready = ", conditions: [{type: Ready, status: \"True\"}]";
+        assert_eq!(blocked_by(&(pod("0s", unready) + &pdb("AlwaysAllow"))), []);
+        assert_eq!(
+            blocked_by(&(pod("0s", ready) + &pdb("AlwaysAllow"))),
+            [BlockerKind::Pdb]
+        );
+        assert_eq!(
+            blocked_by(&(pod("0s", unready) + &pdb("IfHealthyBudget"))),
+            [BlockerKind::Pdb]
+        );
+    }
+
+    #[test]
+    fn what_keeps_a_node_from_being_empty_is_what_karpenter_reschedules() {
+        let with = |pod_meta: &str| {
+            state_of(&format!(
+                r#"
+apiVersion: v1
+kind: Node
+metadata: {{name: n1, labels: {{karpenter.sh/nodepool: default}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p-0, namespace: shop{pod_meta}}}
+spec: {{nodeName: n1}}
+status: {{phase: Running}}
+"#
+            ))
+            .empty
+        };
+        let owner = |api: &str, kind: &str| {
+            format!(", ownerReferences: [{{apiVersion: {api}, kind: {kind}, name: x, uid: u, controller: true}}]")
+        };
+        let deleting = ", deletionTimestamp: \"2026-11-21T09:59:00Z\"";
+        assert!(with(&owner("apps/v1", "DaemonSet")));
+        // An OpenKruise Advanced DaemonSet is not Kubernetes' DaemonSet.
+        assert!(!with(&owner("apps.kruise.io/v1alpha1", "DaemonSet")));
+        // A terminating pod has gone, unless a StatefulSet's: its successor waits for it.
+        assert!(with(&(owner("apps/v1", "ReplicaSet") + deleting)));
+        assert!(!with(&(owner("apps/v1", "StatefulSet") + deleting)));
+    }
+
+    #[test]
+    fn an_expired_claim_without_its_pool_is_not_held_by_the_missing_pool() {
+        let s = state_of(
+            r#"
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: gone-a, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: gone}}
+spec: {expireAfter: 720h}
+status:
+  nodeName: n1
+  conditions: [{type: Initialized, status: "True"}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {karpenter.sh/nodepool: gone}}
+status: {conditions: [{type: Ready, status: "True"}]}
+"#,
+        );
+        assert!(s.expired);
+        assert!(s.blockers.is_empty(), "{:?}", s.blockers);
     }
 
     #[test]

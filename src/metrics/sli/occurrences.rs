@@ -596,11 +596,7 @@ fn draining_nodes(c: &Cluster) -> Vec<(String, String)> {
         .filter_map(|node| {
             let pool = node.pool()?;
             let draining = node.metadata.deletion_timestamp.is_some()
-                || node
-                    .spec
-                    .taints
-                    .iter()
-                    .any(|t| t.key == "karpenter.sh/disrupted")
+                || node.tainted_disrupted()
                 || (claims_deleting
                     && c.nodeclaim_for_node(node)
                         .is_some_and(|cl| cl.metadata.deletion_timestamp.is_some()));
