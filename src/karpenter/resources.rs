@@ -164,6 +164,7 @@ pub fn format_quantity(resource: &str, value: f64) -> String {
 pub fn pod_requests(
     containers: &[BTreeMap<String, Quantity>],
     init_containers: &[(BTreeMap<String, Quantity>, bool /* sidecar */)],
+    pod_level: Option<&BTreeMap<String, Quantity>>,
     overhead: Option<&BTreeMap<String, Quantity>>,
 ) -> Resources {
     let mut total = Resources::default();
@@ -184,6 +185,15 @@ pub fn pod_requests(
         }
     }
     total.max_with(&init_peak);
+    // Pod-level requests replace the containers' for the resources they may name (cpu,
+    // memory, hugepages; component-helpers `PodRequests`, which Karpenter calls).
+    if let Some(level) = pod_level {
+        for (k, v) in parsed(level).0 {
+            if k == "cpu" || k == "memory" || k.starts_with("hugepages-") {
+                total.0.insert(k, v);
+            }
+        }
+    }
     if let Some(o) = overhead {
         total.add(&parsed(o));
     }
@@ -306,11 +316,11 @@ mod tests {
             list(&[("cpu", "250m")]),
         ];
         // No init containers: the sum.
-        let r = pod_requests(&app, &[], None);
+        let r = pod_requests(&app, &[], None, None);
         assert_eq!((r.get("cpu"), r.get("memory")), (0.75, 256.0 * MIB));
         // A big init container dominates cpu; memory stays the containers' sum.
         let init = [(list(&[("cpu", "2"), ("memory", "64Mi")]), false)];
-        let r = pod_requests(&app, &init, None);
+        let r = pod_requests(&app, &init, None, None);
         assert_eq!((r.get("cpu"), r.get("memory")), (2.0, 256.0 * MIB));
         // Sidecars add to the steady state and to every later init container.
         let init = [
@@ -318,7 +328,12 @@ mod tests {
             (list(&[("cpu", "200m"), ("memory", "128Mi")]), true),
             (list(&[("cpu", "1"), ("memory", "128Mi")]), false),
         ];
-        let r = pod_requests(&app, &init, Some(&list(&[("cpu", "50m"), ("memory", "0")])));
+        let r = pod_requests(
+            &app,
+            &init,
+            None,
+            Some(&list(&[("cpu", "50m"), ("memory", "0")])),
+        );
         assert!(
             (r.get("cpu") - (1.2 + 0.05)).abs() < 1e-9,
             "{}",
@@ -326,16 +341,33 @@ mod tests {
         );
         assert_eq!(r.get("memory"), GIB);
         // Sidecar before, plain init after: steady state 0.75 + 0.2; init phase 1 + 0.2.
-        let r = pod_requests(&app, &init[1..], None);
+        let r = pod_requests(&app, &init[1..], None, None);
         assert!((r.get("cpu") - 1.2).abs() < 1e-9);
         assert_eq!(r.get("memory"), (256.0 + 128.0) * MIB);
         // Overhead is added on top; bad quantities are skipped.
         let r = pod_requests(
             &[list(&[("cpu", "1"), ("memory", "junk")])],
             &[],
+            None,
             Some(&list(&[("cpu", "250m")])),
         );
         assert_eq!((r.get("cpu"), r.0.contains_key("memory")), (1.25, false));
+        // Pod-level requests stand for the containers' cpu and memory (not for what they
+        // may not name), with overhead on top.
+        let r = pod_requests(
+            &[list(&[
+                ("cpu", "1"),
+                ("memory", "1Gi"),
+                ("nvidia.com/gpu", "1"),
+            ])],
+            &[],
+            Some(&list(&[("cpu", "4"), ("nvidia.com/gpu", "8")])),
+            Some(&list(&[("cpu", "250m")])),
+        );
+        assert_eq!(
+            (r.get("cpu"), r.get("memory"), r.get("nvidia.com/gpu")),
+            (4.25, GIB, 1.0)
+        );
     }
 
     proptest! {

@@ -115,6 +115,10 @@ pub struct SchedulingSpec {
     pub init_containers: Shared<Vec<Container>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead: Option<ResourceList>,
+    /// Pod-level requests (`spec.resources`, Kubernetes 1.34's PodLevelResources): where set
+    /// for cpu, memory or hugepages, they stand for the containers' sum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<super::container::ContainerResources>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,7 +145,7 @@ pub struct SchedulingSpec {
 
 impl SchedulingSpec {
     /// The pod's effective resource requests, as the scheduler and Karpenter sum them
-    /// (containers, init containers and sidecars, overhead). Worked out once per spec,
+    /// (containers, init containers and sidecars, pod-level requests, overhead). Worked out once per spec,
     /// which the replicas of a workload share, and kept with it for as long as it lives.
     /// A spec is not changed in place once shared (a changed copy starts without it).
     pub fn requests(&self) -> &crate::karpenter::resources::Resources {
@@ -161,7 +165,12 @@ impl SchedulingSpec {
                     )
                 })
                 .collect();
-            crate::karpenter::resources::pod_requests(&containers, &inits, self.overhead.as_ref())
+            crate::karpenter::resources::pod_requests(
+                &containers,
+                &inits,
+                self.resources.as_ref().map(|r| &r.requests),
+                self.overhead.as_ref(),
+            )
         })
     }
 }
@@ -188,6 +197,9 @@ impl Fingerprint for SchedulingSpec {
         address_fingerprint(&self.tolerations, h);
         address_fingerprint(&self.containers, h);
         address_fingerprint(&self.init_containers, h);
+        for (k, v) in self.resources.iter().flat_map(|r| &r.requests) {
+            (k, &v.0).hash(h);
+        }
         self.priority_class_name.hash(h);
         self.scheduler_name.hash(h);
         self.scheduling_gates.hash(h);
@@ -320,6 +332,8 @@ impl<'de> Deserialize<'de> for PodSpec {
             #[serde(default)]
             overhead: Option<ResourceList>,
             #[serde(default)]
+            resources: Option<super::container::ContainerResources>,
+            #[serde(default)]
             priority_class_name: Option<String>,
             #[serde(default)]
             scheduler_name: Option<String>,
@@ -346,6 +360,7 @@ impl<'de> Deserialize<'de> for PodSpec {
                 containers: r.containers,
                 init_containers: r.init_containers,
                 overhead: r.overhead,
+                resources: r.resources.filter(|r| !r.requests.is_empty()),
                 priority_class_name: r.priority_class_name,
                 scheduler_name: r.scheduler_name,
                 scheduling_gates: r.scheduling_gates.into_iter().map(|g| g.name).collect(),
@@ -524,4 +539,34 @@ pub struct PodStatus {
         skip_serializing_if = "Option::is_none"
     )]
     pub start_time: Option<DateTime<Utc>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_level_requests_stand_for_the_containers() {
+        let spec: PodSpec = serde_json::from_str(
+            r#"{"resources": {"limits": {"cpu": "8", "memory": "4Gi"}},
+                "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}},
+                               {"name": "b"}]}"#,
+        )
+        .unwrap();
+        // Requests default from limits at the pod level too, as the API server writes them.
+        let r = spec.requests();
+        assert_eq!(
+            (r.get("cpu"), r.get("memory")),
+            (8.0, 4.0 * 1024.0 * 1024.0 * 1024.0)
+        );
+        // Written back, and read again the same.
+        let again: PodSpec = serde_json::from_value(serde_json::to_value(&spec).unwrap()).unwrap();
+        assert_eq!(again.requests(), r);
+        // Without them, the containers' sum.
+        let spec: PodSpec = serde_json::from_str(
+            r#"{"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(spec.requests().get("cpu"), 1.0);
+    }
 }
