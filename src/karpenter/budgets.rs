@@ -122,7 +122,16 @@ fn parse_schedule(spec: &str) -> Result<Cron, String> {
             for (index, field) in fields.iter().enumerate() {
                 check_field(index, field).map_err(bad)?;
             }
-            fields.join(" ").replace('?', "*")
+            fields
+                .iter()
+                .enumerate()
+                .map(|(index, field)| match index {
+                    2 | 4 if has_star(field) => "*",
+                    _ => field,
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+                .replace('?', "*")
         }
     };
     CronParser::builder()
@@ -132,6 +141,19 @@ fn parse_schedule(spec: &str) -> Result<Cron, String> {
         .build()
         .parse(&pattern)
         .map_err(|e| bad(e.to_string()))
+}
+
+/// Whether robfig/cron marks a day field as a star: an item `*` or `?`, alone or with a
+/// step of 1 (`*/1`). With either day field a star, a day must match both fields; with
+/// neither, either. Croner calls only a bare `*` a star, so such a field is handed to it
+/// as `*` (it already stands for every day).
+fn has_star(field: &str) -> bool {
+    field.split(',').any(|item| {
+        let mut parts = item.split('/');
+        let range = parts.next().unwrap_or_default();
+        let star = matches!(range.split('-').next(), Some("*" | "?"));
+        star && parts.next().is_none_or(|step| step.parse::<u32>() == Ok(1))
+    })
 }
 
 /// How many parsed schedules [`schedule`] keeps; past that it starts over.
@@ -533,6 +555,26 @@ mod tests {
         assert!(is_active(&either, at(2025, 2, 1, 0, 0)).unwrap(), "the 1st");
         assert!(!is_active(&either, at(2025, 1, 7, 0, 0)).unwrap());
         assert!(is_active(&windowed("0 9 ? * 1", "1h", "0"), at(2025, 1, 6, 9, 0)).unwrap());
+        // A day field written `*/1`, or a list with `*` in it, is a star to robfig: both
+        // day fields must match (weekdays only here; 2025-01-04 is a Saturday).
+        let (saturday, monday) = (at(2025, 1, 4, 10, 0), at(2025, 1, 6, 10, 0));
+        for spec in ["0 9 */1 * MON-FRI", "0 9 1,* * MON-FRI"] {
+            let w = windowed(spec, "8h", "0");
+            assert!(!is_active(&w, saturday).unwrap(), "{spec}");
+            assert!(is_active(&w, monday).unwrap(), "{spec}");
+        }
+        // Every weekday and every day of the month: every day.
+        assert!(is_active(&windowed("0 9 * * 1-5,*/1", "8h", "0"), saturday).unwrap());
+        // A step over 1 is no star: either field matches (the 1st, 3rd, ... or a Monday).
+        let odd_days = windowed("0 9 */2 * MON", "1h", "0");
+        assert!(
+            is_active(&odd_days, at(2025, 1, 6, 9, 0)).unwrap(),
+            "a Monday"
+        );
+        assert!(
+            is_active(&odd_days, at(2025, 1, 3, 9, 0)).unwrap(),
+            "the 3rd"
+        );
         for bad in [
             "",
             "@every 1h",
