@@ -119,10 +119,9 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
         ],
         vec![
             "NodeClaim".into(),
-            state
-                .nodeclaim
-                .clone()
-                .unwrap_or_else(|| "none found".into()),
+            state.nodeclaim.clone().unwrap_or_else(|| {
+                "none found (Karpenter disrupts no node without one, expiry included)".into()
+            }),
         ],
         vec![
             "Age".into(),

@@ -492,7 +492,9 @@ pub fn node_disruption_at(
         Ok(NillableDuration::After(d)) => created.map(|t| t + d),
         _ => None,
     };
-    let expired = expires_at.is_some_and(|t| clock.reached(t));
+    // Karpenter expires NodeClaims; a node without one is not its to disrupt at all
+    // (v1.14.1 `StateNode.Managed`), however old.
+    let expired = claim.is_some() && expires_at.is_some_and(|t| clock.reached(t));
 
     let drift = condition(claim_conds, "Drifted").filter(|d| d.is_true());
     let consolidatable = is_true(claim_conds, "Consolidatable");
@@ -1079,6 +1081,13 @@ kind: NodePool
 metadata: {name: default}
 status: {conditions: [{type: Ready, status: "True"}]}
 ---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: default-a, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: default}}
+status:
+  nodeName: n1
+  conditions: [{type: Initialized, status: "True"}]
+---
 apiVersion: v1
 kind: Node
 metadata: {name: n1, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: default}, annotations: {karpenter.sh/do-not-disrupt: "true"}}
@@ -1093,5 +1102,11 @@ status: {conditions: [{type: Ready, status: "True"}]}
         let s = node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::default());
         assert!(s.expired);
         assert!(s.blockers.is_empty(), "{:?}", s.blockers);
+        // Without its NodeClaim the node is not Karpenter's to expire.
+        let name = c.nodeclaims.keys().next().cloned().unwrap();
+        c.delete_nodeclaim(&name);
+        assert!(c.nodeclaim_for_node(&c.nodes["n1"]).is_none());
+        let s = node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::default());
+        assert!(!s.expired && s.wants.is_empty(), "{s:?}");
     }
 }
