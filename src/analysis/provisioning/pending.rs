@@ -1,9 +1,11 @@
 //! The pods Karpenter would provision for: unschedulable, not nominated since their last
 //! failure, not owned by a DaemonSet or a Node; with the events about each, the requests
-//! Karpenter sums and the requirement alternatives it validates. Also DaemonSet pods
-//! pinned to a Karpenter node with no room, which Karpenter never provisions for.
+//! Karpenter sums and the requirement alternatives it validates (a DaemonSet's, which it
+//! does not validate). Also DaemonSet pods pinned to a Karpenter node with no room, which
+//! Karpenter never provisions for.
 
 use chrono::{DateTime, Duration, Utc};
+use k8s_openapi::api::core::v1::NodeSelectorTerm;
 
 use super::super::Context;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
@@ -99,17 +101,19 @@ pub fn provisionable(p: &Pod) -> bool {
 /// The pod's requirement alternatives: nodeSelector with each required node-affinity
 /// term (or alone), after Karpenter's validation.
 pub fn pod_terms(spec: &PodSpec, provider: Provider) -> Result<Vec<Requirements>, String> {
-    let terms: Vec<_> = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|na| {
-            na.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|r| r.node_selector_terms.clone())
-        .unwrap_or_default();
-    requirements::validate_pod_requirements_for(&spec.node_selector, &terms, provider)?;
+    requirements::validate_pod_requirements_for(
+        &spec.node_selector,
+        required_terms(spec),
+        provider,
+    )?;
+    daemon_terms(spec)
+}
+
+/// A DaemonSet pod's requirement alternatives, as [`pod_terms`] without the validation:
+/// Karpenter's `isDaemonPodCompatible` checks a DaemonSet against a pool's template
+/// unvalidated, so one may select on restricted labels such as the node class's.
+pub fn daemon_terms(spec: &PodSpec) -> Result<Vec<Requirements>, String> {
+    let terms = required_terms(spec);
     if terms.is_empty() {
         return Requirements::for_pod(&spec.node_selector, None)
             .map(|r| vec![r])
@@ -119,6 +123,18 @@ pub fn pod_terms(spec: &PodSpec, provider: Provider) -> Result<Vec<Requirements>
         .iter()
         .map(|t| Requirements::for_pod(&spec.node_selector, Some(t)).map_err(|e| e.to_string()))
         .collect()
+}
+
+/// The pod's required node-affinity terms (none without them).
+fn required_terms(spec: &PodSpec) -> &[NodeSelectorTerm] {
+    spec.affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map_or(&[], |r| r.node_selector_terms.as_slice())
 }
 
 /// The node a DaemonSet pod is pinned to (`matchFields metadata.name In [node]`).

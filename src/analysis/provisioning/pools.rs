@@ -224,7 +224,7 @@ impl<'a> PoolSet<'a> {
             return self;
         };
         self.catalog = Some(catalog.clone());
-        self.daemons = instance_types::daemons(self.cluster, self.provider);
+        self.daemons = instance_types::daemons(self.cluster);
         let daemons = &self.daemons;
         for p in &mut self.ordered {
             let Ok(reqs) = &p.requirements else { continue };

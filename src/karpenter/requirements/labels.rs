@@ -4,6 +4,10 @@
 
 pub(super) const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
 pub(super) const CAPACITY_TYPE_LABEL: &str = "karpenter.sh/capacity-type";
+/// Labels a node gets once registered and initialised; Karpenter's NodeClaim templates
+/// require both `In [true]` (`NewNodeClaimTemplate`), for the DaemonSets that select on them.
+pub(super) const REGISTERED_LABEL: &str = "karpenter.sh/registered";
+pub(super) const INITIALIZED_LABEL: &str = "karpenter.sh/initialized";
 
 /// Core well-known labels (`v1.WellKnownLabels` before a provider adds its own): a pod may
 /// constrain these even where a NodePool leaves them undefined.
