@@ -99,11 +99,22 @@ pub fn provisionable(p: &Pod) -> bool {
 }
 
 /// The pod's requirement alternatives: nodeSelector with each required node-affinity
-/// term (or alone), after Karpenter's validation.
+/// term (or alone), after Karpenter's validation (which also reads the heaviest preferred
+/// term: one that leaves `karpenter.sh/nodepool` DoesNotExist makes Karpenter ignore the pod).
 pub fn pod_terms(spec: &PodSpec, provider: Provider) -> Result<Vec<Requirements>, String> {
+    let preferred = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.preferred_during_scheduling_ignored_during_execution
+                .as_deref()
+        })
+        .and_then(requirements::heaviest_preferred);
     requirements::validate_pod_requirements_for(
         &spec.node_selector,
         required_terms(spec),
+        preferred,
         provider,
     )?;
     daemon_terms(spec)
@@ -183,4 +194,42 @@ pub(super) fn daemonset_pods_pending(ctx: &Context) -> Vec<Finding> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pod_preferring_no_pool_most_is_one_karpenter_ignores() {
+        let pod = |weights: (i32, i32)| {
+            let yaml = format!(
+                r#"apiVersion: v1
+kind: Pod
+metadata: {{name: p, namespace: d}}
+spec:
+  affinity:
+    nodeAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: {}
+          preference: {{matchExpressions: [{{key: karpenter.sh/nodepool, operator: DoesNotExist}}]}}
+        - weight: {}
+          preference: {{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [a]}}]}}
+  containers: [{{name: c, image: x}}]
+"#,
+                weights.0, weights.1
+            );
+            let mut c = Cluster::default();
+            crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+            let p = c.pods.values().next().unwrap().clone();
+            p
+        };
+        let ignored = pod((10, 1));
+        assert_eq!(
+            pod_terms(&ignored.spec, Provider::Aws).unwrap_err(),
+            requirements::NOT_FOR_KARPENTER
+        );
+        let relaxed = pod((1, 10));
+        assert_eq!(pod_terms(&relaxed.spec, Provider::Aws).unwrap().len(), 1);
+    }
 }
