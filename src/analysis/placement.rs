@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::provisioning::{pod_terms, PoolSet, PoolUsage};
+use super::provisioning::{daemon_terms, PoolSet, PoolUsage};
 use super::Context;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
-use crate::karpenter::requirements::{self, Provider};
+use crate::karpenter::requirements;
 use crate::karpenter::taints;
 use crate::model::shared::FastMap;
 use crate::model::*;
@@ -20,12 +20,10 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
     out
 }
 
-/// Why a pod template is not compatible with a pool's template, or `None` if it is.
-pub fn template_mismatch(
-    spec: &PodSpec,
-    pool: &super::provisioning::PoolInfo,
-    provider: Provider,
-) -> Option<String> {
+/// Why a DaemonSet's pod template is not compatible with a pool's template, or `None` if
+/// it is, as Karpenter's `isDaemonPodCompatible` judges it: unvalidated, against the pool's
+/// requirements with the registered and initialized labels.
+pub fn template_mismatch(spec: &PodSpec, pool: &super::provisioning::PoolInfo) -> Option<String> {
     let t = &pool.pool.spec.template.spec;
     let untolerated = taints::untolerated(&spec.tolerations, &t.taints);
     if !untolerated.is_empty() {
@@ -35,14 +33,14 @@ pub fn template_mismatch(
             list.join(", ")
         ));
     }
-    let pool_reqs = pool.requirements.as_ref().ok()?;
-    let terms = match pod_terms(spec, provider) {
+    let pool_reqs = pool.requirements.as_ref().ok()?.with_node_lifecycle();
+    let terms = match daemon_terms(spec) {
         Ok(t) => t,
         Err(e) => return Some(e),
     };
     let mut last = None;
     for term in &terms {
-        match requirements::compatible(term, pool_reqs) {
+        match requirements::compatible(term, &pool_reqs) {
             Ok(()) => return None,
             Err(i) => last = i.first().map(|i| format!("incompatible requirements, {i}")),
         }
@@ -106,8 +104,7 @@ pub fn daemonset_mismatch(c: &Cluster, usages: &BTreeMap<String, PoolUsage>) -> 
                     .get(&(ns.to_string(), owner.name.clone()))
                     .map(|d| &d.spec.template.spec)
                     .unwrap_or(&pod.spec);
-                let judged =
-                    template_mismatch(spec, info, pools.provider).map(|why| (why, vec![node]));
+                let judged = template_mismatch(spec, info).map(|why| (why, vec![node]));
                 found.insert(key, judged);
             }
         }
@@ -158,4 +155,72 @@ fn controller_on_managed_node(ctx: &Context) -> Vec<Finding> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mismatch findings' reasons for a DaemonSet with `selector` on a node of pool web.
+    fn mismatches(selector: &str) -> Vec<String> {
+        let yaml = format!(
+            r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: web}}
+spec:
+  template:
+    metadata: {{labels: {{team: web}}}}
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements: []
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: n1, labels: {{karpenter.sh/nodepool: web}}}}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: agent, namespace: kube-system}}
+spec:
+  template:
+    spec:
+      nodeSelector: {{{selector}}}
+      containers: [{{name: a, image: x}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: agent-1
+  namespace: kube-system
+  ownerReferences: [{{apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: u}}]
+spec:
+  nodeName: n1
+  nodeSelector: {{{selector}}}
+  containers: [{{name: a, image: x}}]
+"#
+        );
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+        let usages = super::super::provisioning::pool_usages(&c);
+        daemonset_mismatch(&c, &usages)
+            .iter()
+            .map(|f| f.message.clone())
+            .collect()
+    }
+
+    #[test]
+    fn daemonsets_selecting_on_the_templates_labels_are_no_mismatch() {
+        // Karpenter checks a DaemonSet unvalidated against the template's requirements:
+        // its labels, node class, nodepool and registered/initialized In [true].
+        for selector in [
+            "karpenter.k8s.aws/ec2nodeclass: default",
+            "karpenter.sh/registered: \"true\", karpenter.sh/initialized: \"true\"",
+            "karpenter.sh/nodepool: web, team: web",
+        ] {
+            assert_eq!(mismatches(selector), Vec::<String>::new(), "{selector}");
+        }
+        let other = mismatches("karpenter.k8s.aws/ec2nodeclass: other");
+        assert_eq!(other.len(), 1, "{other:?}");
+        assert!(other[0].contains("incompatible requirements"), "{other:?}");
+    }
 }

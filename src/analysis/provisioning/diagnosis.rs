@@ -483,7 +483,7 @@ impl KeptVerdicts {
             return k.value.clone();
         }
         let terms = pod_terms(&pod.spec, pools.provider);
-        let spread = ZoneSpread::of(pools, pod, &terms);
+        let spread = ZoneSpread::of(pools, pod);
         if let Some(k) = self.entries.get_mut(&key).filter(|k| k.spread == spread) {
             self.reused += 1;
             (k.pass, k.at) = (pass, at);
@@ -672,7 +672,7 @@ pub fn diagnose_cached<'c>(
             let v = match kept.as_mut() {
                 None => {
                     let terms = pod_terms(&pod.spec, pools.provider);
-                    let spread = ZoneSpread::of(pools, pod, &terms);
+                    let spread = ZoneSpread::of(pools, pod);
                     compute(terms, &spread)
                 }
                 Some(kept) => {

@@ -24,7 +24,7 @@ use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
 use crate::model::{Catalog, CatalogSource, Cluster, InstanceType, PodSpec};
 
-use super::pending::{pod_requests, pod_terms};
+use super::pending::{daemon_terms, pod_requests};
 
 /// A three-way answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,15 +214,16 @@ pub struct Daemon {
     terms: Result<Vec<Requirements>, String>,
 }
 
-/// Every DaemonSet's template, with its requests and requirement terms, once per pass.
-pub fn daemons(c: &Cluster, provider: Provider) -> Vec<Daemon> {
+/// Every DaemonSet's template, with its requests and requirement terms (unvalidated:
+/// [`daemon_terms`]), once per pass.
+pub fn daemons(c: &Cluster) -> Vec<Daemon> {
     c.daemonsets
         .values()
         .map(|d| {
             let spec = d.spec.template.spec.clone();
             Daemon {
                 requests: pod_requests(&spec),
-                terms: pod_terms(&spec, provider),
+                terms: daemon_terms(&spec),
                 spec,
             }
         })
@@ -330,18 +331,23 @@ impl PoolTypes {
         provider: Provider,
     ) -> Self {
         let name = &pool.metadata.name;
-        // The DaemonSets that run on the pool's nodes: they tolerate its taints and its
-        // requirements admit them (by one of their terms).
+        // The DaemonSets that run on the pool's nodes (Karpenter's `isDaemonPodCompatible`):
+        // they tolerate its taints and one of their terms is compatible with its template,
+        // registered and initialized labels included, and meets the instance type.
         let pool_taints = &pool.spec.template.spec.taints;
-        let running: Vec<(&Daemon, &Requirements)> = daemons
+        let template = pool_reqs.with_node_lifecycle();
+        let running: Vec<(&Daemon, Vec<&Requirements>)> = daemons
             .iter()
             .filter(|d| taints::untolerated(&d.spec.tolerations, pool_taints).is_empty())
             .filter_map(|d| {
-                let terms = d.terms.as_ref().ok()?;
-                let term = terms
+                let terms: Vec<&Requirements> = d
+                    .terms
+                    .as_ref()
+                    .ok()?
                     .iter()
-                    .find(|t| requirements::compatible(t, pool_reqs).is_ok())?;
-                Some((d, term))
+                    .filter(|t| requirements::compatible(t, &template).is_ok())
+                    .collect();
+                (!terms.is_empty()).then_some((d, terms))
             })
             .collect();
         let mut admitted = Vec::new();
@@ -378,8 +384,11 @@ impl PoolTypes {
             }
             let mut overhead = Resources::default();
             let mut count = 0.0;
-            for (d, term) in &running {
-                if type_compatible(it, term) != Tri::No {
+            for (d, terms) in &running {
+                if terms
+                    .iter()
+                    .any(|term| type_compatible(it, term) != Tri::No)
+                {
                     overhead.add(&d.requests);
                     count += 1.0;
                 }
@@ -841,6 +850,35 @@ spec:
             "{:?}",
             v.reasons
         );
+    }
+
+    #[test]
+    fn daemonsets_selecting_on_template_labels_count_in_the_overhead() {
+        // Karpenter checks DaemonSets unvalidated against the template's requirements, which
+        // hold the node class label and registered/initialized In [true]: both count.
+        for selector in [
+            "karpenter.kwok.sh/kwoknodeclass: default",
+            "karpenter.sh/registered: \"true\", karpenter.sh/initialized: \"true\"",
+            "karpenter.sh/nodepool: default",
+        ] {
+            let ds = daemonset("500m").replace(
+                "    spec:\n      containers",
+                &format!("    spec:\n      nodeSelector: {{{selector}}}\n      containers"),
+            );
+            let c = cluster("{}", &(pod("over", "1500m", "") + &ds));
+            assert_eq!(
+                launched(&judge(&c, "over")).0,
+                "c-4x-amd64-linux",
+                "{selector}"
+            );
+        }
+        // One the template does not hold stays out.
+        let ds = daemonset("500m").replace(
+            "    spec:\n      containers",
+            "    spec:\n      nodeSelector: {karpenter.sh/registered: \"false\"}\n      containers",
+        );
+        let c = cluster("{}", &(pod("over", "1500m", "") + &ds));
+        assert_eq!(launched(&judge(&c, "over")).0, "c-2x-amd64-linux");
     }
 
     #[test]

@@ -42,7 +42,9 @@ pub use instance_types::{describe_launch, Launch, LaunchOption, TypeVerdict};
 pub use limits::{every_instance_has, no_instance_type_left};
 pub use nodeclaims::{claim_pool, LAUNCH_ERRORS};
 pub use nominations::NominationDetails;
-pub use pending::{daemonset_target, pod_requests, pod_terms, unschedulable_pods, PodEvents};
+pub use pending::{
+    daemon_terms, daemonset_target, pod_requests, pod_terms, unschedulable_pods, PodEvents,
+};
 pub use pools::{
     cluster_provider, pool_not_ready, pool_usages, usages_without, NotReady, PoolAdmits, PoolInfo,
     PoolSet, PoolUsage,

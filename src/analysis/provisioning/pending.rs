@@ -1,9 +1,11 @@
 //! The pods Karpenter would provision for: unschedulable, not nominated since their last
 //! failure, not owned by a DaemonSet or a Node; with the events about each, the requests
-//! Karpenter sums and the requirement alternatives it validates. Also DaemonSet pods
-//! pinned to a Karpenter node with no room, which Karpenter never provisions for.
+//! Karpenter sums and the requirement alternatives it validates (a DaemonSet's, which it
+//! does not validate). Also DaemonSet pods pinned to a Karpenter node with no room, which
+//! Karpenter never provisions for.
 
 use chrono::{DateTime, Duration, Utc};
+use k8s_openapi::api::core::v1::NodeSelectorTerm;
 
 use super::super::Context;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
@@ -97,19 +99,32 @@ pub fn provisionable(p: &Pod) -> bool {
 }
 
 /// The pod's requirement alternatives: nodeSelector with each required node-affinity
-/// term (or alone), after Karpenter's validation.
+/// term (or alone), after Karpenter's validation (which also reads the heaviest preferred
+/// term: one that leaves `karpenter.sh/nodepool` DoesNotExist makes Karpenter ignore the pod).
 pub fn pod_terms(spec: &PodSpec, provider: Provider) -> Result<Vec<Requirements>, String> {
-    let terms: Vec<_> = spec
+    let preferred = spec
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
         .and_then(|na| {
-            na.required_during_scheduling_ignored_during_execution
-                .as_ref()
+            na.preferred_during_scheduling_ignored_during_execution
+                .as_deref()
         })
-        .map(|r| r.node_selector_terms.clone())
-        .unwrap_or_default();
-    requirements::validate_pod_requirements_for(&spec.node_selector, &terms, provider)?;
+        .and_then(requirements::heaviest_preferred);
+    requirements::validate_pod_requirements_for(
+        &spec.node_selector,
+        required_terms(spec),
+        preferred,
+        provider,
+    )?;
+    daemon_terms(spec)
+}
+
+/// A DaemonSet pod's requirement alternatives, as [`pod_terms`] without the validation:
+/// Karpenter's `isDaemonPodCompatible` checks a DaemonSet against a pool's template
+/// unvalidated, so one may select on restricted labels such as the node class's.
+pub fn daemon_terms(spec: &PodSpec) -> Result<Vec<Requirements>, String> {
+    let terms = required_terms(spec);
     if terms.is_empty() {
         return Requirements::for_pod(&spec.node_selector, None)
             .map(|r| vec![r])
@@ -119,6 +134,18 @@ pub fn pod_terms(spec: &PodSpec, provider: Provider) -> Result<Vec<Requirements>
         .iter()
         .map(|t| Requirements::for_pod(&spec.node_selector, Some(t)).map_err(|e| e.to_string()))
         .collect()
+}
+
+/// The pod's required node-affinity terms (none without them).
+fn required_terms(spec: &PodSpec) -> &[NodeSelectorTerm] {
+    spec.affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map_or(&[], |r| r.node_selector_terms.as_slice())
 }
 
 /// The node a DaemonSet pod is pinned to (`matchFields metadata.name In [node]`).
@@ -167,4 +194,42 @@ pub(super) fn daemonset_pods_pending(ctx: &Context) -> Vec<Finding> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pod_preferring_no_pool_most_is_one_karpenter_ignores() {
+        let pod = |weights: (i32, i32)| {
+            let yaml = format!(
+                r#"apiVersion: v1
+kind: Pod
+metadata: {{name: p, namespace: d}}
+spec:
+  affinity:
+    nodeAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: {}
+          preference: {{matchExpressions: [{{key: karpenter.sh/nodepool, operator: DoesNotExist}}]}}
+        - weight: {}
+          preference: {{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [a]}}]}}
+  containers: [{{name: c, image: x}}]
+"#,
+                weights.0, weights.1
+            );
+            let mut c = Cluster::default();
+            crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+            let p = c.pods.values().next().unwrap().clone();
+            p
+        };
+        let ignored = pod((10, 1));
+        assert_eq!(
+            pod_terms(&ignored.spec, Provider::Aws).unwrap_err(),
+            requirements::NOT_FOR_KARPENTER
+        );
+        let relaxed = pod((1, 10));
+        assert_eq!(pod_terms(&relaxed.spec, Provider::Aws).unwrap().len(), 1);
+    }
 }

@@ -224,7 +224,7 @@ impl<'a> PoolSet<'a> {
             return self;
         };
         self.catalog = Some(catalog.clone());
-        self.daemons = instance_types::daemons(self.cluster, self.provider);
+        self.daemons = instance_types::daemons(self.cluster);
         let daemons = &self.daemons;
         for p in &mut self.ordered {
             let Ok(reqs) = &p.requirements else { continue };
@@ -379,7 +379,7 @@ pub fn pool_usages(c: &Cluster) -> BTreeMap<String, PoolUsage> {
 
 /// Every pool's usage as a pod Karpenter nominated sees it: the NodeClaims launched for it
 /// (`nominated`, by name) do not count against it. A pool holding one of them is counted
-/// from its other claims' capacity, as Karpenter counts its in-flight claims, since its
+/// from its other live claims' capacity, as Karpenter counts its in-flight claims, since its
 /// `status.resources` may or may not include the new claim yet.
 pub fn usages_without(
     c: &Cluster,
@@ -394,8 +394,7 @@ pub fn usages_without(
         let Some(usage) = out.get_mut(&pool) else {
             continue;
         };
-        let others: Vec<&NodeClaim> = c
-            .claims_in_pool(&pool)
+        let others: Vec<&NodeClaim> = active_claims_in_pool(c, &pool)
             .filter(|o| !nominated.contains(&o.metadata.name.as_str()))
             .collect();
         let mut used = capacity_of(others.iter().copied());
@@ -416,7 +415,21 @@ fn pool_usage(c: &Cluster, pool: &NodePool) -> Resources {
             return r;
         }
     }
-    capacity_of(c.claims_in_pool(&pool.metadata.name))
+    capacity_of(active_claims_in_pool(c, &pool.metadata.name))
+}
+
+/// A pool's NodeClaims that count against its limits. Karpenter schedules against
+/// `nodes.Active()` and its counter leaves out `MarkedForDeletion` nodes, so a claim being
+/// deleted (deletionTimestamp set, or InstanceTerminating True) does not count.
+fn active_claims_in_pool<'a>(c: &'a Cluster, pool: &str) -> impl Iterator<Item = &'a NodeClaim> {
+    c.claims_in_pool(pool)
+        .filter(|claim| !claim_deleting(claim))
+}
+
+/// Whether Karpenter's cluster state counts a NodeClaim as deleted (`StateNode.Deleted`).
+fn claim_deleting(claim: &NodeClaim) -> bool {
+    claim.metadata.deletion_timestamp.is_some()
+        || is_true(&claim.status.conditions, "InstanceTerminating")
 }
 
 /// The summed capacity of NodeClaims (one whose capacity does not parse counts nothing).
@@ -431,14 +444,17 @@ fn capacity_of<'a>(claims: impl Iterator<Item = &'a NodeClaim>) -> Resources {
 }
 
 /// Nodes a pool has, for the `nodes` limit: the larger of Karpenter's count
-/// (`status.nodes`, written a while after a node comes or goes) and the claims (else the
-/// nodes) kelp sees now, so a new node counts at once.
+/// (`status.nodes`, written a while after a node comes or goes) and the claims (else, when
+/// kelp sees no claim of the pool at all, the nodes) kelp sees now, so a new node counts
+/// at once. As in Karpenter, claims and nodes being deleted do not count.
 fn pool_node_count(c: &Cluster, pool: &NodePool) -> usize {
-    let claims = c.claims_in_pool(&pool.metadata.name).count();
-    let seen = if claims > 0 {
-        claims
+    let name = &pool.metadata.name;
+    let seen = if c.claims_in_pool(name).next().is_some() {
+        active_claims_in_pool(c, name).count()
     } else {
-        c.nodes_in_pool(&pool.metadata.name).count()
+        c.nodes_in_pool(name)
+            .filter(|n| n.metadata.deletion_timestamp.is_none())
+            .count()
     };
     pool.status
         .nodes
@@ -641,5 +657,43 @@ mod grace_tests {
             codes(&nowhere).contains(&Code::PodUnschedulable),
             "no pool fits"
         );
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::PoolUsage;
+    use crate::model::Cluster;
+
+    fn claim(name: &str, extra_meta: &str, status: &str) -> String {
+        format!("---\napiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: {name}, labels: {{karpenter.sh/nodepool: web}}{extra_meta}}}\nspec: {{nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}}}}\nstatus: {{capacity: {{cpu: \"4\"}}{status}}}\n")
+    }
+
+    fn usage(yaml: &str) -> PoolUsage {
+        let pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: web}\nspec: {limits: {nodes: \"2\"}, template: {spec: {requirements: []}}}\n";
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &format!("{pool}{yaml}"), &mut c).unwrap();
+        PoolUsage::of(&c, &c.nodepools["web"])
+    }
+
+    #[test]
+    fn deleting_claims_do_not_count_against_a_pools_limits() {
+        let live = claim("a", "", "");
+        let deleting = claim(
+            "b",
+            ", deletionTimestamp: \"2026-11-21T09:00:00Z\", finalizers: [karpenter.sh/termination]",
+            "",
+        );
+        let terminating = claim(
+            "c",
+            "",
+            ", conditions: [{type: InstanceTerminating, status: \"True\"}]",
+        );
+        let u = usage(&format!("{live}{deleting}{terminating}"));
+        assert_eq!(u.nodes, 1);
+        assert_eq!(u.counted().get("nodes"), 1.0);
+        assert_eq!(u.counted().get("cpu"), 4.0);
+        // Only deleting claims: none counts, and their nodes are not counted instead.
+        assert_eq!(usage(&deleting).nodes, 0);
     }
 }

@@ -1,10 +1,11 @@
 //! Zone topology spread for a pending pod, as Karpenter's scheduler counts it: for each
 //! `DoNotSchedule` constraint on `topology.kubernetes.io/zone`, the pods it selects per
 //! zone (bound, not terminating, in the pod's namespace), the zones Karpenter knows (those
-//! of the nodes, and those the pools name), and whether a zone a pool allows stays within
-//! `maxSkew` once the pod lands there. With fewer known zones than `minDomains`, the
-//! minimum counts as 0, so a pool that offers fewer zones than that fills each zone up to
-//! `maxSkew` and then takes no more.
+//! of the nodes, and those every ready pool names, whether or not it admits the pod), and
+//! whether a zone a pool allows stays within `maxSkew` once the pod lands there. The
+//! minimum is taken over the known zones the pod's own term allows; with fewer of those
+//! than `minDomains` it counts as 0, so a pool that offers fewer zones than that fills each
+//! zone up to `maxSkew` and then takes no more.
 //!
 //! What kelp cannot know without an instance-type catalogue: the zones a pool that does
 //! not name its zones can offer. There a pod no known zone takes is "unknown", never
@@ -13,12 +14,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use k8s_openapi::api::core::v1::TopologySpreadConstraint;
+use k8s_openapi::api::core::v1::{Toleration, TopologySpreadConstraint};
 
 use super::super::selector;
 use super::{PoolInfo, PoolSet};
 use crate::karpenter::labels;
-use crate::karpenter::requirements::{self, Operator, Requirements};
+use crate::karpenter::requirements::{Operator, Requirements};
 use crate::model::*;
 
 /// One zone constraint, counted.
@@ -302,27 +303,17 @@ pub enum SpreadVerdict {
 }
 
 impl ZoneSpread {
-    /// The pod's zone constraints that can refuse it, counted against the pools' cluster;
-    /// `terms` are the pod's requirement terms ([`super::pod_terms`]).
-    pub fn of(
-        pools: &PoolSet,
-        pod: &Pod,
-        terms: &Result<Vec<Requirements>, String>,
-    ) -> Vec<ZoneSpread> {
+    /// The pod's zone constraints that can refuse it, counted against the pools' cluster.
+    pub fn of(pools: &PoolSet, pod: &Pod) -> Vec<ZoneSpread> {
         pod.spec
             .topology_spread_constraints
             .iter()
             .filter(|t| t.when_unsatisfiable == "DoNotSchedule" && t.topology_key == labels::ZONE)
-            .map(|t| Self::count(pools, pod, terms, t))
+            .map(|t| Self::count(pools, pod, t))
             .collect()
     }
 
-    fn count(
-        pools: &PoolSet,
-        pod: &Pod,
-        terms: &Result<Vec<Requirements>, String>,
-        t: &TopologySpreadConstraint,
-    ) -> ZoneSpread {
+    fn count(pools: &PoolSet, pod: &Pod, t: &TopologySpreadConstraint) -> ZoneSpread {
         let mut sel = t.label_selector.clone();
         for k in t.match_label_keys.iter().flatten() {
             if let (Some(s), Some(v)) = (sel.as_mut(), pod.metadata.labels.get(k)) {
@@ -335,21 +326,17 @@ impl ZoneSpread {
         // Every zone Karpenter knows: the nodes' (that the pod may use) and the pools'.
         let ignore = t.node_affinity_policy.as_deref() == Some("Ignore");
         counts.extend(pools.spread_index().counts(pod, sel.as_ref(), ignore));
-        // The zones of the pools that admit the pod (their taints aside, as nodeTaintsPolicy
-        // Ignore, the default, reads them).
-        let admits = |p: &&PoolInfo| match (&p.requirements, terms) {
-            (Ok(reqs), Ok(terms)) => terms
-                .iter()
-                .any(|t| requirements::compatible(t, reqs).is_ok()),
-            _ => false,
+        // The zones every pool Karpenter schedules with names (`buildDomainGroups`: each
+        // ready pool's, whether or not it admits the pod), taints aside as nodeTaintsPolicy
+        // Ignore (the default) reads them; under Honor, the pools whose taints it tolerates.
+        let honor_taints = t.node_taints_policy.as_deref() == Some("Honor");
+        let counted = |p: &&PoolInfo| {
+            p.not_ready.is_none() && (!honor_taints || tolerates_all(&pod.spec.tolerations, p))
         };
-        for p in pools.ordered.iter().filter(admits) {
-            for r in p.pool.spec.template.spec.requirements.iter() {
-                if r.key == labels::ZONE && r.operator == "In" {
-                    for z in &r.values {
-                        counts.entry(z.clone()).or_default();
-                    }
-                }
+        for p in pools.ordered.iter().filter(counted) {
+            let named = p.requirements.as_ref().ok().and_then(named_zones);
+            for z in named.into_iter().flatten() {
+                counts.entry(z).or_default();
             }
         }
         ZoneSpread {
@@ -359,15 +346,23 @@ impl ZoneSpread {
         }
     }
 
-    /// Whether the pod lands in a zone the pool (and the pod's term) allows.
+    /// Whether the pod lands in a zone the pool (and the pod's term) allows. As Karpenter's
+    /// `domainMinCount`, the least-filled zone and the zones minDomains counts are those the
+    /// pod's own term allows, whatever the pool allows.
     pub fn judge(&self, pool: &Requirements, term: &Requirements) -> SpreadVerdict {
+        let pod_zones: Vec<i64> = self
+            .counts
+            .iter()
+            .filter(|(z, _)| term.allows(labels::ZONE, z))
+            .map(|(_, n)| *n)
+            .collect();
         let below_min_domains = self
             .min_domains
-            .is_some_and(|m| (self.counts.len() as i64) < m);
+            .is_some_and(|m| (pod_zones.len() as i64) < m);
         let min = if below_min_domains {
             0
         } else {
-            self.counts.values().copied().min().unwrap_or(0)
+            pod_zones.iter().copied().min().unwrap_or(0)
         };
         let allowed = |z: &str| pool.allows(labels::ZONE, z) && term.allows(labels::ZONE, z);
         let fits = |n: i64| n + 1 - min <= self.max_skew;
@@ -395,11 +390,11 @@ impl ZoneSpread {
             },
             if below_min_domains {
                 format!(
-                    "with {} zones known, fewer than minDomains, the minimum counts as 0",
-                    self.counts.len()
+                    "with {} zones known that the pod allows, fewer than minDomains, the minimum counts as 0",
+                    pod_zones.len()
                 )
             } else {
-                format!("the least-filled zone has {min}")
+                format!("the least-filled zone the pod allows has {min}")
             }
         );
         match pool_zones {
@@ -410,6 +405,16 @@ impl ZoneSpread {
             )),
         }
     }
+}
+
+/// Whether the pod tolerates every taint of the pool's template (Karpenter's
+/// `Taints.ToleratesPod`, PreferNoSchedule included).
+fn tolerates_all(tolerations: &[Toleration], pool: &PoolInfo) -> bool {
+    pool.pool.spec.template.spec.taints.iter().all(|taint| {
+        tolerations
+            .iter()
+            .any(|tol| crate::karpenter::taints::tolerates(tol, taint))
+    })
 }
 
 /// The zones a pool names with `In`, if it does.
@@ -465,7 +470,7 @@ status: {{phase: Pending}}
         let pools = PoolSet::new(&c);
         let pool = pools.ordered[0].requirements.as_ref().unwrap();
         let term = &pod_terms(&pod.spec, pools.provider).unwrap()[0];
-        ZoneSpread::of(&pools, pod, &pod_terms(&pod.spec, pools.provider))[0].judge(pool, term)
+        ZoneSpread::of(&pools, pod)[0].judge(pool, term)
     }
 
     const SPREAD: &str = "{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}";
@@ -509,7 +514,58 @@ status: {{phase: Pending}}
         .unwrap();
         let pod = c.pods.values().next().unwrap();
         let pools = PoolSet::new(&c);
-        assert!(ZoneSpread::of(&pools, pod, &pod_terms(&pod.spec, pools.provider)).is_empty());
+        assert!(ZoneSpread::of(&pools, pod).is_empty());
+    }
+
+    /// Pool `zonal` naming `zones` and pool `arm` naming zone d for arm64 only, both ready;
+    /// nodes in a and b (amd64) with a web pod each; the pending pod (amd64) with `affinity`
+    /// and the spread, judged against `zonal`.
+    fn two_pools(zones: &str, affinity: &str) -> SpreadVerdict {
+        let pool = |name: &str, reqs: &str| {
+            format!("---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec: {{template: {{spec: {{requirements: [{reqs}]}}}}}}\nstatus: {{conditions: [{{type: Ready, status: \"True\"}}]}}\n")
+        };
+        let mut yaml = pool(
+            "zonal",
+            &format!("{{key: topology.kubernetes.io/zone, operator: In, values: [{zones}]}}"),
+        ) + &pool(
+            "arm",
+            "{key: topology.kubernetes.io/zone, operator: In, values: [d]}, {key: kubernetes.io/arch, operator: In, values: [arm64]}",
+        );
+        for z in ["a", "b"] {
+            yaml += &format!("---\napiVersion: v1\nkind: Node\nmetadata: {{name: n{z}, labels: {{topology.kubernetes.io/zone: {z}, kubernetes.io/arch: amd64}}}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: web-{z}, namespace: shop, labels: {{app: web}}}}\nspec: {{nodeName: n{z}}}\nstatus: {{phase: Running}}\n");
+        }
+        yaml += &format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: pending, namespace: shop, labels: {{app: web}}}}\nspec:\n  nodeSelector: {{kubernetes.io/arch: amd64}}\n  affinity: {affinity}\n  topologySpreadConstraints: [{SPREAD}}}]\nstatus: {{phase: Pending}}\n");
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+        let pod = &c.pods[&("shop".to_string(), "pending".to_string())];
+        let pools = PoolSet::new(&c);
+        let zonal = pools.ordered.iter().find(|p| p.name == "zonal").unwrap();
+        let term = &pod_terms(&pod.spec, pools.provider).unwrap()[0];
+        ZoneSpread::of(&pools, pod)[0].judge(zonal.requirements.as_ref().unwrap(), term)
+    }
+
+    #[test]
+    fn the_least_filled_zone_is_taken_over_the_zones_the_pod_allows() {
+        // a: 1, b: 1, c: 0 (zonal names it), d: 0 (arm names it). Karpenter's domainMinCount
+        // reads only the zones the pod's own requirements allow: with a and b, the minimum
+        // is 1 and either takes the pod.
+        let ab = "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [a, b]}]}]}}}";
+        assert_eq!(two_pools("a, b, c", ab), SpreadVerdict::Fits);
+    }
+
+    #[test]
+    fn every_ready_pools_zones_are_domains_whether_or_not_it_admits_the_pod() {
+        // Karpenter's domains are every ready pool's zones (buildDomainGroups), so d, named
+        // only by the arm64 pool the pod cannot use, is an empty domain: the minimum is 0,
+        // and a and b, all zonal offers, are at maxSkew.
+        let v = two_pools("a, b", "{}");
+        assert!(
+            matches!(v, SpreadVerdict::Rejected(ref m) if m.contains("the least-filled zone the pod allows has 0")),
+            "{v:?}"
+        );
+        // A pod that does not allow d is not held back by it.
+        let ab = "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [a, b]}]}]}}}";
+        assert_eq!(two_pools("a, b", ab), SpreadVerdict::Fits);
     }
 
     /// What an index counts, order aside: per group (namespace, labels) its nodes, and

@@ -4,6 +4,10 @@
 
 pub(super) const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
 pub(super) const CAPACITY_TYPE_LABEL: &str = "karpenter.sh/capacity-type";
+/// Labels a node gets once registered and initialised; Karpenter's NodeClaim templates
+/// require both `In [true]` (`NewNodeClaimTemplate`), for the DaemonSets that select on them.
+pub(super) const REGISTERED_LABEL: &str = "karpenter.sh/registered";
+pub(super) const INITIALIZED_LABEL: &str = "karpenter.sh/initialized";
 
 /// Core well-known labels (`v1.WellKnownLabels` before a provider adds its own): a pod may
 /// constrain these even where a NodePool leaves them undefined.
@@ -18,10 +22,10 @@ pub const WELL_KNOWN_LABELS: &[&str] = &[
     "node.kubernetes.io/windows-build",
 ];
 
-/// Labels the AWS provider (karpenter-provider-aws) adds to the well-known set at start-up.
-/// Karpenter on AWS allows exactly `WELL_KNOWN_LABELS` plus these to be undefined in a NodePool.
-/// The capacity-reservation-interruptible, instance-nitro-enclaves-supported and instance-tenancy
-/// entries come from the provider's instance-type code of 2026; the rest from its registration list.
+/// Labels the AWS provider (karpenter-provider-aws v1.14.1, `pkg/apis/v1/labels.go` `init`) adds
+/// to the well-known set at start-up, less `node.kubernetes.io/windows-build` which the core set
+/// already holds. Karpenter on AWS allows exactly `WELL_KNOWN_LABELS` plus these to be undefined
+/// in a NodePool.
 pub const AWS_WELL_KNOWN_LABELS: &[&str] = &[
     "karpenter.k8s.aws/capacity-reservation-id",
     "karpenter.k8s.aws/capacity-reservation-interruptible",
@@ -29,6 +33,7 @@ pub const AWS_WELL_KNOWN_LABELS: &[&str] = &[
     "karpenter.k8s.aws/instance-accelerator-count",
     "karpenter.k8s.aws/instance-accelerator-manufacturer",
     "karpenter.k8s.aws/instance-accelerator-name",
+    "karpenter.k8s.aws/instance-capability-flex",
     "karpenter.k8s.aws/instance-category",
     "karpenter.k8s.aws/instance-cpu",
     "karpenter.k8s.aws/instance-cpu-manufacturer",
@@ -45,9 +50,10 @@ pub const AWS_WELL_KNOWN_LABELS: &[&str] = &[
     "karpenter.k8s.aws/instance-local-nvme",
     "karpenter.k8s.aws/instance-memory",
     "karpenter.k8s.aws/instance-network-bandwidth",
-    "karpenter.k8s.aws/instance-nitro-enclaves-supported",
     "karpenter.k8s.aws/instance-size",
     "karpenter.k8s.aws/instance-tenancy",
+    "karpenter.k8s.aws/placement-group-id",
+    "karpenter.k8s.aws/placement-group-partition",
     "topology.k8s.aws/zone-id",
 ];
 
@@ -143,5 +149,29 @@ impl Provider {
 
     pub(super) fn is_well_known(self, key: &str) -> bool {
         is_well_known_for(key, self.labels())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aws_well_known_labels_are_the_v1_14_1_providers() {
+        // karpenter-provider-aws v1.14.1 registers 29 labels; windows-build is core already.
+        assert_eq!(AWS_WELL_KNOWN_LABELS.len(), 28);
+        for key in [
+            "karpenter.k8s.aws/instance-capability-flex",
+            "karpenter.k8s.aws/placement-group-id",
+            "karpenter.k8s.aws/placement-group-partition",
+        ] {
+            assert!(Provider::Aws.is_well_known(key), "{key}");
+        }
+        assert!(!Provider::Aws.is_well_known("karpenter.k8s.aws/instance-nitro-enclaves-supported"));
+        assert!(Provider::Aws.is_well_known("node.kubernetes.io/windows-build"));
+        let mut sorted = AWS_WELL_KNOWN_LABELS.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted, AWS_WELL_KNOWN_LABELS);
     }
 }

@@ -22,7 +22,9 @@ pub use labels::{
     KWOK_WELL_KNOWN_LABELS, WELL_KNOWN_LABELS,
 };
 pub use set::{compatible, Incompatibility, Operator, Requirement, RequirementError, Requirements};
-pub use validation::{validate_pod_requirements, validate_pod_requirements_for, NOT_FOR_KARPENTER};
+pub use validation::{
+    heaviest_preferred, validate_pod_requirements, validate_pod_requirements_for, NOT_FOR_KARPENTER,
+};
 
 /// Builders the requirement tests (and the lint catalogue's) share.
 #[cfg(test)]

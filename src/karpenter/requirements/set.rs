@@ -9,7 +9,8 @@ use std::fmt;
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 
 use super::labels::{
-    normalize_key, Provider, NODEPOOL_LABEL, RESTRICTED_LABELS, WELL_KNOWN_LABELS,
+    normalize_key, Provider, INITIALIZED_LABEL, NODEPOOL_LABEL, REGISTERED_LABEL,
+    RESTRICTED_LABELS, WELL_KNOWN_LABELS,
 };
 
 /// A node-selector operator Karpenter v1.14 accepts. `Gte` and `Lte` are Karpenter's own
@@ -316,6 +317,21 @@ impl Requirements {
         }
         out.add_labels(&labels);
         Ok(out)
+    }
+
+    /// The NodeClaim template's requirements as Karpenter checks DaemonSets against them
+    /// (`NewNodeClaimTemplate`): a pool's ([`Requirements::for_nodepool`]) plus
+    /// `karpenter.sh/registered In [true]` and `karpenter.sh/initialized In [true]`. Karpenter
+    /// adds these for every pod, but only a DaemonSet can name them: validation turns away a
+    /// pending pod that selects on the karpenter.sh domain.
+    pub fn with_node_lifecycle(&self) -> Self {
+        let mut out = self.clone();
+        let labels = [REGISTERED_LABEL, INITIALIZED_LABEL]
+            .into_iter()
+            .map(|k| (k.to_string(), "true".to_string()))
+            .collect();
+        out.add_labels(&labels);
+        out
     }
 
     /// Pod side: nodeSelector (as In) + one required node-affinity term's matchExpressions.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::NodeSelectorTerm;
+use k8s_openapi::api::core::v1::{NodeSelectorTerm, PreferredSchedulingTerm};
 
 use super::labels::{
     normalize_key, Provider, CAPACITY_TYPES, CAPACITY_TYPE_LABEL, NODEPOOL_LABEL,
@@ -18,17 +18,32 @@ use super::set::{Operator, Requirements};
 pub const NOT_FOR_KARPENTER: &str =
     "configured to not run on a Karpenter provisioned node (requirement=karpenter.sh/nodepool DoesNotExist)";
 
-/// The pod validation Karpenter runs before scheduling (core label sets): see
-/// `validate_pod_requirements_for`.
+/// The pod validation Karpenter runs before scheduling (core label sets, no preferred
+/// terms): see `validate_pod_requirements_for`.
 pub fn validate_pod_requirements(
     node_selector: &BTreeMap<String, String>,
     terms: &[NodeSelectorTerm],
 ) -> Result<(), String> {
-    validate_pod_requirements_for(node_selector, terms, Provider::Core)
+    validate_pod_requirements_for(node_selector, terms, None, Provider::Core)
+}
+
+/// The preferred node-affinity term Karpenter's `NewPodRequirements` adds to a pod's
+/// requirements: the heaviest, the first of them on a tie (Go's `sort.Slice` sorts up to
+/// 12 terms by insertion, which keeps ties in order).
+pub fn heaviest_preferred(preferred: &[PreferredSchedulingTerm]) -> Option<&NodeSelectorTerm> {
+    let mut best: Option<&PreferredSchedulingTerm> = None;
+    for p in preferred {
+        if best.is_none_or(|b| p.weight > b.weight) {
+            best = Some(p);
+        }
+    }
+    best.map(|p| &p.preference)
 }
 
 /// The pod validation Karpenter runs before scheduling, with the provider's label sets: the pod
-/// must not require `karpenter.sh/nodepool DoesNotExist` (`NOT_FOR_KARPENTER`), and every nodeSelector
+/// must not require `karpenter.sh/nodepool DoesNotExist` (`NOT_FOR_KARPENTER`; Karpenter reads
+/// this from `NewPodRequirements`, which adds the heaviest `preferred` term, so a preference for
+/// no pool makes Karpenter ignore the pod too), and every nodeSelector
 /// entry and required node-affinity expression must pass Karpenter's requirement validation
 /// (supported operator, no restricted label or domain, a known capacity type, qualified key, valid
 /// label values, values for In, one non-negative integer for Gt/Lt/Gte/Lte); a term with matchFields
@@ -37,10 +52,11 @@ pub fn validate_pod_requirements(
 pub fn validate_pod_requirements_for(
     node_selector: &BTreeMap<String, String>,
     terms: &[NodeSelectorTerm],
+    preferred: Option<&NodeSelectorTerm>,
     provider: Provider,
 ) -> Result<(), String> {
     let mut errs = Vec::new();
-    if requires_no_nodepool(node_selector, terms.first()) {
+    if requires_no_nodepool(node_selector, terms.first(), preferred) {
         errs.push(NOT_FOR_KARPENTER.to_string());
     }
     for (key, value) in node_selector {
@@ -67,17 +83,21 @@ pub fn validate_pod_requirements_for(
     }
 }
 
-/// Whether the pod's requirements leave `karpenter.sh/nodepool` as DoesNotExist. Expressions kelp
-/// cannot parse are skipped: Karpenter reads them as Exists, which changes nothing.
+/// Whether the pod's requirements (`NewPodRequirements`: the nodeSelector, the heaviest
+/// preferred term and the first required term) leave `karpenter.sh/nodepool` as
+/// DoesNotExist. Expressions kelp cannot parse are skipped: Karpenter reads them as Exists,
+/// which changes nothing.
 fn requires_no_nodepool(
     node_selector: &BTreeMap<String, String>,
     term: Option<&NodeSelectorTerm>,
+    preferred: Option<&NodeSelectorTerm>,
 ) -> bool {
     let mut reqs = Requirements::default();
     reqs.add_labels(node_selector);
-    for r in term
-        .and_then(|t| t.match_expressions.as_deref())
-        .unwrap_or_default()
+    for r in [preferred, term]
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t.match_expressions.as_deref().unwrap_or_default())
     {
         if normalize_key(&r.key) == NODEPOOL_LABEL {
             let _ = reqs.add_raw(
@@ -323,8 +343,9 @@ mod tests {
             &[term(vec![nsr("team.karpenter.sh/x", "Exists", &[])])]
         )
         .is_err());
-        let aws =
-            |key: &str| validate_pod_requirements_for(&labels(&[(key, "1")]), &[], Provider::Aws);
+        let aws = |key: &str| {
+            validate_pod_requirements_for(&labels(&[(key, "1")]), &[], None, Provider::Aws)
+        };
         assert_eq!(aws("karpenter.k8s.aws/instance-generation"), Ok(()));
         let err = aws("karpenter.k8s.aws/custom").unwrap_err();
         assert!(
@@ -424,8 +445,50 @@ mod tests {
         );
         // Only the first term counts, as in Karpenter's pod requirements.
         assert_eq!(
-            validate(&[], &[term(vec![nsr(ZONE, "In", &["a"])]), t]),
+            validate(&[], &[term(vec![nsr(ZONE, "In", &["a"])]), t.clone()]),
             Ok(())
+        );
+    }
+
+    #[test]
+    fn a_heaviest_preference_for_no_pool_makes_karpenter_ignore_the_pod() {
+        // NewPodRequirements adds the heaviest preferred term (first on a tie).
+        let pref = |weight: i32, t: &NodeSelectorTerm| PreferredSchedulingTerm {
+            weight,
+            preference: t.clone(),
+        };
+        let none = term(vec![nsr("karpenter.sh/nodepool", "DoesNotExist", &[])]);
+        let zone = term(vec![nsr(ZONE, "In", &["a"])]);
+        let check = |prefs: &[PreferredSchedulingTerm]| {
+            validate_pod_requirements_for(
+                &labels(&[]),
+                &[],
+                heaviest_preferred(prefs),
+                Provider::Aws,
+            )
+        };
+        assert_eq!(
+            check(&[pref(1, &zone), pref(50, &none)]).unwrap_err(),
+            NOT_FOR_KARPENTER
+        );
+        assert_eq!(
+            check(&[pref(50, &none), pref(50, &zone)]).unwrap_err(),
+            NOT_FOR_KARPENTER
+        );
+        // A lighter preference for no pool is relaxed away in scheduling, not validated.
+        assert_eq!(check(&[pref(50, &zone), pref(50, &none)]), Ok(()));
+        assert_eq!(check(&[pref(51, &zone), pref(50, &none)]), Ok(()));
+        // Intersected with the nodeSelector: In [a] and NotIn [a] leave none.
+        let not_a = term(vec![nsr("karpenter.sh/nodepool", "NotIn", &["a"])]);
+        assert_eq!(
+            validate_pod_requirements_for(
+                &labels(&[("karpenter.sh/nodepool", "a")]),
+                &[],
+                heaviest_preferred(&[pref(1, &not_a)]),
+                Provider::Core,
+            )
+            .unwrap_err(),
+            NOT_FOR_KARPENTER
         );
     }
 }
