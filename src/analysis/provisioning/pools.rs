@@ -420,10 +420,12 @@ fn pool_usage(c: &Cluster, pool: &NodePool) -> Resources {
 
 /// A pool's NodeClaims that count against its limits. Karpenter schedules against
 /// `nodes.Active()` and its counter leaves out `MarkedForDeletion` nodes, so a claim being
-/// deleted (deletionTimestamp set, or InstanceTerminating True) does not count.
+/// deleted (deletionTimestamp set, or InstanceTerminating True), or one whose node a
+/// disruption command has picked (tainted `karpenter.sh/disrupted`), does not count.
 fn active_claims_in_pool<'a>(c: &'a Cluster, pool: &str) -> impl Iterator<Item = &'a NodeClaim> {
-    c.claims_in_pool(pool)
-        .filter(|claim| !claim_deleting(claim))
+    c.claims_in_pool(pool).filter(|claim| {
+        !claim_deleting(claim) && !c.node_for_claim(claim).is_some_and(Node::tainted_disrupted)
+    })
 }
 
 /// Whether Karpenter's cluster state counts a NodeClaim as deleted (`StateNode.Deleted`).
@@ -695,5 +697,10 @@ mod usage_tests {
         assert_eq!(u.counted().get("cpu"), 4.0);
         // Only deleting claims: none counts, and their nodes are not counted instead.
         assert_eq!(usage(&deleting).nodes, 0);
+        // A claim whose node a disruption command has tainted is marked for deletion.
+        let picked = claim("d", "", ", nodeName: n-d");
+        let node = "---\napiVersion: v1\nkind: Node\nmetadata: {name: n-d, labels: {karpenter.sh/nodepool: web}}\nspec: {taints: [{key: karpenter.sh/disrupted, effect: NoSchedule}]}\n";
+        assert_eq!(usage(&format!("{live}{picked}{node}")).nodes, 1);
+        assert_eq!(usage(&format!("{live}{picked}")).nodes, 2);
     }
 }
