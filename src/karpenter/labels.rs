@@ -5,6 +5,7 @@ pub const CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 pub const ZONE: &str = "topology.kubernetes.io/zone";
+pub const HOSTNAME: &str = "kubernetes.io/hostname";
 pub const ARCH: &str = "kubernetes.io/arch";
 pub const OS: &str = "kubernetes.io/os";
 /// The kwok provider's per-node price label.

@@ -105,10 +105,12 @@ pub(super) fn cross_check(verdicts: &mut [PoolVerdict], segments: &[Segment], ke
             verdicts[i].event_agrees.get_or_insert(true);
         }
     }
-    let compatible: Vec<usize> = (0..verdicts.len())
-        .filter(|&i| verdicts[i].verdict == Verdict::Compatible)
+    // Segments no rejection explains are some passing pool's: with one pool left that kelp
+    // did not reject (compatible, or unknown for what kelp does not judge), they are its.
+    let passing: Vec<usize> = (0..verdicts.len())
+        .filter(|&i| verdicts[i].verdict != Verdict::Rejected)
         .collect();
-    if let [only] = compatible[..] {
+    if let [only] = passing[..] {
         if !unexplained.is_empty() {
             by_pool
                 .entry(verdicts[only].name.clone())

@@ -9,13 +9,15 @@
 //! - [`pending`]: which pods Karpenter considers, their requests and requirement terms,
 //!   and DaemonSet pods with no room;
 //! - [`diagnosis`]: each pool's verdict for a pod, and `pod-unschedulable`;
+//! - [`kept`]: verdicts `kelp serve` keeps from one pass to the next;
 //! - [`evidence`]: Karpenter's event cross-checked with those verdicts;
 //! - [`summary`]: what holds a pod in one line, quoting Karpenter's first reasons;
 //! - [`limits`]: pools at or near their limits;
 //! - [`nominations`]: nominations that never bound;
 //! - [`nodeclaims`]: NodeClaims stuck launching, registering or initialising, and
 //!   NotReady nodes;
-//! - [`topology`]: a pending pod's zone spread against the zones each pool allows;
+//! - [`topology`]: a pending pod's zone spread against the zones each pool allows, and
+//!   the placement among other pods kelp does not judge (which leaves a pool "unknown");
 //! - [`instance_types`]: the instance types each pool can launch for a pod, from a
 //!   catalogue, and the launch Karpenter would make.
 //!
@@ -25,6 +27,7 @@
 pub mod diagnosis;
 pub mod evidence;
 pub mod instance_types;
+pub mod kept;
 pub mod limits;
 pub mod nodeclaims;
 pub mod nominations;
@@ -34,11 +37,12 @@ pub mod summary;
 pub mod topology;
 
 pub use diagnosis::{
-    diagnose, diagnose_cached, evaluate, DiagnosisCache, KeptVerdicts, PodDiagnosis, PoolVerdict,
-    Reason, Verdict, VerdictSource,
+    diagnose, diagnose_cached, evaluate, DiagnosisCache, PodDiagnosis, PoolVerdict, Reason,
+    Verdict, VerdictSource,
 };
 pub use evidence::EventEvidence;
 pub use instance_types::{describe_launch, Launch, LaunchOption, TypeVerdict};
+pub use kept::KeptVerdicts;
 pub use limits::{every_instance_has, no_instance_type_left};
 pub use nodeclaims::{claim_pool, LAUNCH_ERRORS};
 pub use nominations::NominationDetails;

@@ -10,7 +10,9 @@
 //! What kelp cannot know without an instance-type catalogue: the zones a pool that does
 //! not name its zones can offer. There a pod no known zone takes is "unknown", never
 //! compatible; a pool that names its zones is judged exactly. Hostname spread is always
-//! satisfiable by a new node and is not checked.
+//! satisfiable by a new node and is not checked. Required pod affinity, anti-affinity on
+//! other keys than the hostname, and spread on other keys are not judged: a pod with any
+//! of them is "unknown" on a pool that passes the rest ([`unjudged`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -426,6 +428,57 @@ fn named_zones(pool: &Requirements) -> Option<BTreeSet<String>> {
     })
 }
 
+/// What of a pod's required placement among other pods kelp does not judge for a new
+/// node, in words: required pod affinity (on any key: it asks for a domain already running
+/// the pods it selects), required anti-affinity on a key other than the hostname (a new
+/// node's hostname is always free of them), and `DoNotSchedule` spread on a key other than
+/// the zone and the hostname. Karpenter judges each (v1.14.1 `Topology.AddRequirements`),
+/// so a pool kelp finds fit otherwise is "unknown" for such a pod, never compatible. The
+/// anti-affinity of pods already running is not judged either; it only names the pods
+/// that ask for it.
+pub fn unjudged(pod: &PodSpec) -> Option<String> {
+    let affinity = pod.affinity.as_deref();
+    let required = affinity
+        .and_then(|a| a.pod_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .and_then(|terms| terms.first());
+    if let Some(term) = required {
+        return Some(format!(
+            "kelp does not judge required pod affinity (topologyKey {}), which Karpenter also places the pod by",
+            term.topology_key
+        ));
+    }
+    let anti = affinity
+        .and_then(|a| a.pod_anti_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .into_iter()
+        .flatten()
+        .find(|t| t.topology_key != labels::HOSTNAME);
+    if let Some(term) = anti {
+        return Some(format!(
+            "kelp does not judge required pod anti-affinity on {}, which Karpenter also places the pod by",
+            term.topology_key
+        ));
+    }
+    let spread = pod.topology_spread_constraints.iter().find(|t| {
+        t.when_unsatisfiable == "DoNotSchedule"
+            && t.topology_key != labels::ZONE
+            && t.topology_key != labels::HOSTNAME
+    });
+    spread.map(|t| {
+        format!(
+            "kelp does not judge topology spread on {}, which Karpenter also places the pod by",
+            t.topology_key
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,6 +527,75 @@ status: {{phase: Pending}}
     }
 
     const SPREAD: &str = "{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}";
+
+    #[test]
+    fn a_pool_is_compatible_only_where_kelp_judged_every_constraint() {
+        use crate::analysis::provisioning::{evaluate, pod_requests, Verdict};
+        let judged = |spec: &str| {
+            let yaml = format!(
+                r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: any}}
+spec: {{template: {{spec: {{requirements: []}}}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: pending, namespace: shop, labels: {{app: web}}}}
+spec: {{{spec}}}
+status: {{phase: Pending}}
+"#
+            );
+            let mut c = Cluster::default();
+            crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+            let pod = &c.pods[&("shop".to_string(), "pending".to_string())];
+            let pools = PoolSet::new(&c);
+            let terms = pod_terms(&pod.spec, pools.provider);
+            let v = evaluate(
+                &pools.ordered[0],
+                &pod.spec,
+                &pod_requests(&pod.spec),
+                &terms,
+                &[],
+            );
+            (v.verdict, v.reasons.first().map(|r| r.message.clone()))
+        };
+        let term = |key: &str| {
+            format!("[{{labelSelector: {{matchLabels: {{app: cache}}}}, topologyKey: {key}}}]")
+        };
+        // A new node's hostname is free of every pod: hostname anti-affinity is judged.
+        let anti = |key: &str| {
+            format!(
+                "affinity: {{podAntiAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {}}}}}",
+                term(key)
+            )
+        };
+        assert_eq!(
+            judged(&anti("kubernetes.io/hostname")),
+            (Verdict::Compatible, None)
+        );
+        assert_eq!(judged(""), (Verdict::Compatible, None));
+        // What kelp does not judge leaves the pool unknown.
+        let zone_anti = judged(&anti("topology.kubernetes.io/zone"));
+        assert_eq!(zone_anti.0, Verdict::Unknown);
+        assert!(zone_anti
+            .1
+            .unwrap()
+            .contains("anti-affinity on topology.kubernetes.io/zone"));
+        let affinity = format!(
+            "affinity: {{podAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {}}}}}",
+            term("kubernetes.io/hostname")
+        );
+        assert_eq!(judged(&affinity).0, Verdict::Unknown);
+        let spread = SPREAD.replace("topology.kubernetes.io/zone", "karpenter.sh/capacity-type");
+        let by_capacity = judged(&format!("topologySpreadConstraints: [{spread}}}]"));
+        assert_eq!(by_capacity.0, Verdict::Unknown);
+        assert!(by_capacity
+            .1
+            .unwrap()
+            .contains("spread on karpenter.sh/capacity-type"));
+    }
 
     #[test]
     fn min_domains_above_the_zones_a_pool_offers_fills_each_zone_to_max_skew() {
