@@ -7,7 +7,8 @@
 //! - a pod bigger than every instance type;
 //! - a pod only the biggest types hold: kelp's predicted type is the one Karpenter launches;
 //! - a DaemonSet's overhead that tips a pod over every type;
-//! - an architecture the pool allows but no instance type offers.
+//! - an architecture the pool allows but no instance type offers;
+//! - pod-level requests (`spec.resources`) bigger than every type, over small containers.
 //!
 //! Without a running testenv these tests say so and pass, unless `KELP_E2E=1`.
 
@@ -199,5 +200,43 @@ fn an_architecture_no_instance_type_offers_is_rejected_before_karpenter_says_so(
         event.contains("no instance type met all requirements"),
         "Karpenter: {event}"
     );
+    assert_eq!(after["eventAgrees"], true, "{after:#}");
+}
+
+#[test]
+fn pod_level_requests_bigger_than_every_type_are_rejected_before_karpenter_says_so() {
+    let Some(e) = env() else { return };
+    let id = run_id();
+    let (ns, scenario) = ("e2e-it-podlevel", format!("it-podlevel-{id}"));
+    namespace(&e, ns);
+    e.apply(&big_pool(&scenario, ""));
+    let name = format!("podlevel-{id}");
+    // The container asks 100m; the pod as a whole asks 300 CPUs (PodLevelResources, on by
+    // default since Kubernetes 1.34), which is what the scheduler and Karpenter count.
+    e.apply(&pod(
+        ns,
+        &name,
+        &scenario,
+        "100m",
+        "  resources: {requests: {cpu: \"300\"}}",
+    ));
+    let created = e.json(&["get", "pod", "-n", ns, &name]);
+    assert_eq!(
+        created["spec"]["resources"]["requests"]["cpu"], "300",
+        "the API server kept the pod-level requests: {created:#}"
+    );
+    let v = before_event(&e, ns, &name, &scenario);
+    assert_eq!(v["verdict"], "rejected", "{v:#}");
+    assert_eq!(v["reasons"][0]["category"], "instance-types", "{v:#}");
+    assert!(
+        message(&v).starts_with("no instance type has enough resources"),
+        "{v:#}"
+    );
+    let (after, event) = verdict_with_event(&e, ns, &name, &scenario);
+    assert!(
+        event.contains("no instance type has enough resources"),
+        "Karpenter: {event}"
+    );
+    assert_eq!(after["verdict"], "rejected");
     assert_eq!(after["eventAgrees"], true, "{after:#}");
 }
