@@ -302,94 +302,102 @@ fn checks(
             )
         }
     };
-    let mut last_failure = Vec::new();
-    // The verdict of the last compatible term whose instance types failed: Karpenter
-    // relaxes a failing term away and tries the next, and reports its last attempt.
-    let mut last_types: Option<PoolVerdict> = None;
-    for term in terms {
-        match requirements::compatible(term, pool_reqs) {
-            Ok(()) => {
-                // 5. topology: a zone the pool allows that the pod's spread admits.
-                for s in spread {
-                    match s.judge(pool_reqs, term) {
-                        SpreadVerdict::Fits => {}
-                        SpreadVerdict::Rejected(m) => {
-                            return verdict(Verdict::Rejected, vec![reason(Category::Topology, m)])
-                        }
-                        SpreadVerdict::Unknown(m) => {
-                            return verdict(Verdict::Unknown, vec![reason(Category::Topology, m)])
-                        }
-                    }
-                }
-                // 6. instance types: from the catalogue, as Karpenter filters them.
-                if let Some(types) = types {
-                    let reqs = pool_reqs.intersect(term);
-                    match types.judge(&reqs, requests) {
-                        TypeVerdict::Compatible(launch) => {
-                            return PoolVerdict {
-                                launch: Some(launch),
-                                ..verdict(Verdict::Compatible, Vec::new())
-                            }
-                        }
-                        TypeVerdict::Rejected(m) => {
-                            last_types = Some(verdict(
-                                Verdict::Rejected,
-                                vec![reason(Category::InstanceTypes, m)],
-                            ))
-                        }
-                        TypeVerdict::Unknown(m) => {
-                            last_types = Some(verdict(
-                                Verdict::Unknown,
-                                vec![reason(Category::InstanceTypes, m)],
-                            ))
-                        }
-                    }
-                    continue;
-                }
-                // Without one: every type big enough for the pod is beyond what is left
-                // of a limit, so none both fits and stays under it.
-                let over: Vec<Reason> = pool
-                    .limits
-                    .iter()
-                    .flat_map(|l| l.0.iter())
-                    .filter(|(res, _)| res.as_str() != "nodes")
-                    .filter_map(|(res, &limit)| {
-                        let left = limit - pool.usage.get(res);
-                        (requests.get(res) > left).then(|| {
-                            reason(
-                                Category::InstanceTypes,
-                                format!(
-                                    "no instance type within the pool's remaining limits fits the pod: {res} {} left, the pod requests {}",
-                                    format_quantity(res, left.max(0.0)),
-                                    format_quantity(res, requests.get(res))
-                                ),
-                            )
-                        })
-                    })
-                    .collect();
-                return if over.is_empty() {
-                    verdict(Verdict::Compatible, Vec::new())
-                } else {
-                    verdict(Verdict::Rejected, over)
-                };
-            }
-            Err(incompatibilities) => last_failure = incompatibilities,
+    // Karpenter relaxes a failing required term away and tries the next (v1.14.1
+    // `removeRequiredNodeAffinityTerm`), and reports its last attempt: a pool takes the pod
+    // if any term passes, is unknown if none does but one might, and otherwise is rejected
+    // for the last term's reason, whichever check refused it.
+    let mut last_rejected: Option<PoolVerdict> = None;
+    let mut unknown: Option<PoolVerdict> = None;
+    let mut failed = |v: PoolVerdict| match v.verdict {
+        Verdict::Unknown => {
+            unknown.get_or_insert(v);
         }
+        _ => last_rejected = Some(v),
+    };
+    'terms: for term in terms {
+        if let Err(incompatibilities) = requirements::compatible(term, pool_reqs) {
+            let reasons = incompatibilities
+                .into_iter()
+                .map(|i| {
+                    reason(
+                        Category::Requirements,
+                        format!("incompatible requirements, {i}"),
+                    )
+                })
+                .collect();
+            failed(verdict(Verdict::Rejected, reasons));
+            continue;
+        }
+        // 5. topology: a zone the pool allows that the pod's spread admits.
+        for s in spread {
+            match s.judge(pool_reqs, term) {
+                SpreadVerdict::Fits => {}
+                SpreadVerdict::Rejected(m) => {
+                    failed(verdict(
+                        Verdict::Rejected,
+                        vec![reason(Category::Topology, m)],
+                    ));
+                    continue 'terms;
+                }
+                SpreadVerdict::Unknown(m) => {
+                    failed(verdict(
+                        Verdict::Unknown,
+                        vec![reason(Category::Topology, m)],
+                    ));
+                    continue 'terms;
+                }
+            }
+        }
+        // 6. instance types: from the catalogue, as Karpenter filters them.
+        if let Some(types) = types {
+            let reqs = pool_reqs.intersect(term);
+            match types.judge(&reqs, requests) {
+                TypeVerdict::Compatible(launch) => {
+                    return PoolVerdict {
+                        launch: Some(launch),
+                        ..verdict(Verdict::Compatible, Vec::new())
+                    }
+                }
+                TypeVerdict::Rejected(m) => failed(verdict(
+                    Verdict::Rejected,
+                    vec![reason(Category::InstanceTypes, m)],
+                )),
+                TypeVerdict::Unknown(m) => failed(verdict(
+                    Verdict::Unknown,
+                    vec![reason(Category::InstanceTypes, m)],
+                )),
+            }
+            continue;
+        }
+        // Without one: every type big enough for the pod is beyond what is left
+        // of a limit, so none both fits and stays under it.
+        let over: Vec<Reason> = pool
+            .limits
+            .iter()
+            .flat_map(|l| l.0.iter())
+            .filter(|(res, _)| res.as_str() != "nodes")
+            .filter_map(|(res, &limit)| {
+                let left = limit - pool.usage.get(res);
+                (requests.get(res) > left).then(|| {
+                    reason(
+                        Category::InstanceTypes,
+                        format!(
+                            "no instance type within the pool's remaining limits fits the pod: {res} {} left, the pod requests {}",
+                            format_quantity(res, left.max(0.0)),
+                            format_quantity(res, requests.get(res))
+                        ),
+                    )
+                })
+            })
+            .collect();
+        if over.is_empty() {
+            return verdict(Verdict::Compatible, Vec::new());
+        }
+        failed(verdict(Verdict::Rejected, over));
     }
-    if let Some(v) = last_types {
-        return v;
-    }
-    // Karpenter relaxes by dropping leading terms, so the last term's error is the one it reports.
-    let reasons = last_failure
-        .into_iter()
-        .map(|i| {
-            reason(
-                Category::Requirements,
-                format!("incompatible requirements, {i}"),
-            )
-        })
-        .collect();
-    verdict(Verdict::Rejected, reasons)
+    unknown
+        .or(last_rejected)
+        .unwrap_or_else(|| verdict(Verdict::Rejected, Vec::new()))
 }
 
 /// Verdicts already computed in this pass. The verdicts are a function of the pod's

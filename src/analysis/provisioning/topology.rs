@@ -483,6 +483,7 @@ pub fn unjudged(pod: &PodSpec) -> Option<String> {
 mod tests {
     use super::*;
     use crate::analysis::provisioning::pod_terms;
+    use crate::karpenter::events::Category;
 
     /// Two zones a and b with a node each, the pool naming `zones`, `peers` web pods in a.
     fn verdict(zones: &str, constraint: &str, peers: usize) -> SpreadVerdict {
@@ -527,6 +528,75 @@ status: {{phase: Pending}}
     }
 
     const SPREAD: &str = "{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}";
+
+    #[test]
+    fn a_term_the_spread_refuses_is_relaxed_to_the_next() {
+        use crate::analysis::provisioning::{evaluate, pod_requests, Verdict};
+        // Two web pods in zone a, none in b. A term allowing a alone has fewer zones than
+        // minDomains 2, so their minimum counts as 0 and a is over maxSkew 1; a term
+        // allowing a and b takes b.
+        let verdict_for = |terms: &str| {
+            let mut yaml = format!(
+                r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: zonal}}
+spec: {{template: {{spec: {{requirements: [{{key: topology.kubernetes.io/zone, operator: In, values: [a, b]}}]}}}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: na, labels: {{topology.kubernetes.io/zone: a}}}}
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: nb, labels: {{topology.kubernetes.io/zone: b}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: pending, namespace: shop, labels: {{app: web}}}}
+spec:
+  topologySpreadConstraints: [{SPREAD}, minDomains: 2}}]
+  affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: [{terms}]}}}}}}
+status: {{phase: Pending}}
+"#
+            );
+            for i in 0..2 {
+                yaml.push_str(&format!(
+                    "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: web-{i}, namespace: shop, labels: {{app: web}}}}\nspec: {{nodeName: na}}\nstatus: {{phase: Running}}\n"
+                ));
+            }
+            let mut c = Cluster::default();
+            crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+            let pod = &c.pods[&("shop".to_string(), "pending".to_string())];
+            let pools = PoolSet::new(&c);
+            let terms = pod_terms(&pod.spec, pools.provider);
+            let spread = ZoneSpread::of(&pools, pod);
+            let v = evaluate(
+                &pools.ordered[0],
+                &pod.spec,
+                &pod_requests(&pod.spec),
+                &terms,
+                &spread,
+            );
+            (v.verdict, v.reasons.first().map(|r| r.category))
+        };
+        let zone = |z: &str| {
+            format!("{{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [{z}]}}]}}")
+        };
+        let only_a = verdict_for(&zone("a"));
+        assert_eq!(only_a, (Verdict::Rejected, Some(Category::Topology)));
+        // Zone a first: Karpenter relaxes it away and takes b.
+        assert_eq!(
+            verdict_for(&format!("{}, {}", zone("a"), zone("a, b"))),
+            (Verdict::Compatible, None)
+        );
+        // Zone a last, after a term no pool meets: the last attempt's reason stands.
+        assert_eq!(
+            verdict_for(&format!("{}, {}", zone("c"), zone("a"))),
+            (Verdict::Rejected, Some(Category::Topology))
+        );
+    }
 
     #[test]
     fn a_pool_is_compatible_only_where_kelp_judged_every_constraint() {
