@@ -41,6 +41,22 @@ pub struct HostPort {
     pub host_ip: Option<String>,
 }
 
+impl HostPort {
+    /// Whether two host ports clash on one node (Karpenter's `HostPort.Matches`, as the
+    /// scheduler's NodePorts): the same port and protocol (TCP when unset), and the same
+    /// address or either one unspecified.
+    pub fn clashes(&self, other: &HostPort) -> bool {
+        let protocol = |p: &HostPort| p.protocol.as_deref().unwrap_or("TCP").to_string();
+        let any = |ip: &Option<String>| {
+            ip.as_deref()
+                .is_none_or(|i| i.is_empty() || i == "0.0.0.0" || i == "::")
+        };
+        self.host_port == other.host_port
+            && protocol(self) == protocol(other)
+            && (any(&self.host_ip) || any(&other.host_ip) || self.host_ip == other.host_ip)
+    }
+}
+
 /// Only the ports with a `hostPort`: the others take nothing on the node.
 fn host_ports<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<HostPort>, D::Error> {
     #[derive(Deserialize)]

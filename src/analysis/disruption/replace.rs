@@ -7,7 +7,7 @@
 //! default); otherwise only the types cheaper than the node remain, and with none the node
 //! stays ("Can't replace with a cheaper node").
 
-use crate::analysis::provisioning::instance_types::PoolTypes;
+use crate::analysis::provisioning::instance_types::{container_host_ports, PoolTypes};
 use crate::analysis::provisioning::{pod_requests, pod_terms, Launch, PoolSet, TypeVerdict};
 use crate::karpenter::labels;
 use crate::karpenter::requirements::{self, Requirements};
@@ -195,7 +195,11 @@ fn one_claim(
         requests.add(&Resources(
             [("pods".to_string(), pods.len() as f64 - 1.0)].into(),
         ));
-        if let TypeVerdict::Compatible(launch) = types.judge(&reqs, &requests) {
+        let ports: Vec<_> = pods
+            .iter()
+            .flat_map(|pod| container_host_ports(&pod.spec))
+            .collect();
+        if let TypeVerdict::Compatible(launch) = types.judge(&reqs, &requests, &ports) {
             return Some((p.name.to_string(), launch, reqs));
         }
     }

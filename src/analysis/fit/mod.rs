@@ -596,16 +596,8 @@ impl<'c> Room<'c> {
             .pods_on(&node.metadata.name)
             .filter(|p| holds_room(p))
             .chain(placed.iter().filter(|p| p.target == target).map(|p| p.pod));
-        let clash = |a: &HostPort, b: &HostPort| {
-            let proto = |p: &HostPort| p.protocol.clone().unwrap_or_else(|| "TCP".into());
-            let any =
-                |ip: &Option<String>| ip.as_deref().is_none_or(|i| i.is_empty() || i == "0.0.0.0");
-            a.host_port == b.host_port
-                && proto(a) == proto(b)
-                && (any(&a.host_ip) || any(&b.host_ip) || a.host_ip == b.host_ip)
-        };
         for p in there {
-            if host_ports(p).any(|h| wanted.iter().any(|w| clash(w, h))) {
+            if host_ports(p).any(|h| wanted.iter().any(|w| w.clashes(h))) {
                 return true;
             }
         }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::super::Context;
 use super::evidence::{cross_check, EventEvidence};
-use super::instance_types::{Launch, Reject, TypeVerdict};
+use super::instance_types::{container_host_ports, Launch, Reject, TypeVerdict};
 use super::kept::{parse_event, KeptVerdicts, ParsedEvent, SharedVerdicts};
 use super::summary::verdict_summary;
 use super::topology::{SpreadVerdict, ZoneSpread};
@@ -351,7 +351,7 @@ fn checks(
         // 6. instance types: from the catalogue, as Karpenter filters them.
         if let Some(types) = types {
             let reqs = pool_reqs.intersect(term);
-            match types.judge(&reqs, requests) {
+            match types.judge(&reqs, requests, &container_host_ports(pod)) {
                 TypeVerdict::Compatible(launch) => {
                     return PoolVerdict {
                         launch: Some(launch),

@@ -22,7 +22,7 @@ use crate::karpenter::labels;
 use crate::karpenter::requirements::{self, Operator, Provider, Requirements};
 use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
-use crate::model::{Catalog, CatalogSource, Cluster, InstanceType, PodSpec};
+use crate::model::{Catalog, CatalogSource, Cluster, HostPort, InstanceType, PodSpec};
 
 use super::pending::{daemon_terms, pod_requests};
 
@@ -212,6 +212,8 @@ pub struct Daemon {
     spec: PodSpec,
     requests: Resources,
     terms: Result<Vec<Requirements>, String>,
+    /// The host ports its containers take.
+    ports: Vec<HostPort>,
 }
 
 /// Every DaemonSet's template, with its requests and requirement terms (unvalidated:
@@ -224,9 +226,19 @@ pub fn daemons(c: &Cluster) -> Vec<Daemon> {
             Daemon {
                 requests: pod_requests(&spec),
                 terms: daemon_terms(&spec),
+                ports: container_host_ports(&spec),
                 spec,
             }
         })
+        .collect()
+}
+
+/// The host ports a pod's containers take, as Karpenter counts them (`GetHostPorts`:
+/// containers, not init containers).
+pub fn container_host_ports(spec: &PodSpec) -> Vec<HostPort> {
+    spec.containers
+        .iter()
+        .flat_map(|c| c.host_ports.iter().cloned())
         .collect()
 }
 
@@ -238,6 +250,8 @@ struct Candidate {
     sure: bool,
     /// DaemonSet requests and pods.
     overhead: Resources,
+    /// The host ports those DaemonSets take.
+    ports: Vec<HostPort>,
 }
 
 /// A pool's instance types for one pass.
@@ -383,6 +397,7 @@ impl PoolTypes {
                 Tri::Yes => {}
             }
             let mut overhead = Resources::default();
+            let mut ports = Vec::new();
             let mut count = 0.0;
             for (d, terms) in &running {
                 if terms
@@ -390,6 +405,7 @@ impl PoolTypes {
                     .any(|term| type_compatible(it, term) != Tri::No)
                 {
                     overhead.add(&d.requests);
+                    ports.extend(d.ports.iter().cloned());
                     count += 1.0;
                 }
             }
@@ -400,6 +416,7 @@ impl PoolTypes {
                 it: index,
                 sure: pool_ok == Tri::Yes && within == Tri::Yes,
                 overhead,
+                ports,
             });
         }
         let short_min_values = pool_reqs.min_values().any(|(key, min)| {
@@ -476,16 +493,28 @@ impl PoolTypes {
     }
 
     /// The types for one pod whose NodeClaim requirements are `reqs` (the pool's and the
-    /// pod's, intersected), asking `requests`.
-    pub fn judge(&self, reqs: &Requirements, requests: &Resources) -> TypeVerdict {
+    /// pod's, intersected), asking `requests` and taking host `ports`. A type whose
+    /// DaemonSets take one of those ports is passed over, as Karpenter passes over a
+    /// DaemonSet overhead group whose host ports conflict with the pod's.
+    pub fn judge(
+        &self,
+        reqs: &Requirements,
+        requests: &Resources,
+        ports: &[HostPort],
+    ) -> TypeVerdict {
         let mut tally = FilterTally::default();
         let mut kept: Vec<(&InstanceType, Option<f64>)> = Vec::new();
         let mut maybe = 0usize;
         let mut maybe_cheapest: Option<f64> = None;
         let mut one = requests.clone();
         one.add(&Resources([("pods".to_string(), 1.0)].into()));
-        let shown = shown_resources(&one, self.candidates.iter().map(|c| &c.overhead));
-        for c in &self.candidates {
+        let usable: Vec<&Candidate> = self
+            .candidates
+            .iter()
+            .filter(|c| !ports.iter().any(|p| c.ports.iter().any(|q| p.clashes(q))))
+            .collect();
+        let shown = shown_resources(&one, usable.iter().map(|c| &c.overhead));
+        for c in usable {
             let it = &self.catalog.instance_types[c.it];
             let compat = type_compatible(it, reqs);
             let offer = offering(it, reqs);
@@ -879,6 +908,53 @@ spec:
         );
         let c = cluster("{}", &(pod("over", "1500m", "") + &ds));
         assert_eq!(launched(&judge(&c, "over")).0, "c-2x-amd64-linux");
+    }
+
+    #[test]
+    fn a_daemonsets_host_port_takes_the_types_it_runs_on_from_a_pod_that_wants_it() {
+        let exporter = |selector: &str| {
+            format!(
+                r#"apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: exporter, namespace: kube-system}}
+spec:
+  template:
+    spec:
+      nodeSelector: {{{selector}}}
+      containers: [{{name: e, image: x, ports: [{{containerPort: 9100, hostPort: 9100}}], resources: {{requests: {{cpu: "10m"}}}}}}]
+---
+"#
+            )
+        };
+        let wants = |port: u16| {
+            pod("metrics", "100m", "").replace(
+                "containers: [{name: c, image: x, ",
+                &format!("containers: [{{name: c, image: x, ports: [{{containerPort: {port}, hostPort: {port}, protocol: TCP}}], "),
+            )
+        };
+        // On every type: no type is left for the pod, as Karpenter passes every overhead
+        // group over.
+        let c = cluster("{}", &(wants(9100) + &exporter("")));
+        let v = judge(&c, "metrics");
+        assert_eq!(v.verdict, Verdict::Rejected, "{v:?}");
+        assert!(
+            v.reasons[0].message.starts_with(
+                "no instance type met the scheduling requirements or had enough resources or had a required offering"
+            ),
+            "{:?}",
+            v.reasons
+        );
+        // Another port: no clash.
+        let c = cluster("{}", &(wants(9200) + &exporter("")));
+        assert_eq!(judge(&c, "metrics").verdict, Verdict::Compatible);
+        // Only on the type the pod would get: another one is launched.
+        let c = cluster("{}", &(wants(9200) + &exporter("")));
+        let cheapest = launched(&judge(&c, "metrics")).0;
+        let only = format!("node.kubernetes.io/instance-type: {cheapest}");
+        let c = cluster("{}", &(wants(9100) + &exporter(&only)));
+        let v = judge(&c, "metrics");
+        assert_eq!(v.verdict, Verdict::Compatible, "{v:?}");
+        assert_ne!(launched(&v).0, cheapest);
     }
 
     #[test]
