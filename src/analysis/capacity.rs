@@ -103,6 +103,10 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
             .offerings
             .iter()
             .filter(|o| o.available == Some(false))
+            // With its ReservedCapacity gate on (the default), the AWS provider writes a
+            // reserved offering for every type and zone, available 0 and priced 0 where
+            // there is no reservation: no capacity is short there.
+            .filter(|o| !(o.capacity_type == "reserved" && o.price.unwrap_or(0.0) == 0.0))
             .map(|o| OfferingRef {
                 instance_type: o.instance_type.clone(),
                 zone: o.zone.clone(),
@@ -146,4 +150,41 @@ pub fn node_price(c: &Cluster, node: &Node) -> Option<f64> {
         m.offering(t, z, ct).and_then(|o| o.price)
     });
     from_metrics.or_else(|| node.metadata.labels.get(labels::KWOK_PRICE)?.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reserved_offering_with_no_reservation_is_no_shortage() {
+        let offering = |capacity_type: &str, price: Option<f64>| Offering {
+            instance_type: "m5.large".into(),
+            zone: "us-west-2a".into(),
+            capacity_type: capacity_type.into(),
+            price,
+            available: Some(false),
+        };
+        let mut c = Cluster::default();
+        c.metrics = Some(ControllerMetrics {
+            // The provider's placeholder: no reservation for this type and zone.
+            offerings: vec![offering("reserved", Some(0.0))],
+            ..Default::default()
+        });
+        let now = chrono::Utc::now();
+        assert!(findings(&Context::new(&c, now)).is_empty());
+        // A spot offering Karpenter cannot get, and a reservation it has used up, are.
+        c.metrics = Some(ControllerMetrics {
+            offerings: vec![
+                offering("spot", Some(0.03)),
+                offering("reserved", Some(0.09)),
+            ],
+            ..Default::default()
+        });
+        let found = findings(&Context::new(&c, now));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0]
+            .message
+            .starts_with("2 offerings are currently unavailable"));
+    }
 }

@@ -86,9 +86,10 @@ pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
                 out.push(Arc::new(f));
             }
         }
+        // Only a NodeClaim expires: `expired` is false for a node without one.
         if let Some(at) = s
             .expires_at
-            .filter(|t| ctx.now - *t > Duration::minutes(10))
+            .filter(|t| s.expired && ctx.now - *t > Duration::minutes(10))
         {
             out.push(Arc::new(
                 Finding::new(

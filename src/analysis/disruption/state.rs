@@ -499,9 +499,15 @@ pub fn node_disruption_at(
     let drift = condition(claim_conds, "Drifted").filter(|d| d.is_true());
     let consolidatable = is_true(claim_conds, "Consolidatable");
     let empty = workload_pods(c, &node.metadata.name).next().is_none();
+    // Karpenter counts consolidateAfter from the last pod event, else from initialization
+    // (v1.14.1 nodeclaim/disruption): a node not initialized, or without a claim, is not
+    // on that clock at all.
+    let initialized_at = condition(claim_conds, "Initialized")
+        .filter(|c| c.is_true())
+        .and_then(|c| c.last_transition_time);
     let empty_since = claim
         .and_then(|cl| cl.status.last_pod_event_time)
-        .or(created);
+        .or(initialized_at);
 
     // The events about the node and its claim, read once for its blockers and its
     // consolidation answer.
@@ -925,6 +931,39 @@ status: {{phase: Running}}
         // A terminating pod has gone, unless a StatefulSet's: its successor waits for it.
         assert!(with(&(owner("apps/v1", "ReplicaSet") + deleting)));
         assert!(!with(&(owner("apps/v1", "StatefulSet") + deleting)));
+    }
+
+    #[test]
+    fn an_empty_node_is_timed_from_its_last_pod_event_else_its_initialization() {
+        let with = |status: &str| {
+            state_of(&format!(
+                r#"
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {{name: c1, creationTimestamp: "2026-11-21T09:00:00Z", labels: {{karpenter.sh/nodepool: default}}}}
+status:
+  nodeName: n1
+{status}
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: n1, creationTimestamp: "2026-11-21T09:01:00Z", labels: {{karpenter.sh/nodepool: default}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+"#
+            ))
+            .empty_since
+            .map(|t| t.to_rfc3339())
+        };
+        let init = "  conditions: [{type: Initialized, status: \"True\", lastTransitionTime: \"2026-11-21T09:57:00Z\"}]";
+        // A GPU node that took an hour to initialize: its clock starts then, not at launch.
+        assert_eq!(with(init).as_deref(), Some("2026-11-21T09:57:00+00:00"));
+        let pod_event = format!("  lastPodEventTime: \"2026-11-21T09:30:00Z\"\n{init}");
+        assert_eq!(
+            with(&pod_event).as_deref(),
+            Some("2026-11-21T09:30:00+00:00")
+        );
+        // Not initialized: Karpenter does not consider it.
+        assert_eq!(with("  conditions: []"), None);
     }
 
     #[test]

@@ -61,22 +61,46 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
             conditions_of(conds, ["Launched", "Registered", "Initialized"]);
         let created = m.creation_timestamp;
         if !launched.is_some_and(Condition::is_true) {
-            if created.is_some_and(|t| ctx.now - t > Duration::minutes(GRACE)) {
+            // A launch the cloud provider refused is marked at once: Launched stays
+            // Unknown with the provider's reason and message (not the initial
+            // AwaitingReconciliation), Karpenter retries it, and its liveness check deletes
+            // the claim 5m after that condition last changed (v1.14.1 lifecycle/launch.go,
+            // liveness.go), so a failing launch is reported as soon as it fails.
+            let failing = launched.filter(|l| {
+                l.reason
+                    .as_deref()
+                    .is_some_and(|r| !r.is_empty() && r != "AwaitingReconciliation")
+            });
+            let late = created.is_some_and(|t| ctx.now - t > Duration::minutes(GRACE));
+            if failing.is_some() || late {
                 let msg = launched.and_then(|l| l.message.clone());
                 let hint = msg
                     .as_deref()
                     .and_then(|m| events::parse_launch_error(m).hint);
                 launch_reported.insert(m.name.clone());
+                let deleted_at = launched
+                    .and_then(|l| l.last_transition_time)
+                    .or(created)
+                    .map(|t| t + Duration::minutes(5));
+                let message = match (failing, deleted_at) {
+                    (Some(l), Some(at)) if at > ctx.now => format!(
+                        "Launch failing ({}){}; Karpenter retries it, and deletes the claim and provisions again in {}",
+                        l.reason.as_deref().unwrap_or_default(),
+                        msg.as_deref().map(|m| format!(": {m}")).unwrap_or_default(),
+                        ago(at, ctx.now)
+                    ),
+                    _ => format!(
+                        "Not launched {} after creation{}",
+                        created.map(|t| ago(ctx.now, t)).unwrap_or_default(),
+                        msg.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
+                    ),
+                };
                 out.push(
                     Finding::new(
                         Code::NodeclaimLaunchFailed,
                         Severity::Critical,
                         obj(),
-                        format!(
-                            "Not launched {} after creation{}",
-                            created.map(|t| ago(ctx.now, t)).unwrap_or_default(),
-                            msg.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
-                        ),
+                        message,
                     )
                     .pool(pool().as_deref())
                     .since(created)
@@ -95,19 +119,39 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
         };
         if !registered.is_some_and(Condition::is_true) {
             if let Some(t) = after(launched, 10) {
+                // Karpenter deletes a claim whose node has not registered 15m after its
+                // Registered condition last changed (v1.14.1 liveness), and launches again.
+                let deleted = registered
+                    .and_then(|r| r.last_transition_time)
+                    .map(|r| r + Duration::minutes(15))
+                    .filter(|at| *at > ctx.now)
+                    .map(|at| {
+                        format!(
+                            "; Karpenter deletes the claim and launches again in {}",
+                            ago(at, ctx.now)
+                        )
+                    })
+                    .unwrap_or_default();
+                let why = match registered.and_then(|r| r.reason.as_deref()) {
+                    // The node joined; a hook (e.g. the AWS placement-group check) holds it.
+                    Some("RegistrationHookPending") => "its node joined, but a registration hook has not passed yet".to_string(),
+                    Some("MultipleNodesFound") => "more than one node has its provider ID, so Karpenter cannot tell which is its own".to_string(),
+                    _ => "its node never joined the cluster (check the node's bootstrap/user data, security groups reaching the API server, and the node IAM role's access entry)".to_string(),
+                };
                 out.push(
                     Finding::new(
                         Code::NodeclaimNotRegistered,
                         Severity::Critical,
                         obj(),
-                        format!(
-                            "Launched {} ago but its node never joined the cluster (check the node's bootstrap/user data, security groups reaching the API server, and the node IAM role's access entry)",
-                            ago(ctx.now, t)
-                        ),
+                        format!("Launched {} ago but {why}{deleted}", ago(ctx.now, t)),
                     )
                     .pool(pool().as_deref())
                     .since(Some(t))
-                    .details(ClaimDetails { reason: registered.and_then(|r| r.reason.clone()), message: registered.and_then(|r| r.message.clone()), hint: None }),
+                    .details(ClaimDetails {
+                        reason: registered.and_then(|r| r.reason.clone()),
+                        message: registered.and_then(|r| r.message.clone()),
+                        hint: None,
+                    }),
                 );
             }
             continue;
@@ -214,4 +258,56 @@ pub(super) fn nodes_not_ready(ctx: &Context) -> Vec<Finding> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(status: &str) -> Vec<Finding> {
+        found_created("2026-11-21T09:40:00Z", status)
+    }
+
+    fn found_created(created: &str, status: &str) -> Vec<Finding> {
+        let yaml = format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: web-a, creationTimestamp: \"{created}\", labels: {{karpenter.sh/nodepool: web}}}}\nstatus:\n  conditions:\n{status}"
+        );
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z")
+            .unwrap()
+            .to_utc();
+        nodeclaims(&Context::new(&c, now))
+    }
+
+    #[test]
+    fn a_launch_the_provider_refused_is_reported_at_once() {
+        // Marked 2 minutes ago: Karpenter deletes the claim 3 minutes from now.
+        let f = found_created("2026-11-21T09:58:00Z", "  - {type: Launched, status: Unknown, reason: LaunchFailed, message: \"UnauthorizedOperation: not authorized\", lastTransitionTime: \"2026-11-21T09:58:00Z\"}\n");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].code, Code::NodeclaimLaunchFailed);
+        assert_eq!(
+            f[0].message,
+            "Launch failing (LaunchFailed): UnauthorizedOperation: not authorized; Karpenter retries it, and deletes the claim and provisions again in 3m"
+        );
+        // Still launching, as every claim does at first: nothing to say.
+        let f = found_created("2026-11-21T09:59:00Z", "  - {type: Launched, status: Unknown, reason: AwaitingReconciliation, lastTransitionTime: \"2026-11-21T09:59:00Z\"}\n");
+        assert!(f.is_empty(), "{f:?}");
+    }
+
+    #[test]
+    fn a_node_that_joined_but_waits_on_a_hook_is_not_called_missing() {
+        let launched = "  - {type: Launched, status: \"True\", lastTransitionTime: \"2026-11-21T09:45:00Z\"}\n";
+        let f = found(&format!("{launched}  - {{type: Registered, status: Unknown, reason: RegistrationHookPending, lastTransitionTime: \"2026-11-21T09:50:00Z\"}}\n"));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].message,
+            "Launched 15m ago but its node joined, but a registration hook has not passed yet; Karpenter deletes the claim and launches again in 5m"
+        );
+        let f = found(&format!("{launched}  - {{type: Registered, status: Unknown, lastTransitionTime: \"2026-11-21T09:40:00Z\"}}\n"));
+        assert!(
+            f[0].message.contains("its node never joined the cluster"),
+            "{f:?}"
+        );
+    }
 }
