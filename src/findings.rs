@@ -60,6 +60,7 @@ codes! {
     NodepoolLimitsExhausted => "nodepool-limits-exhausted";
     NodepoolLimitsNear => "nodepool-limits-near";
     NodepoolNoInstanceTypes => "nodepool-no-instance-types";
+    NodepoolRegistrationUnhealthy => "nodepool-registration-unhealthy";
     NodeclaimLaunchFailed => "nodeclaim-launch-failed";
     NodeclaimNotRegistered => "nodeclaim-not-registered";
     NodeclaimNotInitialized => "nodeclaim-not-initialized";

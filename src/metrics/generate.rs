@@ -281,6 +281,7 @@ pub fn alerts(cluster: &ClusterLabel) -> Vec<Alert> {
 const POOL_PROBLEMS: &[Code] = &[
     Code::NodepoolNotReady,
     Code::NodepoolNoInstanceTypes,
+    Code::NodepoolRegistrationUnhealthy,
     Code::NodeclaimLaunchFailed,
     Code::NodeclaimNotRegistered,
     Code::NodeclaimNotInitialized,

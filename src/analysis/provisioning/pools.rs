@@ -493,6 +493,9 @@ pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut any_ready = false;
     for pool in c.nodepools.values() {
+        if let Some(f) = registration_unhealthy(pool) {
+            out.push(f);
+        }
         match pool_not_ready(pool) {
             None => any_ready = true,
             Some(nr) if nr.category == Category::Other => {} // static pools are not meant to take pods
@@ -538,6 +541,37 @@ pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// `nodepool-registration-unhealthy`: Karpenter sets NodeRegistrationHealthy False when
+/// most of a pool's recent NodeClaims failed to launch or to register (v1.14.1
+/// nodeclaim/lifecycle liveness), with the launch's reason and message. It is the lasting
+/// record of launch failures: the claims themselves are deleted after 5 or 15 minutes. It
+/// is informational to Karpenter (Ready does not read it), True again once registrations
+/// succeed, and Unknown again when the pool or its node class changes.
+fn registration_unhealthy(pool: &NodePool) -> Option<Finding> {
+    let cond = condition(&pool.status.conditions, "NodeRegistrationHealthy")
+        .filter(|c| c.status == "False")?;
+    let what = [cond.reason.as_deref(), cond.message.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(": ");
+    Some(
+        Finding::new(
+            Code::NodepoolRegistrationUnhealthy,
+            Severity::Warning,
+            ObjectRef::of(ObjectKind::NodePool, &pool.metadata),
+            format!(
+                "NodeRegistrationHealthy=False{}: most nodes Karpenter launched from this pool lately failed to launch or to join the cluster; it is cleared when they succeed again, or when the pool or its node class changes",
+                if what.is_empty() { String::new() } else { format!(" ({what})") }
+            ),
+        )
+        .pool(Some(&pool.metadata.name))
+        .since(cond.last_transition_time)
+        .details(serde_json::json!({"reason": cond.reason, "message": cond.message})),
+    )
 }
 
 pub(super) fn no_instance_types(ctx: &Context) -> Vec<Finding> {
