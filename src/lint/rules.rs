@@ -138,7 +138,7 @@ pub const RULES: &[Rule] = &[
         summary: "An EC2NodeClass selects its AMI with an @latest alias",
         why: "alias: al2023@latest (or bottlerocket@latest) follows every new AMI release: each release drifts every node of the class and Karpenter replaces them all, untested, at a time nobody chose. In production, pin a version and roll it forward deliberately.",
         fix: "Pin the alias to a version (e.g. al2023@v20250715) or select AMIs by id, and bump it through your normal change process. Use .kelp.yaml to ignore this rule for development environments.",
-        offline: Some("kelp cannot tell production from development: it flags every @latest alias; ignore the rule per path in .kelp.yaml."),
+        offline: Some("kelp cannot tell production from development: it flags every @latest alias of al2, al2023 and bottlerocket; ignore the rule per path in .kelp.yaml. Windows aliases (windows2019, windows2022, windows2025) pass: the API server accepts them only at @latest, so there is no version to pin (select AMIs by id or tags to pin Windows)."),
         bad: "spec:\n  amiSelectorTerms:\n    - alias: al2023@latest\n",
         good: "spec:\n  amiSelectorTerms:\n    - alias: al2023@v20250715\n",
     },

@@ -22,3 +22,20 @@ fn node_overlay_is_current_at_v1alpha1() {
     assert_eq!(h.len(), 1);
     assert_eq!(h[0].severity, Severity::Critical);
 }
+
+fn node_class(alias: &str) -> String {
+    format!("apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata:\n  name: c\nspec:\n  role: KarpenterNodeRole\n  subnetSelectorTerms:\n    - tags: {{karpenter.sh/discovery: prod}}\n  securityGroupSelectorTerms:\n    - tags: {{karpenter.sh/discovery: prod}}\n  amiSelectorTerms:\n    - alias: {alias}\n")
+}
+
+#[test]
+fn windows_aliases_can_only_be_latest_so_they_are_not_flagged() {
+    // The CRD's CEL: windows2019, windows2022 and windows2025 may only specify 'latest'.
+    for family in ["windows2019", "windows2022", "windows2025"] {
+        let text = node_class(&format!("{family}@latest"));
+        assert!(hits(&text, "ami-alias-latest").is_empty(), "{family}");
+    }
+    for family in ["al2", "al2023", "bottlerocket"] {
+        let text = node_class(&format!("{family}@latest"));
+        assert_eq!(hits(&text, "ami-alias-latest").len(), 1, "{family}");
+    }
+}
