@@ -162,7 +162,8 @@ spec:
     let text = String::from_utf8(out).unwrap();
     assert_eq!(
         text,
-        "<stdin>:25: warning expire-after-never: NodePool default sets expireAfter: Never, so its nodes are never rotated: set a duration such as 720h\n"
+        "<stdin>:25: warning expire-after-never: NodePool default sets expireAfter: Never, so its nodes are never rotated: set a duration such as 720h\n\
+         <stdin>:26: info missing-min-values: NodePool default has no karpenter.sh/capacity-type requirement, so it allows spot (Karpenter launches spot before on-demand) without minValues: add minValues (e.g. instance-family Exists, minValues: 5) so Karpenter keeps a floor of instance flexibility\n"
     );
 }
 
@@ -394,6 +395,8 @@ fn kelp_yaml_sets_severities_and_ignores_by_rule_and_path() {
             "nodepool-missing-limits",
             "critical",
         ),
+        // No capacity-type requirement: the pool allows spot.
+        ("manifests/prod/nodepool.yaml", "missing-min-values", "info"),
     ]
     .iter()
     .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))

@@ -104,6 +104,13 @@ fn instance_rules(p: &Pool, space: &Space) -> Vec<Hit> {
     let ct_line = p
         .req_line(CAPACITY_TYPE)
         .unwrap_or_else(|| p.requirements_line());
+    // A pool without a capacity-type requirement admits spot too, and Karpenter on AWS
+    // launches spot before on-demand: say so, as the user may believe it on-demand only.
+    let allows_spot = if p.req_line(CAPACITY_TYPE).is_some() {
+        "allows spot"
+    } else {
+        "has no karpenter.sh/capacity-type requirement, so it allows spot (Karpenter launches spot before on-demand)"
+    };
     if p.spot {
         let families = space.families();
         if !space.uncertain && families.len() < 3 {
@@ -111,7 +118,7 @@ fn instance_rules(p: &Pool, space: &Space) -> Vec<Hit> {
                 "spot-too-few-families",
                 ct_line,
                 format!(
-                    "NodePool {name} allows spot but only {} instance famil{} ({}): allow at least 3 families so Karpenter can diversify spot capacity",
+                    "NodePool {name} {allows_spot} but only {} instance famil{} ({}): allow at least 3 families so Karpenter can diversify spot capacity, or set capacity-type In [on-demand]",
                     families.len(),
                     if families.len() == 1 { "y" } else { "ies" },
                     list(&families, 5)
@@ -122,14 +129,14 @@ fn instance_rules(p: &Pool, space: &Space) -> Vec<Hit> {
             out.push(p.hit(
                 "spot-too-few-instance-types",
                 ct_line,
-                format!("NodePool {name} allows spot but its requirements leave about {n} instance types (kelp's offline estimate): allow 20 or more (more sizes, families or categories)"),
+                format!("NodePool {name} {allows_spot} but its requirements leave about {n} instance types (kelp's offline estimate): allow 20 or more (more sizes, families or categories), or set capacity-type In [on-demand]"),
             ));
         }
         if p.raw.iter().all(|(r, _)| r.min_values.is_none()) {
             out.push(p.hit(
                 "missing-min-values",
                 p.requirements_line(),
-                format!("NodePool {name} allows spot without minValues: add minValues (e.g. instance-family Exists, minValues: 5) so Karpenter keeps a floor of instance flexibility"),
+                format!("NodePool {name} {allows_spot} without minValues: add minValues (e.g. instance-family Exists, minValues: 5) so Karpenter keeps a floor of instance flexibility"),
             ));
         }
     }

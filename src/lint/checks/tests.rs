@@ -39,3 +39,32 @@ fn windows_aliases_can_only_be_latest_so_they_are_not_flagged() {
         assert_eq!(hits(&text, "ami-alias-latest").len(), 1, "{family}");
     }
 }
+
+fn node_pool(disruption: &str, requirements: &str) -> String {
+    format!("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: p\nspec:\n  limits: {{cpu: \"100\"}}\n{disruption}  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n      requirements:\n{requirements}")
+}
+
+const TWO_FAMILIES: &str = "        - key: karpenter.k8s.aws/instance-family\n          operator: In\n          values: [m5, m6i]\n";
+
+#[test]
+fn a_pool_without_a_capacity_type_requirement_can_launch_spot() {
+    // Karpenter has no default: an undefined capacity-type admits every capacity type,
+    // and the AWS provider launches reserved, then spot, before on-demand.
+    let text = node_pool("", TWO_FAMILIES);
+    for rule in [
+        "spot-too-few-families",
+        "spot-too-few-instance-types",
+        "missing-min-values",
+    ] {
+        let h = hits(&text, rule);
+        assert_eq!(h.len(), 1, "{rule}");
+        assert!(h[0].message.contains("capacity-type"), "{}", h[0].message);
+    }
+    // Not spot-only: no on-demand fallback is needed.
+    assert!(hits(&text, "spot-without-on-demand-fallback").is_empty());
+    // An explicit on-demand pool stays out of the spot rules.
+    let on_demand = format!("        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [on-demand]\n{TWO_FAMILIES}");
+    let text = node_pool("", &on_demand);
+    assert!(hits(&text, "spot-too-few-families").is_empty());
+    assert!(hits(&text, "missing-min-values").is_empty());
+}
