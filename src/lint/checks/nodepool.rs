@@ -1,4 +1,5 @@
-//! One NodePool's own rules: missing limits, a short consolidateAfter, budgets that
+//! One NodePool's own rules: missing limits, a spec.disruption the API server rejects
+//! (no consolidateAfter), a short consolidateAfter, budgets that
 //! block every disruption, `expireAfter: Never`, and (AWS only, from the offline
 //! [`catalog`]) how many instance families and generations its requirements leave.
 
@@ -7,7 +8,7 @@ use std::collections::BTreeSet;
 use chrono::Duration;
 
 use super::super::catalog::{self, Space};
-use super::super::yaml::Node;
+use super::super::yaml::{Node, Value};
 use super::pool::Pool;
 use super::{list, Hit};
 use crate::karpenter::duration::{parse_nillable, NillableDuration};
@@ -28,16 +29,29 @@ pub(super) fn nodepool(p: &Pool) -> Vec<Hit> {
         ));
     }
     // consolidation
+    let path = ["spec", "disruption", "consolidateAfter"];
+    // The CRD defaults an absent (or null) spec.disruption to {consolidateAfter: 0s}, but
+    // a spec.disruption it is given must carry consolidateAfter (required): the API server
+    // rejects it otherwise, whatever the policy and for static pools too.
+    let disruption = o.node.at(&["spec", "disruption"]).filter(|d| !d.is_null());
+    let after = o.node.at(&path).filter(|a| !a.is_null());
+    let rejected = after.is_none() && disruption.is_some_and(|d| matches!(d.value, Value::Map(_)));
+    if rejected {
+        out.push(p.hit(
+            "disruption-missing-consolidate-after",
+            o.anchor(&["spec", "disruption"]),
+            format!("NodePool {name} sets spec.disruption without consolidateAfter, which the NodePool CRD requires there: the API server rejects it; set spec.disruption.consolidateAfter (e.g. 10m, or Never)"),
+        ));
+    }
     let policy = o
         .node
         .at(&["spec", "disruption", "consolidationPolicy"])
         .and_then(Node::as_str)
         .unwrap_or("WhenEmptyOrUnderutilized");
-    if !p.is_static && policy == "WhenEmptyOrUnderutilized" {
-        let path = ["spec", "disruption", "consolidateAfter"];
-        let short = match o.node.at(&path).and_then(Node::scalar_text) {
+    if !p.is_static && !rejected && policy == "WhenEmptyOrUnderutilized" {
+        let short = match after.and_then(Node::scalar_text) {
             None => Some((
-                "is not set (Karpenter defaults it to 0s)".to_string(),
+                "is 0s (spec.disruption is not set, so Karpenter defaults it to 0s)".to_string(),
                 o.anchor(&path),
             )),
             Some(text) => match parse_nillable(&text) {

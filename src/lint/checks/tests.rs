@@ -68,3 +68,41 @@ fn a_pool_without_a_capacity_type_requirement_can_launch_spot() {
     assert!(hits(&text, "spot-too-few-families").is_empty());
     assert!(hits(&text, "missing-min-values").is_empty());
 }
+
+const ON_DEMAND: &str = "        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [on-demand]\n";
+
+#[test]
+fn consolidate_after_defaults_to_0s_only_when_disruption_is_absent() {
+    // No spec.disruption: the CRD defaults it to {consolidateAfter: 0s}.
+    let text = node_pool("", ON_DEMAND);
+    let h = hits(&text, "consolidate-after-too-short");
+    assert_eq!(h.len(), 1);
+    assert!(
+        h[0].message.contains("spec.disruption is not set"),
+        "{}",
+        h[0].message
+    );
+    assert!(hits(&text, "disruption-missing-consolidate-after").is_empty());
+    // spec.disruption without consolidateAfter: required by the CRD, the API server
+    // rejects the NodePool (whatever the policy, static or not).
+    for disruption in [
+        "  disruption:\n    budgets:\n      - nodes: \"10%\"\n",
+        "  disruption:\n    consolidationPolicy: WhenEmpty\n",
+        "  disruption: {}\n",
+    ] {
+        let text = node_pool(disruption, ON_DEMAND);
+        assert!(
+            hits(&text, "consolidate-after-too-short").is_empty(),
+            "{disruption}"
+        );
+        let h = hits(&text, "disruption-missing-consolidate-after");
+        assert_eq!(h.len(), 1, "{disruption}");
+        assert_eq!(h[0].severity, Severity::Critical);
+        assert_eq!(h[0].line, 7, "at spec.disruption");
+        assert!(h[0].message.contains("rejects"), "{}", h[0].message);
+    }
+    // null is pruned before defaulting: the 0s default applies.
+    let text = node_pool("  disruption: null\n", ON_DEMAND);
+    assert!(hits(&text, "disruption-missing-consolidate-after").is_empty());
+    assert_eq!(hits(&text, "consolidate-after-too-short").len(), 1);
+}
