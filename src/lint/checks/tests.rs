@@ -106,3 +106,26 @@ fn consolidate_after_defaults_to_0s_only_when_disruption_is_absent() {
     assert!(hits(&text, "disruption-missing-consolidate-after").is_empty());
     assert_eq!(hits(&text, "consolidate-after-too-short").len(), 1);
 }
+
+fn gated_pool_and_agent(tolerations: &str) -> String {
+    format!("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: gated\nspec:\n  limits: {{cpu: \"100\"}}\n  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n      startupTaints:\n        - key: example.com/agent-not-ready\n          value: \"true\"\n          effect: NoExecute\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent\nspec:\n  template:\n    spec:\n      tolerations:\n{tolerations}      containers:\n        - name: agent\n          image: example.com/agent:v1\n")
+}
+
+#[test]
+fn a_keyless_exists_toleration_tolerates_every_startup_taint_of_its_effect() {
+    let rule = "startup-taint-without-remover";
+    // An empty key with operator Exists matches every key, value and (without an effect)
+    // every effect.
+    let all = gated_pool_and_agent("        - operator: Exists\n");
+    assert!(hits(&all, rule).is_empty());
+    let same_effect =
+        gated_pool_and_agent("        - operator: Exists\n          effect: NoExecute\n");
+    assert!(hits(&same_effect, rule).is_empty());
+    // With another effect it does not tolerate this taint.
+    let other_effect =
+        gated_pool_and_agent("        - operator: Exists\n          effect: NoSchedule\n");
+    assert_eq!(hits(&other_effect, rule).len(), 1);
+    let unrelated =
+        gated_pool_and_agent("        - key: example.com/other\n          operator: Exists\n");
+    assert_eq!(hits(&unrelated, rule).len(), 1);
+}
