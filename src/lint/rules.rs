@@ -55,8 +55,8 @@ pub const RULES: &[Rule] = &[
     Rule {
         id: "consolidate-after-too-short",
         severity: Severity::Warning,
-        summary: "WhenEmptyOrUnderutilized consolidation with consolidateAfter under 5m",
-        why: "With WhenEmptyOrUnderutilized (the default policy) and a short consolidateAfter (0s when spec.disruption is left out), Karpenter replaces nodes as soon as a pod leaves, so bursty workloads churn nodes: pods are evicted again and again and new nodes pay their start-up cost each time.",
+        summary: "WhenEmptyOrUnderutilized or Balanced consolidation with consolidateAfter under 5m",
+        why: "With WhenEmptyOrUnderutilized (the default policy) or Balanced, both of which consolidate underutilized nodes, and a short consolidateAfter (0s when spec.disruption is left out), Karpenter replaces nodes as soon as a pod leaves (Balanced only when the move scores high enough), so bursty workloads churn nodes: pods are evicted again and again and new nodes pay their start-up cost each time.",
         fix: "Set spec.disruption.consolidateAfter to 5m or more (e.g. 10m), or use consolidationPolicy WhenEmpty for pools whose pods should not be moved.",
         offline: Some("A missing consolidationPolicy is read as WhenEmptyOrUnderutilized, and a missing spec.disruption as consolidateAfter 0s, Karpenter v1's defaults. A spec.disruption without consolidateAfter is not defaulted: the API server rejects it (disruption-missing-consolidate-after). consolidateAfter: Never passes."),
         bad: "spec:\n  disruption:\n    consolidationPolicy: WhenEmptyOrUnderutilized\n    consolidateAfter: 30s\n",

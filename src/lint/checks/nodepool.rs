@@ -48,7 +48,8 @@ pub(super) fn nodepool(p: &Pool) -> Vec<Hit> {
         .at(&["spec", "disruption", "consolidationPolicy"])
         .and_then(Node::as_str)
         .unwrap_or("WhenEmptyOrUnderutilized");
-    if !p.is_static && !rejected && policy == "WhenEmptyOrUnderutilized" {
+    // Balanced consolidates underutilized nodes too (v1.14); only WhenEmpty waits for empty.
+    if !p.is_static && !rejected && matches!(policy, "WhenEmptyOrUnderutilized" | "Balanced") {
         let short = match after.and_then(Node::scalar_text) {
             None => Some((
                 "is 0s (spec.disruption is not set, so Karpenter defaults it to 0s)".to_string(),
@@ -65,7 +66,7 @@ pub(super) fn nodepool(p: &Pool) -> Vec<Hit> {
             out.push(p.hit(
                 "consolidate-after-too-short",
                 line,
-                format!("NodePool {name} consolidates WhenEmptyOrUnderutilized and consolidateAfter {what}: set spec.disruption.consolidateAfter to at least 5m to avoid node churn"),
+                format!("NodePool {name} consolidates {policy} and consolidateAfter {what}: set spec.disruption.consolidateAfter to at least 5m to avoid node churn"),
             ));
         }
     }

@@ -129,3 +129,15 @@ fn a_keyless_exists_toleration_tolerates_every_startup_taint_of_its_effect() {
         gated_pool_and_agent("        - key: example.com/other\n          operator: Exists\n");
     assert_eq!(hits(&unrelated, rule).len(), 1);
 }
+
+#[test]
+fn balanced_consolidation_churns_on_a_short_consolidate_after_too() {
+    // v1.14's Balanced policy consolidates underutilized (non-empty) nodes as well.
+    let rule = "consolidate-after-too-short";
+    let balanced = "  disruption:\n    consolidationPolicy: Balanced\n    consolidateAfter: 30s\n";
+    let h = hits(&node_pool(balanced, ON_DEMAND), rule);
+    assert_eq!(h.len(), 1);
+    assert!(h[0].message.contains("Balanced"), "{}", h[0].message);
+    let empty = "  disruption:\n    consolidationPolicy: WhenEmpty\n    consolidateAfter: 30s\n";
+    assert!(hits(&node_pool(empty, ON_DEMAND), rule).is_empty());
+}
