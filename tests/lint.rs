@@ -530,3 +530,39 @@ fn every_rule_has_a_severity_the_docs_table_agrees_with() {
     }
     assert!(RULES.iter().any(|r| r.severity == Severity::Info));
 }
+
+#[test]
+fn the_docs_give_what_if_the_catalogue_and_exit_statuses_its_help_gives() {
+    let docs = std::fs::read_to_string("docs/lint.md").unwrap();
+    let section = &docs[docs.find("## `kelp what-if").unwrap()..];
+    let out = kelp()
+        .args(["what-if", "--help"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let help = String::from_utf8(out).unwrap();
+    let exits = &help[help.find("Exit status:").unwrap()..];
+    let codes: BTreeSet<&str> = exits
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|t| t.len() == 1 && t.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    assert!(codes.contains("3"), "{exits}");
+    for code in codes {
+        assert!(
+            section.contains(&format!("{code} when")),
+            "docs/lint.md's what-if section lacks exit {code}"
+        );
+    }
+    for flag in ["--catalog", "--metrics-file"] {
+        assert!(
+            help.contains(flag) && section.contains(flag),
+            "docs/lint.md's what-if section lacks {flag}"
+        );
+    }
+    assert!(
+        !section.contains("Instance types, topology spread and volumes are not evaluated"),
+        "what-if judges instance types from a catalogue"
+    );
+}
