@@ -162,7 +162,8 @@ spec:
     let text = String::from_utf8(out).unwrap();
     assert_eq!(
         text,
-        "<stdin>:25: warning expire-after-never: NodePool default sets expireAfter: Never, so its nodes are never rotated: set a duration such as 720h\n"
+        "<stdin>:25: warning expire-after-never: NodePool default sets expireAfter: Never, so its nodes are never rotated: set a duration such as 720h\n\
+         <stdin>:26: info missing-min-values: NodePool default has no karpenter.sh/capacity-type requirement, so it allows spot (Karpenter launches spot before on-demand) without minValues: add minValues (e.g. instance-family Exists, minValues: 5) so Karpenter keeps a floor of instance flexibility\n"
     );
 }
 
@@ -394,6 +395,8 @@ fn kelp_yaml_sets_severities_and_ignores_by_rule_and_path() {
             "nodepool-missing-limits",
             "critical",
         ),
+        // No capacity-type requirement: the pool allows spot.
+        ("manifests/prod/nodepool.yaml", "missing-min-values", "info"),
     ]
     .iter()
     .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
@@ -526,4 +529,40 @@ fn every_rule_has_a_severity_the_docs_table_agrees_with() {
         assert!(docs.contains(&row), "docs/lint.md lacks {row}");
     }
     assert!(RULES.iter().any(|r| r.severity == Severity::Info));
+}
+
+#[test]
+fn the_docs_give_what_if_the_catalogue_and_exit_statuses_its_help_gives() {
+    let docs = std::fs::read_to_string("docs/lint.md").unwrap();
+    let section = &docs[docs.find("## `kelp what-if").unwrap()..];
+    let out = kelp()
+        .args(["what-if", "--help"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let help = String::from_utf8(out).unwrap();
+    let exits = &help[help.find("Exit status:").unwrap()..];
+    let codes: BTreeSet<&str> = exits
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|t| t.len() == 1 && t.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    assert!(codes.contains("3"), "{exits}");
+    for code in codes {
+        assert!(
+            section.contains(&format!("{code} when")),
+            "docs/lint.md's what-if section lacks exit {code}"
+        );
+    }
+    for flag in ["--catalog", "--metrics-file"] {
+        assert!(
+            help.contains(flag) && section.contains(flag),
+            "docs/lint.md's what-if section lacks {flag}"
+        );
+    }
+    assert!(
+        !section.contains("Instance types, topology spread and volumes are not evaluated"),
+        "what-if judges instance types from a catalogue"
+    );
 }

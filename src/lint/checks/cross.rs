@@ -1,5 +1,6 @@
 //! Rules that see every object of every input together: a NodePool's node class is
-//! among the manifests, startup taints have a workload that removes them, pools of equal
+//! among the manifests, startup taints have a workload that removes them (one that
+//! tolerates the taint's key, or every key with a keyless `operator: Exists`), pools of equal
 //! weight do not overlap, spot pools have an on-demand fallback, and pods annotated
 //! `do-not-disrupt: "true"` cannot land on a pool without a terminationGracePeriod.
 
@@ -92,11 +93,22 @@ pub(super) fn startup_taints(p: &Pool, workloads: &[(&Obj, &Node)]) -> Vec<Hit> 
     let Some(list) = p.tspec.and_then(|s| s.get("startupTaints")) else {
         return Vec::new();
     };
-    let tolerated_keys: BTreeSet<String> = workloads
+    let tolerations: Vec<&Node> = workloads
         .iter()
         .filter_map(|(_, t)| t.at(&["spec", "tolerations"]))
         .flat_map(|t| t.items())
-        .filter_map(|t| t.get("key").and_then(Node::scalar_text))
+        .collect();
+    let text = |t: &Node, k| t.get(k).and_then(Node::scalar_text).unwrap_or_default();
+    let tolerated_keys: BTreeSet<String> = tolerations
+        .iter()
+        .map(|t| text(t, "key"))
+        .filter(|k| !k.is_empty())
+        .collect();
+    // An empty key with operator Exists tolerates every taint (of its effect, if it names one).
+    let wildcard_effects: Vec<String> = tolerations
+        .iter()
+        .filter(|t| text(t, "key").is_empty() && text(t, "operator") == "Exists")
+        .map(|t| text(t, "effect"))
         .collect();
     let mut out = Vec::new();
     for t in list.items() {
@@ -105,7 +117,15 @@ pub(super) fn startup_taints(p: &Pool, workloads: &[(&Obj, &Node)]) -> Vec<Hit> 
         };
         let message = if key.starts_with("karpenter.sh/") || key.starts_with("karpenter.k8s.aws/") {
             format!("NodePool {}'s startupTaint {key} is in Karpenter's own domain and nothing removes it: nodes never initialize; remove it or use a key your agent removes", p.name())
-        } else if tolerated_keys.contains(&key) {
+        } else if tolerated_keys.contains(&key) || {
+            let effect = t
+                .get("effect")
+                .and_then(Node::scalar_text)
+                .unwrap_or_default();
+            wildcard_effects
+                .iter()
+                .any(|e| e.is_empty() || *e == effect)
+        } {
             continue;
         } else {
             let who = known_remover(&key).unwrap_or("an agent (CNI, CSI driver, device plugin)");

@@ -1,8 +1,13 @@
-//! One EC2NodeClass's rules: AMI aliases at `@latest`, IMDS left open (tokens optional
+//! One EC2NodeClass's rules: AMI aliases at `@latest` (except Windows families, which the
+//! CRD allows only at `latest`), IMDS left open (tokens optional
 //! or a hop limit above 1) and unencrypted EBS volumes.
 
 use super::super::yaml::Node;
 use super::{Hit, Obj};
+
+/// Alias families the EC2NodeClass CRD lets specify only `latest` (its CEL rule "windows
+/// families may only specify version 'latest'"): nothing to pin, so nothing to flag.
+const WINDOWS_FAMILIES: [&str; 3] = ["windows2019", "windows2022", "windows2025"];
 
 pub(super) fn ec2nodeclass(o: &Obj) -> Vec<Hit> {
     let mut out = Vec::new();
@@ -16,8 +21,8 @@ pub(super) fn ec2nodeclass(o: &Obj) -> Vec<Hit> {
     if let Some(terms) = o.node.at(&["spec", "amiSelectorTerms"]) {
         for t in terms.items() {
             if let Some(alias) = t.get("alias").and_then(Node::scalar_text) {
-                if alias.ends_with("@latest") {
-                    let family = alias.trim_end_matches("@latest");
+                let family = alias.trim_end_matches("@latest");
+                if alias.ends_with("@latest") && !WINDOWS_FAMILIES.contains(&family) {
                     out.push(hit(
                         "ami-alias-latest",
                         t.key_line(&["alias"]).unwrap_or(t.line),

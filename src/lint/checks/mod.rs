@@ -6,7 +6,7 @@
 //! [`crate::analysis::provisioning::pod_terms`]).
 //!
 //! This module owns the objects ([`Obj`]), the hits ([`Hit`]), which objects are linted,
-//! the deprecated-API rule and the order every rule runs in ([`run`]). The rules live by
+//! the deprecated-API rule (NodeOverlay is current at v1alpha1) and the order every rule runs in ([`run`]). The rules live by
 //! what they read: `pool` (a NodePool read once for every rule), `nodepool` (one pool's
 //! own rules), `ec2nodeclass` (one EC2NodeClass's rules) and `cross` (rules that see
 //! every object together).
@@ -154,7 +154,9 @@ pub fn run(objects: &[Obj]) -> Vec<Hit> {
 
 fn deprecated(o: &Obj) -> Option<Hit> {
     let karpenter = matches!(o.group(), GROUP | AWS_GROUP);
-    let old_version = matches!(o.version(), "v1beta1" | "v1alpha5" | "v1alpha1");
+    // NodeOverlay is served only as karpenter.sh/v1alpha1 (v1.14's CRD): current, not old.
+    let current_alpha = o.group() == GROUP && o.kind == "NodeOverlay" && o.version() == "v1alpha1";
+    let old_version = !current_alpha && matches!(o.version(), "v1beta1" | "v1alpha5" | "v1alpha1");
     let old_kind = matches!(o.kind, "Provisioner" | "AWSNodeTemplate" | "Machine");
     if !karpenter || !(old_version || old_kind) {
         return None;
@@ -164,6 +166,7 @@ fn deprecated(o: &Obj) -> Option<Hit> {
         "AWSNodeTemplate" => "a karpenter.k8s.aws/v1 EC2NodeClass",
         "Machine" => "nothing: NodeClaims (karpenter.sh/v1) are created by Karpenter",
         "EC2NodeClass" => "karpenter.k8s.aws/v1",
+        "NodeOverlay" => "karpenter.sh/v1alpha1, the only version NodeOverlay is served as",
         _ => "karpenter.sh/v1",
     };
     Some(Hit {
@@ -178,3 +181,6 @@ fn deprecated(o: &Obj) -> Option<Hit> {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,4 +1,5 @@
-//! One NodePool's own rules: missing limits, a short consolidateAfter, budgets that
+//! One NodePool's own rules: missing limits, a spec.disruption the API server rejects
+//! (no consolidateAfter), a short consolidateAfter, budgets that
 //! block every disruption, `expireAfter: Never`, and (AWS only, from the offline
 //! [`catalog`]) how many instance families and generations its requirements leave.
 
@@ -7,7 +8,7 @@ use std::collections::BTreeSet;
 use chrono::Duration;
 
 use super::super::catalog::{self, Space};
-use super::super::yaml::Node;
+use super::super::yaml::{Node, Value};
 use super::pool::Pool;
 use super::{list, Hit};
 use crate::karpenter::duration::{parse_nillable, NillableDuration};
@@ -28,16 +29,30 @@ pub(super) fn nodepool(p: &Pool) -> Vec<Hit> {
         ));
     }
     // consolidation
+    let path = ["spec", "disruption", "consolidateAfter"];
+    // The CRD defaults an absent (or null) spec.disruption to {consolidateAfter: 0s}, but
+    // a spec.disruption it is given must carry consolidateAfter (required): the API server
+    // rejects it otherwise, whatever the policy and for static pools too.
+    let disruption = o.node.at(&["spec", "disruption"]).filter(|d| !d.is_null());
+    let after = o.node.at(&path).filter(|a| !a.is_null());
+    let rejected = after.is_none() && disruption.is_some_and(|d| matches!(d.value, Value::Map(_)));
+    if rejected {
+        out.push(p.hit(
+            "disruption-missing-consolidate-after",
+            o.anchor(&["spec", "disruption"]),
+            format!("NodePool {name} sets spec.disruption without consolidateAfter, which the NodePool CRD requires there: the API server rejects it; set spec.disruption.consolidateAfter (e.g. 10m, or Never)"),
+        ));
+    }
     let policy = o
         .node
         .at(&["spec", "disruption", "consolidationPolicy"])
         .and_then(Node::as_str)
         .unwrap_or("WhenEmptyOrUnderutilized");
-    if !p.is_static && policy == "WhenEmptyOrUnderutilized" {
-        let path = ["spec", "disruption", "consolidateAfter"];
-        let short = match o.node.at(&path).and_then(Node::scalar_text) {
+    // Balanced consolidates underutilized nodes too (v1.14); only WhenEmpty waits for empty.
+    if !p.is_static && !rejected && matches!(policy, "WhenEmptyOrUnderutilized" | "Balanced") {
+        let short = match after.and_then(Node::scalar_text) {
             None => Some((
-                "is not set (Karpenter defaults it to 0s)".to_string(),
+                "is 0s (spec.disruption is not set, so Karpenter defaults it to 0s)".to_string(),
                 o.anchor(&path),
             )),
             Some(text) => match parse_nillable(&text) {
@@ -51,7 +66,7 @@ pub(super) fn nodepool(p: &Pool) -> Vec<Hit> {
             out.push(p.hit(
                 "consolidate-after-too-short",
                 line,
-                format!("NodePool {name} consolidates WhenEmptyOrUnderutilized and consolidateAfter {what}: set spec.disruption.consolidateAfter to at least 5m to avoid node churn"),
+                format!("NodePool {name} consolidates {policy} and consolidateAfter {what}: set spec.disruption.consolidateAfter to at least 5m to avoid node churn"),
             ));
         }
     }
@@ -104,6 +119,13 @@ fn instance_rules(p: &Pool, space: &Space) -> Vec<Hit> {
     let ct_line = p
         .req_line(CAPACITY_TYPE)
         .unwrap_or_else(|| p.requirements_line());
+    // A pool without a capacity-type requirement admits spot too, and Karpenter on AWS
+    // launches spot before on-demand: say so, as the user may believe it on-demand only.
+    let allows_spot = if p.req_line(CAPACITY_TYPE).is_some() {
+        "allows spot"
+    } else {
+        "has no karpenter.sh/capacity-type requirement, so it allows spot (Karpenter launches spot before on-demand)"
+    };
     if p.spot {
         let families = space.families();
         if !space.uncertain && families.len() < 3 {
@@ -111,7 +133,7 @@ fn instance_rules(p: &Pool, space: &Space) -> Vec<Hit> {
                 "spot-too-few-families",
                 ct_line,
                 format!(
-                    "NodePool {name} allows spot but only {} instance famil{} ({}): allow at least 3 families so Karpenter can diversify spot capacity",
+                    "NodePool {name} {allows_spot} but only {} instance famil{} ({}): allow at least 3 families so Karpenter can diversify spot capacity, or set capacity-type In [on-demand]",
                     families.len(),
                     if families.len() == 1 { "y" } else { "ies" },
                     list(&families, 5)
@@ -122,14 +144,14 @@ fn instance_rules(p: &Pool, space: &Space) -> Vec<Hit> {
             out.push(p.hit(
                 "spot-too-few-instance-types",
                 ct_line,
-                format!("NodePool {name} allows spot but its requirements leave about {n} instance types (kelp's offline estimate): allow 20 or more (more sizes, families or categories)"),
+                format!("NodePool {name} {allows_spot} but its requirements leave about {n} instance types (kelp's offline estimate): allow 20 or more (more sizes, families or categories), or set capacity-type In [on-demand]"),
             ));
         }
         if p.raw.iter().all(|(r, _)| r.min_values.is_none()) {
             out.push(p.hit(
                 "missing-min-values",
                 p.requirements_line(),
-                format!("NodePool {name} allows spot without minValues: add minValues (e.g. instance-family Exists, minValues: 5) so Karpenter keeps a floor of instance flexibility"),
+                format!("NodePool {name} {allows_spot} without minValues: add minValues (e.g. instance-family Exists, minValues: 5) so Karpenter keeps a floor of instance flexibility"),
             ));
         }
     }

@@ -1,6 +1,7 @@
 //! A NodePool as the lint rules read it, once for all of them: its requirements as
 //! written (with their lines) and as Karpenter builds them, weight, taints, provider,
-//! and whether it is static or allows spot and on-demand.
+//! and whether it is static or allows spot and on-demand (a pool without a capacity-type
+//! requirement allows both: Karpenter has no default).
 
 use std::collections::BTreeSet;
 
@@ -31,6 +32,7 @@ pub(super) struct Pool<'a> {
     pub(super) taints: Vec<Taint>,
     pub(super) provider: Provider,
     pub(super) is_static: bool,
+    /// Whether it allows spot (so too when it has no capacity-type requirement).
     pub(super) spot: bool,
     pub(super) on_demand: bool,
 }
@@ -89,12 +91,10 @@ impl<'a> Pool<'a> {
             .and_then(|s| s.get("taints"))
             .and_then(|n| serde_json::from_value(n.to_json()).ok())
             .unwrap_or_default();
-        let ct_defined = list.iter().any(|r| r.key == CAPACITY_TYPE);
-        let allows = |v| match &reqs {
-            Some(r) if ct_defined => r.allows(CAPACITY_TYPE, v),
-            // Karpenter launches on-demand when a pool says nothing about capacity type.
-            _ => v == "on-demand",
-        };
+        // Karpenter has no default: a pool that says nothing about capacity type admits
+        // every one its offerings have (and on AWS launches spot before on-demand).
+        // Requirements kelp cannot read are taken as allowing everything (no verdict).
+        let allows = |v| reqs.as_ref().is_none_or(|r| r.allows(CAPACITY_TYPE, v));
         Pool {
             obj,
             tspec,

@@ -1,0 +1,143 @@
+//! Unit tests of the checks, on small manifests linted with [`crate::lint::lint_str`].
+
+use crate::findings::Severity;
+use crate::lint::{lint_str, LintResult};
+
+/// The results of `rule` when `text` is linted as one file.
+fn hits(text: &str, rule: &str) -> Vec<LintResult> {
+    lint_str("t.yaml", text)
+        .results
+        .into_iter()
+        .filter(|r| r.rule == rule)
+        .collect()
+}
+
+#[test]
+fn node_overlay_is_current_at_v1alpha1() {
+    // karpenter.sh_nodeoverlays.yaml (v1.14.1) serves NodeOverlay only as v1alpha1.
+    let overlay = "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata:\n  name: cheaper\nspec:\n  requirements:\n    - key: karpenter.sh/capacity-type\n      operator: In\n      values: [spot]\n  priceAdjustment: \"-10%\"\n";
+    assert!(hits(overlay, "deprecated-api-version").is_empty());
+    let node_pool = "apiVersion: karpenter.sh/v1alpha1\nkind: NodePool\nmetadata:\n  name: old\n";
+    let h = hits(node_pool, "deprecated-api-version");
+    assert_eq!(h.len(), 1);
+    assert_eq!(h[0].severity, Severity::Critical);
+}
+
+fn node_class(alias: &str) -> String {
+    format!("apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata:\n  name: c\nspec:\n  role: KarpenterNodeRole\n  subnetSelectorTerms:\n    - tags: {{karpenter.sh/discovery: prod}}\n  securityGroupSelectorTerms:\n    - tags: {{karpenter.sh/discovery: prod}}\n  amiSelectorTerms:\n    - alias: {alias}\n")
+}
+
+#[test]
+fn windows_aliases_can_only_be_latest_so_they_are_not_flagged() {
+    // The CRD's CEL: windows2019, windows2022 and windows2025 may only specify 'latest'.
+    for family in ["windows2019", "windows2022", "windows2025"] {
+        let text = node_class(&format!("{family}@latest"));
+        assert!(hits(&text, "ami-alias-latest").is_empty(), "{family}");
+    }
+    for family in ["al2", "al2023", "bottlerocket"] {
+        let text = node_class(&format!("{family}@latest"));
+        assert_eq!(hits(&text, "ami-alias-latest").len(), 1, "{family}");
+    }
+}
+
+fn node_pool(disruption: &str, requirements: &str) -> String {
+    format!("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: p\nspec:\n  limits: {{cpu: \"100\"}}\n{disruption}  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n      requirements:\n{requirements}")
+}
+
+const TWO_FAMILIES: &str = "        - key: karpenter.k8s.aws/instance-family\n          operator: In\n          values: [m5, m6i]\n";
+
+#[test]
+fn a_pool_without_a_capacity_type_requirement_can_launch_spot() {
+    // Karpenter has no default: an undefined capacity-type admits every capacity type,
+    // and the AWS provider launches reserved, then spot, before on-demand.
+    let text = node_pool("", TWO_FAMILIES);
+    for rule in [
+        "spot-too-few-families",
+        "spot-too-few-instance-types",
+        "missing-min-values",
+    ] {
+        let h = hits(&text, rule);
+        assert_eq!(h.len(), 1, "{rule}");
+        assert!(h[0].message.contains("capacity-type"), "{}", h[0].message);
+    }
+    // Not spot-only: no on-demand fallback is needed.
+    assert!(hits(&text, "spot-without-on-demand-fallback").is_empty());
+    // An explicit on-demand pool stays out of the spot rules.
+    let on_demand = format!("        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [on-demand]\n{TWO_FAMILIES}");
+    let text = node_pool("", &on_demand);
+    assert!(hits(&text, "spot-too-few-families").is_empty());
+    assert!(hits(&text, "missing-min-values").is_empty());
+}
+
+const ON_DEMAND: &str = "        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [on-demand]\n";
+
+#[test]
+fn consolidate_after_defaults_to_0s_only_when_disruption_is_absent() {
+    // No spec.disruption: the CRD defaults it to {consolidateAfter: 0s}.
+    let text = node_pool("", ON_DEMAND);
+    let h = hits(&text, "consolidate-after-too-short");
+    assert_eq!(h.len(), 1);
+    assert!(
+        h[0].message.contains("spec.disruption is not set"),
+        "{}",
+        h[0].message
+    );
+    assert!(hits(&text, "disruption-missing-consolidate-after").is_empty());
+    // spec.disruption without consolidateAfter: required by the CRD, the API server
+    // rejects the NodePool (whatever the policy, static or not).
+    for disruption in [
+        "  disruption:\n    budgets:\n      - nodes: \"10%\"\n",
+        "  disruption:\n    consolidationPolicy: WhenEmpty\n",
+        "  disruption: {}\n",
+    ] {
+        let text = node_pool(disruption, ON_DEMAND);
+        assert!(
+            hits(&text, "consolidate-after-too-short").is_empty(),
+            "{disruption}"
+        );
+        let h = hits(&text, "disruption-missing-consolidate-after");
+        assert_eq!(h.len(), 1, "{disruption}");
+        assert_eq!(h[0].severity, Severity::Critical);
+        assert_eq!(h[0].line, 7, "at spec.disruption");
+        assert!(h[0].message.contains("rejects"), "{}", h[0].message);
+    }
+    // null is pruned before defaulting: the 0s default applies.
+    let text = node_pool("  disruption: null\n", ON_DEMAND);
+    assert!(hits(&text, "disruption-missing-consolidate-after").is_empty());
+    assert_eq!(hits(&text, "consolidate-after-too-short").len(), 1);
+}
+
+fn gated_pool_and_agent(tolerations: &str) -> String {
+    format!("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: gated\nspec:\n  limits: {{cpu: \"100\"}}\n  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n      startupTaints:\n        - key: example.com/agent-not-ready\n          value: \"true\"\n          effect: NoExecute\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent\nspec:\n  template:\n    spec:\n      tolerations:\n{tolerations}      containers:\n        - name: agent\n          image: example.com/agent:v1\n")
+}
+
+#[test]
+fn a_keyless_exists_toleration_tolerates_every_startup_taint_of_its_effect() {
+    let rule = "startup-taint-without-remover";
+    // An empty key with operator Exists matches every key, value and (without an effect)
+    // every effect.
+    let all = gated_pool_and_agent("        - operator: Exists\n");
+    assert!(hits(&all, rule).is_empty());
+    let same_effect =
+        gated_pool_and_agent("        - operator: Exists\n          effect: NoExecute\n");
+    assert!(hits(&same_effect, rule).is_empty());
+    // With another effect it does not tolerate this taint.
+    let other_effect =
+        gated_pool_and_agent("        - operator: Exists\n          effect: NoSchedule\n");
+    assert_eq!(hits(&other_effect, rule).len(), 1);
+    let unrelated =
+        gated_pool_and_agent("        - key: example.com/other\n          operator: Exists\n");
+    assert_eq!(hits(&unrelated, rule).len(), 1);
+}
+
+#[test]
+fn balanced_consolidation_churns_on_a_short_consolidate_after_too() {
+    // v1.14's Balanced policy consolidates underutilized (non-empty) nodes as well.
+    let rule = "consolidate-after-too-short";
+    let balanced = "  disruption:\n    consolidationPolicy: Balanced\n    consolidateAfter: 30s\n";
+    let h = hits(&node_pool(balanced, ON_DEMAND), rule);
+    assert_eq!(h.len(), 1);
+    assert!(h[0].message.contains("Balanced"), "{}", h[0].message);
+    let empty = "  disruption:\n    consolidationPolicy: WhenEmpty\n    consolidateAfter: 30s\n";
+    assert!(hits(&node_pool(empty, ON_DEMAND), rule).is_empty());
+}
