@@ -259,16 +259,23 @@ fn a_node_whose_pods_fit_nowhere_else_agrees_with_karpenters_reason() {
             );
         }
         nudge(&e, p, "17");
+        // Karpenter's simulation places the cluster's pending pods too: while another
+        // scenario's pods wait for nodes, its answer for this node can be "Can't remove
+        // without creating 2 candidates" (which kelp reads as would-create-multiple). Its
+        // answer once they have landed is the one to agree with.
+        let text = match reason {
+            "no-cheaper-node" => "cheaper node",
+            _ => "pods would schedule",
+        };
         let event = wait_for(
-            &format!("Karpenter's Unconsolidatable on {node}"),
+            &format!("Karpenter's Unconsolidatable on {node} ({text})"),
             3 * MINUTES,
-            || unconsolidatable(&e, node),
+            || unconsolidatable(&e, node).filter(|m| m.to_lowercase().contains(text)),
         );
         let a = wait_for(&format!("kelp to read {event:?}"), MINUTES, || {
             let a = answer(&e, node);
-            (a["source"] == "karpenter").then_some(a)
+            (a["source"] == "karpenter" && a["reason"] == reason).then_some(a)
         });
-        assert_eq!(a["reason"], reason, "{event}: {a:#}");
         assert_eq!(a["state"], "blocked", "{a:#}");
         assert!(
             a["kelpCheck"]
