@@ -4,7 +4,8 @@
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{
-    NodeAffinity, PodAffinity, PodAntiAffinity, Taint, Toleration, TopologySpreadConstraint,
+    NodeAffinity, PodAffinity, PodAffinityTerm, PodAntiAffinity, Taint, Toleration,
+    TopologySpreadConstraint,
 };
 use serde::{de, Deserialize, Serialize};
 
@@ -75,6 +76,32 @@ pub struct PodSpec {
     /// The volumes that are persistent volume claims (or ephemeral ones, which make a
     /// claim), by volume name: beside the shared part, as a StatefulSet's replicas differ.
     pub volume_claims: Vec<String>,
+}
+
+impl PodSpec {
+    /// Its required pod affinity terms (none without an affinity).
+    pub fn required_pod_affinity(&self) -> &[PodAffinityTerm] {
+        self.affinity
+            .as_ref()
+            .and_then(|a| a.pod_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Its required pod anti-affinity terms (none without an affinity).
+    pub fn required_anti_affinity(&self) -> &[PodAffinityTerm] {
+        self.affinity
+            .as_ref()
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
+            .unwrap_or_default()
+    }
 }
 
 impl std::ops::Deref for PodSpec {

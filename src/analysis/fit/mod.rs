@@ -607,16 +607,7 @@ impl<'c> Room<'c> {
 
 /// What kelp does not evaluate for a pod, if anything.
 fn unjudged(pod: &Pod) -> Option<String> {
-    let affinity = pod.spec.affinity.as_ref()?;
-    let required_affinity = affinity
-        .pod_affinity
-        .as_ref()
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .is_some_and(|terms| !terms.is_empty());
-    if required_affinity {
+    if !pod.spec.required_pod_affinity().is_empty() {
         return Some("it has required pod affinity, which kelp does not evaluate".into());
     }
     anti_affinity_terms(pod)

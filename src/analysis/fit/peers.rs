@@ -352,16 +352,7 @@ impl<'c> Room<'c> {
 
 /// A pod's required anti-affinity terms.
 pub(super) fn anti_affinity_terms(p: &Pod) -> impl Iterator<Item = &PodAffinityTerm> {
-    p.spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_deref()
-        })
-        .unwrap_or_default()
-        .iter()
+    p.spec.required_anti_affinity().iter()
 }
 
 /// The namespaces a pod-affinity term looks in, as Karpenter v1.14.1 lists them

@@ -437,28 +437,15 @@ fn named_zones(pool: &Requirements) -> Option<BTreeSet<String>> {
 /// anti-affinity of pods already running is not judged either; it only names the pods
 /// that ask for it.
 pub fn unjudged(pod: &PodSpec) -> Option<String> {
-    let affinity = pod.affinity.as_deref();
-    let required = affinity
-        .and_then(|a| a.pod_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .and_then(|terms| terms.first());
-    if let Some(term) = required {
+    if let Some(term) = pod.required_pod_affinity().first() {
         return Some(format!(
             "kelp does not judge required pod affinity (topologyKey {}), which Karpenter also places the pod by",
             term.topology_key
         ));
     }
-    let anti = affinity
-        .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .into_iter()
-        .flatten()
+    let anti = pod
+        .required_anti_affinity()
+        .iter()
         .find(|t| t.topology_key != labels::HOSTNAME);
     if let Some(term) = anti {
         return Some(format!(
@@ -527,11 +514,29 @@ status: {{phase: Pending}}
         ZoneSpread::of(&pools, pod)[0].judge(pool, term)
     }
 
+    /// The first pool's verdict for pod shop/pending in `yaml`, its zone spread counted.
+    fn pending_verdict(yaml: &str) -> crate::analysis::provisioning::PoolVerdict {
+        use crate::analysis::provisioning::{evaluate, pod_requests};
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", yaml, &mut c).unwrap();
+        let pod = &c.pods[&("shop".to_string(), "pending".to_string())];
+        let pools = PoolSet::new(&c);
+        let terms = pod_terms(&pod.spec, pools.provider);
+        let spread = ZoneSpread::of(&pools, pod);
+        evaluate(
+            &pools.ordered[0],
+            &pod.spec,
+            &pod_requests(&pod.spec),
+            &terms,
+            &spread,
+        )
+    }
+
     const SPREAD: &str = "{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}";
 
     #[test]
     fn a_term_the_spread_refuses_is_relaxed_to_the_next() {
-        use crate::analysis::provisioning::{evaluate, pod_requests, Verdict};
+        use crate::analysis::provisioning::Verdict;
         // Two web pods in zone a, none in b. A term allowing a alone has fewer zones than
         // minDomains 2, so their minimum counts as 0 and a is over maxSkew 1; a term
         // allowing a and b takes b.
@@ -566,19 +571,7 @@ status: {{phase: Pending}}
                     "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: web-{i}, namespace: shop, labels: {{app: web}}}}\nspec: {{nodeName: na}}\nstatus: {{phase: Running}}\n"
                 ));
             }
-            let mut c = Cluster::default();
-            crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
-            let pod = &c.pods[&("shop".to_string(), "pending".to_string())];
-            let pools = PoolSet::new(&c);
-            let terms = pod_terms(&pod.spec, pools.provider);
-            let spread = ZoneSpread::of(&pools, pod);
-            let v = evaluate(
-                &pools.ordered[0],
-                &pod.spec,
-                &pod_requests(&pod.spec),
-                &terms,
-                &spread,
-            );
+            let v = pending_verdict(&yaml);
             (v.verdict, v.reasons.first().map(|r| r.category))
         };
         let zone = |z: &str| {
@@ -600,7 +593,7 @@ status: {{phase: Pending}}
 
     #[test]
     fn a_pool_is_compatible_only_where_kelp_judged_every_constraint() {
-        use crate::analysis::provisioning::{evaluate, pod_requests, Verdict};
+        use crate::analysis::provisioning::Verdict;
         let judged = |spec: &str| {
             let yaml = format!(
                 r#"
@@ -617,18 +610,7 @@ spec: {{{spec}}}
 status: {{phase: Pending}}
 "#
             );
-            let mut c = Cluster::default();
-            crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
-            let pod = &c.pods[&("shop".to_string(), "pending".to_string())];
-            let pools = PoolSet::new(&c);
-            let terms = pod_terms(&pod.spec, pools.provider);
-            let v = evaluate(
-                &pools.ordered[0],
-                &pod.spec,
-                &pod_requests(&pod.spec),
-                &terms,
-                &[],
-            );
+            let v = pending_verdict(&yaml);
             (v.verdict, v.reasons.first().map(|r| r.message.clone()))
         };
         let term = |key: &str| {
