@@ -176,6 +176,17 @@ pub struct NodeClaim {
     pub status: NodeClaimStatus,
 }
 
+impl NodeClaim {
+    /// Whether Karpenter's cluster state counts it marked for deletion (v1.14.1
+    /// `StateNode.MarkedForDeletion`): deleting (a deletionTimestamp, or InstanceTerminating
+    /// True), or its `node` picked by a disruption command ([`Node::tainted_disrupted`]).
+    pub fn marked_for_deletion(&self, node: Option<&Node>) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+            || super::meta::is_true(&self.status.conditions, "InstanceTerminating")
+            || node.is_some_and(Node::tainted_disrupted)
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeClaimStatus {

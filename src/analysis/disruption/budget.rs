@@ -14,9 +14,8 @@ use crate::model::*;
 
 /// Karpenter's budget arithmetic for a pool: the nodes it counts (managed, initialised,
 /// claim not InstanceTerminating) and, of those, the ones already unavailable: NotReady,
-/// or marked for deletion (v1.14.1 `MarkedForDeletion`: the claim deleting, or picked by a
-/// disruption command, which the `karpenter.sh/disrupted` taint shows). A node deleting
-/// while its claim is not counts only once it is tainted, as Karpenter's drain does.
+/// or marked for deletion ([`NodeClaim::marked_for_deletion`]). A node deleting while its
+/// claim is not counts only once it is tainted, as Karpenter's drain does.
 pub fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
     let (mut total, mut unavailable) = (0, 0);
     for n in c.nodes_in_pool(pool) {
@@ -28,8 +27,7 @@ pub fn budget_counts(c: &Cluster, pool: &str) -> (usize, usize) {
             continue;
         }
         total += 1;
-        let marked = claim.metadata.deletion_timestamp.is_some() || n.tainted_disrupted();
-        if marked || !is_true(&n.status.conditions, "Ready") {
+        if claim.marked_for_deletion(Some(n)) || !is_true(&n.status.conditions, "Ready") {
             unavailable += 1;
         }
     }

@@ -419,19 +419,11 @@ fn pool_usage(c: &Cluster, pool: &NodePool) -> Resources {
 }
 
 /// A pool's NodeClaims that count against its limits. Karpenter schedules against
-/// `nodes.Active()` and its counter leaves out `MarkedForDeletion` nodes, so a claim being
-/// deleted (deletionTimestamp set, or InstanceTerminating True), or one whose node a
-/// disruption command has picked (tainted `karpenter.sh/disrupted`), does not count.
+/// `nodes.Active()` and its counter leaves out `MarkedForDeletion` nodes, so a claim
+/// [`NodeClaim::marked_for_deletion`] does not count.
 fn active_claims_in_pool<'a>(c: &'a Cluster, pool: &str) -> impl Iterator<Item = &'a NodeClaim> {
-    c.claims_in_pool(pool).filter(|claim| {
-        !claim_deleting(claim) && !c.node_for_claim(claim).is_some_and(Node::tainted_disrupted)
-    })
-}
-
-/// Whether Karpenter's cluster state counts a NodeClaim as deleted (`StateNode.Deleted`).
-fn claim_deleting(claim: &NodeClaim) -> bool {
-    claim.metadata.deletion_timestamp.is_some()
-        || is_true(&claim.status.conditions, "InstanceTerminating")
+    c.claims_in_pool(pool)
+        .filter(|claim| !claim.marked_for_deletion(c.node_for_claim(claim)))
 }
 
 /// The summed capacity of NodeClaims (one whose capacity does not parse counts nothing).
