@@ -115,17 +115,14 @@ pub(super) fn startup_taints(p: &Pool, workloads: &[(&Obj, &Node)]) -> Vec<Hit> 
         let Some(key) = t.get("key").and_then(Node::scalar_text) else {
             continue;
         };
+        let effect = text(t, "effect");
         let message = if key.starts_with("karpenter.sh/") || key.starts_with("karpenter.k8s.aws/") {
             format!("NodePool {}'s startupTaint {key} is in Karpenter's own domain and nothing removes it: nodes never initialize; remove it or use a key your agent removes", p.name())
-        } else if tolerated_keys.contains(&key) || {
-            let effect = t
-                .get("effect")
-                .and_then(Node::scalar_text)
-                .unwrap_or_default();
-            wildcard_effects
+        } else if tolerated_keys.contains(&key)
+            || wildcard_effects
                 .iter()
                 .any(|e| e.is_empty() || *e == effect)
-        } {
+        {
             continue;
         } else {
             let who = known_remover(&key).unwrap_or("an agent (CNI, CSI driver, device plugin)");
