@@ -1,6 +1,6 @@
 //! Karpenter's domain rules as pure code: labels, requirements and well-known labels,
 //! taints and tolerations, budgets, durations, quantities, and the event message parsers
-//! (consolidation decisions in [`consolidation`]).
+//! (consolidation decisions in [`consolidation`]), and a pod's eviction cost ([`eviction`]).
 
 /// `re!(NAME = "pattern")`: a static regex, compiled on first use; the event parsers'
 /// patterns are literals, so compiling one cannot fail.
@@ -15,6 +15,7 @@ pub mod budgets;
 pub mod consolidation;
 pub mod duration;
 pub mod events;
+pub mod eviction;
 pub mod instance_types;
 pub mod labels;
 pub mod requirements;

@@ -116,12 +116,18 @@ impl Meta {
 /// Annotation prefixes kelp keeps; all others are dropped at parse time.
 const KEPT_ANNOTATION_PREFIXES: &[&str] = &["karpenter.sh/", "karpenter.k8s.aws/", "kelp.dev/"];
 
+/// A pod's deletion cost: part of its eviction cost, which decides whether Karpenter counts
+/// its node as empty. Kept beside the prefixes above.
+pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
+
 fn karpenter_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<StringMap, D::Error> {
     let all: Option<BTreeMap<String, String>> = Option::deserialize(d)?;
     Ok(Shared::new(
         all.unwrap_or_default()
             .into_iter()
-            .filter(|(k, _)| KEPT_ANNOTATION_PREFIXES.iter().any(|p| k.starts_with(p)))
+            .filter(|(k, _)| {
+                k == POD_DELETION_COST || KEPT_ANNOTATION_PREFIXES.iter().any(|p| k.starts_with(p))
+            })
             .collect(),
     ))
 }

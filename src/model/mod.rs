@@ -16,6 +16,6 @@ pub use catalog::{Catalog, CatalogSource, InstanceType, TypeOffering};
 pub use cluster::{ApiInfo, Cluster, ControllerMetrics, ObjKey, Offering};
 pub use event::Event;
 pub use kinds::*;
-pub use meta::{condition, conditions_of, is_true, Condition, Meta, StringMap};
+pub use meta::{condition, conditions_of, is_true, Condition, Meta, StringMap, POD_DELETION_COST};
 pub use object_kind::ObjectKind;
 pub use shared::Shared;

@@ -148,6 +148,10 @@ pub struct SchedulingSpec {
     pub resources: Option<super::container::ContainerResources>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class_name: Option<String>,
+    /// `spec.priority`, resolved from the priority class at admission: part of the pod's
+    /// eviction cost, which decides whether Karpenter counts its node as empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler_name: Option<String>,
     /// The names of `spec.schedulingGates`: while any is there, neither the scheduler nor
@@ -228,6 +232,7 @@ impl Fingerprint for SchedulingSpec {
             (k, &v.0).hash(h);
         }
         self.priority_class_name.hash(h);
+        self.priority.hash(h);
         self.scheduler_name.hash(h);
         self.scheduling_gates.hash(h);
         self.topology_spread_constraints.fingerprint(h);
@@ -363,6 +368,8 @@ impl<'de> Deserialize<'de> for PodSpec {
             #[serde(default)]
             priority_class_name: Option<String>,
             #[serde(default)]
+            priority: Option<i32>,
+            #[serde(default)]
             scheduler_name: Option<String>,
             #[serde(default, deserialize_with = "null_default")]
             scheduling_gates: Vec<Gate>,
@@ -389,6 +396,7 @@ impl<'de> Deserialize<'de> for PodSpec {
                 overhead: r.overhead,
                 resources: r.resources.filter(|r| !r.requests.is_empty()),
                 priority_class_name: r.priority_class_name,
+                priority: r.priority,
                 scheduler_name: r.scheduler_name,
                 scheduling_gates: r.scheduling_gates.into_iter().map(|g| g.name).collect(),
                 topology_spread_constraints: r.topology_spread_constraints,

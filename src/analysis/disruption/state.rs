@@ -109,6 +109,17 @@ pub fn workload_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c
     })
 }
 
+/// Whether Karpenter counts a node as empty: none of its workload pods costs anything to
+/// evict (v1.14.1 `Candidate.IsEmpty`). Most pods cost 1; one of very low priority or
+/// deletion cost costs nothing, and a node of only such pods is deleted as empty.
+pub fn karpenter_empty(c: &Cluster, node: &str) -> bool {
+    use crate::karpenter::eviction;
+    eviction::empty(workload_pods(c, node).map(|p| {
+        let deletion_cost = p.metadata.annotations.get(crate::model::POD_DELETION_COST);
+        eviction::cost(deletion_cost.map(String::as_str), p.spec.priority)
+    }))
+}
+
 /// Pods still active on a node: not finished, not being deleted.
 pub fn active_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
     c.pods_on(node).filter(|p| p.active())
@@ -498,7 +509,7 @@ pub fn node_disruption_at(
 
     let drift = condition(claim_conds, "Drifted").filter(|d| d.is_true());
     let consolidatable = is_true(claim_conds, "Consolidatable");
-    let empty = workload_pods(c, &node.metadata.name).next().is_none();
+    let empty = karpenter_empty(c, &node.metadata.name);
     // Karpenter counts consolidateAfter from the last pod event, else from initialization
     // (v1.14.1 nodeclaim/disruption): a node not initialized, or without a claim, is not
     // on that clock at all.
@@ -540,9 +551,14 @@ pub fn node_disruption_at(
         });
     }
     if empty && consolidatable {
+        let pods = workload_pods(c, &node.metadata.name).count();
         wants.push(Want {
             reason: WantReason::Empty,
-            message: "empty and consolidatable".into(),
+            message: if pods == 0 {
+                "empty and consolidatable".into()
+            } else {
+                format!("empty and consolidatable (its {pods} pod(s) cost nothing to evict: priority or pod-deletion-cost low enough)")
+            },
         });
     }
     // An underused node is considered for consolidation where the policy allows it (kept
@@ -931,6 +947,38 @@ status: {{phase: Running}}
         // A terminating pod has gone, unless a StatefulSet's: its successor waits for it.
         assert!(with(&(owner("apps/v1", "ReplicaSet") + deleting)));
         assert!(!with(&(owner("apps/v1", "StatefulSet") + deleting)));
+    }
+
+    #[test]
+    fn a_node_whose_pods_cost_nothing_to_evict_is_empty_as_karpenter_counts_it() {
+        let with = |pod_meta: &str, spec: &str| {
+            state_of(&format!(
+                r#"
+apiVersion: v1
+kind: Node
+metadata: {{name: n1, labels: {{karpenter.sh/nodepool: default}}}}
+status: {{conditions: [{{type: Ready, status: "True"}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p-0, namespace: shop{pod_meta}}}
+spec: {{nodeName: n1{spec}}}
+status: {{phase: Running}}
+"#
+            ))
+            .empty
+        };
+        let cost = |c: &str| format!(", annotations: {{controller.kubernetes.io/pod-deletion-cost: \"{c}\"}}");
+        assert!(!with("", ""));
+        // Priority -2^25 takes the base cost of 1 to 0; one more and it costs something.
+        assert!(with("", ", priority: -33554432"));
+        assert!(!with("", ", priority: -33554431"));
+        // So does a deletion cost of -2^27, and any lower.
+        assert!(with(&cost("-134217728"), ""));
+        assert!(with(&cost("-2147483647"), ""));
+        assert!(!with(&cost("-1000"), ""));
+        // One Go cannot read is ignored.
+        assert!(!with(&cost("-1e999"), ""));
     }
 
     #[test]
