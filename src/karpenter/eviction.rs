@@ -15,13 +15,8 @@ pub fn cost(deletion_cost: Option<&str>, priority: Option<i32>) -> f64 {
     if let Some(p) = priority {
         cost += f64::from(p) / 2f64.powi(25);
     }
-    if cost < -10.0 {
-        -10.0
-    } else if cost > 10.0 {
-        10.0
-    } else {
-        cost
-    }
+    // f64::clamp keeps a NaN, as Go's lo.Clamp does.
+    cost.clamp(-10.0, 10.0)
 }
 
 /// Whether pods of these costs leave their node empty to Karpenter: the base cost of a
