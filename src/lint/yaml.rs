@@ -162,6 +162,22 @@ impl Node {
         }
     }
 
+    /// A boolean as kubectl and Helm read one: they convert YAML with `sigs.k8s.io/yaml`,
+    /// which keeps YAML 1.1's words, so a plain `yes`, `on` or `y` is true and `no`, `off`
+    /// or `n` false, where YAML 1.2 (and this parser) reads them as strings. A quoted
+    /// `"yes"` reads the same here: the parser does not say how a scalar was written.
+    pub fn as_bool_yaml11(&self) -> Option<bool> {
+        match &self.value {
+            Value::Bool(b) => Some(*b),
+            Value::Str(s) => match s.as_str() {
+                "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+                "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// A scalar as text, whatever YAML type it resolved to (`nodes: 0` reads as "0").
     pub fn scalar_text(&self) -> Option<String> {
         match &self.value {

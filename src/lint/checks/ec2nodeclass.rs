@@ -66,16 +66,20 @@ pub(super) fn ec2nodeclass(o: &Obj) -> Vec<Hit> {
                 .and_then(Node::scalar_text)
                 .unwrap_or_else(|| "a block device".into());
             let encrypted = ebs.value.get("encrypted");
-            let ok = encrypted
-                .and_then(Node::scalar_text)
-                .is_some_and(|v| v == "true");
+            let ok = encrypted.and_then(Node::as_bool_yaml11) == Some(true);
             if !ok {
                 let (line, what) = match encrypted {
-                    Some(_) => (
+                    Some(v) => (
                         ebs.value.key_line(&["encrypted"]).unwrap_or(ebs.line),
-                        "sets encrypted: false",
+                        match v.scalar_text() {
+                            Some(t) if v.as_bool_yaml11().is_some() => {
+                                format!("sets encrypted: {t}")
+                            }
+                            Some(t) => format!("sets encrypted to {t:?}, which is not a boolean"),
+                            None => "sets encrypted to something that is not a boolean".into(),
+                        },
                     ),
-                    None => (ebs.line, "does not set encrypted"),
+                    None => (ebs.line, "does not set encrypted".into()),
                 };
                 out.push(hit(
                     "ebs-not-encrypted",
