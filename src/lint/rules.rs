@@ -36,7 +36,7 @@ pub const RULES: &[Rule] = &[
         id: "deprecated-api-version",
         severity: Severity::Critical,
         summary: "A Karpenter object uses a removed API (v1beta1, v1alpha5, Provisioner, AWSNodeTemplate)",
-        why: "Karpenter v1.1 and later serve NodePool and NodeClaim only as karpenter.sh/v1 and EC2NodeClass only as karpenter.k8s.aws/v1. A v1beta1 NodePool or EC2NodeClass, and the v1alpha5 Provisioner, v1alpha1 AWSNodeTemplate and Machine kinds, are rejected by the API server or silently ignored. NodeOverlay is the exception: it is served only as karpenter.sh/v1alpha1, which is current and passes.",
+        why: "Karpenter v1.1 and later serve NodePool and NodeClaim only as karpenter.sh/v1 and EC2NodeClass only as karpenter.k8s.aws/v1. A v1beta1 NodePool or EC2NodeClass, and the v1alpha5 Provisioner, v1alpha1 AWSNodeTemplate and Machine kinds, are rejected by the API server or silently ignored. NodeOverlay is the exception: it is served only as karpenter.sh/v1alpha1, which is current and passes; any other version of it, karpenter.sh/v1 included, has never been served.",
         fix: "Migrate to v1: Provisioner becomes a karpenter.sh/v1 NodePool, AWSNodeTemplate becomes a karpenter.k8s.aws/v1 EC2NodeClass, and a v1beta1 NodePool/EC2NodeClass moves to v1 (nodeClassRef gains group and kind, expireAfter moves into spec.template.spec, consolidationPolicy WhenUnderutilized becomes WhenEmptyOrUnderutilized).",
         offline: None,
         bad: "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata:\n  name: default\n",

@@ -158,8 +158,22 @@ fn deprecated(o: &Obj) -> Option<Hit> {
     let current_alpha = o.group() == GROUP && o.kind == "NodeOverlay" && o.version() == "v1alpha1";
     let old_version = !current_alpha && matches!(o.version(), "v1beta1" | "v1alpha5" | "v1alpha1");
     let old_kind = matches!(o.kind, "Provisioner" | "AWSNodeTemplate" | "Machine");
-    if !karpenter || !(old_version || old_kind) {
+    // Any other version of it (karpenter.sh/v1 included) has never been served.
+    let unserved_overlay = o.group() == GROUP && o.kind == "NodeOverlay" && !current_alpha;
+    if !karpenter || !(old_version || old_kind || unserved_overlay) {
         return None;
+    }
+    if unserved_overlay {
+        return Some(Hit {
+            rule: "deprecated-api-version",
+            file: o.file,
+            line: o.node.key_line(&["apiVersion"]).unwrap_or(o.node.line),
+            message: format!(
+                "{} uses {} NodeOverlay, which Karpenter does not serve (the API server rejects it): use karpenter.sh/v1alpha1, the only version NodeOverlay is served as",
+                o.display(),
+                o.api_version
+            ),
+        });
     }
     let to = match o.kind {
         "Provisioner" => "a karpenter.sh/v1 NodePool",

@@ -21,6 +21,10 @@ fn node_overlay_is_current_at_v1alpha1() {
     let h = hits(node_pool, "deprecated-api-version");
     assert_eq!(h.len(), 1);
     assert_eq!(h[0].severity, Severity::Critical);
+    // No other version of NodeOverlay has ever been served, karpenter.sh/v1 included.
+    let h = hits(&overlay.replace("v1alpha1", "v1"), "deprecated-api-version");
+    assert_eq!(h.len(), 1);
+    assert!(h[0].message.contains("does not serve"), "{}", h[0].message);
 }
 
 fn node_class(alias: &str) -> String {
