@@ -226,7 +226,7 @@ pub const RULES: &[Rule] = &[
         id: "do-not-disrupt-without-grace-period",
         severity: Severity::Warning,
         summary: "Pods annotated karpenter.sh/do-not-disrupt: \"true\" may land on a NodePool without terminationGracePeriod",
-        why: "A do-not-disrupt pod blocks voluntary disruption of its node indefinitely: drift (AMI and config updates) and consolidation never happen while it runs. A NodePool terminationGracePeriod bounds that: drift proceeds anyway and the pod is deleted when the grace period ends.",
+        why: "A do-not-disrupt pod holds its node for as long as it runs: a drifted node (AMI and config updates) is never replaced, and an expired node, which Karpenter deletes anyway, waits in its drain for the pod for ever. A terminationGracePeriod on the NodeClaim bounds both: drift goes ahead, and the pod is deleted when the period ends. Consolidation stays held whatever the period. A NodeClaim keeps the period it was created with, so setting it on the NodePool helps the nodes created after.",
         fix: "Set spec.template.spec.terminationGracePeriod (e.g. 24h) on the NodePools these pods can run on, or give the annotation a duration (Karpenter v1.12+, e.g. \"4h\").",
         offline: Some("kelp checks Pods and the pod templates of Deployments, StatefulSets, ReplicaSets, DaemonSets, Jobs and CronJobs against the NodePools in the linted set whose taints and requirements admit them; with no NodePool in the set it says nothing."),
         bad: "# Deployment\n  template:\n    metadata:\n      annotations:\n        karpenter.sh/do-not-disrupt: \"true\"\n# NodePool without spec.template.spec.terminationGracePeriod\n",

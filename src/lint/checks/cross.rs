@@ -217,9 +217,9 @@ pub(super) fn do_not_disrupt(pools: &[Pool], workloads: &[(&Obj, &Node)]) -> Vec
         let Ok(terms) = pod_terms(&spec, provider) else {
             continue;
         };
+        // Static pools too: their drift (StaticDrift) is held by the pod the same way.
         let exposed: BTreeSet<String> = pools
             .iter()
-            .filter(|p| !p.is_static)
             .filter(|p| {
                 p.tspec
                     .and_then(|s| s.get("terminationGracePeriod"))
@@ -241,7 +241,7 @@ pub(super) fn do_not_disrupt(pools: &[Pool], workloads: &[(&Obj, &Node)]) -> Vec
             file: o.file,
             line: template.anchor(&path),
             message: format!(
-                "{}'s pods are karpenter.sh/do-not-disrupt: \"true\" and can run on NodePool{} {}, which set{} no terminationGracePeriod: their nodes can never be drifted or consolidated; set spec.template.spec.terminationGracePeriod there, or give the annotation a duration",
+                "{}'s pods are karpenter.sh/do-not-disrupt: \"true\" and can run on NodePool{} {}, which set{} no terminationGracePeriod: while one runs, its node is never replaced when drifted, and when it expires its drain waits for the pod for ever; set spec.template.spec.terminationGracePeriod there (it applies to nodes created after), or give the annotation a duration",
                 o.display(),
                 if exposed.len() == 1 { "" } else { "s" },
                 list(&exposed, 5),

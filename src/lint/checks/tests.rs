@@ -145,3 +145,13 @@ fn balanced_consolidation_churns_on_a_short_consolidate_after_too() {
     let empty = "  disruption:\n    consolidationPolicy: WhenEmpty\n    consolidateAfter: 30s\n";
     assert!(hits(&node_pool(empty, ON_DEMAND), rule).is_empty());
 }
+
+#[test]
+fn a_static_pool_without_a_grace_period_is_exposed_to_do_not_disrupt_pods_too() {
+    // StaticDrift holds a node for a do-not-disrupt pod as Drift does (v1.14.1
+    // disruption/staticdrift.go goes through the same candidate checks).
+    let text = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: fixed\nspec:\n  replicas: 3\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: batch\n  annotations:\n    karpenter.sh/do-not-disrupt: \"true\"\nspec:\n  containers: [{name: c, image: busybox}]\n";
+    let h = hits(text, "do-not-disrupt-without-grace-period");
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert!(h[0].message.contains("fixed"), "{}", h[0].message);
+}
