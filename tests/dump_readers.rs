@@ -4,7 +4,8 @@
 //! `RawValue`) on the small benchmark dump `bench/gen-dump.py` writes with the parameters
 //! below; when the analysis itself changes, they are rewritten from `kelp doctor` on that
 //! dump (the consolidation answer added one `consolidation-blocked` finding; a pending pod's
-//! summary now quotes only the first three of Karpenter's reasons). The dump is generated
+//! summary now quotes only the first three of Karpenter's reasons; an expired NodeClaim not
+//! yet deleting is held by nothing, as Karpenter's expiry deletes it at once). The dump is generated
 //! here, compact and with kubectl's indentation, then read mapped, streamed from stdin,
 //! gzipped (as a file, in a folder and on stdin). A mapped file has the parts replicas
 //! share read once per distinct text (src/model/memo.rs); a stream parses each.

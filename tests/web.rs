@@ -892,8 +892,24 @@ async fn blockers_amis_prices_and_capacity_are_named() {
         "data-consolidation",
     );
     assert!(reasons.iter().any(|r| r == "candidate"), "{reasons:?}");
-    // Held by blockers: the blockers' badge says so, once.
-    assert!(!reasons.iter().any(|r| r == "blocked"), "{reasons:?}");
+    // Held by blockers: the blockers' badge says so, once. A node whose drift goes ahead
+    // (its NodeClaim's terminationGracePeriod) has no blockers' badge: its consolidation
+    // badge says what holds consolidation.
+    assert!(reasons.iter().any(|r| r == "blocked"), "{reasons:?}");
+    for row in h.select(&sel("#nodeclaims tr.claim")) {
+        let consol = row
+            .select(&sel(".badge.consol"))
+            .filter_map(|b| b.value().attr("data-consolidation"))
+            .collect::<Vec<_>>();
+        if consol.contains(&"blocked") {
+            assert_eq!(
+                row.select(&sel(".badge.blocked")).count(),
+                0,
+                "{}",
+                row.html()
+            );
+        }
+    }
 
     for t in attrs(&h, "#nodeclaims tr.claim .badge.consol", "title") {
         assert!(!t.is_empty());

@@ -158,7 +158,13 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
         ));
     }
     if state.blockers.is_empty() {
-        out.push_str("Nothing blocks disruption.\n");
+        out.push_str(if state.deleting {
+            "Nothing blocks it: Karpenter is deleting it.\n"
+        } else if state.expired {
+            "Nothing blocks disruption: Karpenter deletes a NodeClaim as soon as it expires (if this one is not deleted soon, is Karpenter running, and does it manage its nodeClassRef?).\n"
+        } else {
+            "Nothing blocks disruption.\n"
+        });
     } else {
         out.push_str(&format!("\n{}\n", s.bold("Blockers")));
         for b in &state.blockers {
@@ -267,7 +273,7 @@ fn unblock(b: &Blocker) -> String {
         .unwrap_or_default();
     match b.kind {
         BlockerKind::DoNotDisruptPod => format!(
-            "pod {ns}/{name}: let it finish, or remove the annotation (kubectl annotate pod -n {ns} {name} karpenter.sh/do-not-disrupt-); a NodePool terminationGracePeriod lets drift proceed anyway"
+            "pod {ns}/{name}: let it finish, or remove the annotation (kubectl annotate pod -n {ns} {name} karpenter.sh/do-not-disrupt-); a NodePool's terminationGracePeriod lets drift and expiry go ahead anyway, but only on nodes created after it is set (a NodeClaim keeps the one it was created with)"
         ),
         BlockerKind::DoNotDisruptNode => format!("remove the node annotation: kubectl annotate node {name} karpenter.sh/do-not-disrupt-"),
         BlockerKind::Pdb => format!("PDB {ns}/{name} allows no disruption: scale the workload up or relax minAvailable/maxUnavailable"),

@@ -101,7 +101,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
                         ago(ctx.now, at),
                         s.age.clone().unwrap_or_default(),
                         s.expire_after.clone().unwrap_or_default(),
-                        blockers_suffix(&s.blockers)
+                        expired_suffix(s)
                     ),
                 )
                 .pool(s.nodepool.as_deref())
@@ -113,17 +113,19 @@ pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
     for claim in c.nodeclaims.values() {
         if let Some(d) = condition(&claim.status.conditions, "Drifted").filter(|d| d.is_true()) {
             let reason = d.reason.clone().unwrap_or_else(|| "Drifted".into());
+            let pool = claim_pool(c, &claim.metadata.name);
             out.push(Arc::new(
                 Finding::new(
                     Code::NodeclaimDrifted,
                     Severity::Info,
                     ObjectRef::of(ObjectKind::NodeClaim, &claim.metadata),
                     format!(
-                        "Drifted ({reason}){}; Karpenter replaces it as budgets and blockers allow",
-                        d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.now, t))).unwrap_or_default()
+                        "Drifted ({reason}){}; {}",
+                        d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.now, t))).unwrap_or_default(),
+                        drift_outcome(c, claim, pool.as_deref())
                     ),
                 )
-                .pool(claim_pool(c, &claim.metadata.name).as_deref())
+                .pool(pool.as_deref())
                 .since(d.last_transition_time)
                 .details(serde_json::json!({"reason": reason, "since": d.last_transition_time, "node": claim.status.node_name})),
             ));
@@ -158,6 +160,45 @@ fn blocked(s: &Arc<NodeDisruption>) -> Finding {
     .pool(s.nodepool.as_deref())
     .since(s.drifted_since.or(s.expires_at))
     .details(BlockedDetails(s.clone()))
+}
+
+/// What comes of a drifted NodeClaim (v1.14.1): one being deleted keeps the condition it
+/// had, and is going anyway; drift cannot take one whose NodePool is gone, nor one without
+/// a Node (Karpenter's liveness deletes that if it does not register in 15 minutes).
+fn drift_outcome(c: &Cluster, claim: &NodeClaim, pool: Option<&str>) -> String {
+    if claim.metadata.deletion_timestamp.is_some() {
+        return "Karpenter is already deleting it".into();
+    }
+    match pool {
+        Some(p) if !c.nodepools.contains_key(p) => {
+            return format!("its NodePool {p} is gone, so drift will not replace it: delete the NodeClaim to replace it")
+        }
+        None => return "it names no NodePool, so drift will not replace it".into(),
+        _ => {}
+    }
+    if claim
+        .status
+        .node_name
+        .as_deref()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        return "it has no Node yet, and drift replaces only nodes: Karpenter deletes it if it does not register within 15 minutes".into();
+    }
+    "Karpenter replaces it as budgets and blockers allow".into()
+}
+
+/// Why an expired node is still here. Karpenter deletes an expired NodeClaim at once,
+/// whatever holds other disruption (v1.14.1 `nodeclaim/expiration`): one not deleted says
+/// its expiration did not act; one deleting is held by its drain, or past it.
+fn expired_suffix(s: &NodeDisruption) -> String {
+    if !s.deleting {
+        return ": Karpenter has not deleted its NodeClaim, which it does as soon as it expires: is Karpenter running, and does it manage the NodeClaim's nodeClassRef?".into();
+    }
+    if s.blockers.is_empty() {
+        return ": its NodeClaim is being deleted and no pod holds the drain: look at the NodeClaim's finalizers, the instance's termination and volume detachment".into();
+    }
+    blockers_suffix(&s.blockers)
 }
 
 fn blockers_suffix(blockers: &[Blocker]) -> String {
@@ -205,7 +246,11 @@ fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
             Severity::Warning,
             ObjectRef::cluster(ObjectKind::Node, &s.node),
             format!(
-                "Empty (no pods but DaemonSets) for {}, past consolidateAfter {} + 5m, and still here{}",
+                "Empty ({}) for {}, past consolidateAfter {} + 5m, and still here{}",
+                match super::workload_pods(ctx.cluster, &s.node).count() {
+                    0 => "no pods but DaemonSets".to_string(),
+                    n => format!("its {n} pod(s) cost nothing to evict"),
+                },
                 ago(ctx.now, since),
                 d.consolidate_after.as_deref().unwrap_or("0s"),
                 blockers_suffix(&blockers)

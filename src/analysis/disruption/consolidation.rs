@@ -308,7 +308,10 @@ fn decide<'r, 'c: 'r>(
         let mut x = Consolidation::kelp(
             Candidate,
             None,
-            "empty (only DaemonSet pods) and Consolidatable: Karpenter deletes it".into(),
+            match workload_count(c, node) {
+                0 => "empty (only DaemonSet pods) and Consolidatable: Karpenter deletes it".into(),
+                n => format!("empty to Karpenter (its {n} pod(s) cost nothing to evict) and Consolidatable: Karpenter deletes it"),
+            },
         );
         x.savings_per_hour = f.price;
         return with_since(x);

@@ -4,6 +4,7 @@
 //!
 //! By domain:
 //! - [`state`]: each Karpenter node's disruption state and its blockers, once per pass;
+//! - [`blockers`]: what holds a node, per want and per phase, as Karpenter decides it;
 //! - [`budget`]: Karpenter's budget arithmetic and the `budget-blocking` finding;
 //! - [`blocked`]: nodes Karpenter wants gone and has not removed, and drifted NodeClaims;
 //! - [`consolidation`]: why each node is, or is not, consolidated;
@@ -14,6 +15,7 @@
 //! paths such as `crate::analysis::disruption::NodeDisruption` name them here.
 
 pub mod blocked;
+pub mod blockers;
 pub mod budget;
 pub mod consolidation;
 pub mod replace;

@@ -10,14 +10,14 @@ use serde::Serialize;
 
 use super::super::fit::{Reach, Room, RoomCache, Settling};
 use super::super::provisioning::PoolSet;
-use super::super::{ago, capacity, clock::Clock, selector};
+use super::super::{ago, capacity, clock::Clock};
+use super::blockers::{drain_deadline, node_blockers, pod_blockers, Holds, Phase};
 use super::budget::{allowed_of, budget_counts, budget_message, PoolBudgets};
 use super::consolidation::{self, Consolidation, Facts};
 use crate::findings::ObjectRef;
-use crate::karpenter::budgets::{self, DisruptionReason, DoNotDisrupt};
+use crate::karpenter::budgets::DisruptionReason;
 use crate::karpenter::duration::{self, NillableDuration};
 use crate::karpenter::events::{self, BlockerKind, NominationTarget};
-use crate::karpenter::labels;
 use crate::model::shared::FastMap;
 use crate::model::*;
 
@@ -123,19 +123,6 @@ pub fn karpenter_empty(c: &Cluster, node: &str) -> bool {
 /// Pods still active on a node: not finished, not being deleted.
 pub fn active_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
     c.pods_on(node).filter(|p| p.active())
-}
-
-/// Whether a pod tolerates `karpenter.sh/disrupted:NoSchedule` (Karpenter does not evict it).
-fn tolerates_disruption(p: &Pod) -> bool {
-    let taint = k8s_openapi::api::core::v1::Taint {
-        key: "karpenter.sh/disrupted".into(),
-        effect: "NoSchedule".into(),
-        ..Default::default()
-    };
-    p.spec
-        .tolerations
-        .iter()
-        .any(|t| crate::karpenter::taints::tolerates(t, &taint))
 }
 
 /// How long Karpenter keeps a node nominated after it nominates a pod to it: twice its
@@ -361,110 +348,6 @@ impl<'c> NodeInputs<'c> {
     }
 }
 
-/// Pod-level blockers: do-not-disrupt pods and PDBs that allow no disruption.
-fn pod_blockers(c: &Cluster, node: &str, clock: &Clock) -> Vec<Blocker> {
-    let mut out = Vec::new();
-    // Karpenter lets every active pod block with do-not-disrupt, DaemonSet and mirror pods too.
-    for p in active_pods(c, node) {
-        let Some(v) = p.metadata.annotation(labels::DO_NOT_DISRUPT) else {
-            continue;
-        };
-        // The grace period counts from status.startTime; without one a valid value is
-        // still active (an invalid one never is).
-        let since = p.status.start_time;
-        let until = match budgets::pod_do_not_disrupt(v, since.unwrap_or(clock.now()), clock.now())
-        {
-            DoNotDisrupt::Forever => Some(String::new()),
-            DoNotDisrupt::Until(_) | DoNotDisrupt::Elapsed(_) if since.is_none() => {
-                Some(String::new())
-            }
-            DoNotDisrupt::Until(t) => {
-                clock.changes_at(t);
-                Some(format!(
-                    " until {}",
-                    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                ))
-            }
-            DoNotDisrupt::Elapsed(_) | DoNotDisrupt::Invalid => None,
-        };
-        if let Some(until) = until {
-            out.push(Blocker {
-                kind: BlockerKind::DoNotDisruptPod,
-                object: Some(ObjectRef::of(ObjectKind::Pod, &p.metadata)),
-                message: format!(
-                    "pod {} has \"karpenter.sh/do-not-disrupt: {v}\"{until}",
-                    p.metadata.key()
-                ),
-            });
-        }
-    }
-    // PDBs guard the pods Karpenter would evict: not mirror pods, nor pods that tolerate
-    // the disrupted taint.
-    for p in
-        active_pods(c, node).filter(|p| !p.metadata.owned_by("Node") && !tolerates_disruption(p))
-    {
-        let ns = p
-            .metadata
-            .namespace
-            .as_deref()
-            .unwrap_or_default()
-            .to_string();
-        let covering: Vec<&PodDisruptionBudget> = c
-            .pdbs
-            .range((ns.clone(), String::new())..)
-            .take_while(|(k, _)| k.0 == ns)
-            .map(|(_, v)| v)
-            .filter(|pdb| selector::matches(pdb.spec.selector.as_ref(), &p.metadata.labels))
-            .collect();
-        if covering.len() > 1 {
-            let names: Vec<String> = covering.iter().map(|pdb| pdb.metadata.key()).collect();
-            out.push(Blocker {
-                kind: BlockerKind::Pdb,
-                object: Some(ObjectRef::of(ObjectKind::PodDisruptionBudget, &covering[0].metadata)),
-                message: format!("pod {} is covered by several PDBs ({}): eviction does not support multiple PDBs", p.metadata.key(), names.join(", ")),
-            });
-            continue;
-        }
-        // A PDB that always allows unhealthy pods to go does not hold an unready one.
-        let unready = condition(&p.status.conditions, "Ready").is_some_and(|r| r.status == "False");
-        if unready
-            && covering
-                .iter()
-                .any(|pdb| pdb.spec.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow"))
-        {
-            continue;
-        }
-        // A PDB without status counts as allowing none, as the eviction API sees it.
-        for pdb in covering
-            .into_iter()
-            .filter(|pdb| pdb.status.disruptions_allowed.unwrap_or(0) == 0)
-        {
-            let already = out.iter().any(|b| {
-                b.kind == BlockerKind::Pdb
-                    && b.object.as_ref().is_some_and(|o| {
-                        o.name == pdb.metadata.name
-                            && o.namespace.as_deref() == pdb.metadata.namespace.as_deref()
-                    })
-            });
-            if !already {
-                out.push(Blocker {
-                    kind: BlockerKind::Pdb,
-                    object: Some(ObjectRef::of(
-                        ObjectKind::PodDisruptionBudget,
-                        &pdb.metadata,
-                    )),
-                    message: format!(
-                        "PDB {} allows 0 disruptions (it covers pod {})",
-                        pdb.metadata.key(),
-                        p.metadata.key()
-                    ),
-                });
-            }
-        }
-    }
-    out
-}
-
 /// Analyse one node.
 pub fn node_disruption(
     c: &Cluster,
@@ -494,11 +377,14 @@ pub fn node_disruption_at(
         .map(|cl| cl.status.conditions.as_slice())
         .unwrap_or_default();
 
-    // Expiry: the claim's own expireAfter (copied at launch), else the pool template's, else the default.
-    let expire_after = claim
-        .and_then(|cl| cl.spec.expire_after.clone())
-        .or_else(|| pool.and_then(|p| p.spec.template.spec.expire_after.clone()))
-        .unwrap_or_else(|| DEFAULT_EXPIRE_AFTER.to_string());
+    // Expiry: the claim's own expireAfter (copied at launch; the CRD defaults it), as
+    // Karpenter reads it: a pool's change drifts its claims, it does not move their expiry.
+    // A node without a claim never expires; its pool's value is only shown.
+    let expire_after = match claim {
+        Some(cl) => cl.spec.expire_after.clone(),
+        None => pool.and_then(|p| p.spec.template.spec.expire_after.clone()),
+    }
+    .unwrap_or_else(|| DEFAULT_EXPIRE_AFTER.to_string());
     let expires_at = match duration::parse_nillable(&expire_after) {
         Ok(NillableDuration::After(d)) => created.map(|t| t + d),
         _ => None,
@@ -577,102 +463,47 @@ pub fn node_disruption_at(
         });
     }
 
-    let mut blockers = Vec::new();
-    // Expiry deletes the NodeClaim whatever the node-level state: budgets, nominations,
-    // initialisation and the node's own do-not-disrupt do not hold it; only the drain's
-    // pod-level blockers do.
-    let only_expiry = !wants.is_empty() && wants.iter().all(|w| w.reason == WantReason::Expired);
-    // Karpenter makes each NodeClaim a dependent of its NodePool: when the pool is deleted,
-    // the garbage collector deletes the claims that still name it as their owner, within
-    // moments. Only a claim orphaned from its pool (`--cascade=orphan`), or a node with no
-    // claim, is left without one.
-    let removed_with_pool = claim.is_some_and(|cl| {
-        cl.metadata
-            .owner_references
-            .iter()
-            .any(|o| o.kind == "NodePool" && Some(&o.name) == pool_name.as_ref())
-    });
-    // Expiry deletes the claim without reading its pool (v1.14.1 nodeclaim/expiration).
-    if pool.is_none() && !removed_with_pool && !only_expiry {
-        blockers.push(Blocker {
-            kind: BlockerKind::NodepoolMissing,
-            object: pool_name
-                .as_deref()
-                .map(|p| ObjectRef::cluster(ObjectKind::NodePool, p)),
-            message: match &pool_name {
-                Some(p) => format!("NodePool {p} not found"),
-                None => "node has no karpenter.sh/nodepool label".into(),
-            },
-        });
-    }
-    if !only_expiry && claim.is_some() && !is_true(claim_conds, "Initialized") {
-        blockers.push(Blocker {
-            kind: BlockerKind::NotInitialized,
-            object: None,
-            message: "node isn't initialized".into(),
-        });
-    }
-    if !only_expiry && node.metadata.annotation(labels::DO_NOT_DISRUPT) == Some("true") {
-        blockers.push(Blocker {
-            kind: BlockerKind::DoNotDisruptNode,
-            object: Some(ObjectRef::of(ObjectKind::Node, &node.metadata)),
-            message: "the node has \"karpenter.sh/do-not-disrupt: true\"".into(),
-        });
-    }
-    if let Some(pod) = nominations.for_node(node, claim).filter(|_| !only_expiry) {
-        blockers.push(Blocker {
-            kind: BlockerKind::Nominated,
-            message: format!("node is nominated for pending pod {}", pod_key(&pod)),
-            object: Some(pod),
-        });
-    }
-    // Pod-level blockers hold the drain. With a terminationGracePeriod, drift and expiry
-    // (eventual disruption) go ahead anyway, and the wait ends when the period runs out.
-    let tgp = claim.and_then(|cl| cl.spec.termination_grace_period.as_deref());
-    let eventual = !wants.is_empty() && wants.iter().all(|w| w.reason.eventual());
-    let mut held = pod_blockers(c, &node.metadata.name, clock);
-    if let (Some(tgp), true) = (tgp, eventual) {
-        let deleting_since = claim
-            .and_then(|cl| cl.metadata.deletion_timestamp)
-            .or(node.metadata.deletion_timestamp);
-        let note = match (deleting_since, duration::parse_go_duration(tgp)) {
-            (Some(t), Ok(d)) => format!(
-                " (until terminationGracePeriod {tgp} forces it at {})",
-                (t + d).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-            ),
-            _ => format!(" (terminationGracePeriod {tgp} lets Karpenter go ahead anyway)"),
-        };
-        held.iter_mut().for_each(|b| b.message.push_str(&note));
-    }
-    blockers.extend(held);
-    // A node Karpenter is already deleting waits for no budget: it was chosen (or expired)
-    // already, and counts only against the others' (seen on the real controller: an
-    // expired claim, replaced and deleted, is no budget's to hold).
+    // What holds it, as Karpenter decides it per want and per phase (see [`blockers`]).
     let deleting = node.metadata.deletion_timestamp.is_some()
         || claim.is_some_and(|cl| cl.metadata.deletion_timestamp.is_some());
-    if let (Some(p), false) = (pool, deleting) {
-        for w in &wants {
-            // Underutilized is judged by Karpenter's consolidation itself, not here.
-            let Some(reason) = w
-                .reason
-                .budget()
-                .filter(|r| *r != DisruptionReason::Underutilized)
-            else {
-                continue;
-            };
-            let allowed = allowed_of(inputs.budget_counts(c, &p.metadata.name), p, reason, now);
-            if allowed.allowed == 0 {
-                blockers.push(Blocker {
-                    kind: BlockerKind::Budget,
-                    object: Some(ObjectRef::of(ObjectKind::NodePool, &p.metadata)),
-                    message: budget_message(&p.metadata.name, reason, &allowed),
-                });
-            }
-        }
-    }
+    let phase = if deleting {
+        Phase::Deleting
+    } else if node.tainted_disrupted() {
+        Phase::Queued
+    } else {
+        Phase::Candidate
+    };
+    let holds = Holds {
+        node: node_blockers(
+            c,
+            node,
+            claim,
+            pool_name.as_deref(),
+            nominations.for_node(node, claim),
+        ),
+        pods: pod_blockers(c, &node.metadata.name, clock),
+        grace_period: claim.and_then(|cl| cl.spec.termination_grace_period.clone()),
+        deadline: claim.and_then(drain_deadline),
+    };
+    let budget = |reason: WantReason| -> Option<Blocker> {
+        // Underutilized is judged by Karpenter's consolidation itself, not here.
+        let reason = reason
+            .budget()
+            .filter(|r| *r != DisruptionReason::Underutilized)?;
+        let p = pool?;
+        let allowed = allowed_of(inputs.budget_counts(c, &p.metadata.name), p, reason, now);
+        (allowed.allowed == 0).then(|| Blocker {
+            kind: BlockerKind::Budget,
+            object: Some(ObjectRef::of(ObjectKind::NodePool, &p.metadata)),
+            message: budget_message(&p.metadata.name, reason, &allowed),
+        })
+    };
+    let mut blockers = holds.for_wants(&wants, phase, clock, &budget);
     // What kelp cannot compute itself (e.g. "Not all pods would schedule": the pods have
     // nowhere to go), taken from Karpenter's own recent event.
-    if blockers.is_empty() && !wants.is_empty() {
+    // Expiry is held by nothing of Karpenter's disruption: not by its event either.
+    let expiring = wants.iter().any(|w| w.reason == WantReason::Expired);
+    if blockers.is_empty() && !wants.is_empty() && phase == Phase::Candidate && !expiring {
         if let Some(m) = &blocked_event {
             let parsed = events::parse_disruption_blocked(m);
             if parsed.kind == BlockerKind::Other && !m.to_lowercase().contains("deleting") {
@@ -685,6 +516,10 @@ pub fn node_disruption_at(
         }
     }
 
+    // Consolidation (and emptiness) is graceful: the node-level and pod-level blockers hold
+    // it whatever the phase's wants.
+    let consolidation_blockers: Vec<Blocker> =
+        holds.node.iter().chain(&holds.pods).cloned().collect();
     let budget_counts = pool_name
         .as_deref()
         .map(|p| inputs.budget_counts(c, p))
@@ -698,7 +533,7 @@ pub fn node_disruption_at(
             empty,
             consolidatable,
             deleting,
-            blockers: &blockers,
+            blockers: &consolidation_blockers,
             events: &events,
             budget_counts,
             price: capacity::node_price(c, node),
@@ -732,13 +567,6 @@ pub fn node_disruption_at(
         empty_since: empty.then_some(empty_since).flatten(),
         drifted_since: drift.and_then(|d| d.last_transition_time),
         blocked_event,
-    }
-}
-
-fn pod_key(o: &ObjectRef) -> String {
-    match &o.namespace {
-        Some(ns) => format!("{ns}/{}", o.name),
-        None => o.name.clone(),
     }
 }
 
@@ -795,7 +623,7 @@ status: {conditions: [{type: Ready, status: "True"}]}
 ---
 apiVersion: karpenter.sh/v1
 kind: NodeClaim
-metadata: {name: default-a, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: default}}
+metadata: {name: default-a, creationTimestamp: "2026-11-01T00:00:00Z", labels: {karpenter.sh/nodepool: default}}
 spec: {expireAfter: 720h}
 status:
   nodeName: n1
@@ -968,7 +796,9 @@ status: {{phase: Running}}
             ))
             .empty
         };
-        let cost = |c: &str| format!(", annotations: {{controller.kubernetes.io/pod-deletion-cost: \"{c}\"}}");
+        let cost = |c: &str| {
+            format!(", annotations: {{controller.kubernetes.io/pod-deletion-cost: \"{c}\"}}")
+        };
         assert!(!with("", ""));
         // Priority -2^25 takes the base cost of 1 to 0; one more and it costs something.
         assert!(with("", ", priority: -33554432"));

@@ -503,15 +503,12 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
             }
         } else if let Some(deleted) = m.deletion_timestamp {
             // Expiry deletes the NodeClaim directly (no DisruptionReason in v1).
+            // The claim's own (the CRD defaults it), never its pool's: a pool's change
+            // drifts its claims rather than changing when they expire.
             let expire_after = claim
                 .spec
                 .expire_after
                 .clone()
-                .or_else(|| {
-                    c.nodepools
-                        .get(&name().1)
-                        .and_then(|p| p.spec.template.spec.expire_after.clone())
-                })
                 .unwrap_or_else(|| crate::analysis::disruption::DEFAULT_EXPIRE_AFTER.into());
             let expired = match (
                 duration::parse_nillable(&expire_after),
