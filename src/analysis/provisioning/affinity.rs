@@ -291,18 +291,26 @@ impl ZoneAffinity {
             candidates.iter().copied().collect::<Vec<_>>().join(", ")
         };
         let why = || {
-            let reasons: Vec<String> = self
+            let excluding: Vec<&Rule> = self
                 .rules
                 .iter()
                 .filter(|r| {
-                    candidates
-                        .iter()
-                        .any(|z| r.leaves(Some(z), term) != Left::Yes)
+                    candidates.is_empty()
+                        || candidates
+                            .iter()
+                            .any(|z| r.leaves(Some(z), term) != Left::Yes)
                 })
-                .map(|r| r.explain())
                 .collect();
+            let affinity = excluding.iter().any(|r| r.kind == Kind::Affinity);
+            let anti = excluding.iter().any(|r| r.kind != Kind::Affinity);
+            let kind = match (affinity, anti) {
+                (true, true) => "pod affinity and anti-affinity",
+                (true, false) => "pod affinity",
+                _ => "pod anti-affinity",
+            };
+            let reasons: Vec<String> = excluding.iter().map(|r| r.explain()).collect();
             format!(
-                "pod affinity on {} leaves no zone the pool allows ({allowed}): {}",
+                "{kind} on {} leaves no zone the pool allows ({allowed}): {}",
                 labels::ZONE,
                 reasons.join("; ")
             )
