@@ -685,7 +685,6 @@ mod tests {
         );
         // A zone the pod's own node term keeps out does not count.
         let ab = format!("{affinity}, nodeSelector: {{topology.kubernetes.io/zone: a}}");
-        let ab = ab.replacen("affinity: {", "affinity: {", 1);
         assert_eq!(
             verdict("a, b", "", &in_c, "app: db", &ab).0,
             Verdict::Compatible
