@@ -484,6 +484,55 @@ fn a_relabelled_peer_reaches_the_zone_counts() {
     assert_eq!(inc, full);
 }
 
+/// Zone anti-affinity reads the running pods: `loner` keeps out of `anchor`'s zone, the
+/// only one its pool allows, and relabelling the anchor out of its term frees the zone. A
+/// pod started in another namespace whose anti-affinity selects `clingy` (which has no
+/// zone term of its own, nor spread) keeps it out of that zone, though clingy did not
+/// change. The incremental pass follows each step.
+#[test]
+fn zone_anti_affinity_follows_the_running_pods() {
+    let (mut c, now) = real();
+    let key = ("cap-topology".to_string(), "anchor".to_string());
+    let verdict = |p: &analysis::Pass, pod: &str| {
+        let d = p.diagnosis("cap-topology", pod).expect("pending");
+        let v = d
+            .nodepools
+            .iter()
+            .find(|v| v.name == "cap-topology")
+            .unwrap();
+        serde_json::to_string(&**v).unwrap()
+    };
+    let mut engine = Incremental::default();
+    let pass = analysis::run_incremental(&c, now, &mut engine);
+    let before = verdict(&pass, "loner");
+    assert!(before.contains("cap-topology/anchor"), "{before}");
+    let clingy = verdict(&pass, "clingy");
+    assert!(clingy.contains(r#""source":"event""#), "{clingy}");
+    // The anchor leaves loner's selection.
+    let mut p = c.pods[&key].clone();
+    p.metadata.labels = Default::default();
+    c.apply_pod(p);
+    let freed = verdict(&analysis::run_incremental(&c, now, &mut engine), "loner");
+    assert_eq!(freed, verdict(&analysis::run(&c, now), "loner"));
+    assert_ne!(freed, before, "the anchor's labels decide it");
+    // A pod beside the anchor keeps pods labelled app=clingy, in every namespace, out of
+    // its zone.
+    let node = c.pods[&key].spec.node_name.clone().unwrap();
+    c.apply_pod(probe(
+        "guard",
+        &node,
+        "1m",
+        "guard",
+        Some("{matchLabels: {app: clingy}}"),
+    ));
+    let closed = verdict(&analysis::run_incremental(&c, now, &mut engine), "clingy");
+    assert_eq!(closed, verdict(&analysis::run(&c, now), "clingy"));
+    assert!(
+        closed.contains("of running pods") && closed.contains("default/guard"),
+        "{closed}"
+    );
+}
+
 /// A node whose pods fit on no other node prices a replacement from the first pool that
 /// takes them all, so it reads every pool: a pool added ahead of its own changes its
 /// answer, and the incremental pass follows. The nodes of other pools that priced

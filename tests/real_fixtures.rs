@@ -590,6 +590,42 @@ fn first_category(pod: &str, pool: &str) -> &'static str {
         .unwrap_or("")
 }
 
+/// The pods with required pod affinity and anti-affinity: Karpenter rejected `loner` on its
+/// pool for its zone anti-affinity against `anchor` (the pool's one zone, test-zone-a, is
+/// anchor's), and kelp judges that itself, naming the pod and the zone; `clingy`'s affinity
+/// is on the hostname, which kelp does not judge (Karpenter may place the pods it selects,
+/// pending in one batch, on one new node): kelp says unknown and Karpenter's event settles it.
+#[test]
+fn kelp_judges_zone_anti_affinity_as_karpenter_did_and_leaves_hostname_affinity_to_its_event() {
+    let pool = |pod: &str| {
+        verdicts(pod)
+            .iter()
+            .find(|v| v["name"] == "cap-topology")
+            .unwrap_or_else(|| panic!("{pod}: no verdict for cap-topology"))
+    };
+    let loner = pool("cap-topology/loner");
+    assert_eq!(loner["verdict"], "rejected", "{loner:#}");
+    assert_eq!(loner["source"], "kelp", "{loner:#}");
+    assert_eq!(loner["eventAgrees"], true, "{loner:#}");
+    let why = loner["reasons"][0]["message"].as_str().unwrap();
+    assert!(
+        why.starts_with("pod anti-affinity on topology.kubernetes.io/zone")
+            && why.contains("test-zone-a: 1 (cap-topology/anchor)"),
+        "{why}"
+    );
+    // Karpenter's own words for the same: the zone's count of pods the term selects.
+    let event = msg(event_about("FailedScheduling", "Pod", "cap-topology/loner"));
+    assert!(
+        event.contains(
+            "pod anti-affinity, key=topology.kubernetes.io/zone (counts = test-zone-a: 1"
+        ),
+        "{event}"
+    );
+    let clingy = pool("cap-topology/clingy");
+    assert_eq!(clingy["verdict"], "rejected", "{clingy:#}");
+    assert_eq!(clingy["source"], "event", "{clingy:#}");
+}
+
 #[test]
 fn doctor_reports_every_pending_pod_with_karpenter_s_event() {
     let pending = findings("pod-unschedulable");

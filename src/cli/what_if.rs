@@ -20,6 +20,7 @@ use anyhow::Context as _;
 use serde::Serialize;
 
 use super::output::{self, AnswerFormat, Format, Style};
+use crate::analysis::provisioning::affinity::ZoneAffinity;
 use crate::analysis::provisioning::{
     evaluate, pod_requests, pod_terms, PoolInfo, PoolSet, PoolVerdict, Reason, Verdict,
 };
@@ -186,8 +187,10 @@ pub fn answer(pools: &PoolSet, kind: &str, name: &str, pod: &Pod) -> PodAnswer {
         .ordered
         .iter()
         .map(|p| {
-            // A manifest has no peers to spread against: zone spread cannot refuse it.
-            let mut verdict = evaluate(p, &pod.spec, &requests, &terms, &[]);
+            // A manifest has no peers to spread against: zone spread cannot refuse it, and
+            // its zone affinity terms are not judged (`offline`).
+            let affinity = ZoneAffinity::offline(&pod.spec);
+            let mut verdict = evaluate(p, &pod.spec, &requests, &terms, &[], &affinity);
             // Without a catalogue nothing says an instance type holds the pod, nor offers
             // what it asks: never "compatible" for what was not checked.
             if verdict.verdict == Verdict::Compatible && pools.catalog.is_none() {

@@ -428,6 +428,13 @@ impl Cluster {
         o.forget_well_known();
         self.shared.node(&mut o);
         let name = o.metadata.name.clone();
+        let zone_moved = self
+            .nodes
+            .get(&name)
+            .is_none_or(|old| old.zone() != o.zone());
+        if zone_moved && self.runs_guards(&name) {
+            self.stamps.touch_guards();
+        }
         self.unindex_node(&name);
         self.stamps.touch_node(&name);
         if let Some(pool) = Self::pool_of(&o.metadata.labels) {
@@ -438,7 +445,15 @@ impl Cluster {
         }
         self.nodes.insert(name, o);
     }
+    /// Whether a pod with required anti-affinity on a key other than the hostname is
+    /// bound to node `name` (its zone is then what pending pods' verdicts read).
+    fn runs_guards(&self, name: &str) -> bool {
+        self.pods_on(name).any(|p| p.spec.guards())
+    }
     pub fn delete_node(&mut self, name: &str) {
+        if self.nodes.contains_key(name) && self.runs_guards(name) {
+            self.stamps.touch_guards();
+        }
         self.unindex_node(name);
         self.stamps.touch_node(name);
         self.nodes.remove(name);
@@ -464,7 +479,8 @@ impl Cluster {
             self.unindex_pod(&key, old, room);
         }
         if let Some(node) = &o.spec.node_name {
-            self.stamps.touch_pod_on(node, &key.0, room);
+            self.stamps
+                .touch_pod_on(node, &key.0, room, o.spec.guards());
             let on = self.pods_by_node.entry(node.clone()).or_default();
             if let Some(unsorted) = &mut self.loading {
                 // Its old version, if any, was taken out above: the pod is not there.
@@ -507,7 +523,8 @@ impl Cluster {
         let Some(node) = old.spec.node_name.clone() else {
             return;
         };
-        self.stamps.touch_pod_on(&node, &key.0, room);
+        self.stamps
+            .touch_pod_on(&node, &key.0, room, old.spec.guards());
         if let Some(on) = self.pods_by_node.get_mut(&node) {
             let at = match &self.loading {
                 Some(unsorted) if unsorted.contains(&node) => {

@@ -91,6 +91,14 @@ impl PodSpec {
             .unwrap_or_default()
     }
 
+    /// Whether it has required pod anti-affinity on a key other than the hostname: once
+    /// bound, it may keep pending pods out of a domain a new node can be in.
+    pub fn guards(&self) -> bool {
+        self.required_anti_affinity()
+            .iter()
+            .any(|t| t.topology_key != crate::karpenter::labels::HOSTNAME)
+    }
+
     /// Its required pod anti-affinity terms (none without an affinity).
     pub fn required_anti_affinity(&self) -> &[PodAffinityTerm] {
         self.affinity

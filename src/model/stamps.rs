@@ -37,6 +37,10 @@ pub struct Stamps {
     /// By namespace: a bound pod's change there that moves its room (what zone spread
     /// counts of a namespace's pods).
     bound_in: FastMap<String, u64>,
+    /// A bound pod with required anti-affinity on a key other than the hostname (come,
+    /// changed, gone), or the zone of a node running one: what every pending pod's
+    /// verdicts read of the running pods' anti-affinity.
+    guards: u64,
     /// By node name: the node, a pod bound to it, a NodeClaim naming it.
     nodes: FastMap<String, u64>,
     /// By NodeClaim name.
@@ -86,6 +90,7 @@ impl Default for Stamps {
             pool: FastMap::default(),
             zones: 0,
             bound_in: FastMap::default(),
+            guards: 0,
             nodes: FastMap::default(),
             claims: FastMap::default(),
             events: FastMap::default(),
@@ -178,6 +183,12 @@ impl Stamps {
             .max(self.zones)
     }
 
+    /// The newest change of a bound pod with required anti-affinity on a key other than
+    /// the hostname, or of the zone of a node running one (or anything global).
+    pub fn guards(&self) -> u64 {
+        self.guards.max(self.global)
+    }
+
     pub fn node(&self, name: &str) -> u64 {
         self.nodes.get(name).copied().unwrap_or(0)
     }
@@ -217,6 +228,12 @@ impl Stamps {
         self.journal(s, Touched::Pool(name.to_string()));
     }
 
+    /// A node running a pod with required anti-affinity on a key other than the hostname
+    /// came, went, or changed its zone.
+    pub(super) fn touch_guards(&mut self) {
+        self.guards = self.next();
+    }
+
     pub(super) fn touch_node(&mut self, name: &str) {
         let s = self.next();
         self.bound = s;
@@ -228,11 +245,16 @@ impl Stamps {
     /// A change of a pod of `namespace` on node `name`: the node's stamp, and the room's
     /// (and the namespace's) when `room`. A change that leaves the free room as it was (a
     /// pod's phase between Pending and Running, its annotations) leaves the room's stamp.
-    pub(super) fn touch_pod_on(&mut self, name: &str, namespace: &str, room: bool) {
+    /// A pod that `guards` (required anti-affinity on a key other than the hostname) moves
+    /// the guards' stamp too.
+    pub(super) fn touch_pod_on(&mut self, name: &str, namespace: &str, room: bool, guards: bool) {
         let s = self.next();
         if room {
             self.bound = s;
             set(&mut self.bound_in, namespace, s);
+            if guards {
+                self.guards = s;
+            }
         }
         set(&mut self.nodes, name, s);
         self.journal(s, Touched::Node(name.to_string()));

@@ -18,7 +18,7 @@
 //! `scheduler.go`, `enforceConsolidateAfter`), a Karpenter node still inside its pool's
 //! `consolidateAfter` since its last pod event takes none of the moving pods.
 
-mod peers;
+pub(crate) mod peers;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};

@@ -361,7 +361,7 @@ pub(super) fn anti_affinity_terms(p: &Pod) -> impl Iterator<Item = &PodAffinityT
 /// it reads a selector only where it needs none: an empty selector picks every namespace,
 /// and one on `kubernetes.io/metadata.name` alone (the label the API server gives every
 /// namespace: its name) picks those names. Any other selector: unknown.
-pub(super) enum Scope {
+pub(crate) enum Scope {
     Names(Vec<String>),
     All,
     Unknown,
@@ -370,7 +370,7 @@ pub(super) enum Scope {
 /// The label every namespace carries, whose value is its name.
 const NAMESPACE_NAME: &str = "kubernetes.io/metadata.name";
 
-pub(super) fn scope(term: &PodAffinityTerm, owner: &Pod) -> Scope {
+pub(crate) fn scope(term: &PodAffinityTerm, owner: &Pod) -> Scope {
     let listed = term.namespaces.clone().unwrap_or_default();
     match &term.namespace_selector {
         None if listed.is_empty() => Scope::Names(vec![owner
@@ -393,7 +393,7 @@ pub(super) fn scope(term: &PodAffinityTerm, owner: &Pod) -> Scope {
 
 /// Whether kelp cannot tell a term's namespaces ([`Scope::Unknown`]), without listing
 /// them (a namespace selector is rare; the list is the common case).
-pub(super) fn scope_unknown(term: &PodAffinityTerm) -> bool {
+pub(crate) fn scope_unknown(term: &PodAffinityTerm) -> bool {
     term.namespace_selector
         .as_ref()
         .is_some_and(|sel| !selects_all(sel) && names_picked(sel).is_none())
@@ -426,7 +426,7 @@ fn names_picked(sel: &LabelSelector) -> Option<Vec<String>> {
 
 /// Whether `pod` is in a namespace the term of `owner` looks in (as [`scope`], without
 /// building a list but for a selector's); None when kelp cannot tell.
-fn term_covers(term: &PodAffinityTerm, owner: &Pod, pod: &Pod) -> Option<bool> {
+pub(crate) fn term_covers(term: &PodAffinityTerm, owner: &Pod, pod: &Pod) -> Option<bool> {
     let ns = pod.metadata.namespace.as_deref();
     let listed = term.namespaces.as_deref().unwrap_or_default();
     if listed.iter().any(|n| Some(n.as_str()) == ns) {

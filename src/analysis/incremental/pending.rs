@@ -9,7 +9,11 @@
 //! - the verdicts it shares were judged with the same pools, usage and catalogue (the
 //!   token [`super::Incremental::take_verdicts`] keeps them by);
 //! - for a pod that spreads over zones, no node, claim or bound pod of its namespace moved
-//!   the zone counts ([`crate::model::stamps::Stamps::spread`]);
+//!   the zone counts ([`crate::model::stamps::Stamps::spread`]); for a pod with zone
+//!   affinity terms of its own, no node, claim or bound pod at all moved
+//!   ([`crate::model::stamps::Stamps::bound`]); for every pod, no bound pod whose
+//!   anti-affinity may keep it out of a zone came, changed or went
+//!   ([`crate::model::stamps::Stamps::guards`]);
 //! - for a pod a nomination holds back, the nomination still counts at the pass's instant
 //!   (it counts for [`NOMINATION_HOLDS`] after it was seen).
 //!
@@ -20,6 +24,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use crate::analysis::provisioning::affinity::own_zone_terms;
 use crate::analysis::provisioning::diagnosis::spreads_over_zones;
 use crate::analysis::provisioning::pending::{provisionable, NOMINATION_HOLDS};
 use crate::analysis::provisioning::PoolSet;
@@ -58,6 +63,8 @@ struct KeptPod {
     held_until: Option<DateTime<Utc>>,
     /// Its verdicts read the zone counts of its namespace.
     zonal: bool,
+    /// Its own zone affinity terms read the bound pods of any namespace.
+    affine: bool,
 }
 
 /// What changed since the kept pass, by name: unbound pods, and objects whose events did.
@@ -123,6 +130,8 @@ pub(super) fn diagnose<'c>(
             !changed.pods.contains(&(ns, name))
                 && !changed.events.contains(name)
                 && (!k.zonal || st.spread(ns) <= at)
+                && (!k.affine || st.bound() <= at)
+                && st.guards() <= at
                 && k.held_until.is_none_or(|t| now <= t)
         };
         let entry = match prior {
@@ -150,6 +159,7 @@ pub(super) fn diagnose<'c>(
                     // Past the calendar's end it holds for good.
                     held_until: held.and_then(|t| t.checked_add_signed(NOMINATION_HOLDS)),
                     zonal: spreads_over_zones(p),
+                    affine: own_zone_terms(&p.spec),
                 }
             }
         };

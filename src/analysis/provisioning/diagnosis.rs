@@ -10,6 +10,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::super::Context;
+use super::affinity::{own_zone_terms, ZoneAffinity};
 use super::evidence::{cross_check, EventEvidence};
 use super::instance_types::{container_host_ports, Launch, Reject, TypeVerdict};
 use super::kept::{parse_event, KeptVerdicts, ParsedEvent, SharedVerdicts};
@@ -149,18 +150,20 @@ pub(super) fn reason(category: Category, message: impl Into<String>) -> Reason {
 
 /// kelp's own checks of one pool for one pod, in Karpenter's order; the first failing
 /// check gives the reasons. A pool that passes them all is compatible only where kelp
-/// judged every constraint Karpenter places the pod by ([`super::topology::unjudged`]),
-/// and "unknown" where it did not.
+/// judged every constraint Karpenter places the pod by ([`super::topology::unjudged`],
+/// [`ZoneAffinity::unjudged`]), and "unknown" where it did not.
 pub fn evaluate(
     pool: &PoolInfo,
     pod: &PodSpec,
     requests: &Resources,
     pod_terms: &Result<Vec<Requirements>, String>,
     spread: &[ZoneSpread],
+    affinity: &ZoneAffinity,
 ) -> PoolVerdict {
-    let mut v = checks(pool, pod, requests, pod_terms, spread);
+    let mut v = checks(pool, pod, requests, pod_terms, spread, affinity);
     if v.verdict == Verdict::Compatible {
-        if let Some(why) = super::topology::unjudged(pod) {
+        let unjudged = super::topology::unjudged(pod).or_else(|| affinity.unjudged.clone());
+        if let Some(why) = unjudged {
             v.verdict = Verdict::Unknown;
             v.reasons = vec![reason(Category::Topology, why)];
             v.launch = None;
@@ -175,6 +178,7 @@ fn checks(
     requests: &Resources,
     pod_terms: &Result<Vec<Requirements>, String>,
     spread: &[ZoneSpread],
+    affinity: &ZoneAffinity,
 ) -> PoolVerdict {
     let verdict = |verdict, reasons| PoolVerdict {
         name: pool.name.to_string(),
@@ -328,9 +332,15 @@ fn checks(
             failed(verdict(Verdict::Rejected, reasons));
             continue;
         }
-        // 5. topology: a zone the pool allows that the pod's spread admits.
-        for s in spread {
-            match s.judge(pool_reqs, term) {
+        // 5. topology: a zone the pool allows that the pod's spread admits, and that its
+        // zone affinity and the running pods' anti-affinity leave.
+        let zonal = affinity.judge(pool_reqs, term, !spread.is_empty());
+        for judged in spread
+            .iter()
+            .map(|s| s.judge(pool_reqs, term))
+            .chain(std::iter::once(zonal))
+        {
+            match judged {
                 SpreadVerdict::Fits => {}
                 SpreadVerdict::Rejected(m) => {
                     failed(verdict(
@@ -477,12 +487,14 @@ pub fn diagnose_cached<'c>(
             })
             .clone()
     });
-    let mut compute = |terms: Result<Vec<Requirements>, String>, spread: &[ZoneSpread]| {
+    let mut compute = |terms: Result<Vec<Requirements>, String>,
+                       spread: &[ZoneSpread],
+                       affinity: &ZoneAffinity| {
         let requests = pod_requests(&pod.spec);
         let mut verdicts: Vec<PoolVerdict> = pools
             .ordered
             .iter()
-            .map(|p| evaluate(p, &pod.spec, &requests, &terms, spread))
+            .map(|p| evaluate(p, &pod.spec, &requests, &terms, spread, affinity))
             .collect();
         if let Some((_, segments, _)) = &parsed {
             cross_check(&mut verdicts, segments, pools.catalog.is_some());
@@ -516,19 +528,23 @@ pub fn diagnose_cached<'c>(
     let message = parsed
         .as_ref()
         .map(|(_, _, m)| Arc::as_ptr(m) as *const u8 as usize);
-    // A zone spread counts the pod's peers: in its namespace, by its labels.
-    let peers = if spreads_over_zones(pod) {
+    // A zone spread counts the pod's peers: in its namespace, by its labels. So do its
+    // own zone affinity terms (whether it selects itself), and the running pods'
+    // anti-affinity, by its namespace and labels, wherever a running pod has some.
+    let zone_affinity = own_zone_terms(&pod.spec) || !pools.guards().is_empty();
+    let peers = if zone_affinity || spreads_over_zones(pod) {
         let ns = pod
             .metadata
             .namespace
             .as_deref()
             .map_or(0, |n| n.as_ptr() as usize);
-        // Its own labels count only through matchLabelKeys.
-        let own = pod
-            .spec
-            .topology_spread_constraints
-            .iter()
-            .any(|t| t.match_label_keys.as_ref().is_some_and(|k| !k.is_empty()));
+        // Its own labels count only through matchLabelKeys, and for zone affinity.
+        let own = zone_affinity
+            || pod
+                .spec
+                .topology_spread_constraints
+                .iter()
+                .any(|t| t.match_label_keys.as_ref().is_some_and(|k| !k.is_empty()));
         let labels: &std::collections::BTreeMap<String, String> = &pod.metadata.labels;
         (ns, if own { labels as *const _ as usize } else { 0 })
     } else {
@@ -547,7 +563,7 @@ pub fn diagnose_cached<'c>(
                 None => {
                     let terms = pod_terms(&pod.spec, pools.provider);
                     let spread = ZoneSpread::of(pools, pod);
-                    compute(terms, &spread)
+                    compute(terms, &spread, &ZoneAffinity::of(pools, pod))
                 }
                 Some(kept) => {
                     let kept_key = (

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::affinity::{own_zone_terms, ZoneAffinity};
 use super::diagnosis::PoolVerdict;
 use super::topology::ZoneSpread;
 use super::{pod_terms, PoolSet};
@@ -18,8 +19,9 @@ use crate::model::*;
 /// of its address. Each entry holds the shared spec, affinity, namespace and labels its
 /// key names by address, so no other value can take that address while it is kept.
 /// Whoever keeps it empties it when the pools change (their usage, limits, types, the
-/// catalogue, or anything global); an entry of a pod that spreads over zones is reused
-/// only while the zone counts it was judged with are the same.
+/// catalogue, or anything global); an entry of a pod that spreads over zones, or that a
+/// zone affinity rule reaches, is reused only while the zone counts it was judged with
+/// are the same.
 #[derive(Default)]
 pub struct KeptVerdicts {
     entries: FastMap<KeptKey, Kept>,
@@ -52,6 +54,7 @@ struct Kept {
     at: u64,
     _alive: Alive,
     spread: Vec<ZoneSpread>,
+    affinity: ZoneAffinity,
     value: SharedVerdicts,
 }
 
@@ -75,16 +78,24 @@ impl KeptVerdicts {
         key: KeptKey,
         pod: &Pod,
         pools: &PoolSet,
-        compute: impl FnOnce(Result<Vec<Requirements>, String>, &[ZoneSpread]) -> SharedVerdicts,
+        compute: impl FnOnce(
+            Result<Vec<Requirements>, String>,
+            &[ZoneSpread],
+            &ZoneAffinity,
+        ) -> SharedVerdicts,
     ) -> SharedVerdicts {
         let (pass, at) = (self.pass, self.at);
         // Zone counts only move with a node, a claim or the room of a bound pod in the
-        // pod's namespace (the only one its spread counts): until one does, an entry
-        // stands without counting them again.
-        let moved = pools
-            .cluster
-            .stamps()
-            .spread(pod.metadata.namespace.as_deref().unwrap_or_default());
+        // pod's namespace (the only one its spread counts), or of a bound pod whose
+        // anti-affinity may keep it out of a zone; its own zone affinity terms read any
+        // namespace's. Until one does, an entry stands without counting them again.
+        let st = pools.cluster.stamps();
+        let mut moved = st
+            .spread(pod.metadata.namespace.as_deref().unwrap_or_default())
+            .max(st.guards());
+        if own_zone_terms(&pod.spec) {
+            moved = moved.max(st.bound());
+        }
         if let Some(k) = self.entries.get_mut(&key).filter(|k| moved <= k.at) {
             self.reused += 1;
             k.pass = pass;
@@ -92,13 +103,18 @@ impl KeptVerdicts {
         }
         let terms = pod_terms(&pod.spec, pools.provider);
         let spread = ZoneSpread::of(pools, pod);
-        if let Some(k) = self.entries.get_mut(&key).filter(|k| k.spread == spread) {
+        let affinity = ZoneAffinity::of(pools, pod);
+        if let Some(k) = self
+            .entries
+            .get_mut(&key)
+            .filter(|k| k.spread == spread && k.affinity == affinity)
+        {
             self.reused += 1;
             (k.pass, k.at) = (pass, at);
             return k.value.clone();
         }
         self.computed += 1;
-        let value = compute(terms, &spread);
+        let value = compute(terms, &spread, &affinity);
         let alive = (
             pod.spec.scheduling.clone(),
             pod.spec.affinity.clone(),
@@ -112,6 +128,7 @@ impl KeptVerdicts {
                 at,
                 _alive: alive,
                 spread,
+                affinity,
                 value: value.clone(),
             },
         );

@@ -24,6 +24,7 @@
 //! This module owns the wiring ([`findings`]) and re-exports every public item, so
 //! paths such as `crate::analysis::provisioning::PoolSet` name them here.
 
+pub mod affinity;
 pub mod diagnosis;
 pub mod evidence;
 pub mod instance_types;

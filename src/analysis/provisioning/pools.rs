@@ -150,6 +150,9 @@ pub struct PoolSet<'a> {
     /// An index kept from an earlier pass, with the stamp since which only pods changed:
     /// what `spread` is built from on first use.
     spread_kept: Option<(std::sync::Arc<super::topology::SpreadIndex>, u64)>,
+    /// The bound pods whose anti-affinity may keep a pending pod out of a zone, found on
+    /// first use, afresh each pass.
+    guards: std::sync::OnceLock<super::affinity::Guards>,
 }
 
 impl<'a> PoolSet<'a> {
@@ -182,7 +185,15 @@ impl<'a> PoolSet<'a> {
             daemons: Vec::new(),
             spread: std::sync::OnceLock::new(),
             spread_kept: None,
+            guards: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The bound pods with required anti-affinity on a key other than the hostname
+    /// (found once, on first use).
+    pub fn guards(&self) -> &super::affinity::Guards {
+        self.guards
+            .get_or_init(|| super::affinity::Guards::new(self.cluster))
     }
 
     /// The cluster's bound pods indexed for zone spread (built once, on first use: from

@@ -10,9 +10,10 @@
 //! What kelp cannot know without an instance-type catalogue: the zones a pool that does
 //! not name its zones can offer. There a pod no known zone takes is "unknown", never
 //! compatible; a pool that names its zones is judged exactly. Hostname spread is always
-//! satisfiable by a new node and is not checked. Required pod affinity, anti-affinity on
-//! other keys than the hostname, and spread on other keys are not judged: a pod with any
-//! of them is "unknown" on a pool that passes the rest ([`unjudged`]).
+//! satisfiable by a new node and is not checked. Zone pod affinity and anti-affinity are
+//! [`super::affinity`]'s; pod affinity on other keys, anti-affinity on keys other than the
+//! zone and the hostname, and spread on other keys are not judged: a pod with any of them
+//! is "unknown" on a pool that passes the rest ([`unjudged`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -411,7 +412,7 @@ impl ZoneSpread {
 
 /// Whether the pod tolerates every taint of the pool's template (Karpenter's
 /// `Taints.ToleratesPod`, PreferNoSchedule included).
-fn tolerates_all(tolerations: &[Toleration], pool: &PoolInfo) -> bool {
+pub(super) fn tolerates_all(tolerations: &[Toleration], pool: &PoolInfo) -> bool {
     pool.pool.spec.template.spec.taints.iter().all(|taint| {
         tolerations
             .iter()
@@ -420,7 +421,7 @@ fn tolerates_all(tolerations: &[Toleration], pool: &PoolInfo) -> bool {
 }
 
 /// The zones a pool names with `In`, if it does.
-fn named_zones(pool: &Requirements) -> Option<BTreeSet<String>> {
+pub(super) fn named_zones(pool: &Requirements) -> Option<BTreeSet<String>> {
     (pool.operator(labels::ZONE) == Some(Operator::In)).then(|| {
         pool.values(labels::ZONE)
             .map(|v| v.into_iter().map(str::to_string).collect())
@@ -428,30 +429,54 @@ fn named_zones(pool: &Requirements) -> Option<BTreeSet<String>> {
     })
 }
 
-/// What of a pod's required placement among other pods kelp does not judge for a new
-/// node, in words: required pod affinity (on any key: it asks for a domain already running
-/// the pods it selects), required anti-affinity on a key other than the hostname (a new
-/// node's hostname is always free of them), and `DoNotSchedule` spread on a key other than
-/// the zone and the hostname. Karpenter judges each (v1.14.1 `Topology.AddRequirements`),
-/// so a pool kelp finds fit otherwise is "unknown" for such a pod, never compatible. The
-/// anti-affinity of pods already running is not judged either; it only names the pods
-/// that ask for it.
+/// What of a pod's own required placement among other pods kelp does not judge for a new
+/// node, in words: required pod affinity on a key other than the zone (on the hostname,
+/// Karpenter may place several pending pods of one batch on one new node, and kelp does not
+/// simulate batches), required anti-affinity on a key other than the zone and the hostname
+/// (a new node's hostname is always free of them), a zone term whose namespaceSelector
+/// reads namespace labels (kelp keeps no Namespaces), and `DoNotSchedule` spread on a key
+/// other than the zone and the hostname. Karpenter judges each (v1.14.1
+/// `Topology.AddRequirements`), so a pool kelp finds fit otherwise is "unknown" for such a
+/// pod, never compatible. Zone affinity and anti-affinity, the pod's own and the running
+/// pods', are judged ([`super::affinity`]).
 pub fn unjudged(pod: &PodSpec) -> Option<String> {
-    if let Some(term) = pod.required_pod_affinity().first() {
-        return Some(format!(
-            "kelp does not judge required pod affinity (topologyKey {}), which Karpenter also places the pod by",
-            term.topology_key
-        ));
+    use super::super::fit::peers::scope_unknown;
+    let namespaces = |kind: &str, t: &k8s_openapi::api::core::v1::PodAffinityTerm| {
+        format!(
+            "kelp does not judge required pod {kind} on {} whose namespaceSelector reads namespace labels (kelp keeps no Namespaces), which Karpenter also places the pod by",
+            t.topology_key
+        )
+    };
+    for term in pod.required_pod_affinity() {
+        if term.topology_key == labels::HOSTNAME {
+            return Some(format!(
+                "kelp does not judge required pod affinity on {}: Karpenter may place the pods it selects, pending in the same batch, on the same new node",
+                term.topology_key
+            ));
+        }
+        if term.topology_key != labels::ZONE {
+            return Some(format!(
+                "kelp does not judge required pod affinity on {}, which Karpenter also places the pod by",
+                term.topology_key
+            ));
+        }
+        if scope_unknown(term) {
+            return Some(namespaces("affinity", term));
+        }
     }
-    let anti = pod
-        .required_anti_affinity()
-        .iter()
-        .find(|t| t.topology_key != labels::HOSTNAME);
-    if let Some(term) = anti {
-        return Some(format!(
-            "kelp does not judge required pod anti-affinity on {}, which Karpenter also places the pod by",
-            term.topology_key
-        ));
+    for term in pod.required_anti_affinity() {
+        if term.topology_key == labels::HOSTNAME {
+            continue;
+        }
+        if term.topology_key != labels::ZONE {
+            return Some(format!(
+                "kelp does not judge required pod anti-affinity on {}, which Karpenter also places the pod by",
+                term.topology_key
+            ));
+        }
+        if scope_unknown(term) {
+            return Some(namespaces("anti-affinity", term));
+        }
     }
     let spread = pod.topology_spread_constraints.iter().find(|t| {
         t.when_unsatisfiable == "DoNotSchedule"
@@ -523,12 +548,14 @@ status: {{phase: Pending}}
         let pools = PoolSet::new(&c);
         let terms = pod_terms(&pod.spec, pools.provider);
         let spread = ZoneSpread::of(&pools, pod);
+        let affinity = super::super::affinity::ZoneAffinity::of(&pools, pod);
         evaluate(
             &pools.ordered[0],
             &pod.spec,
             &pod_requests(&pod.spec),
             &terms,
             &spread,
+            &affinity,
         )
     }
 
@@ -628,18 +655,25 @@ status: {{phase: Pending}}
             (Verdict::Compatible, None)
         );
         assert_eq!(judged(""), (Verdict::Compatible, None));
-        // What kelp does not judge leaves the pool unknown.
+        // Zone anti-affinity is judged; a pool that names no zones, with no zone known,
+        // may offer one free of the pods it selects: unknown, never compatible.
         let zone_anti = judged(&anti("topology.kubernetes.io/zone"));
         assert_eq!(zone_anti.0, Verdict::Unknown);
-        assert!(zone_anti
-            .1
-            .unwrap()
-            .contains("anti-affinity on topology.kubernetes.io/zone"));
+        assert!(zone_anti.1.unwrap().contains("the pool names no zones"));
+        // What kelp does not judge leaves the pool unknown.
         let affinity = format!(
             "affinity: {{podAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {}}}}}",
             term("kubernetes.io/hostname")
         );
-        assert_eq!(judged(&affinity).0, Verdict::Unknown);
+        let on_hostname = judged(&affinity);
+        assert_eq!(on_hostname.0, Verdict::Unknown);
+        assert!(on_hostname.1.unwrap().contains("same batch"));
+        let by_arch = judged(&anti("kubernetes.io/arch"));
+        assert_eq!(by_arch.0, Verdict::Unknown);
+        assert!(by_arch
+            .1
+            .unwrap()
+            .contains("anti-affinity on kubernetes.io/arch"));
         let spread = SPREAD.replace("topology.kubernetes.io/zone", "karpenter.sh/capacity-type");
         let by_capacity = judged(&format!("topologySpreadConstraints: [{spread}}}]"));
         assert_eq!(by_capacity.0, Verdict::Unknown);
