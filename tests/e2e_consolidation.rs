@@ -8,7 +8,8 @@
 //! claim turns Consolidatable, and otherwise every 5 minutes: a scenario "nudges" it by
 //! patching its pool once the claims are Consolidatable (seen on v1.14.1).
 //!
-//! Also here: under `kelp serve`, creating and changing pools and workloads raises no
+//! Also here: a node whose only pod costs nothing to evict is empty to Karpenter, and
+//! under `kelp serve`, creating and changing pools and workloads raises no
 //! finding that resolves again within seconds (nothing flaps).
 //!
 //! Without a running testenv these tests say so and pass, unless `KELP_E2E=1`.
@@ -199,6 +200,66 @@ fn a_when_empty_pool_and_a_disabled_one_are_not_considered_as_karpenter_says() {
         e.ok(&["delete", "deployment", "-n", ns, p, "--wait=false"]);
         e.ok(&["delete", "nodepool", p, "--wait=false"]);
     }
+}
+
+/// A node whose only pod costs nothing to evict (priority -2^25) is empty as Karpenter
+/// counts it: kelp says so as soon as the pod runs, and Karpenter, whose pool consolidates
+/// only empty nodes, deletes it.
+#[test]
+fn a_node_whose_only_pod_costs_nothing_to_evict_is_deleted_as_empty() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-consol-costless";
+    namespace(&e, ns);
+    let run = run_id();
+    let p = format!("e2e-costless-{run}");
+    e.apply(&format!(
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: {p}}}\nvalue: -33554432\n"
+    ));
+    e.apply(&pool(
+        &p,
+        "{consolidationPolicy: WhenEmpty, consolidateAfter: 20s}",
+    ));
+    let name = format!("costless-{run}");
+    e.apply(&common::pod(
+        ns,
+        &name,
+        &p,
+        "300m",
+        &format!("  priorityClassName: {p}"),
+    ));
+    let node = wait_for(&format!("{ns}/{name} to be bound"), 3 * MINUTES, || {
+        let pod = e.json(&["get", "pod", "-n", ns, &name]);
+        pod["spec"]["nodeName"].as_str().map(str::to_string)
+    });
+    let claim = claim_of(&e, &node);
+    let state = e.kelp_json(&["why", "node", &node]);
+    assert_eq!(state["empty"], true, "{state:#}");
+    assert!(
+        !consolidatable(&e, &claim),
+        "kelp's first look came after consolidateAfter"
+    );
+    // Karpenter's Emptiness takes it once it is Consolidatable.
+    let said = wait_for(
+        &format!("Karpenter to disrupt {claim}"),
+        3 * MINUTES,
+        || {
+            let events = e.json(&[
+                "get",
+                "events",
+                "-A",
+                "--field-selector",
+                &format!("involvedObject.name={claim},reason=DisruptionTerminating"),
+            ]);
+            events["items"]
+                .as_array()?
+                .iter()
+                .find_map(|ev| ev["message"].as_str().map(str::to_string))
+        },
+    );
+    assert!(said.ends_with(": Empty"), "Karpenter: {said}");
+    e.kubectl(&["delete", "pod", "-n", ns, &name, "--wait=false"], None);
+    e.kubectl(&["delete", "nodepool", &p, "--wait=false"], None);
+    e.kubectl(&["delete", "priorityclass", &p, "--wait=false"], None);
 }
 
 /// A pod that fits nowhere else: before Karpenter writes a word, kelp prices the
