@@ -354,6 +354,91 @@ fn drift_blocked_by_a_do_not_disrupt_pod_a_pdb_and_a_zero_budget() {
     );
 }
 
+/// With a terminationGracePeriod on its NodeClaims, a do-not-disrupt pod does not hold
+/// drift (Karpenter's eventual disruption): the real Karpenter replaces the node, and kelp
+/// never says the pod holds the drifted node, only, once it is deleting, that the drain
+/// waits for the pod until the period forces it.
+#[test]
+fn a_grace_period_lets_drift_past_a_do_not_disrupt_pod() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-drift-tgp";
+    namespace(&e, ns);
+    let run = run_id();
+    let p = format!("e2e-drift-tgp-{run}");
+    let name = format!("pinned-{run}");
+    e.apply(&pool(&p, &p, "      terminationGracePeriod: 2m", "100"));
+    e.apply(&pod(ns, &name, &p, "500m", "").replace(
+        "  labels:",
+        "  annotations: {karpenter.sh/do-not-disrupt: \"true\"}\n  labels:",
+    ));
+    assert_eq!(launched_pool(&e, ns, &name), p);
+    let node = e.json(&["get", "pod", "-n", ns, &name])["spec"]["nodeName"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let claim = wait_for(&format!("the NodeClaim of {node}"), MINUTES, || {
+        e.json(&["get", "nodeclaims"])["items"]
+            .as_array()?
+            .iter()
+            .find(|c| c["status"]["nodeName"] == node.as_str())
+            .and_then(|c| c["metadata"]["name"].as_str().map(str::to_string))
+    });
+    e.ok(&[
+        "patch",
+        "nodepool",
+        &p,
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"template":{"metadata":{"annotations":{"e2e.kelp.dev/rev":"2"}}}}}"#,
+    ]);
+    // Until Karpenter disrupts it, kelp never calls the drifted node held by the pod.
+    let said = wait_for(
+        &format!("Karpenter to disrupt {claim}"),
+        5 * MINUTES,
+        || {
+            let r = e.doctor();
+            let drifted = findings(&r, "nodeclaim-drifted")
+                .into_iter()
+                .any(|f| f["object"]["name"] == claim.as_str());
+            if drifted {
+                for f in findings(&r, "disruption-blocked")
+                    .into_iter()
+                    .filter(|f| f["object"]["name"] == node.as_str())
+                {
+                    // A nomination holds it for a moment after the pod binds; the pod never.
+                    for b in f["details"]["blockers"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|b| b["kind"] == "do-not-disrupt-pod")
+                    {
+                        let m = b["message"].as_str().unwrap_or_default();
+                        assert!(
+                            m.contains("terminationGracePeriod 2m0s forces it at"),
+                            "kelp holds the drifted node: {f:#}"
+                        );
+                    }
+                }
+            }
+            let events = e.json(&[
+                "get",
+                "events",
+                "-A",
+                "--field-selector",
+                &format!("involvedObject.name={claim},reason=DisruptionTerminating"),
+            ]);
+            events["items"]
+                .as_array()?
+                .iter()
+                .find_map(|ev| ev["message"].as_str().map(str::to_string))
+        },
+    );
+    assert!(said.ends_with(": Drifted"), "Karpenter: {said}");
+    e.kubectl(&["delete", "pod", "-n", ns, &name, "--wait=false"], None);
+    e.kubectl(&["delete", "nodepool", &p, "--wait=false"], None);
+}
+
 #[test]
 fn a_daemonset_that_excludes_a_pool_but_runs_there_is_a_mismatch() {
     let Some(e) = env() else { return };
