@@ -104,8 +104,9 @@ impl<'a> Context<'a> {
             .iter()
             .filter_map(|p| Some((p.name.to_string(), p.types.as_ref()?.smallest.clone())))
             .collect();
-        let pools =
-            pools.with_spread_index(engine.as_deref_mut().and_then(|e| e.spread_index(cluster)));
+        let pools = pools
+            .with_spread_index(engine.as_deref_mut().and_then(|e| e.spread_index(cluster)))
+            .with_guards(engine.as_deref_mut().and_then(|e| e.guards(cluster)));
         let pending = match engine.as_deref_mut() {
             Some(e) => e.pending(cluster, now, &pools),
             None => {
@@ -137,6 +138,7 @@ impl<'a> Context<'a> {
             Some(e) => {
                 let nodes = e.node_states(cluster, now, Some(&pools), &budgets);
                 e.keep_spread_index(cluster, pools.built_spread_index());
+                e.keep_guards(cluster, pools.built_guards());
                 nodes
             }
             None => disruption::node_states(cluster, now, Some(&pools), &budgets),

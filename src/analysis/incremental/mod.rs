@@ -56,6 +56,7 @@ use chrono::{DateTime, Utc};
 use super::clock::Clock;
 use super::disruption::{self, NodeDisruption, NodeInputs, PoolBudgets};
 use super::hold::{Hold, KeptHolds};
+use super::provisioning::affinity::Guards;
 use super::provisioning::topology::{KeptSpread, SpreadIndex};
 use super::provisioning::{DiagnosisCache, KeptVerdicts, PodDiagnosis, PoolSet, PoolUsage};
 use super::{ago, fit, KeptFindings};
@@ -121,6 +122,9 @@ pub struct Incremental {
     usages: Option<((u64, u64), BTreeMap<String, PoolUsage>)>,
     /// The bound pods as zone spread counts them, with the stamps it is up to date with.
     spread: Option<(SpreadAt, Arc<SpreadIndex>)>,
+    /// The bound pods whose anti-affinity may keep a pending pod out of a zone, with the
+    /// guards' stamp they were found at.
+    guards: Option<(u64, Arc<Guards>)>,
     /// The last pass's findings written from one shared answer, for the next pass to
     /// hand on where that answer is kept ([`KeptFindings`]).
     findings: KeptFindings,
@@ -360,6 +364,21 @@ impl Incremental {
     /// Keep the zone-spread index this pass built, reused or brought up to date. A pass
     /// that needed none leaves the one kept before, while it can still be brought up to
     /// date.
+    /// The bound pods whose anti-affinity may keep a pending pod out of a zone, as the last
+    /// pass found them, while none came, changed or went and none's node moved zone.
+    pub fn guards(&mut self, c: &Cluster) -> Option<Arc<Guards>> {
+        self.start(c);
+        let (at, guards) = self.guards.as_ref()?;
+        (*at == c.stamps().guards()).then(|| guards.clone())
+    }
+
+    /// Keep the guards this pass found (if it looked), for the next.
+    pub fn keep_guards(&mut self, c: &Cluster, guards: Option<Arc<Guards>>) {
+        if let Some(g) = guards {
+            self.guards = Some((c.stamps().guards(), g));
+        }
+    }
+
     pub fn keep_spread_index(&mut self, c: &Cluster, index: Option<Arc<SpreadIndex>>) {
         let st = c.stamps();
         match index {

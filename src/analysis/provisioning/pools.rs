@@ -151,8 +151,8 @@ pub struct PoolSet<'a> {
     /// what `spread` is built from on first use.
     spread_kept: Option<(std::sync::Arc<super::topology::SpreadIndex>, u64)>,
     /// The bound pods whose anti-affinity may keep a pending pod out of a zone, found on
-    /// first use, afresh each pass.
-    guards: std::sync::OnceLock<super::affinity::Guards>,
+    /// first use (or kept from an earlier pass, [`PoolSet::with_guards`]).
+    guards: std::sync::OnceLock<std::sync::Arc<super::affinity::Guards>>,
 }
 
 impl<'a> PoolSet<'a> {
@@ -193,7 +193,20 @@ impl<'a> PoolSet<'a> {
     /// (found once, on first use).
     pub fn guards(&self) -> &super::affinity::Guards {
         self.guards
-            .get_or_init(|| super::affinity::Guards::new(self.cluster))
+            .get_or_init(|| std::sync::Arc::new(super::affinity::Guards::new(self.cluster)))
+    }
+
+    /// Use the guards an earlier pass found, while they still hold (serve's engine says).
+    pub fn with_guards(self, kept: Option<std::sync::Arc<super::affinity::Guards>>) -> Self {
+        if let Some(g) = kept {
+            let _ = self.guards.set(g);
+        }
+        self
+    }
+
+    /// The guards, if this pass found or was given them: for a later pass to keep.
+    pub fn built_guards(&self) -> Option<std::sync::Arc<super::affinity::Guards>> {
+        self.guards.get().cloned()
     }
 
     /// The cluster's bound pods indexed for zone spread (built once, on first use: from
