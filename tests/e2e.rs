@@ -421,17 +421,7 @@ fn a_grace_period_lets_drift_past_a_do_not_disrupt_pod() {
                     }
                 }
             }
-            let events = e.json(&[
-                "get",
-                "events",
-                "-A",
-                "--field-selector",
-                &format!("involvedObject.name={claim},reason=DisruptionTerminating"),
-            ]);
-            events["items"]
-                .as_array()?
-                .iter()
-                .find_map(|ev| ev["message"].as_str().map(str::to_string))
+            disruption_message(&e, &claim)
         },
     );
     assert!(said.ends_with(": Drifted"), "Karpenter: {said}");

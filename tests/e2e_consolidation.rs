@@ -239,23 +239,7 @@ fn a_node_whose_only_pod_costs_nothing_to_evict_is_deleted_as_empty() {
         "kelp's first look came after consolidateAfter"
     );
     // Karpenter's Emptiness takes it once it is Consolidatable.
-    let said = wait_for(
-        &format!("Karpenter to disrupt {claim}"),
-        3 * MINUTES,
-        || {
-            let events = e.json(&[
-                "get",
-                "events",
-                "-A",
-                "--field-selector",
-                &format!("involvedObject.name={claim},reason=DisruptionTerminating"),
-            ]);
-            events["items"]
-                .as_array()?
-                .iter()
-                .find_map(|ev| ev["message"].as_str().map(str::to_string))
-        },
-    );
+    let said = disruption_terminating(&e, &claim, 3 * MINUTES);
     assert!(said.ends_with(": Empty"), "Karpenter: {said}");
     e.kubectl(&["delete", "pod", "-n", ns, &name, "--wait=false"], None);
     e.kubectl(&["delete", "nodepool", &p, "--wait=false"], None);

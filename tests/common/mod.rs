@@ -463,3 +463,26 @@ pub fn impersonating(e: &Env, ns: &str, name: &str) -> (Env, tempfile::NamedTemp
     };
     (env, file)
 }
+
+/// Karpenter's `DisruptionTerminating` message about a NodeClaim ("Disrupting NodeClaim:
+/// Drifted", ": Empty", ...), if it wrote one.
+pub fn disruption_message(e: &Env, claim: &str) -> Option<String> {
+    let events = e.json(&[
+        "get",
+        "events",
+        "-A",
+        "--field-selector",
+        &format!("involvedObject.name={claim},reason=DisruptionTerminating"),
+    ]);
+    events["items"]
+        .as_array()?
+        .iter()
+        .find_map(|ev| ev["message"].as_str().map(str::to_string))
+}
+
+/// [`disruption_message`], once Karpenter writes it.
+pub fn disruption_terminating(e: &Env, claim: &str, timeout: Duration) -> String {
+    wait_for(&format!("Karpenter to disrupt {claim}"), timeout, || {
+        disruption_message(e, claim)
+    })
+}

@@ -746,11 +746,10 @@ status: {{disruptionsAllowed: 0}}
         );
     }
 
-    #[test]
-    fn what_keeps_a_node_from_being_empty_is_what_karpenter_reschedules() {
-        let with = |pod_meta: &str| {
-            state_of(&format!(
-                r#"
+    /// Node n1 running pod p-0 with more metadata `pod_meta` and spec `spec`: is it empty?
+    fn empty_with(pod_meta: &str, spec: &str) -> bool {
+        state_of(&format!(
+            r#"
 apiVersion: v1
 kind: Node
 metadata: {{name: n1, labels: {{karpenter.sh/nodepool: default}}}}
@@ -759,12 +758,16 @@ status: {{conditions: [{{type: Ready, status: "True"}}]}}
 apiVersion: v1
 kind: Pod
 metadata: {{name: p-0, namespace: shop{pod_meta}}}
-spec: {{nodeName: n1}}
+spec: {{nodeName: n1{spec}}}
 status: {{phase: Running}}
 "#
-            ))
-            .empty
-        };
+        ))
+        .empty
+    }
+
+    #[test]
+    fn what_keeps_a_node_from_being_empty_is_what_karpenter_reschedules() {
+        let with = |pod_meta: &str| empty_with(pod_meta, "");
         let owner = |api: &str, kind: &str| {
             format!(", ownerReferences: [{{apiVersion: {api}, kind: {kind}, name: x, uid: u, controller: true}}]")
         };
@@ -779,23 +782,7 @@ status: {{phase: Running}}
 
     #[test]
     fn a_node_whose_pods_cost_nothing_to_evict_is_empty_as_karpenter_counts_it() {
-        let with = |pod_meta: &str, spec: &str| {
-            state_of(&format!(
-                r#"
-apiVersion: v1
-kind: Node
-metadata: {{name: n1, labels: {{karpenter.sh/nodepool: default}}}}
-status: {{conditions: [{{type: Ready, status: "True"}}]}}
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: p-0, namespace: shop{pod_meta}}}
-spec: {{nodeName: n1{spec}}}
-status: {{phase: Running}}
-"#
-            ))
-            .empty
-        };
+        let with = empty_with;
         let cost = |c: &str| {
             format!(", annotations: {{controller.kubernetes.io/pod-deletion-cost: \"{c}\"}}")
         };
