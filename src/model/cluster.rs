@@ -493,7 +493,8 @@ impl Cluster {
             }
         }
         let unbound = o.spec.node_name.is_none();
-        if unbound {
+        // Unbound now, or unbound until this change (it was bound).
+        if unbound || self.unbound.contains_key(&key) {
             self.stamps.touch_unbound(&key.0, &key.1);
         }
         let daemon = o.metadata.owned_by("DaemonSet");
@@ -510,7 +511,9 @@ impl Cluster {
         if let Some(old) = self.pods.remove(&key) {
             self.unindex_pod(&key, &old, true);
         }
-        self.unbound.remove(&key);
+        if self.unbound.remove(&key).is_some() {
+            self.stamps.touch_unbound(namespace, name);
+        }
         if self.daemon_pods.remove(&key).is_some() {
             self.stamps.touch_daemon_pod();
         }

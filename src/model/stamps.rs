@@ -41,6 +41,9 @@ pub struct Stamps {
     /// changed, gone), or the zone of a node running one: what every pending pod's
     /// verdicts read of the running pods' anti-affinity.
     guards: u64,
+    /// An unbound pod came, changed or went (bound, or deleted): what a pending pod's
+    /// verdicts read of the other pending pods Karpenter places in the same batch.
+    pending: u64,
     /// By node name: the node, a pod bound to it, a NodeClaim naming it.
     nodes: FastMap<String, u64>,
     /// By NodeClaim name.
@@ -91,6 +94,7 @@ impl Default for Stamps {
             zones: 0,
             bound_in: FastMap::default(),
             guards: 0,
+            pending: 0,
             nodes: FastMap::default(),
             claims: FastMap::default(),
             events: FastMap::default(),
@@ -189,6 +193,12 @@ impl Stamps {
         self.guards.max(self.global)
     }
 
+    /// The newest change of the unbound pods (one came, changed, or went), or anything
+    /// global.
+    pub fn pending(&self) -> u64 {
+        self.pending.max(self.global)
+    }
+
     pub fn node(&self, name: &str) -> u64 {
         self.nodes.get(name).copied().unwrap_or(0)
     }
@@ -279,6 +289,7 @@ impl Stamps {
     /// diagnoses, which ask the journal.
     pub(super) fn touch_unbound(&mut self, namespace: &str, name: &str) {
         let s = self.next();
+        self.pending = s;
         self.journal(s, Touched::Unbound(namespace.to_string(), name.to_string()));
     }
 

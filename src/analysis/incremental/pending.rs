@@ -13,7 +13,9 @@
 //!   affinity terms of its own, no node, claim or bound pod at all moved
 //!   ([`crate::model::stamps::Stamps::bound`]); for every pod, no bound pod whose
 //!   anti-affinity may keep it out of a zone came, changed or went
-//!   ([`crate::model::stamps::Stamps::guards`]);
+//!   ([`crate::model::stamps::Stamps::guards`]); for a pod with zone terms of its own,
+//!   or while some pending pod has zone anti-affinity, no unbound pod came, changed or
+//!   went ([`crate::model::stamps::Stamps::pending`]);
 //! - for a pod a nomination holds back, the nomination still counts at the pass's instant
 //!   (it counts for [`NOMINATION_HOLDS`] after it was seen).
 //!
@@ -65,6 +67,9 @@ struct KeptPod {
     zonal: bool,
     /// Its own zone affinity terms read the bound pods of any namespace.
     affine: bool,
+    /// Its verdicts read the other pending pods (its own zone terms, or some pending pod's
+    /// zone anti-affinity, when it was diagnosed).
+    batch: bool,
 }
 
 /// What changed since the kept pass, by name: unbound pods, and objects whose events did.
@@ -126,12 +131,15 @@ pub(super) fn diagnose<'c>(
             .is_some()
         {}
         let prior = old.next_if(|k| k.namespace == ns && k.name == name);
+        // Its verdicts read the other pending pods now.
+        let batch = own_zone_terms(&p.spec) || pools.pending().any_zonal();
         let holds = |k: &KeptPod| {
             !changed.pods.contains(&(ns, name))
                 && !changed.events.contains(name)
                 && (!k.zonal || st.spread(ns) <= at)
                 && (!k.affine || st.bound() <= at)
                 && st.guards() <= at
+                && (!(k.batch || batch) || st.pending() <= at)
                 && k.held_until.is_none_or(|t| now <= t)
         };
         let entry = match prior {
@@ -160,6 +168,7 @@ pub(super) fn diagnose<'c>(
                     held_until: held.and_then(|t| t.checked_add_signed(NOMINATION_HOLDS)),
                     zonal: spreads_over_zones(p),
                     affine: own_zone_terms(&p.spec),
+                    batch,
                 }
             }
         };

@@ -147,6 +147,15 @@ impl ZoneAffinity {
                 } else {
                     "anti-affinity"
                 };
+                // Another pending pod it selects: Karpenter places the pods of a batch one
+                // by one, each new node taking a zone, which kelp does not simulate. What
+                // the running pods exclude stands; what a peer could still open does not.
+                if let Some(peer) = pools.pending().peer_selected(pod, &namespaces, sel) {
+                    out.unjudged.get_or_insert_with(|| batch_words(word, &peer));
+                    if kind == Kind::Affinity {
+                        continue;
+                    }
+                }
                 out.rules.push(Rule {
                     kind,
                     what: format!("its required pod {word} ({})", term_words(sel, &namespaces)),
@@ -159,6 +168,12 @@ impl ZoneAffinity {
             }
         }
         out.add_inverse(pools, pod);
+        if let Some(owner) = pools.pending().guarding(pod) {
+            out.unjudged.get_or_insert_with(|| format!(
+                "the required pod anti-affinity on {} of pod {owner}, pending too, selects it: Karpenter places the pods of one batch one by one, each new node taking a zone, and kelp does not simulate that",
+                labels::ZONE
+            ));
+        }
         out
     }
 
@@ -413,6 +428,89 @@ impl Rule {
     }
 }
 
+/// Why a pod whose zone term selects another pending pod is not judged, in words.
+fn batch_words(word: &str, peer: &str) -> String {
+    format!(
+        "its required pod {word} on {} selects pod {peer}, pending too: Karpenter places the pods of one batch one by one, each new node taking a zone, and kelp does not simulate that",
+        labels::ZONE
+    )
+}
+
+/// The pods Karpenter has to place in this pass, as zone affinity reads them: found once
+/// per pass ([`PoolSet::pending`]).
+pub struct Pending {
+    /// Every one, in the model's order.
+    pods: Vec<Pod>,
+    /// Those with required anti-affinity on the zone.
+    zonal: Vec<Pod>,
+}
+
+impl Pending {
+    pub fn new(c: &Cluster) -> Self {
+        let pods: Vec<Pod> = c
+            .unbound_pods()
+            .filter(|p| super::pending::provisionable(p))
+            .cloned()
+            .collect();
+        let zonal = pods
+            .iter()
+            .filter(|p| {
+                p.spec
+                    .required_anti_affinity()
+                    .iter()
+                    .any(|t| t.topology_key == labels::ZONE)
+            })
+            .cloned()
+            .collect();
+        Pending { pods, zonal }
+    }
+
+    /// Whether some pending pod has zone anti-affinity: then every pending pod's verdicts
+    /// read the others.
+    pub fn any_zonal(&self) -> bool {
+        !self.zonal.is_empty()
+    }
+
+    /// Another pending pod a term of `pod`'s (in `namespaces`, by `sel`) selects, by name.
+    fn peer_selected(
+        &self,
+        pod: &Pod,
+        namespaces: &Scope,
+        sel: Option<&LabelSelector>,
+    ) -> Option<String> {
+        // A term without a labelSelector selects none.
+        sel?;
+        self.pods
+            .iter()
+            .find(|q| {
+                !same_pod(q, pod)
+                    && in_scope(namespaces, q)
+                    && selector::matches(sel, &q.metadata.labels)
+            })
+            .map(pod_name)
+    }
+
+    /// Another pending pod whose zone anti-affinity selects `pod`, by name.
+    fn guarding(&self, pod: &Pod) -> Option<String> {
+        self.zonal
+            .iter()
+            .find(|q| {
+                !same_pod(q, pod)
+                    && q.spec.required_anti_affinity().iter().any(|t| {
+                        t.topology_key == labels::ZONE
+                            && t.label_selector.is_some()
+                            && selector::matches(t.label_selector.as_ref(), &pod.metadata.labels)
+                            && term_covers(t, q, pod) != Some(false)
+                    })
+            })
+            .map(pod_name)
+    }
+}
+
+fn same_pod(a: &Pod, b: &Pod) -> bool {
+    a.metadata.name == b.metadata.name && a.metadata.namespace == b.metadata.namespace
+}
+
 /// The zones every ready pool whose taints `tolerations` tolerate names, and whether one
 /// of them names none (Karpenter's `buildDomainGroups`, read with the taints honoured).
 fn pool_zones(pools: &PoolSet, tolerations: &[Toleration]) -> (BTreeSet<String>, bool) {
@@ -586,6 +684,51 @@ mod tests {
     }
 
     const ZONE: &str = "topology.kubernetes.io/zone";
+
+    /// A pending pod Karpenter has to place, `shop/name` with `labels` and `spec`.
+    fn waiting(name: &str, labels: &str, spec: &str) -> String {
+        format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: shop, labels: {{{labels}}}}}\nspec: {{{spec}}}\nstatus: {{phase: Pending, conditions: [{{type: PodScheduled, status: \"False\", reason: Unschedulable}}]}}\n")
+    }
+
+    #[test]
+    fn pods_pending_together_are_not_judged_against_each_other() {
+        // Karpenter places the pods of one batch one by one, each new node taking a zone
+        // (v1.14.1 topology_test.go: one zonal anti-affinity pod per batch).
+        let anti = term("podAntiAffinity", ZONE, "web", "");
+        // Alone, a replica that keeps out of its peers' zones takes a free one.
+        assert_eq!(
+            verdict("a, b", "", "", "app: web", &anti).0,
+            Verdict::Compatible
+        );
+        // With another replica pending: unknown, naming it.
+        let peer = waiting("web-1", "app: web", &anti);
+        let (v, why) = verdict("a, b", "", &peer, "app: web", &anti);
+        assert_eq!(v, Verdict::Unknown, "{why}");
+        assert!(why.contains("shop/web-1"), "{why}");
+        // What the running pods exclude still rejects.
+        let running = bound("shop", "web-0", "app: web", "na", "");
+        let (v, why) = verdict("a", "", &(running + &peer), "app: web", &anti);
+        assert_eq!(v, Verdict::Rejected, "{why}");
+        // A pending pod's zone anti-affinity that selects the pod, which has no terms.
+        let guard = waiting(
+            "guard",
+            "app: guard",
+            &term("podAntiAffinity", ZONE, "web", ""),
+        );
+        let (v, why) = verdict("a, b", "", &guard, "app: web", "");
+        assert_eq!(v, Verdict::Unknown, "{why}");
+        assert!(why.contains("shop/guard"), "{why}");
+        // Zone affinity to a pod still pending: Karpenter may place both; not judged.
+        let affinity = term("podAffinity", ZONE, "db", "");
+        let db = waiting("db-0", "app: db", "");
+        let (v, why) = verdict("a", "", &db, "app: web", &affinity);
+        assert_eq!(v, Verdict::Unknown, "{why}");
+        // With no pod it selects, running or pending, it is rejected.
+        assert_eq!(
+            verdict("a", "", "", "app: web", &affinity).0,
+            Verdict::Rejected
+        );
+    }
 
     #[test]
     fn the_pods_own_zone_anti_affinity_excludes_the_zones_of_the_pods_it_selects() {

@@ -529,9 +529,10 @@ pub fn diagnose_cached<'c>(
         .as_ref()
         .map(|(_, _, m)| Arc::as_ptr(m) as *const u8 as usize);
     // A zone spread counts the pod's peers: in its namespace, by its labels. So do its
-    // own zone affinity terms (whether it selects itself), and the running pods'
-    // anti-affinity, by its namespace and labels, wherever a running pod has some.
-    let zone_affinity = own_zone_terms(&pod.spec) || !pools.guards().is_empty();
+    // own zone affinity terms (whether it selects itself), and the running and pending
+    // pods' anti-affinity, by its namespace and labels, wherever such a pod has some.
+    let zone_affinity =
+        own_zone_terms(&pod.spec) || !pools.guards().is_empty() || pools.pending().any_zonal();
     let peers = if zone_affinity || spreads_over_zones(pod) {
         let ns = pod
             .metadata

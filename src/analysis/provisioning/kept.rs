@@ -96,6 +96,11 @@ impl KeptVerdicts {
         if own_zone_terms(&pod.spec) {
             moved = moved.max(st.bound());
         }
+        // Pending pods placed in one batch: a pod's own zone terms, and any pending pod's
+        // zone anti-affinity, read the other pending pods.
+        if own_zone_terms(&pod.spec) || pools.pending().any_zonal() {
+            moved = moved.max(st.pending());
+        }
         if let Some(k) = self.entries.get_mut(&key).filter(|k| moved <= k.at) {
             self.reused += 1;
             k.pass = pass;

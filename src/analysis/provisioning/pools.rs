@@ -153,6 +153,8 @@ pub struct PoolSet<'a> {
     /// The bound pods whose anti-affinity may keep a pending pod out of a zone, found on
     /// first use (or kept from an earlier pass, [`PoolSet::with_guards`]).
     guards: std::sync::OnceLock<std::sync::Arc<super::affinity::Guards>>,
+    /// The pods Karpenter has to place, found on first use, afresh each pass.
+    pending: std::sync::OnceLock<super::affinity::Pending>,
 }
 
 impl<'a> PoolSet<'a> {
@@ -186,6 +188,7 @@ impl<'a> PoolSet<'a> {
             spread: std::sync::OnceLock::new(),
             spread_kept: None,
             guards: std::sync::OnceLock::new(),
+            pending: std::sync::OnceLock::new(),
         }
     }
 
@@ -194,6 +197,12 @@ impl<'a> PoolSet<'a> {
     pub fn guards(&self) -> &super::affinity::Guards {
         self.guards
             .get_or_init(|| std::sync::Arc::new(super::affinity::Guards::new(self.cluster)))
+    }
+
+    /// The pods Karpenter has to place in this pass (found once, on first use).
+    pub fn pending(&self) -> &super::affinity::Pending {
+        self.pending
+            .get_or_init(|| super::affinity::Pending::new(self.cluster))
     }
 
     /// Use the guards an earlier pass found, while they still hold (serve's engine says).
