@@ -96,6 +96,10 @@ struct Rule {
     domains: BTreeSet<String>,
     /// Such a pool names no zones: it may offer any.
     open: bool,
+    /// A running pods' rule whose pods tolerate different pools: the zones some of their
+    /// pools name and others' do not. Karpenter reads the pools of whichever pod it meets
+    /// first (a Go map's order), so these are neither left nor taken for sure.
+    unsure: BTreeSet<String>,
 }
 
 /// Whether a rule leaves a zone to the pod.
@@ -164,6 +168,7 @@ impl ZoneAffinity {
                         && selector::matches(sel, &pod.metadata.labels),
                     domains: domains.clone(),
                     open,
+                    unsure: BTreeSet::new(),
                 });
             }
         }
@@ -200,6 +205,7 @@ impl ZoneAffinity {
     /// (namespaces and selector), as Karpenter groups them; its zones are the owners'.
     fn add_inverse(&mut self, pools: &PoolSet, pod: &Pod) {
         let mut inverse: BTreeMap<String, Rule> = BTreeMap::new();
+        let mut zones_of: BTreeMap<usize, (BTreeSet<String>, bool)> = BTreeMap::new();
         for (owner, zone) in &pools.guards().guards {
             for term in owner.spec.required_anti_affinity() {
                 // Karpenter's `selects`: a term without a selector selects no pod.
@@ -230,18 +236,30 @@ impl ZoneAffinity {
                     "the required anti-affinity ({}) of running pods",
                     term_words(term.label_selector.as_ref(), &scope(term, owner))
                 );
-                let rule = inverse.entry(what.clone()).or_insert_with(|| {
-                    // The group's zones are those of the pools its first pod tolerates.
-                    let (domains, open) = pool_zones(pools, &owner.spec.tolerations);
-                    Rule {
-                        kind: Kind::Inverse,
-                        what,
-                        zones: BTreeMap::new(),
-                        self_selecting: false,
-                        domains,
-                        open,
-                    }
+                // The group's zones are those of the pools the first pod Karpenter meets
+                // tolerates; where its pods tolerate different pools, the zones they
+                // disagree on are unsure (replicas share their tolerations: found once).
+                let tolerations = &owner.spec.tolerations;
+                let key = &**tolerations as *const Vec<Toleration> as usize;
+                let (domains, open) = zones_of
+                    .entry(key)
+                    .or_insert_with(|| pool_zones(pools, tolerations))
+                    .clone();
+                let rule = inverse.entry(what.clone()).or_insert_with(|| Rule {
+                    kind: Kind::Inverse,
+                    what,
+                    zones: BTreeMap::new(),
+                    self_selecting: false,
+                    domains: domains.clone(),
+                    open,
+                    unsure: BTreeSet::new(),
                 });
+                if rule.domains != domains {
+                    let all: BTreeSet<String> = rule.domains.union(&domains).cloned().collect();
+                    rule.domains = rule.domains.intersection(&domains).cloned().collect();
+                    rule.unsure.extend(all.difference(&rule.domains).cloned());
+                }
+                rule.open |= open;
                 if let Some(z) = zone.as_deref() {
                     let (n, names) = rule.zones.entry(z.to_string()).or_default();
                     *n += 1;
@@ -341,7 +359,7 @@ impl ZoneAffinity {
                 why()
             )),
             Left::Maybe => SpreadVerdict::Unknown(format!(
-                "{}; the zones left are Karpenter's for those pods only where a pool they tolerate offers them, and a pool they tolerate names no zones",
+                "{}; the zones left are Karpenter's for those pods only where a pool they tolerate offers them, and a pool they tolerate names no zones, or they tolerate different pools",
                 why()
             )),
             Left::No => SpreadVerdict::Rejected(why()),
@@ -364,6 +382,7 @@ impl Rule {
             (Kind::Anti, None) => Left::Maybe,
             (Kind::Inverse, Some(z)) if has(z) => Left::No,
             (Kind::Inverse, Some(z)) if self.domains.contains(z) => Left::Yes,
+            (Kind::Inverse, Some(z)) if self.unsure.contains(z) => Left::Maybe,
             (Kind::Inverse, _) if self.open => Left::Maybe,
             (Kind::Inverse, _) => Left::No,
             (Kind::Affinity, Some(z)) if has(z) => Left::Yes,
@@ -411,8 +430,17 @@ impl Rule {
                 } else {
                     self.domains.iter().cloned().collect::<Vec<_>>().join(", ")
                 };
+                let unsure = if self.unsure.is_empty() {
+                    String::new()
+                } else {
+                    let z: Vec<&str> = self.unsure.iter().map(String::as_str).collect();
+                    format!(
+                        "; or also {}, as they tolerate different pools and Karpenter reads the pools of whichever it meets first",
+                        z.join(", ")
+                    )
+                };
                 format!(
-                    "{} select it and exclude their zones: {counts} (Karpenter's zones for them are those of the pools they tolerate: {domains})",
+                    "{} select it and exclude their zones: {counts} (Karpenter's zones for them are those of the pools they tolerate: {domains}{unsure})",
                     self.what
                 )
             }
@@ -927,6 +955,15 @@ mod tests {
             verdict("a, b", taint, &tolerated, "app: web", tolerates).0,
             Verdict::Compatible
         );
+        // Two such pods, one tolerating the pool and one not: Karpenter reads the pools
+        // of whichever it meets first (a Go map's order), so b is neither left nor taken.
+        let both = guard.clone()
+            + &tolerated
+                .replace("name: lonely", "name: lonely-2")
+                .replace("nodeName: na", "nodeName: nc");
+        let (v, why) = verdict("a, b", taint, &both, "app: web", tolerates);
+        assert_eq!(v, Verdict::Unknown, "{why}");
+        assert!(why.contains("tolerate different pools"), "{why}");
     }
 
     #[test]
