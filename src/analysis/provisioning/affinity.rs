@@ -32,31 +32,86 @@ use crate::karpenter::requirements::Requirements;
 use crate::model::*;
 
 /// The bound pods with required anti-affinity on a key other than the hostname (a new
-/// node's hostname is free of them), each with its node's zone, in node and pod order.
+/// node's hostname is free of them), grouped by term as Karpenter groups them (key,
+/// selector and namespaces), each group with its pods per zone, in node and pod order.
 /// Karpenter tracks such a pod while it is bound and not finished (its binding is dropped
-/// then), being deleted or not (v1.14.1 `state.Cluster.ForPodsWithAntiAffinity`). Built
-/// once per pass ([`PoolSet::guards`]).
+/// then), being deleted or not (v1.14.1 `state.Cluster.ForPodsWithAntiAffinity`). Found
+/// once per pass, or kept from the last while none changed ([`PoolSet::guards`]); a
+/// pending pod then reads one group per term, not every pod.
 pub struct Guards {
-    guards: Vec<(Pod, Option<String>)>,
+    groups: Vec<GuardGroup>,
+}
+
+/// The running pods that share one anti-affinity term.
+struct GuardGroup {
+    term: PodAffinityTerm,
+    /// The first of them (its namespace scopes the term), and its name.
+    owner: Pod,
+    owner_name: String,
+    /// The term's selector and namespaces, in words.
+    what: String,
+    /// Per zone, how many of them run there, and the first few by name.
+    zones: BTreeMap<String, (usize, Vec<String>)>,
+    /// Their tolerations, each distinct list once (replicas share theirs).
+    tolerations: Vec<Shared<Vec<Toleration>>>,
 }
 
 impl Guards {
     pub fn new(c: &Cluster) -> Self {
-        let guards = c
-            .nodes
-            .values()
-            .flat_map(|n| {
-                c.pods_on(&n.metadata.name)
-                    .filter(|p| !p.finished() && p.spec.guards())
-                    .map(move |p| (p.clone(), n.zone().map(str::to_string)))
-            })
-            .collect();
-        Guards { guards }
+        let mut groups: Vec<GuardGroup> = Vec::new();
+        let mut by_term: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for n in c.nodes.values() {
+            let zone = n.zone();
+            for owner in c
+                .pods_on(&n.metadata.name)
+                .filter(|p| !p.finished() && p.spec.guards())
+            {
+                let name = pod_name(owner);
+                for term in owner.spec.required_anti_affinity() {
+                    if term.topology_key == labels::HOSTNAME {
+                        continue;
+                    }
+                    let what = format!(
+                        "the required anti-affinity ({}) of running pods",
+                        term_words(term.label_selector.as_ref(), &scope(term, owner))
+                    );
+                    let at = *by_term
+                        .entry((term.topology_key.clone(), what.clone()))
+                        .or_insert_with(|| {
+                            groups.push(GuardGroup {
+                                term: term.clone(),
+                                owner: owner.clone(),
+                                owner_name: name.clone(),
+                                what,
+                                zones: BTreeMap::new(),
+                                tolerations: Vec::new(),
+                            });
+                            groups.len() - 1
+                        });
+                    let g = &mut groups[at];
+                    if !g
+                        .tolerations
+                        .iter()
+                        .any(|t| std::ptr::eq(&**t, &*owner.spec.tolerations))
+                    {
+                        g.tolerations.push(owner.spec.tolerations.clone());
+                    }
+                    if let Some(z) = zone {
+                        let (count, names) = g.zones.entry(z.to_string()).or_default();
+                        *count += 1;
+                        if names.len() < NAMED {
+                            names.push(name.clone());
+                        }
+                    }
+                }
+            }
+        }
+        Guards { groups }
     }
 
     /// Whether no bound pod has such anti-affinity: then no pending pod is kept out.
     pub fn is_empty(&self) -> bool {
-        self.guards.is_empty()
+        self.groups.is_empty()
     }
 }
 
@@ -160,10 +215,17 @@ impl ZoneAffinity {
                         continue;
                     }
                 }
+                // Counted once per pass for every pod with the same term.
+                let words = term_words(sel, &namespaces);
+                let zones = pools.zone_counts(&words, || {
+                    pools
+                        .spread_index()
+                        .zone_pods(c, |ns| in_scope_ns(&namespaces, ns), sel, NAMED)
+                });
                 out.rules.push(Rule {
                     kind,
-                    what: format!("its required pod {word} ({})", term_words(sel, &namespaces)),
-                    zones: count(c, &namespaces, sel),
+                    what: format!("its required pod {word} ({words})"),
+                    zones: (*zones).clone(),
                     self_selecting: in_scope(&namespaces, pod)
                         && selector::matches(sel, &pod.metadata.labels),
                     domains: domains.clone(),
@@ -204,72 +266,56 @@ impl ZoneAffinity {
     /// The running pods' anti-affinity that selects `pod`: one rule per term alike
     /// (namespaces and selector), as Karpenter groups them; its zones are the owners'.
     fn add_inverse(&mut self, pools: &PoolSet, pod: &Pod) {
-        let mut inverse: BTreeMap<String, Rule> = BTreeMap::new();
-        let mut zones_of: BTreeMap<usize, (BTreeSet<String>, bool)> = BTreeMap::new();
-        for (owner, zone) in &pools.guards().guards {
-            for term in owner.spec.required_anti_affinity() {
-                // Karpenter's `selects`: a term without a selector selects no pod.
-                if term.topology_key == labels::HOSTNAME
-                    || !selector::matches(term.label_selector.as_ref(), &pod.metadata.labels)
-                {
-                    continue;
-                }
-                let name = pod_name(owner);
-                match term_covers(term, owner, pod) {
-                    Some(false) => continue,
-                    Some(true) => {}
-                    None => {
-                        self.unjudged.get_or_insert_with(|| format!(
-                            "kelp cannot tell whether the required anti-affinity of running pod {name} keeps it out: its namespaceSelector reads namespace labels, and kelp keeps no Namespaces"
-                        ));
-                        continue;
-                    }
-                }
-                if term.topology_key != labels::ZONE {
+        let mut inverse: Vec<Rule> = Vec::new();
+        for g in &pools.guards().groups {
+            // Karpenter's `selects`: a term without a selector selects no pod.
+            if !selector::matches(g.term.label_selector.as_ref(), &pod.metadata.labels) {
+                continue;
+            }
+            let name = &g.owner_name;
+            match term_covers(&g.term, &g.owner, pod) {
+                Some(false) => continue,
+                Some(true) => {}
+                None => {
                     self.unjudged.get_or_insert_with(|| format!(
-                        "kelp does not judge the required anti-affinity of running pod {name} on {}, which selects it and which Karpenter also places the pod by",
-                        term.topology_key
+                        "kelp cannot tell whether the required anti-affinity of running pod {name} keeps it out: its namespaceSelector reads namespace labels, and kelp keeps no Namespaces"
                     ));
                     continue;
                 }
-                let what = format!(
-                    "the required anti-affinity ({}) of running pods",
-                    term_words(term.label_selector.as_ref(), &scope(term, owner))
-                );
-                // The group's zones are those of the pools the first pod Karpenter meets
-                // tolerates; where its pods tolerate different pools, the zones they
-                // disagree on are unsure (replicas share their tolerations: found once).
-                let tolerations = &owner.spec.tolerations;
-                let key = &**tolerations as *const Vec<Toleration> as usize;
-                let (domains, open) = zones_of
-                    .entry(key)
-                    .or_insert_with(|| pool_zones(pools, tolerations))
-                    .clone();
-                let rule = inverse.entry(what.clone()).or_insert_with(|| Rule {
+            }
+            if g.term.topology_key != labels::ZONE {
+                self.unjudged.get_or_insert_with(|| format!(
+                    "kelp does not judge the required anti-affinity of running pod {name} on {}, which selects it and which Karpenter also places the pod by",
+                    g.term.topology_key
+                ));
+                continue;
+            }
+            // The group's zones are those of the pools the first pod Karpenter meets
+            // tolerates; where its pods tolerate different pools, the zones they disagree
+            // on are unsure.
+            let mut rule: Option<Rule> = None;
+            for tolerations in &g.tolerations {
+                let (domains, open) = pool_zones(pools, tolerations);
+                let r = rule.get_or_insert_with(|| Rule {
                     kind: Kind::Inverse,
-                    what,
-                    zones: BTreeMap::new(),
+                    what: g.what.clone(),
+                    zones: g.zones.clone(),
                     self_selecting: false,
                     domains: domains.clone(),
                     open,
                     unsure: BTreeSet::new(),
                 });
-                if rule.domains != domains {
-                    let all: BTreeSet<String> = rule.domains.union(&domains).cloned().collect();
-                    rule.domains = rule.domains.intersection(&domains).cloned().collect();
-                    rule.unsure.extend(all.difference(&rule.domains).cloned());
+                if r.domains != domains {
+                    let all: BTreeSet<String> = r.domains.union(&domains).cloned().collect();
+                    r.domains = r.domains.intersection(&domains).cloned().collect();
+                    r.unsure.extend(all.difference(&r.domains).cloned());
                 }
-                rule.open |= open;
-                if let Some(z) = zone.as_deref() {
-                    let (n, names) = rule.zones.entry(z.to_string()).or_default();
-                    *n += 1;
-                    if names.len() < NAMED {
-                        names.push(name);
-                    }
-                }
+                r.open |= open;
             }
+            inverse.extend(rule);
         }
-        self.rules.extend(inverse.into_values());
+        inverse.sort_by(|a, b| a.what.cmp(&b.what));
+        self.rules.extend(inverse);
     }
 
     /// Whether any rule is counted (else every pool passes this dimension).
@@ -556,54 +602,20 @@ fn pool_zones(pools: &PoolSet, tolerations: &[Toleration]) -> (BTreeSet<String>,
     (zones, open)
 }
 
-/// The pods a term counts per zone: bound to a node with a zone, not finished nor being
-/// deleted (`IgnoredForTopology`), in its namespaces, matching its selector (Karpenter
-/// lists every pod for a term without one, `TopologyListOptions`).
-fn count(
-    c: &Cluster,
-    namespaces: &Scope,
-    sel: Option<&LabelSelector>,
-) -> BTreeMap<String, (usize, Vec<String>)> {
-    let mut zones: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
-    let mut add = |p: &Pod| {
-        let zone = p
-            .spec
-            .node_name
-            .as_deref()
-            .and_then(|n| c.nodes.get(n))
-            .and_then(|n| n.zone());
-        let Some(zone) = zone else { return };
-        if p.active() && (sel.is_none() || selector::matches(sel, &p.metadata.labels)) {
-            let (n, names) = zones.entry(zone.to_string()).or_default();
-            *n += 1;
-            if names.len() < NAMED {
-                names.push(pod_name(p));
-            }
-        }
-    };
-    match namespaces {
-        Scope::Names(list) => {
-            for ns in list.iter().collect::<BTreeSet<_>>() {
-                let from = (ns.clone(), String::new());
-                for (_, p) in c.pods.range(from..).take_while(|((n, _), _)| n == ns) {
-                    add(p);
-                }
-            }
-        }
-        Scope::All => c.pods.values().for_each(add),
-        Scope::Unknown => {}
-    }
-    zones
-}
+/// Per zone, how many pods a term counts there, and the first few by name.
+pub(super) type ZoneCounts = BTreeMap<String, (usize, Vec<String>)>;
 
-fn in_scope(namespaces: &Scope, pod: &Pod) -> bool {
+/// Whether a namespace is in a term's scope.
+fn in_scope_ns(namespaces: &Scope, ns: Option<&str>) -> bool {
     match namespaces {
-        Scope::Names(list) => list
-            .iter()
-            .any(|n| Some(n.as_str()) == pod.metadata.namespace.as_deref()),
+        Scope::Names(list) => list.iter().any(|n| Some(n.as_str()) == ns),
         Scope::All => true,
         Scope::Unknown => false,
     }
+}
+
+fn in_scope(namespaces: &Scope, pod: &Pod) -> bool {
+    in_scope_ns(namespaces, pod.metadata.namespace.as_deref())
 }
 
 fn pod_name(p: &Pod) -> String {

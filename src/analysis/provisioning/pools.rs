@@ -155,6 +155,11 @@ pub struct PoolSet<'a> {
     guards: std::sync::OnceLock<std::sync::Arc<super::affinity::Guards>>,
     /// The pods Karpenter has to place, found on first use, afresh each pass.
     pending: std::sync::OnceLock<super::affinity::Pending>,
+    /// The bound pods a zone affinity term counts per zone, by the term's selector and
+    /// namespaces in words: counted once per pass.
+    zone_counts: std::sync::Mutex<
+        std::collections::HashMap<String, std::sync::Arc<super::affinity::ZoneCounts>>,
+    >,
 }
 
 impl<'a> PoolSet<'a> {
@@ -189,6 +194,7 @@ impl<'a> PoolSet<'a> {
             spread_kept: None,
             guards: std::sync::OnceLock::new(),
             pending: std::sync::OnceLock::new(),
+            zone_counts: Default::default(),
         }
     }
 
@@ -203,6 +209,22 @@ impl<'a> PoolSet<'a> {
     pub fn pending(&self) -> &super::affinity::Pending {
         self.pending
             .get_or_init(|| super::affinity::Pending::new(self.cluster))
+    }
+
+    /// What a zone affinity term (`words`: its selector and namespaces) counts, counted
+    /// by `count` the first time this pass asks.
+    pub fn zone_counts(
+        &self,
+        words: &str,
+        count: impl FnOnce() -> super::affinity::ZoneCounts,
+    ) -> std::sync::Arc<super::affinity::ZoneCounts> {
+        let mut kept = self.zone_counts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(z) = kept.get(words) {
+            return z.clone();
+        }
+        let z = std::sync::Arc::new(count());
+        kept.insert(words.to_string(), z.clone());
+        z
     }
 
     /// Use the guards an earlier pass found, while they still hold (serve's engine says).

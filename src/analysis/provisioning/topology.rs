@@ -202,6 +202,59 @@ impl SpreadIndex {
         }
     }
 
+    /// The active bound pods in the namespaces `in_scope` takes that `sel` selects (every
+    /// one without a selector), per zone, with the first few by name (in name order): a
+    /// zone affinity term's count, one selector test per group of alike pods, and only
+    /// the pods of the groups it selects read.
+    pub fn zone_pods(
+        &self,
+        c: &Cluster,
+        in_scope: impl Fn(Option<&str>) -> bool,
+        sel: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+        named: usize,
+    ) -> BTreeMap<String, (usize, Vec<String>)> {
+        let mut found: BTreeMap<u32, (usize, Vec<(String, String)>)> = BTreeMap::new();
+        for g in &self.groups {
+            if !in_scope(g.namespace.as_deref())
+                || (sel.is_some() && !super::super::selector::matches(sel, &g.labels))
+            {
+                continue;
+            }
+            let key = group_key(g.namespace.as_deref(), &g.labels);
+            let mut nodes = g.nodes.clone();
+            nodes.dedup();
+            for i in nodes {
+                let (node, _, zone) = &self.nodes[i as usize];
+                let (count, names) = found.entry(*zone).or_default();
+                for p in super::super::disruption::active_pods(c, node).filter(|p| {
+                    group_key(p.metadata.namespace.as_deref(), &p.metadata.labels) == key
+                }) {
+                    *count += 1;
+                    names.push((
+                        p.metadata
+                            .namespace
+                            .as_deref()
+                            .unwrap_or_default()
+                            .to_string(),
+                        p.metadata.name.clone(),
+                    ));
+                }
+            }
+        }
+        found
+            .into_iter()
+            .map(|(zone, (count, mut names))| {
+                names.sort();
+                names.truncate(named);
+                let names = names
+                    .into_iter()
+                    .map(|(ns, n)| format!("{ns}/{n}"))
+                    .collect();
+                (self.zones[zone as usize].clone(), (count, names))
+            })
+            .collect()
+    }
+
     /// The pods `sel` selects in the pod's namespace, per zone of the nodes the pod may
     /// use (every such zone, 0 where none), or of every node when `ignore` (the
     /// constraint's nodeAffinityPolicy Ignore). Replicas ask alike: once per pass.
