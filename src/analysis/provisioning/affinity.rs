@@ -323,17 +323,15 @@ impl ZoneAffinity {
         self.rules.is_empty()
     }
 
-    /// Whether a zone the pool and the pod's node term allow is left by every rule. With
-    /// a zone spread too (`spread`), Karpenter takes the one least-filled zone the spread
-    /// allows and then the affinity's: kelp does not combine the two, and says unknown
-    /// where the affinity leaves some zones and not others.
-    pub fn judge(&self, pool: &Requirements, term: &Requirements, spread: bool) -> SpreadVerdict {
-        if self.rules.is_empty() {
-            return SpreadVerdict::Fits;
-        }
-        let named = named_zones(pool);
-        // The zones to try: the pool's own the term allows, or every zone kelp knows.
-        let candidates: BTreeSet<&str> = match &named {
+    /// The zones to try: the pool's own (`named`) the term allows, or every zone kelp knows
+    /// that both allow.
+    fn candidates<'a>(
+        &'a self,
+        named: Option<&'a BTreeSet<String>>,
+        pool: &Requirements,
+        term: &Requirements,
+    ) -> BTreeSet<&'a str> {
+        match named {
             Some(zones) => zones
                 .iter()
                 .filter(|z| term.allows(labels::ZONE, z))
@@ -346,7 +344,40 @@ impl ZoneAffinity {
                 .filter(|z| pool.allows(labels::ZONE, z) && term.allows(labels::ZONE, z))
                 .map(String::as_str)
                 .collect(),
-        };
+        }
+    }
+
+    /// The zones every rule leaves for sure, of those the pool and the pod's node term
+    /// allow, where the rules leave some and not others: Karpenter narrows the new
+    /// NodeClaim to them before it picks instance types (`nodeclaim.go` `Add`).
+    pub fn zones_left(&self, pool: &Requirements, term: &Requirements) -> Option<Vec<String>> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        let named = named_zones(pool);
+        let candidates = self.candidates(named.as_ref(), pool, term);
+        let left: Vec<String> = candidates
+            .iter()
+            .filter(|z| {
+                self.rules
+                    .iter()
+                    .all(|r| r.leaves(Some(z), term) == Left::Yes)
+            })
+            .map(|z| z.to_string())
+            .collect();
+        (!left.is_empty() && left.len() < candidates.len()).then_some(left)
+    }
+
+    /// Whether a zone the pool and the pod's node term allow is left by every rule. With
+    /// a zone spread too (`spread`), Karpenter takes the one least-filled zone the spread
+    /// allows and then the affinity's: kelp does not combine the two, and says unknown
+    /// where the affinity leaves some zones and not others.
+    pub fn judge(&self, pool: &Requirements, term: &Requirements, spread: bool) -> SpreadVerdict {
+        if self.rules.is_empty() {
+            return SpreadVerdict::Fits;
+        }
+        let named = named_zones(pool);
+        let candidates = self.candidates(named.as_ref(), pool, term);
         let left = |z: Option<&str>| {
             self.rules
                 .iter()
@@ -728,6 +759,33 @@ mod tests {
     /// A pending pod Karpenter has to place, `shop/name` with `labels` and `spec`.
     fn waiting(name: &str, labels: &str, spec: &str) -> String {
         format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: shop, labels: {{{labels}}}}}\nspec: {{{spec}}}\nstatus: {{phase: Pending, conditions: [{{type: PodScheduled, status: \"False\", reason: Unschedulable}}]}}\n")
+    }
+
+    #[test]
+    fn the_predicted_launch_keeps_to_the_zones_the_anti_affinity_leaves() {
+        // Karpenter narrows the NodeClaim to the zones left before it picks types: kwok's
+        // types are offered in every zone, so the launch names test-zone-b alone.
+        let yaml = format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: zonal}}\nspec: {{template: {{spec: {{requirements: [{{key: {ZONE}, operator: In, values: [test-zone-a, test-zone-b]}}]}}}}}}\nstatus: {{conditions: [{{type: Ready, status: \"True\"}}]}}\n---\napiVersion: v1\nkind: Node\nmetadata: {{name: na, labels: {{{ZONE}: test-zone-a}}}}\n{}{}",
+            bound("shop", "db-0", "app: db", "na", ""),
+            waiting("web-0", "app: web", &format!("containers: [{{name: c, image: x, resources: {{requests: {{cpu: 100m}}}}}}], {}", term("podAntiAffinity", ZONE, "db", "")))
+        );
+        let mut c = Cluster::default();
+        crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();
+        let catalog = std::sync::Arc::new(Catalog::kwok_builtin());
+        let pools = PoolSet::new(&c).with_catalog(Some(&catalog));
+        let pod = &c.pods[&("shop".to_string(), "web-0".to_string())];
+        let v = evaluate(
+            &pools.ordered[0],
+            &pod.spec,
+            &pod_requests(&pod.spec),
+            &pod_terms(&pod.spec, pools.provider),
+            &ZoneSpread::of(&pools, pod),
+            &ZoneAffinity::of(&pools, pod),
+        );
+        assert_eq!(v.verdict, Verdict::Compatible, "{v:?}");
+        let zones = &v.launch.as_ref().unwrap().cheapest[0].zones;
+        assert_eq!(zones, &["test-zone-b"], "{v:?}");
     }
 
     #[test]

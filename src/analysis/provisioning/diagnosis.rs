@@ -360,7 +360,20 @@ fn checks(
         }
         // 6. instance types: from the catalogue, as Karpenter filters them.
         if let Some(types) = types {
-            let reqs = pool_reqs.intersect(term);
+            let mut reqs = pool_reqs.intersect(term);
+            // Narrowed to the zones the pod's zone affinity leaves, as Karpenter narrows
+            // the NodeClaim before it picks types.
+            if let Some(zones) = affinity.zones_left(pool_reqs, term) {
+                let zone = crate::karpenter::requirements::Requirement {
+                    key: crate::karpenter::labels::ZONE.to_string(),
+                    operator: "In".into(),
+                    values: zones,
+                    min_values: None,
+                };
+                if let Ok(z) = Requirements::from_requirements(&[zone]) {
+                    reqs = reqs.intersect(&z);
+                }
+            }
             match types.judge(&reqs, requests, &container_host_ports(pod)) {
                 TypeVerdict::Compatible(launch) => {
                     return PoolVerdict {
