@@ -283,10 +283,7 @@ fn same_room(old: &Pod, new: &Pod) -> bool {
 }
 
 fn obj_key(meta: &super::meta::Meta) -> ObjKey {
-    (
-        meta.namespace.as_deref().unwrap_or_default().to_string(),
-        meta.name.clone(),
-    )
+    meta.obj_key()
 }
 
 impl Cluster {

@@ -105,6 +105,14 @@ impl Meta {
             .any(|o| o.kind == kind && (o.api_version.is_empty() || o.api_version == builtin))
     }
     /// `namespace/name`, or `name` for cluster-scoped objects.
+    /// Its (namespace, name): how the model keys namespaced objects.
+    pub fn obj_key(&self) -> (String, String) {
+        (
+            self.namespace.as_deref().unwrap_or_default().to_string(),
+            self.name.clone(),
+        )
+    }
+
     pub fn key(&self) -> String {
         match &self.namespace {
             Some(ns) => format!("{ns}/{}", self.name),

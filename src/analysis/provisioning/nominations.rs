@@ -159,14 +159,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
         else {
             continue;
         };
-        let key = (
-            p.metadata
-                .namespace
-                .as_deref()
-                .unwrap_or_default()
-                .to_string(),
-            p.metadata.name.clone(),
-        );
+        let key = p.metadata.obj_key();
         if seen.contains(&key)
             || p.spec.node_name.is_some()
             || !is_unschedulable(p) && p.status.phase.as_deref() != Some("Pending")

@@ -230,14 +230,7 @@ impl SpreadIndex {
                     group_key(p.metadata.namespace.as_deref(), &p.metadata.labels) == key
                 }) {
                     *count += 1;
-                    names.push((
-                        p.metadata
-                            .namespace
-                            .as_deref()
-                            .unwrap_or_default()
-                            .to_string(),
-                        p.metadata.name.clone(),
-                    ));
+                    names.push(p.metadata.obj_key());
                 }
             }
         }
