@@ -101,7 +101,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
                         ago(ctx.now, at),
                         s.age.clone().unwrap_or_default(),
                         s.expire_after.clone().unwrap_or_default(),
-                        expired_suffix(s)
+                        expired_suffix(s, super::active_pods(c, &s.node).count())
                     ),
                 )
                 .pool(s.nodepool.as_deref())
@@ -191,14 +191,15 @@ fn drift_outcome(c: &Cluster, claim: &NodeClaim, pool: Option<&str>) -> String {
 /// Why an expired node is still here. Karpenter deletes an expired NodeClaim at once,
 /// whatever holds other disruption (v1.14.1 `nodeclaim/expiration`): one not deleted says
 /// its expiration did not act; one deleting is held by its drain, or past it.
-fn expired_suffix(s: &NodeDisruption) -> String {
+pub(super) fn expired_suffix(s: &NodeDisruption, pods: usize) -> String {
     if !s.deleting {
         return ": Karpenter has not deleted its NodeClaim, which it does as soon as it expires: is Karpenter running, and does it manage the NodeClaim's nodeClassRef?".into();
     }
-    if s.blockers.is_empty() {
-        return ": its NodeClaim is being deleted and no pod holds the drain: look at the NodeClaim's finalizers, the instance's termination and volume detachment".into();
+    match (s.blockers.is_empty(), pods) {
+        (true, 0) => ": it is being deleted and no pod is left on it: look at the NodeClaim's finalizers, the instance's termination and volume detachment".into(),
+        (true, n) => format!(": it is being drained, {n} pod(s) still on it, none held by a do-not-disrupt or a PDB (are they slow to terminate?)"),
+        (false, _) => blockers_suffix(&s.blockers),
     }
-    blockers_suffix(&s.blockers)
 }
 
 fn blockers_suffix(blockers: &[Blocker]) -> String {

@@ -461,6 +461,24 @@ status: {{disruptionsAllowed: 0}}
             kinds(&state(OPEN, deleting, "", DRIFTED, "")),
             [BlockerKind::Pdb]
         );
+        // An expired node still here says which: draining pods nothing holds, or none left.
+        let s = state(
+            OPEN,
+            deleting,
+            "expireAfter: 72h, terminationGracePeriod: 10m",
+            "",
+            "",
+        );
+        let said = super::super::blocked::expired_suffix(&s, 1);
+        assert!(
+            said.contains("being drained, 1 pod(s) still on it"),
+            "{said}"
+        );
+        let said = super::super::blocked::expired_suffix(&s, 0);
+        assert!(said.contains("finalizers"), "{said}");
+        let s = state(OPEN, "", "expireAfter: 72h", "", "");
+        let said = super::super::blocked::expired_suffix(&s, 1);
+        assert!(said.contains("has not deleted its NodeClaim"), "{said}");
     }
 
     #[test]
