@@ -68,9 +68,7 @@ impl Holds {
             Phase::Queued => Vec::new(),
             Phase::Deleting => self.drain(clock),
             // Wanting nothing, it is held as any graceful disruption would be.
-            Phase::Candidate if wants.is_empty() => {
-                self.node.iter().chain(&self.pods).cloned().collect()
-            }
+            Phase::Candidate if wants.is_empty() => self.graceful(),
             Phase::Candidate => {
                 let mut out: Vec<Blocker> = Vec::new();
                 for w in wants {
@@ -87,6 +85,12 @@ impl Holds {
                 out
             }
         }
+    }
+
+    /// What holds a graceful disruption (emptiness, consolidation) whatever the phase:
+    /// every node-level and pod-level blocker.
+    pub fn graceful(&self) -> Vec<Blocker> {
+        self.node.iter().chain(&self.pods).cloned().collect()
     }
 
     /// What holds one want of a node nothing has started on.

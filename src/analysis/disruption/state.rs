@@ -518,8 +518,7 @@ pub fn node_disruption_at(
 
     // Consolidation (and emptiness) is graceful: the node-level and pod-level blockers hold
     // it whatever the phase's wants.
-    let consolidation_blockers: Vec<Blocker> =
-        holds.node.iter().chain(&holds.pods).cloned().collect();
+    let consolidation_blockers = holds.graceful();
     let budget_counts = pool_name
         .as_deref()
         .map(|p| inputs.budget_counts(c, p))
