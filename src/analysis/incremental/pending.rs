@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::analysis::provisioning::affinity::own_zone_terms;
+use crate::analysis::provisioning::affinity::{own_zone_terms, reads_pending};
 use crate::analysis::provisioning::diagnosis::spreads_over_zones;
 use crate::analysis::provisioning::pending::{provisionable, NOMINATION_HOLDS};
 use crate::analysis::provisioning::PoolSet;
@@ -132,7 +132,7 @@ pub(super) fn diagnose<'c>(
         {}
         let prior = old.next_if(|k| k.namespace == ns && k.name == name);
         // Its verdicts read the other pending pods now.
-        let batch = own_zone_terms(&p.spec) || pools.pending().any_zonal();
+        let batch = reads_pending(pools, &p.spec);
         let holds = |k: &KeptPod| {
             !changed.pods.contains(&(ns, name))
                 && !changed.events.contains(name)

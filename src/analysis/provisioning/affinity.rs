@@ -115,6 +115,13 @@ impl Guards {
     }
 }
 
+/// Whether a pod's verdicts read the other pending pods Karpenter places in the same
+/// batch: its own zone terms do, and so does every pod's while some pending pod has zone
+/// anti-affinity.
+pub fn reads_pending(pools: &PoolSet, spec: &PodSpec) -> bool {
+    own_zone_terms(spec) || pools.pending().any_zonal()
+}
+
 /// Whether a pod's own required affinity or anti-affinity is on the zone (its verdicts
 /// then read the bound pods of the term's namespaces).
 pub fn own_zone_terms(spec: &PodSpec) -> bool {

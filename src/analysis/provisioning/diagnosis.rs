@@ -10,7 +10,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::super::Context;
-use super::affinity::{own_zone_terms, ZoneAffinity};
+use super::affinity::{reads_pending, ZoneAffinity};
 use super::evidence::{cross_check, EventEvidence};
 use super::instance_types::{container_host_ports, Launch, Reject, TypeVerdict};
 use super::kept::{parse_event, KeptVerdicts, ParsedEvent, SharedVerdicts};
@@ -544,8 +544,7 @@ pub fn diagnose_cached<'c>(
     // A zone spread counts the pod's peers: in its namespace, by its labels. So do its
     // own zone affinity terms (whether it selects itself), and the running and pending
     // pods' anti-affinity, by its namespace and labels, wherever such a pod has some.
-    let zone_affinity =
-        own_zone_terms(&pod.spec) || !pools.guards().is_empty() || pools.pending().any_zonal();
+    let zone_affinity = reads_pending(pools, &pod.spec) || !pools.guards().is_empty();
     let peers = if zone_affinity || spreads_over_zones(pod) {
         let ns = pod
             .metadata

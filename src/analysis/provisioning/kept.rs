@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::affinity::{own_zone_terms, ZoneAffinity};
+use super::affinity::{own_zone_terms, reads_pending, ZoneAffinity};
 use super::diagnosis::PoolVerdict;
 use super::topology::ZoneSpread;
 use super::{pod_terms, PoolSet};
@@ -96,9 +96,7 @@ impl KeptVerdicts {
         if own_zone_terms(&pod.spec) {
             moved = moved.max(st.bound());
         }
-        // Pending pods placed in one batch: a pod's own zone terms, and any pending pod's
-        // zone anti-affinity, read the other pending pods.
-        if own_zone_terms(&pod.spec) || pools.pending().any_zonal() {
+        if reads_pending(pools, &pod.spec) {
             moved = moved.max(st.pending());
         }
         if let Some(k) = self.entries.get_mut(&key).filter(|k| moved <= k.at) {
