@@ -367,6 +367,17 @@ pub(crate) enum Scope {
     Unknown,
 }
 
+impl Scope {
+    /// Whether namespace `ns` is among the term's (never, where kelp cannot tell them).
+    pub(crate) fn contains(&self, ns: Option<&str>) -> bool {
+        match self {
+            Scope::Names(list) => list.iter().any(|n| Some(n.as_str()) == ns),
+            Scope::All => true,
+            Scope::Unknown => false,
+        }
+    }
+}
+
 /// The label every namespace carries, whose value is its name.
 const NAMESPACE_NAME: &str = "kubernetes.io/metadata.name";
 

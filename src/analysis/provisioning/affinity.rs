@@ -227,7 +227,7 @@ impl ZoneAffinity {
                 let zones = pools.zone_counts(&words, || {
                     pools
                         .spread_index()
-                        .zone_pods(c, |ns| in_scope_ns(&namespaces, ns), sel, NAMED)
+                        .zone_pods(c, |ns| namespaces.contains(ns), sel, NAMED)
                 });
                 out.rules.push(Rule {
                     kind,
@@ -643,17 +643,8 @@ fn pool_zones(pools: &PoolSet, tolerations: &[Toleration]) -> (BTreeSet<String>,
 /// Per zone, how many pods a term counts there, and the first few by name.
 pub(super) type ZoneCounts = BTreeMap<String, (usize, Vec<String>)>;
 
-/// Whether a namespace is in a term's scope.
-fn in_scope_ns(namespaces: &Scope, ns: Option<&str>) -> bool {
-    match namespaces {
-        Scope::Names(list) => list.iter().any(|n| Some(n.as_str()) == ns),
-        Scope::All => true,
-        Scope::Unknown => false,
-    }
-}
-
 fn in_scope(namespaces: &Scope, pod: &Pod) -> bool {
-    in_scope_ns(namespaces, pod.metadata.namespace.as_deref())
+    namespaces.contains(pod.metadata.namespace.as_deref())
 }
 
 fn pod_name(p: &Pod) -> String {

@@ -221,7 +221,9 @@ impl SpreadIndex {
                 continue;
             }
             let key = group_key(g.namespace.as_deref(), &g.labels);
+            // Each node once, however the group's entries came to be ordered.
             let mut nodes = g.nodes.clone();
+            nodes.sort_unstable();
             nodes.dedup();
             for i in nodes {
                 let (node, _, zone) = &self.nodes[i as usize];
