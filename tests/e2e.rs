@@ -376,13 +376,7 @@ fn a_grace_period_lets_drift_past_a_do_not_disrupt_pod() {
         .as_str()
         .unwrap()
         .to_string();
-    let claim = wait_for(&format!("the NodeClaim of {node}"), MINUTES, || {
-        e.json(&["get", "nodeclaims"])["items"]
-            .as_array()?
-            .iter()
-            .find(|c| c["status"]["nodeName"] == node.as_str())
-            .and_then(|c| c["metadata"]["name"].as_str().map(str::to_string))
-    });
+    let claim = claim_of(&e, &node);
     e.ok(&[
         "patch",
         "nodepool",

@@ -46,18 +46,6 @@ fn node_of(e: &Env, ns: &str, app: &str) -> String {
     })
 }
 
-/// The node's NodeClaim, once it has one.
-fn claim_of(e: &Env, node: &str) -> String {
-    wait_for(&format!("the NodeClaim of {node}"), MINUTES, || {
-        let claims = e.json(&["get", "nodeclaims"]);
-        claims["items"]
-            .as_array()?
-            .iter()
-            .find(|c| c["status"]["nodeName"] == node)
-            .and_then(|c| c["metadata"]["name"].as_str().map(str::to_string))
-    })
-}
-
 fn consolidatable(e: &Env, claim: &str) -> bool {
     let c = e.json(&["get", "nodeclaim", claim]);
     c["status"]["conditions"]

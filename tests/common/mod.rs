@@ -486,3 +486,15 @@ pub fn disruption_terminating(e: &Env, claim: &str, timeout: Duration) -> String
         disruption_message(e, claim)
     })
 }
+
+/// The NodeClaim of a node, once it has one.
+pub fn claim_of(e: &Env, node: &str) -> String {
+    wait_for(&format!("the NodeClaim of {node}"), MINUTES, || {
+        let claims = e.json(&["get", "nodeclaims"]);
+        claims["items"]
+            .as_array()?
+            .iter()
+            .find(|c| c["status"]["nodeName"] == node)
+            .and_then(|c| c["metadata"]["name"].as_str().map(str::to_string))
+    })
+}
