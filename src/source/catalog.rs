@@ -14,8 +14,9 @@ use crate::karpenter::resources::Resources;
 use crate::model::catalog::{CATALOG_API_VERSION, CATALOG_KIND};
 use crate::model::{Catalog, CatalogSource, InstanceType, TypeOffering};
 
-/// The largest catalogue file kelp reads (AWS has about 900 types; this is far beyond).
-const MAX_BYTES: u64 = 64 << 20;
+/// The largest catalogue kelp reads: AWS has about 900 types, a catalogue of them is a few
+/// MiB. Counted while reading, so a pipe or a device is held to it too.
+pub const MAX_BYTES: u64 = 16 << 20;
 
 /// One entry of a kwok instance-types file (Go field names, as the provider reads them).
 #[derive(Deserialize)]
@@ -58,13 +59,21 @@ pub fn read(path: &Path) -> Result<Catalog> {
         path: path.to_path_buf(),
         source,
     };
-    let len = std::fs::metadata(path).map_err(read_err)?.len();
-    if len > MAX_BYTES {
-        return Err(fail(format!(
-            "{len} bytes is more than a catalogue file can be ({MAX_BYTES})"
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(read_err)?;
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    let expected = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map_or(0, |m| m.len());
+    let bytes = super::limits::read_at_most(file, MAX_BYTES, expected)
+        .map_err(read_err)?
+        .ok_or_else(|| {
+            fail(format!(
+                "larger than {} MiB, the most kelp reads from one catalogue",
+                MAX_BYTES >> 20
+            ))
+        })?;
+    let text = String::from_utf8(bytes).map_err(|_| fail("not UTF-8 text".into()))?;
     parse(&text).map_err(fail)
 }
 
@@ -76,27 +85,40 @@ pub fn parse(text: &str) -> std::result::Result<Catalog, String> {
             .map_err(|e| format!("not a kwok instance-types file: {e}"))?;
         return kwok(list);
     }
-    let value: serde_json::Value = if trimmed.starts_with('{') {
-        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?
-    } else {
-        serde_norway::from_str(text).map_err(|e| format!("not YAML: {e}"))?
-    };
-    if value.is_array() {
-        let list: Vec<KwokOptions> = serde_json::from_value(value)
-            .map_err(|e| format!("not a kwok instance-types file: {e}"))?;
-        return kwok(list);
-    }
-    let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    let api = value
-        .get("apiVersion")
-        .and_then(|k| k.as_str())
-        .unwrap_or("");
-    if kind != CATALOG_KIND || api != CATALOG_API_VERSION {
-        return Err(format!(
+    let wrong = || {
+        format!(
             "not an instance-type catalogue: expected apiVersion {CATALOG_API_VERSION}, kind {CATALOG_KIND} (as `kelp catalog -o yaml` writes), or a kwok instance-types JSON list"
-        ));
-    }
-    let mut c: Catalog = serde_json::from_value(value).map_err(|e| format!("catalogue: {e}"))?;
+        )
+    };
+    let head = |kind: Option<&str>, api: Option<&str>| {
+        kind == Some(CATALOG_KIND) && api == Some(CATALOG_API_VERSION)
+    };
+    let mut c: Catalog = if trimmed.starts_with('{') {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let field = |k: &str| value.get(k).and_then(|v| v.as_str());
+        if !head(field("kind"), field("apiVersion")) {
+            return Err(wrong());
+        }
+        serde_json::from_value(value).map_err(|e| format!("catalogue: {e}"))?
+    } else {
+        // Depth first: serde_norway's scanner costs the square of the flow nesting. YAML is
+        // read through its own tree, not JSON's: that keeps `.nan` and `.inf` as what they
+        // are (for `check` to refuse) and refuses a key given twice.
+        super::limits::check_yaml(text).map_err(|e| e.to_string())?;
+        let value: serde_norway::Value =
+            serde_norway::from_str(text).map_err(|e| format!("not YAML: {e}"))?;
+        if value.is_sequence() {
+            let list: Vec<KwokOptions> = serde_norway::from_value(value)
+                .map_err(|e| format!("not a kwok instance-types file: {e}"))?;
+            return kwok(list);
+        }
+        let field = |k: &str| value.get(k).and_then(|v| v.as_str());
+        if !head(field("kind"), field("apiVersion")) {
+            return Err(wrong());
+        }
+        serde_norway::from_value(value).map_err(|e| format!("catalogue: {e}"))?
+    };
     // Read from a file, it is a file's; where its types came from stays said.
     if c.source != CatalogSource::File {
         c.from = Some(c.source);
@@ -310,6 +332,34 @@ mod tests {
                 .unwrap()
                 .source,
             CatalogSource::File
+        );
+    }
+    #[test]
+    fn yaml_that_json_cannot_hold_is_refused_not_dropped() {
+        let head = "apiVersion: kelp.dev/v1\nkind: InstanceTypeCatalog\n";
+        for price in [".nan", ".inf", "-.inf"] {
+            let t = format!(
+                "{head}instanceTypes: [{{name: a, offerings: [{{zone: z, capacityType: spot, price: {price}}}]}}]\n"
+            );
+            let e = parse(&t).unwrap_err();
+            assert_eq!(
+                e, "instance type a: a quantity or price is not a finite number",
+                "{price}"
+            );
+        }
+        let e = parse(&format!("{head}instanceTypes: []\ninstanceTypes: []\n")).unwrap_err();
+        assert!(
+            e.contains("duplicate") && e.contains("instanceTypes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_device_or_a_pipe_is_held_to_the_cap_while_reading() {
+        let e = read(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "/dev/zero: larger than 16 MiB, the most kelp reads from one catalogue"
         );
     }
 }

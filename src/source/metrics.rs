@@ -3,6 +3,7 @@
 //! and its voluntary disruption: eligible nodes and decisions carried out per pool.
 
 use std::collections::BTreeMap;
+use std::io::BufRead;
 
 use crate::error::{Error, Result};
 use crate::model::{ControllerMetrics, Offering};
@@ -15,24 +16,110 @@ const POOL_COST: &str = "karpenter_nodepools_cost_total";
 const ELIGIBLE: &str = "karpenter_voluntary_disruption_eligible_nodes";
 const DECISIONS: &str = "karpenter_voluntary_disruption_decisions_by_nodepool_total";
 
-/// Parse a text exposition; `name` labels errors.
+/// The most exposition text kelp reads from one file or one scrape. A Karpenter on AWS
+/// exposes about 20,000 series of instance types and offerings (a few MiB); this is
+/// well beyond that, and it is counted while reading, so a pipe or a device is held
+/// to it too.
+pub const MAX_BYTES: u64 = 64 << 20;
+/// The longest line kelp reads (a series with its labels is well under 1 KiB).
+pub const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// The series kelp reads, by their exposed names.
+const READ: [&str; 7] = [
+    PRICE, AVAILABLE, CPU, MEMORY, POOL_COST, ELIGIBLE, DECISIONS,
+];
+
+/// Parse a text exposition held in memory; `name` labels errors.
 pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
-    let scrape =
-        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).map_err(|e| {
-            Error::Parse {
-                path: name.to_string(),
-                message: format!("not a Prometheus text exposition: {e}"),
-            }
-        })?;
-    let has_content = text
-        .lines()
-        .any(|l| !l.trim().is_empty() && !l.starts_with('#'));
-    if scrape.samples.is_empty() && has_content {
-        return Err(Error::Parse {
-            path: name.to_string(),
-            message: "not a Prometheus text exposition (no samples found)".into(),
-        });
+    parse_reader(name, text.as_bytes())
+}
+
+/// Parse a text exposition as it is read, a line at a time: only the series kelp reads
+/// (and their `# TYPE` lines) are kept, so what it holds follows them and not the text.
+/// More than [`MAX_BYTES`] in all, or a line over [`MAX_LINE_BYTES`], is an error, found
+/// while reading. `name` labels errors.
+pub fn parse_reader(name: &str, mut reader: impl std::io::BufRead) -> Result<ControllerMetrics> {
+    let fail = |message: String| Error::Parse {
+        path: name.to_string(),
+        message,
+    };
+    let mut kept: Vec<String> = Vec::new();
+    // The first line that is neither blank nor a comment: what says, when none of kelp's
+    // series is there, whether this is an exposition at all.
+    let mut first_content: Option<String> = None;
+    let mut buf = Vec::new();
+    let (mut total, mut line_no) = (0u64, 0usize);
+    loop {
+        buf.clear();
+        let n = std::io::Read::take(&mut reader, MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| fail(format!("cannot read: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        total += n as u64;
+        if total > MAX_BYTES {
+            return Err(fail(format!(
+                "more than {} MiB of metrics text, the most kelp reads from one exposition",
+                MAX_BYTES >> 20
+            )));
+        }
+        if buf.len() > MAX_LINE_BYTES {
+            return Err(fail(format!(
+                "line {line_no}: longer than {} KiB, the longest line kelp reads",
+                MAX_LINE_BYTES >> 10
+            )));
+        }
+        let line = std::str::from_utf8(&buf)
+            .map_err(|_| fail(format!("line {line_no}: not UTF-8 text")))?;
+        let line = line.trim_end_matches(['\n', '\r']);
+        if read_by_kelp(line) {
+            kept.push(line.to_string());
+        } else if first_content.is_none() && !line.trim().is_empty() && !line.starts_with('#') {
+            first_content = Some(line.to_string());
+        }
     }
+    let scrape = |lines: Vec<String>| {
+        prometheus_parse::Scrape::parse(lines.into_iter().map(Ok))
+            .map_err(|e| fail(format!("not a Prometheus text exposition: {e}")))
+    };
+    let has_samples = kept.iter().any(|l| !l.starts_with('#'));
+    let scrape = scrape(kept)?;
+    if !has_samples {
+        if let Some(line) = first_content {
+            if scrape_of_one(line).is_none() {
+                return Err(fail(
+                    "not a Prometheus text exposition (no samples found)".into(),
+                ));
+            }
+        }
+    }
+    Ok(metrics_of(&scrape))
+}
+
+/// Whether a line is one of the series kelp reads, or its `# TYPE` / `# HELP` line.
+fn read_by_kelp(line: &str) -> bool {
+    let name = match line.strip_prefix('#') {
+        Some(comment) => {
+            let mut words = comment.split_whitespace();
+            match (words.next(), words.next()) {
+                (Some("TYPE" | "HELP"), Some(name)) => name,
+                _ => return false,
+            }
+        }
+        None => line.split(['{', ' ', '\t']).next().unwrap_or_default(),
+    };
+    READ.contains(&name)
+}
+
+/// The one sample a line is, if it is a sample.
+fn scrape_of_one(line: String) -> Option<()> {
+    let scrape = prometheus_parse::Scrape::parse(std::iter::once(Ok(line))).ok()?;
+    (!scrape.samples.is_empty()).then_some(())
+}
+
+fn metrics_of(scrape: &prometheus_parse::Scrape) -> ControllerMetrics {
     let mut offerings: BTreeMap<(String, String, String), Offering> = BTreeMap::new();
     let mut nodepool_cost = BTreeMap::new();
     let mut instance_cpu = BTreeMap::new();
@@ -87,7 +174,7 @@ pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
             _ => {}
         }
     }
-    Ok(ControllerMetrics {
+    ControllerMetrics {
         offerings: offerings.into_values().collect(),
         instance_cpu,
         instance_memory,
@@ -95,21 +182,26 @@ pub fn parse(name: &str, text: &str) -> Result<ControllerMetrics> {
         eligible_nodes,
         decisions,
         offering_index: Default::default(),
-    })
+    }
 }
 
-/// Read and parse a metrics file.
+/// Read and parse a metrics file (or a pipe, a device, `/dev/stdin`), held to
+/// [`MAX_BYTES`] as it is read.
 pub fn read(path: &std::path::Path) -> Result<ControllerMetrics> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+    let file = std::fs::File::open(path).map_err(|source| Error::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    parse(&path.display().to_string(), &text)
+    parse_reader(
+        &path.display().to_string(),
+        std::io::BufReader::with_capacity(1 << 16, file),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     #[test]
     fn offerings_and_pool_cost_are_read() {
@@ -145,5 +237,54 @@ karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type=\"
             "underutilized".to_string(),
         );
         assert_eq!(m.decisions[&key], 3.0);
+    }
+
+    #[test]
+    fn endless_input_stops_at_a_cap_counted_while_reading() {
+        // /dev/zero: one line that never ends.
+        let e = parse_reader("zero", std::io::BufReader::new(std::io::repeat(0))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "zero: line 1: longer than 64 KiB, the longest line kelp reads"
+        );
+        // An endless stream of good lines: the total.
+        let line = b"karpenter_nodepools_cost_total{nodepool=\"default\"} 1.25\n";
+        let endless = std::io::BufReader::new(std::io::repeat(0).take(0).chain(Cycle(line, 0)));
+        let e = parse_reader("fifo", endless).unwrap_err();
+        assert!(
+            e.to_string().contains("more than 64 MiB of metrics text"),
+            "{e}"
+        );
+    }
+
+    /// `bytes` again and again.
+    struct Cycle(&'static [u8], usize);
+    impl std::io::Read for Cycle {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.0.len() - self.1);
+            buf[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
+            self.1 = (self.1 + n) % self.0.len();
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn only_kelps_series_are_kept_and_other_text_still_has_to_be_an_exposition() {
+        let text = "# HELP go_goroutines Number of goroutines.\n# TYPE go_goroutines gauge\ngo_goroutines 42\n\
+# TYPE karpenter_nodepools_cost_total gauge\nkarpenter_nodepools_cost_total{nodepool=\"a\"} 2\n";
+        let m = parse("m.txt", text).unwrap();
+        assert_eq!(m.nodepool_cost["a"], 2.0);
+        // Another program's exposition reads as no figures, not as an error.
+        let m = parse("m.txt", "go_goroutines 42\n").unwrap();
+        assert!(m.nodepool_cost.is_empty() && m.offerings.is_empty());
+        // Text that is not an exposition at all is refused.
+        let e = parse("m.json", "{\"kind\": \"List\"}\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("m.json: not a Prometheus text exposition"),
+            "{e}"
+        );
+        let e = parse_reader("bin", &b"ok 1\n\xff\n"[..]).unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
     }
 }
