@@ -681,3 +681,69 @@ fn a_dump_with_an_embedded_catalogue_judges_instance_types() {
     let why = run(dump.path());
     assert!(why.to_string().contains("\"launch\"") == false, "{why:#}");
 }
+
+/// Names (a Pod's, a Node's) carrying a newline, ESC, an OSC title, BEL, CR, a bidi
+/// override and a C1 control, as a dump may hold them: every text view prints them
+/// escaped, so no line is forged at column 0 and no control byte reaches the terminal.
+/// (NUL cannot be passed in an argument to `why`; `clean`'s own tests cover it.)
+#[test]
+fn hostile_names_render_escaped_in_every_text_view() {
+    const RAW: &str = "\nFAKE: critical line\u{1b}]0;t\u{7}\r\u{202e}\u{9b}x";
+    const ESCAPED: &str = "\\nFAKE: critical line\\x1b]0;t\\x07\\r\\u{202e}\\x9bx";
+    let yaml_raw = "\\nFAKE: critical line\\e]0;t\\a\\r\\u202e\\x9bx";
+    let small = std::fs::read_to_string(SMALL).unwrap();
+    let pod = format!("\"trainer-0{yaml_raw}\"");
+    let node = format!("\"ip-10-0-1-1{yaml_raw}\"");
+    let hostile = small
+        .replace("{name: trainer-0,", &format!("{{name: {pod},"))
+        .replace(
+            "name: trainer-0, namespace",
+            &format!("name: {pod}, namespace"),
+        )
+        .replace("ip-10-0-1-1", &node);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hostile.yaml");
+    std::fs::write(&path, hostile).unwrap();
+    let pod_arg = format!("ml/trainer-0{RAW}");
+    let node_arg = format!("ip-10-0-1-1{RAW}");
+    let runs: Vec<(Vec<&str>, bool)> = vec![
+        (vec!["doctor"], true),
+        (vec!["doctor", "-o", "wide"], true),
+        (vec!["why", "pod", &pod_arg], true),
+        (vec!["why", "node", &node_arg], true),
+        (vec!["why", "pod", "ml/nope\u{1b}]0;t\u{7}\nFAKE: x"], false),
+        (vec!["why", "node", "nope\u{1b}]0;t\u{7}\nFAKE: x"], false),
+    ];
+    for (args, found) in runs {
+        for color in [false, true] {
+            let mut cmd = kelp();
+            if color {
+                cmd.env_remove("NO_COLOR");
+            }
+            let out = cmd
+                .args(&args)
+                .args(["--now", NOW, "--from"])
+                .arg(&path)
+                .output()
+                .unwrap();
+            let text =
+                String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap();
+            for bad in ['\u{7}', '\r', '\u{202e}', '\u{9b}'] {
+                assert!(!text.contains(bad), "{args:?}: {bad:?} in {text:?}");
+            }
+            assert!(!text.contains("\u{1b}]"), "{args:?}: {text:?}");
+            assert!(
+                !text.lines().any(|l| l.starts_with("FAKE")),
+                "{args:?}: a forged line in {text}"
+            );
+            if found {
+                assert!(text.contains(ESCAPED), "{args:?}: {text}");
+            } else {
+                assert!(
+                    text.contains("\\x1b]0;t\\x07\\nFAKE: x not found"),
+                    "{args:?}: {text}"
+                );
+            }
+        }
+    }
+}

@@ -134,12 +134,12 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
             let pool = f
                 .nodepool
                 .as_deref()
-                .map(|p| format!("  nodepool={p}"))
+                .map(|p| format!("  nodepool={}", clean(p)))
                 .unwrap_or_default();
             out.push_str(&format!(
                 "  {}  {}{}\n",
                 style.severity(sev, &pad(f.code.as_str(), code_w)),
-                style.bold(&f.object.to_string()),
+                style.bold(&clean(&f.object.to_string())),
                 style.dim(&pool)
             ));
             out.push_str(&format!("  {:code_w$}  {}\n", "", clean(&f.message)));
@@ -161,11 +161,11 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
             count(Severity::Critical),
             count(Severity::Warning),
             count(Severity::Info),
-            origin,
+            clean(origin),
             if report.karpenter.api_versions.is_empty() {
                 "not found".to_string()
             } else {
-                report.karpenter.api_versions.join(", ")
+                clean(&report.karpenter.api_versions.join(", ")).into_owned()
             },
             report
                 .generated_at

@@ -13,12 +13,13 @@ pub use pod::{change_for, pod_answer, pod_text, PodAnswer};
 /// What `why` was asked about does not exist.
 #[derive(Debug, thiserror::Error)]
 pub enum NotFound {
-    #[error("pod {0} not found")]
+    #[error("pod {} not found", text::clean(.0))]
     Pod(String),
-    #[error("node {0} not found")]
+    #[error("node {} not found", text::clean(.0))]
     Node(String),
     #[error(
-        "NodeClaim {0} has no node yet: see `kelp doctor` for launch and registration findings"
+        "NodeClaim {} has no node yet: see `kelp doctor` for launch and registration findings",
+        text::clean(.0)
     )]
     ClaimWithoutNode(String),
 }

@@ -99,7 +99,7 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
 /// `kelp why node` as text.
 pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style) -> String {
     let state = &answer.state;
-    let mut out = format!("{} {}\n", s.bold("Node"), s.bold(&state.node));
+    let mut out = format!("{} {}\n", s.bold("Node"), s.bold(&clean(&state.node)));
     let Some(pool) = &state.nodepool else {
         out.push_str("Not managed by Karpenter (no karpenter.sh/nodepool label).\n");
         return out;
@@ -109,7 +109,8 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
         vec![
             "NodePool".to_string(),
             format!(
-                "{pool}{}",
+                "{}{}",
+                clean(pool),
                 if c.nodepools.contains_key(pool) {
                     ""
                 } else {
@@ -119,9 +120,13 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
         ],
         vec![
             "NodeClaim".into(),
-            state.nodeclaim.clone().unwrap_or_else(|| {
-                "none found (Karpenter disrupts no node without one, expiry included)".into()
-            }),
+            state
+                .nodeclaim
+                .as_deref()
+                .map(|n| clean(n).into_owned())
+                .unwrap_or_else(|| {
+                    "none found (Karpenter disrupts no node without one, expiry included)".into()
+                }),
         ],
         vec![
             "Age".into(),
@@ -141,7 +146,7 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
             state
                 .drifted
                 .clone()
-                .map(|r| format!("yes ({r})"))
+                .map(|r| format!("yes ({})", clean(&r)))
                 .unwrap_or_else(|| "no".into()),
         ],
         vec!["Empty".into(), yes_no(state.empty).into()],
@@ -154,7 +159,7 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
         let wants: Vec<&str> = state.wants.iter().map(|w| w.message.as_str()).collect();
         out.push_str(&format!(
             "\nKarpenter wants to disrupt it: {}\n",
-            wants.join(", ")
+            clean(&wants.join(", "))
         ));
     }
     if state.blockers.is_empty() {
@@ -176,7 +181,7 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
         }
         out.push_str(&format!("\n{}\n", s.bold("To unblock")));
         for a in &answer.advice {
-            out.push_str(&format!("  - {a}\n"));
+            out.push_str(&format!("  - {}\n", clean(a)));
         }
     }
     out.push_str(&consolidation_text(&state.consolidation, now, s));

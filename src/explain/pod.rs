@@ -137,7 +137,7 @@ pub fn pod_text(c: &Cluster, now: DateTime<Utc>, answer: &PodAnswer, s: Style) -
     let mut out = format!(
         "{} {}: {}\n",
         s.bold("Pod"),
-        s.bold(&answer.pod),
+        s.bold(&clean(&answer.pod)),
         answer.state
     );
     if let Some(d) = answer.diagnosis.as_deref() {
@@ -168,7 +168,7 @@ pub fn pod_text(c: &Cluster, now: DateTime<Utc>, answer: &PodAnswer, s: Style) -
                 out.push_str(&format!(
                     "\n{} (NodePool {}): {l}\n",
                     s.bold("Karpenter would launch"),
-                    v.name
+                    clean(&v.name)
                 ));
             }
         }
@@ -178,7 +178,7 @@ pub fn pod_text(c: &Cluster, now: DateTime<Utc>, answer: &PodAnswer, s: Style) -
                 out.push_str(&format!(
                     "{} ({}, {} format, last seen {}):\n  {}\n",
                     s.bold("Karpenter's event"),
-                    e.reason,
+                    clean(&e.reason),
                     match e.format {
                         MessageFormat::Wrapped => "v1.0-v1.4",
                         MessageFormat::Flat => "v1.5+",
@@ -196,13 +196,13 @@ pub fn pod_text(c: &Cluster, now: DateTime<Utc>, answer: &PodAnswer, s: Style) -
             )),
         }
         if let Some(m) = &d.scheduler {
-            out.push_str(&format!("{}: {m}\n", s.bold("kube-scheduler")));
+            out.push_str(&format!("{}: {}\n", s.bold("kube-scheduler"), clean(m)));
         }
     }
     if !answer.advice.is_empty() {
         out.push_str(&format!("\n{}\n", s.bold("What to change")));
         for a in &answer.advice {
-            out.push_str(&format!("  - {a}\n"));
+            out.push_str(&format!("  - {}\n", clean(a)));
         }
     }
     out
