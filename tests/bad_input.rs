@@ -312,3 +312,190 @@ fn serve_keeps_running_when_its_dump_is_rewritten_5000_deep() {
     assert!(warned && alive, "alive: {alive}; stderr:\n{seen}");
     assert!(seen.contains(DEPTH_ERROR), "{seen}");
 }
+
+/// Runs kelp to its end, feeding `input` (when given) on stdin, and returns its output and
+/// its peak resident memory in bytes (`wait4`'s `ru_maxrss`, this process alone).
+fn run_measured(args: &[&str], stdin_zero: bool) -> (Output, u64) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env("NO_COLOR", "1")
+        .current_dir(std::env::temp_dir())
+        .stdin(if stdin_zero {
+            Stdio::from(std::fs::File::open("/dev/zero").unwrap())
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        use std::io::Read;
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        let _ = out.read_to_end(&mut o);
+        let _ = err.read_to_end(&mut e);
+        (o, e)
+    });
+    // A hang would end the test run's own timeout, not pass: a guard, not a timing.
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is valid, and the pid is our own child, waited once.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    let (stdout, stderr) = reader.join().unwrap();
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let out = Output {
+        status: std::process::ExitStatus::from_raw(code << 8),
+        stdout,
+        stderr,
+    };
+    (out, usage.ru_maxrss as u64 * 1024)
+}
+
+/// A FIFO that a thread fills with zero bytes for as long as anyone reads it.
+fn zero_fifo(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let writer = path.clone();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        // Each open is one reader: serve every reader that comes, until the test ends.
+        while let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&writer) {
+            let zeros = vec![0u8; 1 << 16];
+            while f.write_all(&zeros).is_ok() {}
+        }
+    });
+    path
+}
+
+/// Every input kelp reads (a dump from a file, a device, a FIFO or stdin; a manifest for
+/// lint and what-if; a catalogue; a metrics file; `.kelp.yaml`) is held to its cap while
+/// it is read: endless zeros are one error line, exit 2, well under 100 MB.
+#[test]
+fn endless_input_on_every_path_is_one_error_line_under_100_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.yaml", &pod_list(""));
+    let good = s(&good).to_string();
+    let pod = write(
+        dir.path(),
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n",
+    );
+    let pod = s(&pod).to_string();
+    for source in ["/dev/zero", "fifo"] {
+        let fifo = |name: &str| -> String {
+            if source == "fifo" {
+                s(&zero_fifo(dir.path(), name)).to_string()
+            } else {
+                source.to_string()
+            }
+        };
+        let cases: Vec<(Vec<String>, bool)> = vec![
+            (vec!["doctor".into(), "--from".into(), fifo("dump")], false),
+            (vec!["doctor".into(), "--from".into(), "-".into()], true),
+            (vec!["lint".into(), fifo("manifest")], false),
+            (
+                vec![
+                    "what-if".into(),
+                    "--pod".into(),
+                    fifo("pod"),
+                    "--nodepools".into(),
+                    good.clone(),
+                ],
+                false,
+            ),
+            (
+                vec![
+                    "what-if".into(),
+                    "--pod".into(),
+                    pod.clone(),
+                    "--nodepools".into(),
+                    fifo("pools"),
+                ],
+                false,
+            ),
+            (
+                vec![
+                    "doctor".into(),
+                    "--from".into(),
+                    good.clone(),
+                    "--catalog".into(),
+                    fifo("catalog"),
+                ],
+                false,
+            ),
+            (
+                vec![
+                    "doctor".into(),
+                    "--from".into(),
+                    good.clone(),
+                    "--metrics-file".into(),
+                    fifo("metrics"),
+                ],
+                false,
+            ),
+            (
+                vec![
+                    "lint".into(),
+                    "--config".into(),
+                    fifo("config"),
+                    good.clone(),
+                ],
+                false,
+            ),
+        ];
+        for (args, stdin) in cases {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (out, peak) = run_measured(&args, stdin);
+            let err = one_error(&out);
+            assert!(
+                err.contains("MiB") || err.contains("KiB"),
+                "{source} {args:?}: a cap: {err}"
+            );
+            assert!(peak < 100 << 20, "{source} {args:?}: {} MiB", peak >> 20);
+        }
+    }
+}
+
+/// A dump read from a FIFO (`--from <(kubectl get ...)`) cannot seek back after its first
+/// bytes are sniffed for gzip: it is streamed as it comes.
+#[test]
+fn a_dump_from_a_fifo_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dump");
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let text = pod_list("");
+    let writer = path.clone();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(writer)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    });
+    let out = kelp()
+        .args(["doctor", "-o", "json", "--from"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code() != Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["findings"].is_array(), "{report}");
+}

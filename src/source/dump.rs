@@ -180,20 +180,26 @@ fn load_file(
     use std::io::Read;
     let name = file.display().to_string();
     let mut f = std::fs::File::open(file).map_err(read_error(file))?;
-    let size = f.metadata().map_err(read_error(file))?.len();
+    let meta = f.metadata().map_err(read_error(file))?;
+    let (size, regular) = (meta.len(), meta.is_file());
     let mut magic = [0u8; 2];
-    let n = f.read(&mut magic).map_err(read_error(file))?;
+    let n = read_full(&mut f, &mut magic).map_err(read_error(file))?;
     let gzip = n == 2 && magic == GZIP_MAGIC;
+    // A regular file is parsed in place; anything else (a pipe, a FIFO, a device) cannot
+    // seek back, so it is streamed with the bytes already read put back in front.
+    if !regular || size == 0 {
+        let head = std::io::Cursor::new(magic[..n].to_vec());
+        if gzip {
+            let compressed = std::io::BufReader::with_capacity(1 << 16, head.chain(f));
+            return load_gzip(&name, compressed, read_error(file), cluster, notes);
+        }
+        let reader = std::io::BufReader::with_capacity(1 << 20, head.chain(f));
+        return load_reader(&name, reader, size, read_error(file), cluster, notes);
+    }
     std::io::Seek::rewind(&mut f).map_err(read_error(file))?;
     if gzip {
         let compressed = std::io::BufReader::with_capacity(1 << 16, f);
         return load_gzip(&name, compressed, read_error(file), cluster, notes);
-    }
-    // A regular file is parsed in place; anything else (a pipe, a device) is streamed.
-    let regular = f.metadata().map(|m| m.is_file()).unwrap_or(false);
-    if !regular || size == 0 {
-        let reader = std::io::BufReader::with_capacity(1 << 20, f);
-        return load_reader(&name, reader, size, read_error(file), cluster, notes);
     }
     match reading {
         Reading::Mapped => {
@@ -210,6 +216,20 @@ fn load_file(
             load_bytes(&name, &bytes, None, read_error(file), cluster, notes)
         }
     }
+}
+
+/// Fill `buf` as far as the reader goes (a pipe may hand over fewer bytes a read).
+fn read_full(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }
 
 /// Load a gzip stream (a `.gz` file, or gzip on stdin): its content is streamed.

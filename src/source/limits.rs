@@ -89,7 +89,10 @@ impl Limit {
 }
 
 /// At most `max` bytes from `reader`; `None` when there are more. `expected` (a file's
-/// size, or 0) sizes the buffer once, and refuses at once when it is over `max`.
+/// size, or 0 for a stream of unknown length) sizes the buffer once, and refuses at once
+/// when it is over `max`. A stream's buffer is the whole limit, reserved once: only the
+/// pages written are taken, and it never grows by copying (which held the old and the
+/// new buffer at once, twice the limit for `/dev/zero`).
 pub fn read_at_most(
     reader: impl Read,
     max: u64,
@@ -98,7 +101,8 @@ pub fn read_at_most(
     if expected > max {
         return Ok(None);
     }
-    let mut bytes = Vec::with_capacity(expected.min(max) as usize);
+    let capacity = if expected == 0 { max + 1 } else { expected + 1 };
+    let mut bytes = Vec::with_capacity(capacity.min(max + 1) as usize);
     reader.take(max + 1).read_to_end(&mut bytes)?;
     Ok((bytes.len() as u64 <= max).then_some(bytes))
 }
