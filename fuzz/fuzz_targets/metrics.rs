@@ -1,5 +1,5 @@
-//! The `--metrics-file` parser (src/source/metrics.rs: Prometheus text exposition), and
-//! what a parsed scrape feeds: prices and offerings in the analysis and the dashboard.
+//! The `--metrics-file` reader (src/source/metrics.rs: Prometheus text exposition, read a
+//! line at a time under its caps, raw bytes and all), and what a parsed scrape feeds: prices and offerings in the analysis and the dashboard.
 #![no_main]
 
 use std::sync::{LazyLock, Mutex};
@@ -12,8 +12,7 @@ static SMALL: LazyLock<Mutex<Cluster>> = LazyLock::new(|| Mutex::new(kelp_fuzz::
 
 fuzz_target!(|data: &[u8]| {
     kelp_fuzz::catch_stack_overflow();
-    let text = String::from_utf8_lossy(data);
-    let Ok(metrics) = kelp::source::metrics::parse("fuzz.txt", &text) else {
+    let Ok(metrics) = kelp::source::metrics::parse_reader("fuzz.txt", data) else {
         return;
     };
     let mut c = SMALL.lock().unwrap_or_else(|e| e.into_inner());
