@@ -313,9 +313,9 @@ fn serve_keeps_running_when_its_dump_is_rewritten_5000_deep() {
     assert!(seen.contains(DEPTH_ERROR), "{seen}");
 }
 
-/// Python's own peak is not kelp's: a child's `ru_maxrss` starts from its parent's
-/// resident memory at the fork (Linux keeps it across `exec`), so kelp is started from a
-/// small Python process, not from this large test process, and that reports kelp's peak.
+/// Starts kelp and writes its peak resident memory (KiB) to a file. A child's `ru_maxrss`
+/// starts from its parent's resident memory at the fork (Linux keeps it across `exec`),
+/// so kelp is started from this small Python process, not from the large test process.
 const MEASURE: &str = "import resource, subprocess, sys\n\
 p = subprocess.run(sys.argv[2:])\n\
 open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n\
@@ -358,12 +358,17 @@ fn run_measured(args: &[&str], stdin_zero: bool) -> (Output, Option<u64>) {
     (out, peak)
 }
 
-/// A FIFO that a thread fills with zero bytes for as long as anyone reads it.
-fn zero_fifo(dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(name);
+/// Make a FIFO at `path`.
+fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
     // SAFETY: a valid C string.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// A FIFO that a thread fills with zero bytes for as long as anyone reads it.
+fn zero_fifo(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    mkfifo(&path);
     let writer = path.clone();
     std::thread::spawn(move || {
         use std::io::Write;
@@ -476,9 +481,7 @@ fn endless_input_on_every_path_is_one_error_line_under_100_mb() {
 fn a_dump_from_a_fifo_loads() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dump");
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: a valid C string.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    mkfifo(&path);
     let text = pod_list("");
     let writer = path.clone();
     std::thread::spawn(move || {

@@ -182,25 +182,25 @@ fn load_file(
     let mut f = std::fs::File::open(file).map_err(read_error(file))?;
     let meta = f.metadata().map_err(read_error(file))?;
     let (size, regular) = (meta.len(), meta.is_file());
-    let mut magic = [0u8; 2];
-    let n = read_full(&mut f, &mut magic).map_err(read_error(file))?;
-    let gzip = n == 2 && magic == GZIP_MAGIC;
-    // A regular file is parsed in place; anything else (a pipe, a FIFO, a device) cannot
-    // seek back, so it is streamed with the bytes already read put back in front.
+    // The first two bytes say gzip or not. Anything streamed (gzip, a pipe, a FIFO, a
+    // device) gets them put back in front, as a stream cannot seek back; a regular file is
+    // parsed in place from its start.
+    let mut magic = Vec::with_capacity(2);
+    (&mut f)
+        .take(2)
+        .read_to_end(&mut magic)
+        .map_err(read_error(file))?;
+    let gzip = magic == GZIP_MAGIC;
+    let streamed = || std::io::Cursor::new(magic.clone()).chain(&f);
+    if gzip {
+        let compressed = std::io::BufReader::with_capacity(1 << 16, streamed());
+        return load_gzip(&name, compressed, read_error(file), cluster, notes);
+    }
     if !regular || size == 0 {
-        let head = std::io::Cursor::new(magic[..n].to_vec());
-        if gzip {
-            let compressed = std::io::BufReader::with_capacity(1 << 16, head.chain(f));
-            return load_gzip(&name, compressed, read_error(file), cluster, notes);
-        }
-        let reader = std::io::BufReader::with_capacity(1 << 20, head.chain(f));
+        let reader = std::io::BufReader::with_capacity(1 << 20, streamed());
         return load_reader(&name, reader, size, read_error(file), cluster, notes);
     }
     std::io::Seek::rewind(&mut f).map_err(read_error(file))?;
-    if gzip {
-        let compressed = std::io::BufReader::with_capacity(1 << 16, f);
-        return load_gzip(&name, compressed, read_error(file), cluster, notes);
-    }
     match reading {
         Reading::Mapped => {
             // SAFETY: the mapping is read only, and only while this function runs. A file
@@ -216,20 +216,6 @@ fn load_file(
             load_bytes(&name, &bytes, None, read_error(file), cluster, notes)
         }
     }
-}
-
-/// Fill `buf` as far as the reader goes (a pipe may hand over fewer bytes a read).
-fn read_full(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// Load a gzip stream (a `.gz` file, or gzip on stdin): its content is streamed.

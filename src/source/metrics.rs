@@ -80,20 +80,13 @@ pub fn parse_reader(name: &str, mut reader: impl std::io::BufRead) -> Result<Con
             first_content = Some(line.to_string());
         }
     }
-    let scrape = |lines: Vec<String>| {
-        prometheus_parse::Scrape::parse(lines.into_iter().map(Ok))
-            .map_err(|e| fail(format!("not a Prometheus text exposition: {e}")))
-    };
     let has_samples = kept.iter().any(|l| !l.starts_with('#'));
-    let scrape = scrape(kept)?;
-    if !has_samples {
-        if let Some(line) = first_content {
-            if scrape_of_one(line).is_none() {
-                return Err(fail(
-                    "not a Prometheus text exposition (no samples found)".into(),
-                ));
-            }
-        }
+    let scrape = prometheus_parse::Scrape::parse(kept.into_iter().map(Ok))
+        .map_err(|e| fail(format!("not a Prometheus text exposition: {e}")))?;
+    if !has_samples && first_content.is_some_and(|l| !is_sample(l)) {
+        return Err(fail(
+            "not a Prometheus text exposition (no samples found)".into(),
+        ));
     }
     Ok(metrics_of(&scrape))
 }
@@ -113,10 +106,10 @@ fn read_by_kelp(line: &str) -> bool {
     READ.contains(&name)
 }
 
-/// The one sample a line is, if it is a sample.
-fn scrape_of_one(line: String) -> Option<()> {
-    let scrape = prometheus_parse::Scrape::parse(std::iter::once(Ok(line))).ok()?;
-    (!scrape.samples.is_empty()).then_some(())
+/// Whether a line is a sample of the exposition format.
+fn is_sample(line: String) -> bool {
+    prometheus_parse::Scrape::parse(std::iter::once(Ok(line)))
+        .is_ok_and(|scrape| !scrape.samples.is_empty())
 }
 
 fn metrics_of(scrape: &prometheus_parse::Scrape) -> ControllerMetrics {
@@ -201,7 +194,6 @@ pub fn read(path: &std::path::Path) -> Result<ControllerMetrics> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
 
     #[test]
     fn offerings_and_pool_cost_are_read() {
@@ -249,7 +241,7 @@ karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type=\"
         );
         // An endless stream of good lines: the total.
         let line = b"karpenter_nodepools_cost_total{nodepool=\"default\"} 1.25\n";
-        let endless = std::io::BufReader::new(std::io::repeat(0).take(0).chain(Cycle(line, 0)));
+        let endless = std::io::BufReader::new(Cycle(line, 0));
         let e = parse_reader("fifo", endless).unwrap_err();
         assert!(
             e.to_string().contains("more than 64 MiB of metrics text"),
