@@ -10,9 +10,16 @@
 //! - **Connection cap** (a semaphore): at most `max_connections` connections are served at
 //!   once; past that, new ones wait in the kernel's accept queue until one closes. Slow or
 //!   idle connections give their slot back within the header timeout; SSE streams hold
-//!   theirs for as long as the page is open.
+//!   theirs while they last, and the dashboard admits only so many of them (see
+//!   `web::streams`), so ordinary requests always find a slot.
 //! - **Header size**: at most [`MAX_HEADER_BYTES`] of request head are buffered (hyper
 //!   answers 431 past it).
+//! - **Write timeout** (hyper has none): a connection whose client stops reading, so that
+//!   no byte of the response can be written for `write_timeout` (the kernel's socket
+//!   buffers are full), is dropped. A live-update stream nobody reads ends so, or at its
+//!   lifetime (see `web::streams`), whichever comes first.
+//! - **Peer address**: each request carries its connection's peer as axum's
+//!   [`ConnectInfo`], for limits per client.
 //! - **Shutdown**: when `shutdown` completes, no new connection is accepted, open ones are
 //!   asked to finish, and after `drain` the rest (SSE streams never finish) are dropped.
 
@@ -21,12 +28,15 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::ConnectInfo;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_io_timeout::TimeoutStream;
+use tower::ServiceExt;
 
 /// The most request-head bytes one connection buffers.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
@@ -39,16 +49,21 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// Connections served at once (long-lived SSE streams count).
     pub max_connections: usize,
+    /// How long a write may wait for a client that does not read before the connection
+    /// is dropped.
+    pub write_timeout: Duration,
     /// How long open connections get to finish once shutdown starts.
     pub drain: Duration,
 }
 
 impl Limits {
     /// The dashboard: a person's browser keeps one SSE stream per open tab plus a few
-    /// short-lived fetches, so 512 leaves room for well over a hundred open tabs.
+    /// short-lived fetches; streams take at most a quarter of the 512 (see
+    /// `web::streams`), so the rest are always there for pages and the API.
     pub const DASHBOARD: Limits = Limits {
         header_read_timeout: Duration::from_secs(10),
         max_connections: 512,
+        write_timeout: Duration::from_secs(30),
         drain: Duration::from_secs(5),
     };
     /// `/metrics`, `/livez`, `/readyz`: a few scrapers and the kubelet's probes, each a
@@ -56,6 +71,7 @@ impl Limits {
     pub const METRICS: Limits = Limits {
         header_read_timeout: Duration::from_secs(10),
         max_connections: 256,
+        write_timeout: Duration::from_secs(30),
         drain: Duration::from_secs(5),
     };
 }
@@ -84,9 +100,9 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     accept_error(e).await;
                     continue;
@@ -95,8 +111,15 @@ pub async fn serve(
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        let mut stream = TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.write_timeout));
+        let service = TowerToHyperService::new(router.clone().map_request(
+            move |mut req: axum::extract::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(ConnectInfo(peer));
+                req
+            },
+        ));
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(Box::pin(stream)), service));
         conns.spawn(async move {
             // An error here is the client's (a timeout, a reset, a malformed head).
             if let Err(e) = conn.await {

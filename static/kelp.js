@@ -360,16 +360,27 @@
     }
   }
   // No base: the page of a cluster kelp does not serve, with nothing to refresh.
-  if (window.EventSource && base) {
+  // The stream ends every few minutes and the browser opens another by itself; a stream
+  // refused outright (503: too many open) is closed for good, so it is opened again here,
+  // later, with the page refreshed meanwhile.
+  function listen() {
     const es = new EventSource(base + "/events");
+    // A stream's first event is the pass it found: nothing new if the page shows it.
     let first = true;
     es.addEventListener("update", function (e) {
       if (first) { first = false; if (e.data === fresh.dataset.generated) return; }
       refresh();
     });
-    es.addEventListener("open", function () { body.classList.remove("offline"); });
-    es.addEventListener("error", function () { body.classList.add("offline"); });
+    es.addEventListener("open", function () { first = true; body.classList.remove("offline"); });
+    es.addEventListener("error", function () {
+      body.classList.add("offline");
+      if (es.readyState === EventSource.CLOSED) {
+        refresh();
+        setTimeout(listen, 15000 + Math.random() * 15000);
+      }
+    });
   }
+  if (window.EventSource && base) listen();
 
   // ---- initial selection from the URL
   const u = new URL(window.location.href);

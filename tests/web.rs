@@ -35,6 +35,7 @@ fn site_of(clusters: Vec<Arc<Board>>, token: Option<&str>) -> axum::Router {
         auth_token: token.map(str::to_string),
         hosts: web::Hosts::loopback(),
         secure_cookie: false,
+        streams: kelp::web::Streams::default(),
     }))
 }
 

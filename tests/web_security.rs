@@ -16,7 +16,7 @@ use kelp::model::Cluster;
 use kelp::serve::loaded;
 use kelp::source::live::Connection;
 use kelp::web::Board;
-use kelp::web::{self, Hosts, Site};
+use kelp::web::{self, Hosts, Site, StreamLimits};
 use scraper::{Html, Selector};
 use tower::ServiceExt;
 
@@ -38,6 +38,7 @@ fn site_with(shared: Arc<Board>, token: Option<&str>, hosts: Hosts, secure: bool
         auth_token: token.map(str::to_string),
         hosts,
         secure_cookie: secure,
+        streams: kelp::web::Streams::default(),
     }))
 }
 
@@ -123,6 +124,29 @@ async fn only_allowed_hosts_are_answered() {
     )
     .await;
     assert_eq!(r.status, StatusCode::MISDIRECTED_REQUEST);
+}
+
+#[tokio::test]
+async fn two_host_headers_are_a_bad_request_whatever_they_say() {
+    let app = site(demo());
+    for (a, b) in [
+        ("127.0.0.1", "127.0.0.1"),
+        ("127.0.0.1", "evil.example"),
+        ("evil.example", "localhost"),
+    ] {
+        let r = send(
+            &app,
+            Request::get("/api/v1/clusters")
+                .header("host", a)
+                .header("host", b)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{a} {b}");
+        assert_eq!(r.body.lines().count(), 1, "{}", r.body);
+        assert!(!r.body.contains("clusters"), "no dashboard data");
+    }
 }
 
 #[tokio::test]
@@ -417,6 +441,7 @@ async fn a_context_name_with_a_slash_links_to_its_page() {
         auth_token: None,
         hosts: Hosts::loopback(),
         secure_cookie: false,
+        streams: kelp::web::Streams::default(),
     }));
     let page = get(&app, "/clusters/b/karpenter").await;
     let h = Html::parse_document(&page.body);
@@ -525,6 +550,7 @@ async fn the_bearer_scheme_is_case_insensitive() {
 const SHORT: Limits = Limits {
     header_read_timeout: Duration::from_secs(1),
     max_connections: 4,
+    write_timeout: Duration::from_secs(1),
     drain: Duration::from_secs(1),
 };
 
@@ -539,6 +565,10 @@ struct Server {
 }
 
 async fn start(limits: Limits) -> Server {
+    start_with(limits, StreamLimits::DASHBOARD).await
+}
+
+async fn start_with(limits: Limits, streams: StreamLimits) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shared = loaded("test", demo(), kelp::demo::now()).1;
@@ -547,7 +577,18 @@ async fn start(limits: Limits) -> Server {
         auth_token: None,
         hosts: Hosts::new(addr, &[], false),
         secure_cookie: false,
+        streams: kelp::web::Streams::new(streams),
     }));
+    serve_app(listener, app, limits, shared).await
+}
+
+async fn serve_app(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: Limits,
+    shared: Arc<Board>,
+) -> Server {
+    let addr = listener.local_addr().unwrap();
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(listener::serve(listener, app, limits, async {
         let _ = rx.await;
@@ -709,4 +750,181 @@ async fn live_updates_outlast_the_timeout_and_shutdown_does_not_wait_for_them() 
         blocking(move || closed(&mut s)).await.is_some(),
         "the stream stayed open"
     );
+}
+
+/// Open the live-update stream on a new connection and read its answer's head and first
+/// bytes: the status, and what came.
+fn open_stream(addr: std::net::SocketAddr) -> (TcpStream, u16, String) {
+    let mut s = connect(addr);
+    write!(s, "GET {PAGE}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut got = String::new();
+    let mut buf = [0u8; 4096];
+    while !(got.contains("event: update") || got.contains("\r\n\r\nkelp:")) {
+        let n = s.read(&mut buf).expect("an answer");
+        assert!(n > 0, "closed: {got}");
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let status = got[9..12].parse().unwrap();
+    (s, status, got)
+}
+
+#[tokio::test]
+async fn streams_past_their_cap_are_refused_at_once_and_requests_still_get_slots() {
+    // Six connections in all; streams may take three, two of them from one client.
+    let srv = start_with(
+        Limits {
+            max_connections: 6,
+            ..SHORT
+        },
+        StreamLimits {
+            total: 3,
+            per_client: 2,
+            ..StreamLimits::DASHBOARD
+        },
+    )
+    .await;
+    let addr = srv.addr;
+    blocking(move || {
+        let (_a, status, first) = open_stream(addr);
+        assert_eq!(status, 200, "{first}");
+        assert!(
+            first.contains("retry: 15000"),
+            "the browser is told when to come back: {first}"
+        );
+        let (_b, status, _) = open_stream(addr);
+        assert_eq!(status, 200);
+        // Every further stream from this client is refused with 503 at once, told when to
+        // try again, and its connection closed: it holds no slot.
+        for _ in 0..20 {
+            let (mut s, status, got) = open_stream(addr);
+            assert_eq!(status, 503, "{got}");
+            let head = got.to_ascii_lowercase();
+            assert!(head.contains("retry-after: 15"), "{got}");
+            assert!(head.contains("connection: close"), "{got}");
+            assert!(got.contains("from your address"), "{got}");
+            assert!(
+                closed(&mut s).is_some(),
+                "a refused stream kept its connection"
+            );
+        }
+        // Ordinary requests are answered throughout, on fresh connections.
+        for _ in 0..5 {
+            let mut ok = connect(addr);
+            let (status, body) = request(&mut ok, "/api/v1/clusters");
+            assert_eq!(status, 200, "{body}");
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stream_slot_comes_back_when_its_client_goes() {
+    let srv = start_with(
+        SHORT,
+        StreamLimits {
+            total: 1,
+            per_client: 1,
+            ..StreamLimits::DASHBOARD
+        },
+    )
+    .await;
+    let (addr, shared) = (srv.addr, srv.shared.clone());
+    blocking(move || {
+        let (a, status, _) = open_stream(addr);
+        assert_eq!(status, 200);
+        let (_, status, got) = open_stream(addr);
+        assert_eq!(status, 503, "{got}");
+        assert!(got.contains("live-update streams are open"), "{got}");
+        drop(a);
+        // The server sees the close when it next writes (a pass, here, or a keep-alive);
+        // until then the slot is still held, so ask again for a while.
+        let deadline = std::time::Instant::now() + BOUND;
+        loop {
+            shared.touch();
+            let (_s, status, _) = open_stream(addr);
+            if status == 200 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the slot never came back"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stream_ends_at_its_lifetime_for_the_browser_to_open_another() {
+    let srv = start_with(
+        SHORT,
+        StreamLimits {
+            lifetime: Duration::from_secs(2),
+            ..StreamLimits::DASHBOARD
+        },
+    )
+    .await;
+    let addr = srv.addr;
+    blocking(move || {
+        let (mut s, status, _) = open_stream(addr);
+        assert_eq!(status, 200);
+        // The chunked body ends (its last chunk), and the idle connection is then closed.
+        let rest = closed(&mut s).expect("the stream outlived its lifetime");
+        assert!(rest.ends_with("0\r\n\r\n"), "{rest:?}");
+        let (_s, status, _) = open_stream(addr);
+        assert_eq!(status, 200, "a new stream after the old one ended");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_dropped_after_the_write_timeout() {
+    // An answer without end, to a client that never reads: once the socket buffers are
+    // full no byte moves, and the connection must go (hyper has no write timeout).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let app = axum::Router::new().route(
+        "/forever",
+        axum::routing::get(|| async {
+            let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+            Body::from_stream(futures::stream::repeat_with(move || {
+                Ok::<_, std::convert::Infallible>(chunk.clone())
+            }))
+        }),
+    );
+    let shared = loaded("test", demo(), kelp::demo::now()).1;
+    let srv = serve_app(
+        listener,
+        app,
+        Limits {
+            max_connections: 1,
+            ..SHORT
+        },
+        shared,
+    )
+    .await;
+    let addr = srv.addr;
+    blocking(move || {
+        let mut stuck = connect(addr);
+        write!(stuck, "GET /forever HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        // Its one slot is free again once the stuck client is dropped: a second client's
+        // request is answered (the route is unknown here: 404).
+        let mut next = connect(addr);
+        write!(next, "GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut buf = [0u8; 12];
+        next.read_exact(&mut buf)
+            .expect("the stuck client still holds the only slot");
+        assert_eq!(&buf, b"HTTP/1.1 404");
+        // And the stuck one finds its connection gone once it reads what was buffered.
+        let mut sink = vec![0u8; 1 << 20];
+        let mut total = 0usize;
+        loop {
+            match stuck.read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+            assert!(total < 1 << 30, "the answer never stopped");
+        }
+    })
+    .await;
 }

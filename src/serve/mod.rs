@@ -25,6 +25,8 @@ pub struct Options {
     pub inputs: Vec<Input>,
     /// Where `/metrics`, `/livez` and `/readyz` are served (none: not at all).
     pub metrics_addr: Option<SocketAddr>,
+    /// Required (as a bearer token) by `/metrics` when set; the probes stay open.
+    pub metrics_auth_token: Option<String>,
     /// Where the dashboard is served (none: not at all).
     pub dashboard_addr: Option<SocketAddr>,
     /// Required by the dashboard when set.
@@ -114,14 +116,46 @@ async fn livez(State(h): State<Arc<Http>>) -> impl IntoResponse {
     }
 }
 
-/// The metrics and health router.
-pub fn router(shared: Arc<Shared>) -> Router {
+/// The metrics and health router; `/metrics` behind `token` when one is given.
+pub fn router(shared: Arc<Shared>, token: Option<String>) -> Router {
     let registry = metrics::registry_with(shared.latest(), shared.seed());
-    Router::new()
-        .route("/metrics", get(metrics_handler))
+    let metrics = Router::new().route("/metrics", get(metrics_handler));
+    let metrics = match token {
+        Some(t) => metrics.layer(axum::middleware::from_fn_with_state(
+            Arc::new(t),
+            metrics_auth,
+        )),
+        None => metrics,
+    };
+    metrics
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
         .with_state(Arc::new(Http { shared, registry }))
+}
+
+/// `/metrics` only for `Authorization: Bearer <token>` (compared in constant time).
+async fn metrics_auth(
+    State(token): State<Arc<String>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use subtle::ConstantTimeEq;
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim_start());
+    match given {
+        Some(t) if bool::from(t.as_bytes().ct_eq(token.as_bytes())) => next.run(req).await,
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer realm=\"kelp metrics\"")],
+            "kelp: /metrics needs Authorization: Bearer <the --metrics-auth-token>\n",
+        )
+            .into_response(),
+    }
 }
 
 /// A dump's name in URLs: the first file's stem.
@@ -164,12 +198,14 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
     if let Some(addr) = opts.metrics_addr {
         let listener = listen(addr, "/metrics").await?;
-        tracing::info!(%addr, cluster = %first.name(), "serving /metrics, /livez, /readyz");
+        let addr = listener.local_addr().unwrap_or(addr);
+        tracing::info!(%addr, cluster = %first.name(), auth = opts.metrics_auth_token.is_some(), "serving /metrics, /livez, /readyz");
+        let token = opts.metrics_auth_token.clone();
         // No Host check here: Prometheus and the kubelet reach it by pod IP, and it shows
         // only what /metrics exports anyway.
         tasks.spawn(async move {
             let limits = crate::listener::Limits::METRICS;
-            crate::listener::serve(listener, router(first), limits, shutdown()).await
+            crate::listener::serve(listener, router(first, token), limits, shutdown()).await
         });
     }
     if let Some(addr) = opts.dashboard_addr {
@@ -188,6 +224,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             hosts: crate::web::Hosts::new(bound, &opts.allowed_hosts, opts.auth_token.is_some()),
             auth_token: opts.auth_token,
             secure_cookie: opts.secure_cookie,
+            streams: crate::web::Streams::default(),
         });
         // Say where it is once it has something to show (the first pass has run).
         let first = site.clusters[0].clone();

@@ -115,7 +115,17 @@ pub fn parse_allowed_host(s: &str) -> Result<String, String> {
 
 /// Refuse a request whose `Host` (or absolute URI) is not one the dashboard answers.
 /// A request without either (HTTP/1.0, or a test calling the router) is not a browser's.
+/// One with two `Host` headers is malformed (RFC 9112 3.2: 400), whatever they say: a
+/// proxy in front may have read the other one.
 pub async fn check_host(State(site): State<Arc<Site>>, req: Request, next: Next) -> Response {
+    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
+        audit(req.uri().path(), "", "bad-request");
+        return (
+            StatusCode::BAD_REQUEST,
+            "kelp: a request has one Host header, not several\n",
+        )
+            .into_response();
+    }
     let host = req
         .uri()
         .authority()

@@ -11,6 +11,7 @@ pub mod encoded;
 mod fail;
 pub mod guard;
 pub mod pane;
+pub mod streams;
 pub mod view;
 
 use std::convert::Infallible;
@@ -19,13 +20,13 @@ use std::time::Duration;
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
-use axum::Router;
+use axum::{Extension, Router};
 use chrono::SecondsFormat;
 use serde::Deserialize;
 
@@ -36,6 +37,7 @@ use encoded::Encoded;
 use fail::{audit, audited, Fail};
 pub use guard::Hosts;
 use pane::{Selection, TABS};
+pub use streams::{StreamLimits, Streams};
 use view::{ClaimRow, Overview};
 
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -138,6 +140,8 @@ pub struct Site {
     pub hosts: Hosts,
     /// Mark the token cookie `Secure` (kelp is reached over TLS, through a proxy).
     pub secure_cookie: bool,
+    /// The live-update streams open, held to their own caps.
+    pub streams: Streams,
 }
 
 impl Site {
@@ -468,26 +472,80 @@ async fn pane_fragment(
     audited(&path, &cluster, outcome.await)
 }
 
-/// Server-Sent Events: one `update` event per analysis pass, carrying its time.
-async fn events(State(site): St, Path(cluster): Path<String>) -> Response {
+/// Server-Sent Events: one `update` event per analysis pass, carrying its time; the first
+/// says how long the browser waits before it reconnects (`retry:`). A stream past the
+/// caps is refused at once (see [`streams`]), and one that reaches its lifetime ends, for
+/// the browser to open another.
+async fn events(
+    State(site): St,
+    Path(cluster): Path<String>,
+    peer: Option<Extension<ConnectInfo<std::net::SocketAddr>>>,
+) -> Response {
     let Some(board) = site.cluster(&cluster).cloned() else {
         return Fail::NotFound(format!("cluster {cluster:?}")).into_response();
     };
-    let rx = board.subscribe();
-    let stream = futures::stream::unfold((rx, board, true), |(mut rx, board, first)| async move {
-        if !first && rx.changed().await.is_err() {
-            return None;
+    let peer = peer.map(|Extension(ConnectInfo(a))| a.ip());
+    let permit = match site.streams.admit(peer) {
+        Ok(p) => p,
+        Err(full) => {
+            if site.streams.warn_now() {
+                tracing::warn!(?full, peer = ?peer, limits = ?site.streams.limits(), "refusing live-update streams past their cap (logged once a minute)");
+            }
+            return refused(full, site.streams.limits());
         }
-        rx.borrow_and_update();
-        let generated = board
-            .pass()
-            .map(|p| p.now.to_rfc3339_opts(SecondsFormat::Secs, true))
-            .unwrap_or_default();
-        let ev = SseEvent::default().event("update").data(generated);
-        Some((Ok::<_, Infallible>(ev), (rx, board, false)))
-    });
+    };
+    let limits = site.streams.limits();
+    let rx = board.subscribe();
+    let first = Some(limits.retry_after);
+    let stream = futures::stream::unfold(
+        (rx, board, first, permit),
+        |(mut rx, board, first, permit)| async move {
+            if first.is_none() && rx.changed().await.is_err() {
+                return None;
+            }
+            rx.borrow_and_update();
+            let generated = board
+                .pass()
+                .map(|p| p.now.to_rfc3339_opts(SecondsFormat::Secs, true))
+                .unwrap_or_default();
+            let mut ev = SseEvent::default().event("update").data(generated);
+            if let Some(retry) = first {
+                ev = ev.retry(retry);
+            }
+            Some((Ok::<_, Infallible>(ev), (rx, board, None, permit)))
+        },
+    );
+    let stream = futures::StreamExt::take_until(stream, tokio::time::sleep(limits.lifetime));
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+/// 503 for a stream past a cap: told when to try again, and the connection closed after
+/// the answer, so it holds no slot.
+fn refused(full: streams::Full, limits: StreamLimits) -> Response {
+    let why = match full {
+        streams::Full::Total => format!(
+            "kelp: {} live-update streams are open, the most this dashboard serves; try again later\n",
+            limits.total
+        ),
+        streams::Full::Client => format!(
+            "kelp: {} live-update streams are open from your address, the most one client gets; close some tabs\n",
+            limits.per_client
+        ),
+    };
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [
+            (
+                header::RETRY_AFTER,
+                limits.retry_after.as_secs().to_string(),
+            ),
+            (header::CONNECTION, "close".to_string()),
+            (header::CACHE_CONTROL, "no-store".to_string()),
+        ],
+        why,
+    )
         .into_response()
 }
 
