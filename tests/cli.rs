@@ -413,6 +413,95 @@ fn a_dashboard_beyond_loopback_without_a_token_is_warned_about() {
     assert!(!err.contains("without --auth-token"), "{err}");
 }
 
+/// `--metrics-auth-token`: `/metrics` answers only the bearer of the token; the kubelet's
+/// probes need none.
+#[test]
+fn metrics_behind_a_token_answer_only_its_bearer() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dump = tempfile::NamedTempFile::with_suffix(".yaml").unwrap();
+    std::fs::write(dump.path(), kelp::demo::CLUSTER).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .args([
+            "serve",
+            "--no-dashboard",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--from",
+        ])
+        .arg(dump.path())
+        .env("KELP_METRICS_AUTH_TOKEN", "s3cret")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if line.contains("serving /metrics") {
+                let addr = line
+                    .split("addr=")
+                    .nth(1)
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .map(str::to_string);
+                let _ = tx.send((addr, line));
+            }
+        }
+    });
+    let (addr, line) = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("serve said where /metrics is");
+    let addr = addr.unwrap_or_else(|| panic!("{line}"));
+    assert!(line.contains("auth=true"), "{line}");
+    let get = |path: &str, auth: Option<&str>| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        let auth = auth
+            .map(|a| format!("Authorization: {a}\r\n"))
+            .unwrap_or_default();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body
+    };
+    // Ready (its first pass done, no token asked), then the series are there.
+    let mut readyz = String::new();
+    for _ in 0..100 {
+        readyz = get("/readyz", None);
+        if readyz.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let mut answers = Vec::new();
+    for auth in [
+        None,
+        Some("Bearer wrong"),
+        Some("Basic s3cret"),
+        Some("bearer s3cret"),
+    ] {
+        answers.push(get("/metrics", auth));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    for refused in &answers[..3] {
+        assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+        assert!(
+            refused
+                .to_ascii_lowercase()
+                .contains("www-authenticate: bearer"),
+            "{refused}"
+        );
+        assert!(!refused.contains("karpenter_helper_"), "{refused}");
+    }
+    assert!(answers[3].starts_with("HTTP/1.1 200"), "{}", answers[3]);
+    assert!(answers[3].contains("karpenter_helper_"), "{}", answers[3]);
+    assert!(readyz.starts_with("HTTP/1.1 200"), "{readyz}");
+}
+
 /// An Event anyone may create, carrying an OSC title change, a screen clear, a bell and
 /// a newline that would forge a line: `why pod` prints it escaped, never raw.
 #[test]

@@ -68,6 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     rt.block_on(serve::run(serve::Options {
         inputs: vec![serve::Input::Demo],
         metrics_addr: None,
+        metrics_auth_token: None,
         dashboard_addr: Some(args.dashboard_addr),
         auth_token: None,
         allowed_hosts: args.allowed_host,

@@ -12,7 +12,7 @@ use crate::source::live::Target;
 #[command(after_help = "\
 Examples:
   kelp serve
-      in a pod: the in-cluster config, metrics on :8080
+      in a pod: the in-cluster config, metrics on 0.0.0.0:8080 (on a laptop: 127.0.0.1:8080)
   kelp serve --context prod
       then open http://127.0.0.1:8081
   kelp serve --context prod --context staging
@@ -40,9 +40,23 @@ pub struct Args {
     /// Kubeconfig context to watch; repeat to watch several clusters (default: the current one)
     #[arg(long, value_name = "NAME")]
     pub context: Vec<String>,
-    /// Where to serve /metrics, /livez and /readyz
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
-    pub metrics_addr: SocketAddr,
+    /// Where to serve /metrics, /livez and /readyz [default: 0.0.0.0:8080 in a pod,
+    /// 127.0.0.1:8080 elsewhere]
+    ///
+    /// In a pod (KUBERNETES_SERVICE_HOST is set) Prometheus and the kubelet reach kelp by
+    /// its pod IP, so it listens on every address; on a laptop /metrics names your pods,
+    /// nodes and namespaces, so it stays on loopback unless you say otherwise.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Require this bearer token for /metrics (Authorization: Bearer TOKEN); /livez and
+    /// /readyz stay open for the kubelet's probes
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "KELP_METRICS_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    pub metrics_auth_token: Option<String>,
     /// Where to serve the dashboard (keep it on loopback, or set --auth-token)
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
     pub dashboard_addr: SocketAddr,
@@ -137,7 +151,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()?;
     rt.block_on(serve::run(Options {
         inputs,
-        metrics_addr: Some(args.metrics_addr),
+        metrics_addr: Some(args.metrics_addr.unwrap_or_else(|| {
+            default_metrics_addr(
+                std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|h| !h.is_empty()),
+            )
+        })),
+        metrics_auth_token: args.metrics_auth_token.filter(|t| !t.is_empty()),
         dashboard_addr: (!args.no_dashboard).then_some(args.dashboard_addr),
         auth_token,
         allowed_hosts: args.allowed_host,
@@ -149,8 +168,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Every address in a pod (Prometheus scrapes the pod IP), loopback anywhere else.
+fn default_metrics_addr(in_pod: bool) -> SocketAddr {
+    SocketAddr::from((if in_pod { [0, 0, 0, 0] } else { [127, 0, 0, 1] }, 8080))
+}
+
 fn parse_ttl(s: &str) -> Result<std::time::Duration, String> {
     crate::karpenter::duration::parse_go_duration(s)?
         .to_std()
         .map_err(|_| format!("{s}: must not be negative"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn metrics_listen_on_every_address_only_in_a_pod() {
+        assert_eq!(
+            super::default_metrics_addr(true).to_string(),
+            "0.0.0.0:8080"
+        );
+        assert_eq!(
+            super::default_metrics_addr(false).to_string(),
+            "127.0.0.1:8080"
+        );
+    }
 }
