@@ -140,9 +140,12 @@ impl Config {
         let file: File = if text.trim().is_empty() {
             File::default()
         } else {
-            limits::check_yaml(text).map_err(|limit| Error::Limit {
-                path: path.to_path_buf(),
-                limit,
+            limits::check_yaml(text).map_err(|stop| match stop {
+                limits::YamlStop::Limit(limit) => Error::Limit {
+                    path: path.to_path_buf(),
+                    limit,
+                },
+                other => bad(other.to_string()),
             })?;
             serde_norway::from_str(text).map_err(|e| bad(e.to_string()))?
         };

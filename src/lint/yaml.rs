@@ -63,6 +63,11 @@ pub fn parse(text: &str) -> Result<Vec<Node>, ParseError> {
             message,
             over_limit: false,
         },
+        YamlStop::Duplicate { line, key, first } => ParseError {
+            line,
+            message: format!("mapping key {key:?} is given twice (first on line {first})"),
+            over_limit: false,
+        },
     })?;
     Ok(loader
         .into_documents()
@@ -301,7 +306,11 @@ mod tests {
     #[test]
     fn the_loader_still_says_what_is_wrong() {
         let e = parse("a: 1\nb: 2\na: 3\n").unwrap_err();
-        assert!(e.message.contains("duplicated key"), "{e:?}");
+        assert_eq!(
+            e.message, "mapping key \"a\" is given twice (first on line 1)",
+            "{e:?}"
+        );
+        assert_eq!(e.line, 3);
         assert!(!e.over_limit);
         let bomb: String = std::iter::once("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n".to_string())
             .chain((1..8).map(|i| {

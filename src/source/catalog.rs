@@ -349,7 +349,7 @@ mod tests {
         }
         let e = parse(&format!("{head}instanceTypes: []\ninstanceTypes: []\n")).unwrap_err();
         assert!(
-            e.contains("duplicate") && e.contains("instanceTypes"),
+            e.contains("given twice") && e.contains("instanceTypes"),
             "{e}"
         );
     }

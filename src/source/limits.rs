@@ -38,6 +38,12 @@ pub const MAX_WHOLE_BYTES: u64 = 32 << 20;
 pub const MAX_OBJECT_BYTES: u64 = 32 << 20;
 /// The longest single JSON string (as written, escapes included) in a dump.
 pub const MAX_STRING_BYTES: u64 = 2 << 20;
+/// The most entries one YAML mapping or sequence inside an object holds (containers, env
+/// entries, labels, requirements, tolerations ...): far above anything real (an object the
+/// API server stores is at most about 1.5 MiB), and what keeps a small file of tiny entries
+/// from growing into gigabytes of tree. A dump's own lists (a `List`'s `items`, a top-level
+/// sequence of objects) are not held to it.
+pub const MAX_ENTRIES: usize = 10_000;
 
 const MIB: u64 = 1 << 20;
 
@@ -51,6 +57,7 @@ pub enum Limit {
     Depth { line: usize },
     String { line: usize },
     Object { line: usize },
+    Entries { line: usize },
     YamlSize,
     FileSize,
 }
@@ -59,7 +66,10 @@ impl Limit {
     /// The line it starts on, where there is one.
     pub fn line(&self) -> Option<usize> {
         match self {
-            Limit::Depth { line } | Limit::String { line } | Limit::Object { line } => Some(*line),
+            Limit::Depth { line }
+            | Limit::String { line }
+            | Limit::Object { line }
+            | Limit::Entries { line } => Some(*line),
             Limit::YamlSize | Limit::FileSize => None,
         }
     }
@@ -75,6 +85,9 @@ impl Limit {
             Limit::Object { .. } => format!(
                 "an object larger than {} MiB, the largest kelp reads",
                 MAX_OBJECT_BYTES / MIB
+            ),
+            Limit::Entries { .. } => format!(
+                "a mapping or list with more than {MAX_ENTRIES} entries in one object, the most kelp reads"
             ),
             Limit::YamlSize => format!(
                 "more than {} MiB of YAML, the most kelp reads from one YAML file (it is parsed whole); write a dump this large as JSON (kubectl get -o json, kelp snapshot -o FILE.json), which kelp streams at any size",
@@ -366,12 +379,22 @@ impl JsonGuard {
 // ------------------------------------------------------------------ YAML
 
 /// Why a YAML walk stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum YamlStop {
-    /// Over [`MAX_DEPTH`].
+    /// Over [`MAX_DEPTH`] or [`MAX_ENTRIES`].
+    #[error("{0}")]
     Limit(Limit),
     /// Not YAML: the parser's (or the caller's) message, at a 1-based line.
+    #[error("line {line}: {message}")]
     Syntax { line: usize, message: String },
+    /// A mapping names one key twice (kubectl refuses it; which value would win is the
+    /// reader's guess).
+    #[error("line {line}: mapping key {key:?} is given twice (first on line {first})")]
+    Duplicate {
+        line: usize,
+        key: String,
+        first: usize,
+    },
 }
 
 impl YamlStop {
@@ -384,17 +407,18 @@ impl YamlStop {
 }
 
 /// Feed the YAML events of `text` (documents, collections, scalars, in order) to `each`,
-/// refusing the first collection nested deeper than [`MAX_DEPTH`]. The parser is driven
-/// here, one event at a time without recursion, and stops at the first error, so the work
-/// is linear in the input and bounded by the limit. Where the parser stops on a syntax
-/// error, a cruder count of flow brackets (one that can only over-count) looks at the whole
-/// text, so that a deep `[[[...` is reported as what it is and never reaches another
-/// parser that reads past that error.
+/// refusing the first collection nested deeper than [`MAX_DEPTH`], holding more than
+/// [`MAX_ENTRIES`] entries inside one object, or naming a mapping key twice. The parser is
+/// driven here, one event at a time without recursion, and stops at the first error, so
+/// the work is linear in the input and bounded by the limits. Where the parser stops on a
+/// syntax error, a cruder count of flow brackets (one that can only over-count) looks at
+/// the whole text, so that a deep `[[[...` is reported as what it is and never reaches
+/// another parser that reads past that error.
 pub fn yaml_events<'a>(
     text: &'a str,
     mut each: impl FnMut(Event<'a>, Span) -> Result<(), YamlStop>,
 ) -> Result<(), YamlStop> {
-    let mut depth = 0usize;
+    let mut open: Vec<Frame> = Vec::new();
     for event in Parser::new_from_str(text) {
         let (event, span) = match event {
             Ok(e) => e,
@@ -403,16 +427,32 @@ pub fn yaml_events<'a>(
                 return Err(YamlStop::scan(&e));
             }
         };
-        match event {
+        let line = span.start.line().max(1);
+        match &event {
             Event::SequenceStart(..) | Event::MappingStart(..) => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Err(YamlStop::Limit(Limit::Depth {
-                        line: span.start.line().max(1),
-                    }));
+                let map = matches!(event, Event::MappingStart(..));
+                let frame = match open.last_mut() {
+                    Some(parent) => parent.child(None, line)?.nested(map),
+                    None => Frame::root(map),
+                };
+                open.push(frame);
+                if open.len() > MAX_DEPTH {
+                    return Err(YamlStop::Limit(Limit::Depth { line }));
                 }
             }
-            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            Event::SequenceEnd | Event::MappingEnd => {
+                open.pop();
+            }
+            Event::Scalar(value, ..) => {
+                if let Some(parent) = open.last_mut() {
+                    parent.child(Some(value), line)?;
+                }
+            }
+            Event::Alias(_) => {
+                if let Some(parent) = open.last_mut() {
+                    parent.child(None, line)?;
+                }
+            }
             _ => {}
         }
         each(event, span)?;
@@ -420,16 +460,89 @@ pub fn yaml_events<'a>(
     Ok(())
 }
 
+/// One open YAML collection, as [`yaml_events`] follows it.
+#[derive(Debug)]
+struct Frame {
+    map: bool,
+    /// Nodes met directly in it: a mapping's keys and values alternate.
+    children: usize,
+    /// A dump's own list (the document's top-level sequence, or a `List`'s `items`, at
+    /// any depth of Lists in such lists), which holds any number of objects.
+    dump_list: bool,
+    /// A mapping that is an object of a dump (the document, or an item of a dump list).
+    object: bool,
+    /// The key of the value that comes next was `items`.
+    items_next: bool,
+    /// A mapping's scalar keys so far, with their lines.
+    keys: std::collections::HashMap<String, usize>,
+}
+
+impl Frame {
+    fn root(map: bool) -> Frame {
+        Frame {
+            map,
+            children: 0,
+            dump_list: !map,
+            object: map,
+            items_next: false,
+            keys: Default::default(),
+        }
+    }
+
+    /// The frame of a collection that starts as the next child of this one.
+    fn nested(&self, map: bool) -> Frame {
+        let value_of_items = self.map && self.object && self.items_next;
+        Frame {
+            map,
+            children: 0,
+            dump_list: !map && value_of_items,
+            object: map && self.dump_list,
+            items_next: false,
+            keys: Default::default(),
+        }
+    }
+
+    /// Count the next node in it (`key`: a scalar's text), refusing one entry too many
+    /// and a key given twice.
+    fn child(&mut self, scalar: Option<&str>, line: usize) -> Result<&mut Self, YamlStop> {
+        self.children += 1;
+        let entries = if self.map {
+            self.children.div_ceil(2)
+        } else {
+            self.children
+        };
+        if entries > MAX_ENTRIES && !self.dump_list {
+            return Err(YamlStop::Limit(Limit::Entries { line }));
+        }
+        let is_key = self.map && self.children % 2 == 1;
+        if is_key {
+            self.items_next = scalar == Some("items");
+            // `<<` (a merge key) may repeat; a key that is not a scalar is not compared.
+            if let Some(key) = scalar.filter(|k| *k != "<<") {
+                if let Some(first) = self.keys.insert(key.to_string(), line) {
+                    return Err(YamlStop::Duplicate {
+                        line,
+                        key: key.to_string(),
+                        first,
+                    });
+                }
+            }
+        }
+        Ok(self)
+    }
+}
+
 /// What must hold before another YAML parser (serde_norway) sees `text`: at most
-/// [`MAX_WHOLE_BYTES`], and no deeper than [`MAX_DEPTH`]. Syntax errors are left to that
-/// parser, with its own messages.
-pub fn check_yaml(text: &str) -> Result<(), Limit> {
+/// [`MAX_WHOLE_BYTES`], no deeper than [`MAX_DEPTH`], no more than [`MAX_ENTRIES`] in a
+/// collection of one object, and no key given twice in a mapping. Syntax errors are left
+/// to that parser, with its own messages.
+pub fn check_yaml(text: &str) -> Result<(), YamlStop> {
     if text.len() as u64 > MAX_WHOLE_BYTES {
-        return Err(Limit::YamlSize);
+        return Err(YamlStop::Limit(Limit::YamlSize));
     }
     match yaml_events(text, |_, _| Ok(())) {
-        Err(YamlStop::Limit(l)) => Err(l),
-        Ok(()) | Err(YamlStop::Syntax { .. }) => Ok(()),
+        Err(YamlStop::Syntax { .. }) | Ok(()) => Ok(()),
+        Err(stop) => Err(stop),
     }
 }
 
@@ -578,14 +691,17 @@ mod tests {
             .collect();
         assert_eq!(
             check_yaml(&indented),
-            Err(Limit::Depth {
+            Err(YamlStop::Limit(Limit::Depth {
                 line: MAX_DEPTH + 1
-            })
+            }))
         );
         // 200,000 levels: refused at level 128, in well under a second.
         let deep = format!("a: {}\n", nested("[", "]", 200_000));
         let t = std::time::Instant::now();
-        assert_eq!(check_yaml(&deep), Err(Limit::Depth { line: 1 }));
+        assert_eq!(
+            check_yaml(&deep),
+            Err(YamlStop::Limit(Limit::Depth { line: 1 }))
+        );
         assert!(t.elapsed() < std::time::Duration::from_secs(5));
     }
 
@@ -607,7 +723,10 @@ mod tests {
             yaml_events(&text, |_, _| Ok(())),
             Err(YamlStop::Limit(Limit::Depth { line: 3 }))
         );
-        assert_eq!(check_yaml(&text), Err(Limit::Depth { line: 3 }));
+        assert_eq!(
+            check_yaml(&text),
+            Err(YamlStop::Limit(Limit::Depth { line: 3 }))
+        );
         // Quoted brackets and comments are not counted.
         let quoted = format!(
             "a: \"{0}\"\nb: '{0}'\n# {0}\nc: d # {0}\ne: it's {{ok}}\n",
@@ -616,8 +735,72 @@ mod tests {
         assert_eq!(flow_depth(&quoted), Ok(()));
         assert_eq!(
             check_yaml("x".repeat(MAX_WHOLE_BYTES as usize + 1).as_str()),
-            Err(Limit::YamlSize)
+            Err(YamlStop::Limit(Limit::YamlSize))
         );
+    }
+
+    #[test]
+    fn a_collection_inside_an_object_holds_at_most_max_entries_and_a_dumps_lists_any() {
+        let containers =
+            |n: usize| -> String { (0..n).map(|i| format!("    - name: c{i}\n")).collect() };
+        let pod = |n: usize| format!("kind: Pod\nspec:\n  containers:\n{}", containers(n));
+        assert_eq!(check_yaml(&pod(MAX_ENTRIES)), Ok(()));
+        // The entry past the cap, on its own line (3 lines of head, one per container).
+        assert_eq!(
+            check_yaml(&pod(MAX_ENTRIES + 5)),
+            Err(YamlStop::Limit(Limit::Entries {
+                line: MAX_ENTRIES + 4
+            }))
+        );
+        // A mapping's entries are its keys, flow style alike.
+        let labels: Vec<String> = (0..=MAX_ENTRIES).map(|i| format!("k{i}: v")).collect();
+        let text = format!("metadata:\n  labels: {{{}}}\n", labels.join(", "));
+        assert!(matches!(
+            check_yaml(&text),
+            Err(YamlStop::Limit(Limit::Entries { line: 2 }))
+        ));
+        // A List's items, a top-level sequence, and Lists inside it: any number.
+        let item = "- {kind: Pod, metadata: {name: p}}\n";
+        let many = item.repeat(MAX_ENTRIES + 1);
+        let indented = many.replace("- {", "  - {");
+        for text in [
+            many.clone(),
+            format!("kind: List\nitems:\n{indented}"),
+            format!("- kind: List\n  items:\n{}", many.replace("- {", "  - {")),
+        ] {
+            assert_eq!(check_yaml(&text), Ok(()), "{}", &text[..40]);
+        }
+        // ...but `items` below the top of an object is an object's own field.
+        let nested = format!("kind: X\nspec:\n  items:\n{indented}");
+        assert!(matches!(
+            check_yaml(&nested),
+            Err(YamlStop::Limit(Limit::Entries { .. }))
+        ));
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_with_both_lines() {
+        let text =
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  labels: {x: '1'}\n  name: b\n";
+        assert_eq!(
+            check_yaml(text),
+            Err(YamlStop::Duplicate {
+                line: 6,
+                key: "name".into(),
+                first: 4
+            })
+        );
+        assert_eq!(
+            check_yaml(text).unwrap_err().to_string(),
+            "line 6: mapping key \"name\" is given twice (first on line 4)"
+        );
+        // Quoted or not, it is one key; the same key in two mappings, or two documents,
+        // is not a repeat; nor is `<<` (merge keys).
+        assert!(check_yaml("a: 1\n'a': 2\n").is_err());
+        assert_eq!(check_yaml("a: {x: 1}\nb: {x: 1}\n---\na: 2\n"), Ok(()));
+        assert_eq!(check_yaml("b: &m {x: 1}\nc:\n  <<: *m\n  <<: *m\n"), Ok(()));
+        // Values may repeat, and so may items of a list.
+        assert_eq!(check_yaml("a: x\nb: x\nc: [x, x]\n"), Ok(()));
     }
 
     #[test]
