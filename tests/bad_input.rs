@@ -505,3 +505,122 @@ fn a_dump_from_a_fifo_loads() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report["findings"].is_array(), "{report}");
 }
+
+/// A Pod of 560,000 containers (tens of MB of YAML, each entry a few bytes that would
+/// grow into a tree node, a parsed container and a projection) is refused at the
+/// 10,001st entry by every reader, in one line and within 10x the file's size; a dump's
+/// own long list is not.
+#[test]
+fn an_object_of_half_a_million_containers_is_refused_within_ten_times_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: huge, namespace: shop}\nspec:\n  containers:\n",
+    );
+    for i in 0..560_000 {
+        text.push_str(&format!(
+            "  - name: c{i}\n    image: registry.example/app:1\n"
+        ));
+    }
+    let size = text.len() as u64;
+    let pod = write(dir.path(), "huge.yaml", &text);
+    let pools = write(dir.path(), "pools.yaml", POOLS);
+    let line = "line 20006: a mapping or list with more than 10000 entries in one object";
+    for args in [
+        vec!["doctor", "--from", s(&pod)],
+        vec!["what-if", "--pod", s(&pod), "--nodepools", s(&pools)],
+        vec!["lint", s(&pod)],
+    ] {
+        let (out, peak) = run_measured(&args, false);
+        if args[0] == "lint" {
+            // lint reports a file it cannot read as a parse-error result, exit 1.
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(out.status.code(), Some(1), "{text}");
+            assert!(
+                text.contains("parse-error") && text.contains("10000 entries"),
+                "{text}"
+            );
+        } else {
+            let err = one_error(&out);
+            assert!(err.contains(line), "{args:?}: {err}");
+        }
+        if let Some(peak) = peak {
+            assert!(
+                peak < 10 * size,
+                "{args:?}: peak {} MiB for a {} MiB file",
+                peak >> 20,
+                size >> 20
+            );
+        }
+    }
+}
+
+/// Pods whose requests an API server refuses (`NaN`, negative) are skipped with one
+/// warning line each and never judged; the rest of the dump is.
+#[test]
+fn pods_with_nan_or_negative_requests_are_skipped_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = |name: &str, cpu: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: shop}}\nspec:\n  containers: [{{name: app, resources: {{requests: {{cpu: '{cpu}'}}}}}}]\nstatus:\n  phase: Pending\n  conditions: [{{type: PodScheduled, status: 'False', reason: Unschedulable}}]\n")
+    };
+    let good = "apiVersion: v1\nkind: Pod\nmetadata: {name: fine, namespace: shop}\nspec:\n  containers: [{name: app, resources: {requests: {cpu: 100m}}}]\nstatus:\n  phase: Pending\n  conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable}]\n";
+    let text = [POOLS, &bad("nan", "NaN"), &bad("neg", "-1"), good].join("---\n");
+    let f = write(dir.path(), "d.yaml", &text);
+    let out = kelp()
+        .args(["doctor", "-o", "json", "--from", s(&f)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("warning: skipped Pod"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{err}");
+    assert!(
+        warnings[0]
+            .contains("shop/nan: container \"app\" requests: cpu: \"NaN\" is not a valid quantity")
+            && warnings[0].contains("the API server refuses such an object"),
+        "{err}"
+    );
+    assert!(
+        warnings[1].contains("shop/neg: container \"app\" requests: cpu: \"-1\" is negative"),
+        "{err}"
+    );
+    assert!(
+        stdout.contains("\"fine\""),
+        "the valid pod is judged: {stdout}"
+    );
+    assert!(
+        !stdout.contains("\"nan\"") && !stdout.contains("\"neg\""),
+        "{stdout}"
+    );
+    // `why pod` does not know them.
+    let out = kelp()
+        .args(["why", "pod", "shop/nan", "--from", s(&f)])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not found"),
+        "{:?}",
+        out
+    );
+}
+
+/// A YAML dump with a key given twice is refused as JSON with one is: which value wins
+/// would be the reader's guess (kubectl refuses it too).
+#[test]
+fn a_yaml_dump_with_a_key_given_twice_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "dup.yaml",
+        &format!("{POOLS}---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  namespace: shop\n  name: b\nspec: {{}}\n"),
+    );
+    let out = kelp().args(["doctor", "--from", s(&f)]).output().unwrap();
+    let err = one_error(&out);
+    assert!(
+        err.contains("dup.yaml: line 15: mapping key \"name\" is given twice (first on line 13)"),
+        "{err}"
+    );
+}

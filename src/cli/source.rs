@@ -245,6 +245,9 @@ impl SourceArgs {
         } else {
             let mut c = Cluster::default();
             let notes = source::load_paths(&self.from, &mut c)?;
+            for line in notes.invalid_lines() {
+                eprintln!("{}", crate::explain::text::clean(&line));
+            }
             if super::verbose() {
                 if let Some(line) = skipped_summary(&notes.skipped) {
                     eprintln!("{line}");

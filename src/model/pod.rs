@@ -51,6 +51,46 @@ pub struct PodFields {
 }
 
 impl PodFields {
+    /// Why the API server would refuse this pod's resources (a quantity that is not a
+    /// number, such as `NaN`, or a negative one), or None. A dump holding such a pod was
+    /// not written by an API server, and nothing can be judged on its requests.
+    pub fn invalid_resources(&self) -> Option<String> {
+        use crate::karpenter::resources::Resources;
+        let check = |what: String, list: &ResourceList| -> Option<String> {
+            match Resources::from_quantities(list) {
+                Err(e) => Some(format!("{what}: {e}")),
+                Ok(r) => r.0.iter().find(|(_, v)| **v < 0.0).map(|(k, _)| {
+                    let text = list.get(k).map(|q| q.0.as_str()).unwrap_or_default();
+                    format!("{what}: {k}: {text:?} is negative")
+                }),
+            }
+        };
+        let spec = &self.spec.scheduling;
+        let containers = spec
+            .containers
+            .iter()
+            .map(|c| ("container", c))
+            .chain(spec.init_containers.iter().map(|c| ("init container", c)));
+        for (role, c) in containers {
+            if let Some(why) = check(
+                format!("{role} {:?} requests", c.name),
+                &c.resources.requests,
+            ) {
+                return Some(why);
+            }
+        }
+        if let Some(why) = spec
+            .resources
+            .as_ref()
+            .and_then(|r| check("pod-level requests".into(), &r.requests))
+        {
+            return Some(why);
+        }
+        spec.overhead
+            .as_ref()
+            .and_then(|o| check("overhead".into(), o))
+    }
+
     /// Done: phase Succeeded or Failed. A finished pod holds no room on its node.
     pub fn finished(&self) -> bool {
         matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed"))

@@ -136,7 +136,10 @@ fn dump_name(paths: &[PathBuf]) -> String {
 
 fn load_dump(paths: &[PathBuf]) -> anyhow::Result<Cluster> {
     let mut c = Cluster::default();
-    crate::source::load_paths_copied(paths, &mut c)?;
+    let notes = crate::source::load_paths_copied(paths, &mut c)?;
+    for line in notes.invalid_lines() {
+        tracing::warn!("{line}");
+    }
     Ok(c)
 }
 

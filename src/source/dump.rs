@@ -81,12 +81,52 @@ pub struct LoadNotes {
     pub skipped: BTreeMap<String, usize>,
     /// Objects loaded.
     pub loaded: usize,
+    /// Objects skipped because no API server would have stored them: the first few
+    /// reasons (each names its object), and how many in all.
+    pub invalid: Vec<String>,
+    pub invalid_count: usize,
 }
+
+/// How many invalid objects are named one by one; the rest are counted.
+const INVALID_NAMED: usize = 5;
 
 impl LoadNotes {
     /// Objects met so far, loaded or skipped.
     fn seen(&self) -> usize {
         self.loaded + self.skipped.values().sum::<usize>()
+    }
+
+    /// One line per invalid object skipped (the first few, then a count), for stderr:
+    /// shown whatever the verbosity, as what they would have said is missing.
+    pub fn invalid_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .invalid
+            .iter()
+            .map(|why| {
+                format!(
+                    "warning: skipped {why}: the API server refuses such an object, so this dump was not written by one; kelp does not judge on it"
+                )
+            })
+            .collect();
+        if self.invalid_count > self.invalid.len() {
+            lines.push(format!(
+                "warning: skipped {} more invalid object{}",
+                self.invalid_count - self.invalid.len(),
+                if self.invalid_count - self.invalid.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ));
+        }
+        lines
+    }
+
+    fn note_invalid(&mut self, why: String) {
+        self.invalid_count += 1;
+        if self.invalid.len() < INVALID_NAMED {
+            self.invalid.push(why);
+        }
     }
 
     /// One line per skipped kind, for stderr.
@@ -542,9 +582,15 @@ fn parse_json<'a>(
 fn load_yaml(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
     // Size and depth first: serde_norway gathers a document's events before it stops at
     // 128 levels, and its scanner's cost grows with the square of the flow nesting.
-    limits::check_yaml(text).map_err(|limit| Error::Limit {
-        path: name.to_string(),
-        limit,
+    limits::check_yaml(text).map_err(|stop| match stop {
+        limits::YamlStop::Limit(limit) => Error::Limit {
+            path: name.to_string(),
+            limit,
+        },
+        other => Error::Parse {
+            path: name.to_string(),
+            message: other.to_string(),
+        },
     })?;
     for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
         let value = serde_json::Value::deserialize(doc).map_err(|e| Error::Parse {
@@ -631,9 +677,11 @@ fn load_value(
 
 // ------------------------------------------------------------------ dispatch
 
-/// Decodes one object into its kind's projection and applies it (see [`kinds::with_kind`]).
+/// Decodes one object into its kind's projection and applies it (see [`kinds::with_kind`]),
+/// unless no API server would have stored it (then it is noted and skipped).
 struct Decode<'c, 'de, D> {
     cluster: &'c mut Cluster,
+    notes: &'c mut LoadNotes,
     de: D,
     input: std::marker::PhantomData<&'de ()>,
 }
@@ -642,6 +690,10 @@ impl<'de, D: Deserializer<'de>> kinds::ForKind for Decode<'_, 'de, D> {
     type Output = Result<(), D::Error>;
     fn run<T: kinds::Kind>(self, r: &kinds::Resource) -> Self::Output {
         let mut o = T::deserialize(self.de)?;
+        if let Some(why) = o.invalid() {
+            self.notes.note_invalid(why);
+            return Ok(());
+        }
         o.fix(r);
         o.apply(self.cluster);
         Ok(())
@@ -666,6 +718,7 @@ pub(super) fn ingest<'de, D: Deserializer<'de>>(
             &r,
             Decode {
                 cluster: c,
+                notes: &mut *notes,
                 de: d,
                 input: std::marker::PhantomData,
             },

@@ -247,6 +247,11 @@ pub trait Kind: Object + DeserializeOwned + Clone + Send + 'static {
     fn reset(c: &mut Cluster, r: &Resource, items: Vec<Self>);
     /// Fill in what decoding cannot know, from the resource it was read as.
     fn fix(&mut self, _r: &Resource) {}
+    /// Why an API server would never have stored this object (a pod's `NaN` or negative
+    /// request), naming it; such an object is skipped, not judged. None for most.
+    fn invalid(&self) -> Option<String> {
+        None
+    }
     /// Whether the model already holds this very object, as kept (a watch's update that
     /// changed nothing kelp reads: a node's heartbeat, a status field kelp drops). Kinds
     /// that cannot tell say no.
@@ -346,6 +351,11 @@ impl Kind for Pod {
     }
     fn unchanged(&self, c: &Cluster) -> bool {
         c.pods.get(&key_of(&self.metadata)) == Some(self)
+    }
+    fn invalid(&self) -> Option<String> {
+        let why = self.invalid_resources()?;
+        let (ns, name) = key_of(&self.metadata);
+        Some(format!("Pod {ns}/{name}: {why}"))
     }
 }
 
