@@ -19,7 +19,7 @@ use serde::de::{
     Visitor,
 };
 
-use super::dump::{ingest, list_annotations, LoadNotes};
+use super::ingest::{ingest, list_annotations, LoadNotes};
 use super::limits::Limit;
 use crate::error::Error;
 use crate::model::Cluster;

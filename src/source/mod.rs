@@ -6,6 +6,7 @@
 pub mod catalog;
 pub mod controller;
 pub mod dump;
+mod ingest;
 mod json;
 pub mod kinds;
 pub mod limits;
@@ -13,5 +14,6 @@ pub mod live;
 pub mod metrics;
 pub mod status;
 pub mod watch;
+mod yaml;
 
 pub use dump::{load_paths, load_paths_copied, load_str, load_str_parsing_each_part, LoadNotes};
