@@ -5,6 +5,8 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
+mod common;
+
 const SMALL: &str = "tests/data/small.yaml";
 const NOW: &str = "2026-11-21T10:00:00Z";
 
@@ -413,6 +415,50 @@ fn a_dashboard_beyond_loopback_without_a_token_is_warned_about() {
     assert!(!err.contains("without --auth-token"), "{err}");
 }
 
+/// `kelp serve`'s log (text and JSON) names hostile objects escaped: no line of it starts
+/// with the forged one, and no control character reaches the terminal.
+#[test]
+fn serve_logs_hostile_names_escaped() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let dump = common::hostile_dump(dir.path());
+    for format in ["text", "json"] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .args(["serve", "--no-dashboard", "--metrics-addr", "127.0.0.1:0"])
+            .args(["--log-format", format, "--from"])
+            .arg(&dump)
+            .env_remove("KELP_LOG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut log = String::new();
+            for line in stderr.split(b'\n').map_while(Result::ok) {
+                log.push_str(&String::from_utf8_lossy(&line));
+                log.push('\n');
+                if log.contains("nul") && log.contains("FAKE") {
+                    let _ = tx.send(log.clone());
+                }
+            }
+        });
+        let log = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the findings naming both hostile pods were logged");
+        let _ = child.kill();
+        let _ = child.wait();
+        for bad in ['\u{1b}', '\u{7}', '\r', '\u{202e}', '\u{9b}', '\0'] {
+            assert!(!log.contains(bad), "{format}: {bad:?} in {log:?}");
+        }
+        assert!(
+            !log.lines().any(|l| l.starts_with("FAKE")),
+            "{format}: {log}"
+        );
+    }
+}
+
 /// `--metrics-auth-token`: `/metrics` answers only the bearer of the token; the kubelet's
 /// probes need none.
 #[test]
@@ -772,27 +818,15 @@ fn a_dump_with_an_embedded_catalogue_judges_instance_types() {
 }
 
 /// Names (a Pod's, a Node's) carrying a newline, ESC, an OSC title, BEL, CR, a bidi
-/// override and a C1 control, as a dump may hold them: every text view prints them
+/// override, a C1 control and NUL, as a dump may hold them: every text view prints them
 /// escaped, so no line is forged at column 0 and no control byte reaches the terminal.
-/// (NUL cannot be passed in an argument to `why`; `clean`'s own tests cover it.)
+/// (NUL cannot be passed in an argument to `why`: it is in another pod's name, which
+/// `doctor` lists.)
 #[test]
 fn hostile_names_render_escaped_in_every_text_view() {
-    const RAW: &str = "\nFAKE: critical line\u{1b}]0;t\u{7}\r\u{202e}\u{9b}x";
-    const ESCAPED: &str = "\\nFAKE: critical line\\x1b]0;t\\x07\\r\\u{202e}\\x9bx";
-    let yaml_raw = "\\nFAKE: critical line\\e]0;t\\a\\r\\u202e\\x9bx";
-    let small = std::fs::read_to_string(SMALL).unwrap();
-    let pod = format!("\"trainer-0{yaml_raw}\"");
-    let node = format!("\"ip-10-0-1-1{yaml_raw}\"");
-    let hostile = small
-        .replace("{name: trainer-0,", &format!("{{name: {pod},"))
-        .replace(
-            "name: trainer-0, namespace",
-            &format!("name: {pod}, namespace"),
-        )
-        .replace("ip-10-0-1-1", &node);
+    use common::{HOSTILE_ESCAPED as ESCAPED, HOSTILE_NUL_POD_ESCAPED, HOSTILE_RAW as RAW};
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("hostile.yaml");
-    std::fs::write(&path, hostile).unwrap();
+    let path = common::hostile_dump(dir.path());
     let pod_arg = format!("ml/trainer-0{RAW}");
     let node_arg = format!("ip-10-0-1-1{RAW}");
     let runs: Vec<(Vec<&str>, bool)> = vec![
@@ -817,8 +851,11 @@ fn hostile_names_render_escaped_in_every_text_view() {
                 .unwrap();
             let text =
                 String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap();
-            for bad in ['\u{7}', '\r', '\u{202e}', '\u{9b}'] {
+            for bad in ['\u{7}', '\r', '\u{202e}', '\u{9b}', '\0'] {
                 assert!(!text.contains(bad), "{args:?}: {bad:?} in {text:?}");
+            }
+            if args[0] == "doctor" {
+                assert!(text.contains(HOSTILE_NUL_POD_ESCAPED), "{args:?}: {text}");
             }
             assert!(!text.contains("\u{1b}]"), "{args:?}: {text:?}");
             assert!(

@@ -268,6 +268,39 @@ fn top_sorts_moves_and_explains_a_node() {
     assert!(s.contains("EXIT=0"), "{s}");
 }
 
+/// Names that carry a newline, an OSC title change, BEL, CR, a bidi override, a C1 CSI or
+/// NUL reach the real terminal escaped: the screen shows the escapes as text, and no
+/// line starts with the forged one.
+#[test]
+fn top_prints_hostile_names_escaped() {
+    if !have_tmux() {
+        eprintln!("skipping: tmux is not installed (scripts/test installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dump = common::hostile_dump(dir.path());
+    let t = Tmux::start(&format!(
+        "'{}' top --from '{}' --now {NOW}",
+        kelp(),
+        dump.display()
+    ));
+    let s = t.wait_for("the pending pods", |s| {
+        s.contains("Pending pods") && s.contains("ml/nul")
+    });
+    assert!(s.contains("ml/trainer-0\\nFAKE"), "{s}");
+    assert!(s.contains("ml/nul\\x00pod"), "{s}");
+    assert!(
+        !s.lines()
+            .any(|l| l.trim_start_matches(['│', '|', ' ']).starts_with("FAKE")),
+        "a forged line:\n{s}"
+    );
+    // The node's name too, once its row is on the screen.
+    assert!(s.contains("ip-10-0-1-1\\nFAKE"), "{s}");
+    t.keys(&["q"]);
+    let s = t.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=0"), "{s}");
+}
+
 #[test]
 fn top_without_a_terminal_says_so_in_one_line() {
     let dir = tempfile::tempdir().unwrap();

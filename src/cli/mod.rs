@@ -201,14 +201,25 @@ fn init_logging(
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os("NO_COLOR").is_none();
+    // JSON lines also escape what JSON lets through raw (C1 and bidi controls).
+    let json = format == LogFormat::Json;
     let (to, guard) = match writer {
+        Writer::Direct if json => (
+            BoxMakeWriter::new(|| crate::explain::text::JsonEscaped(std::io::stderr())),
+            None,
+        ),
         Writer::Direct => (BoxMakeWriter::new(std::io::stderr), None),
         Writer::Background => {
             let (to, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
                 .lossy(false)
                 .thread_name("kelp-log")
                 .finish(std::io::stderr());
-            (BoxMakeWriter::new(to), Some(guard))
+            let to = if json {
+                BoxMakeWriter::new(move || crate::explain::text::JsonEscaped(to.clone()))
+            } else {
+                BoxMakeWriter::new(to)
+            };
+            (to, Some(guard))
         }
     };
     let builder = tracing_subscriber::fmt()

@@ -12,7 +12,7 @@ use crate::source::live::Target;
 #[command(after_help = "\
 Examples:
   kelp serve
-      in a pod: the in-cluster config, metrics on 0.0.0.0:8080 (on a laptop: 127.0.0.1:8080)
+      in a pod: in-cluster config, /metrics on 0.0.0.0:8080 (else 127.0.0.1)
   kelp serve --context prod
       then open http://127.0.0.1:8081
   kelp serve --context prod --context staging
@@ -27,9 +27,11 @@ OpenAPI document (/api/openapi.yaml) on --dashboard-addr. Each finding that appe
 resolves is logged once (warn for critical and warning, info otherwise); each dashboard
 read writes one audit line (target audit, event karpenter_read).
 
-Both listeners close a connection whose request head takes more than 10 s, or that stays
-idle 10 s between requests, and serve at most 512 (dashboard) and 256 (metrics) connections
-at once; the dashboard's live-update streams count and are not cut.")]
+Both listeners close a connection whose request head takes more than 10 s, that stays idle
+10 s between requests, or whose client reads nothing for 30 s while kelp writes, and serve
+at most 512 (dashboard) and 256 (metrics) connections at once. The dashboard's live-update
+streams take at most 128 of them, 32 per client address (past that: 503 with Retry-After,
+and the page tries again later), and each lasts 10 minutes before the browser renews it.")]
 pub struct Args {
     /// Serve a dump instead of watching a cluster (files, folders, or - for stdin)
     #[arg(long, value_name = "PATH", conflicts_with_all = ["kubeconfig", "context"])]

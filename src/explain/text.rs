@@ -266,3 +266,60 @@ pub fn text_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> +
     })
     .delimited(" ")
 }
+
+/// A JSON log writer that also escapes what JSON lets through raw but a terminal reading
+/// the log would act on: DEL, C1 controls (U+0080..U+009F, one of which starts a CSI) and
+/// the bidi controls (`\u202e`), as `\uXXXX`. Only JSON strings can hold them, where the
+/// escape means the same character, so every line stays the same JSON.
+pub struct JsonEscaped<W>(pub W);
+
+impl<W: std::io::Write> std::io::Write for JsonEscaped<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match std::str::from_utf8(buf) {
+            Ok(s) if s.chars().any(|c| c != '\n' && needs_escape(c)) => {
+                use std::fmt::Write as _;
+                let mut out = String::with_capacity(s.len() + 16);
+                for c in s.chars() {
+                    if c != '\n' && needs_escape(c) {
+                        let _ = write!(out, "\\u{:04x}", c as u32);
+                    } else {
+                        out.push(c);
+                    }
+                }
+                self.0.write_all(out.as_bytes())?;
+            }
+            _ => self.0.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod json_escaped_tests {
+    use std::io::Write;
+
+    #[test]
+    fn json_lines_keep_their_value_and_lose_their_raw_controls() {
+        let line =
+            serde_json::json!({"object": "Node/a\nFAKE\u{1b}]0;t\u{7}\r\u{202e}\u{9b}\u{7f}x"})
+                .to_string()
+                + "\n";
+        let mut out = super::JsonEscaped(Vec::new());
+        out.write_all(line.as_bytes()).unwrap();
+        let got = String::from_utf8(out.0).unwrap();
+        assert!(got.ends_with("\\u202e\\u009b\\u007fx\"}\n"), "{got}");
+        assert!(
+            !got.trim_end()
+                .chars()
+                .any(|c| c.is_control() || c == '\u{202e}'),
+            "{got:?}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&got).unwrap();
+        let want: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, want);
+    }
+}

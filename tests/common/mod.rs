@@ -498,3 +498,37 @@ pub fn claim_of(e: &Env, node: &str) -> String {
             .and_then(|c| c["metadata"]["name"].as_str().map(str::to_string))
     })
 }
+
+/// A name carrying what could drive a terminal or forge a line: a newline and a fake
+/// line, an OSC title change ending in BEL, CR, a bidi override and a C1 CSI.
+/// [`HOSTILE_ESCAPED`] is how kelp must print it.
+pub const HOSTILE_RAW: &str = "\nFAKE: critical line\u{1b}]0;t\u{7}\r\u{202e}\u{9b}x";
+pub const HOSTILE_ESCAPED: &str = "\\nFAKE: critical line\\x1b]0;t\\x07\\r\\u{202e}\\x9bx";
+/// A pending pod the hostile dump adds, whose name holds NUL (no argument can), and how
+/// kelp must print it.
+pub const HOSTILE_NUL_POD_ESCAPED: &str = "nul\\x00pod";
+
+/// `tests/data/small.yaml` with the pending pod `ml/trainer-0` and the node `ip-10-0-1-1`
+/// renamed to end in [`HOSTILE_RAW`], and a pending pod `ml/nul<NUL>pod`, written into
+/// `dir`.
+pub fn hostile_dump(dir: &std::path::Path) -> PathBuf {
+    let yaml_raw = "\\nFAKE: critical line\\e]0;t\\a\\r\\u202e\\x9bx";
+    let small = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/small.yaml"),
+    )
+    .unwrap();
+    let pod = format!("\"trainer-0{yaml_raw}\"");
+    let node = format!("\"ip-10-0-1-1{yaml_raw}\"");
+    let mut hostile = small
+        .replace("{name: trainer-0,", &format!("{{name: {pod},"))
+        .replace(
+            "name: trainer-0, namespace",
+            &format!("name: {pod}, namespace"),
+        )
+        .replace("ip-10-0-1-1", &node);
+    assert_ne!(hostile, small);
+    hostile.push_str("---\napiVersion: v1\nkind: Pod\nmetadata: {name: \"nul\\0pod\", namespace: ml, uid: u9, creationTimestamp: \"2026-11-21T09:40:00Z\"}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: \"1\"}}}]\nstatus:\n  phase: Pending\n  conditions:\n  - {type: PodScheduled, status: \"False\", reason: Unschedulable, lastTransitionTime: \"2026-11-21T09:46:00Z\"}\n");
+    let path = dir.join("hostile.yaml");
+    std::fs::write(&path, hostile).unwrap();
+    path
+}
