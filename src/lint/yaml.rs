@@ -1,12 +1,12 @@
-//! Manifests as a tree that remembers where each key and value sits: `saphyr`'s marked
-//! loader parses the YAML (JSON is read as YAML's flow style), and kelp keeps a small
-//! owned copy with the 1-based line of every node and every mapping key, so a lint result
-//! can point at the offending field rather than at the document. The parser is driven
+//! Manifests as a tree that remembers where each key and value sits: `saphyr`'s parser
+//! reads the YAML (JSON is read as YAML's flow style), and kelp builds a small owned tree
+//! from its events with the 1-based line of every node and every mapping key, so a lint
+//! result can point at the offending field rather than at the document. The parser is driven
 //! event by event under kelp's depth limit ([`limits::yaml_events`]), so no input nests
 //! deeper than [`limits::MAX_DEPTH`] in any tree here (every walk of them recurses).
 
-use saphyr::{MarkedYaml, Scalar, YamlData, YamlLoader};
-use saphyr_parser::SpannedEventReceiver;
+use saphyr::Scalar;
+use saphyr_parser::{Event, Span};
 
 use crate::source::limits::{self, YamlStop};
 
@@ -45,14 +45,12 @@ pub struct ParseError {
     pub over_limit: bool,
 }
 
-/// Every document in `text` (a YAML stream, or JSON), with positions.
+/// Every document in `text` (a YAML stream, or JSON), with positions. The tree is built
+/// straight from the parser's events, one node per event, with no tree of the parser's
+/// own beside it (saphyr's marked loader held one of its own, about twice the size).
 pub fn parse(text: &str) -> Result<Vec<Node>, ParseError> {
-    let mut loader = YamlLoader::<MarkedYaml>::default();
-    limits::yaml_events(text, |event, span| {
-        loader.on_event(event, span);
-        loader.error().map_or(Ok(()), |e| Err(YamlStop::scan(e)))
-    })
-    .map_err(|stop| match stop {
+    let mut tree = Builder::default();
+    limits::yaml_events(text, |event, span| tree.on(event, span)).map_err(|stop| match stop {
         YamlStop::Limit(limit) => ParseError {
             line: limit.line().unwrap_or(1),
             message: limit.what(),
@@ -69,32 +67,167 @@ pub fn parse(text: &str) -> Result<Vec<Node>, ParseError> {
             over_limit: false,
         },
     })?;
-    Ok(loader
-        .into_documents()
-        .into_iter()
-        .map(|d| convert(&d))
-        .collect())
+    Ok(tree.docs)
 }
 
-fn convert(y: &MarkedYaml) -> Node {
-    let line = y.span.start.line().max(1);
-    let value = match &y.data {
-        YamlData::Value(s) => scalar(s),
-        YamlData::Representation(s, _, _) => Value::Str(s.to_string()),
-        YamlData::Sequence(items) => Value::Seq(items.iter().map(convert).collect()),
-        YamlData::Mapping(map) => Value::Map(
-            map.iter()
-                .map(|(k, v)| Entry {
-                    key: key_text(k),
-                    line: k.span.start.line().max(1),
-                    value: convert(v),
-                })
-                .collect(),
-        ),
-        YamlData::Tagged(_, inner) => return convert(inner),
-        YamlData::Alias(_) | YamlData::BadValue => Value::Null,
-    };
-    Node { line, value }
+/// The most nodes aliases may add to a file, in all (saphyr's loader's own budget, which
+/// keeps a "billion laughs" of nested aliases from growing without end).
+const ALIAS_BUDGET: usize = 100_000;
+
+/// A collection being built: its line, its anchor, and what it holds so far (a mapping's
+/// key waits, with its line, for its value).
+struct Open {
+    line: usize,
+    anchor: usize,
+    items: Vec<Node>,
+    entries: Option<(Vec<Entry>, Option<(String, usize)>)>,
+}
+
+/// Builds [`Node`]s from saphyr's events, as its marked loader did: the
+/// same scalars (saphyr's own reading of each), lines, empty documents and aliases.
+struct Builder {
+    open: Vec<Open>,
+    docs: Vec<Node>,
+    anchors: std::collections::HashMap<usize, Node>,
+    budget: usize,
+    /// The current document has its node.
+    rooted: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            open: Vec::new(),
+            docs: Vec::new(),
+            anchors: Default::default(),
+            budget: ALIAS_BUDGET,
+            rooted: false,
+        }
+    }
+}
+
+impl Builder {
+    fn on(&mut self, event: Event, span: Span) -> Result<(), YamlStop> {
+        let line = span.start.line().max(1);
+        match event {
+            Event::DocumentStart(_) => self.rooted = false,
+            Event::DocumentEnd => {
+                if !self.rooted {
+                    self.docs.push(Node {
+                        line,
+                        value: Value::Null,
+                    });
+                }
+            }
+            Event::SequenceStart(anchor, _) => self.open.push(Open {
+                line,
+                anchor,
+                items: Vec::new(),
+                entries: None,
+            }),
+            Event::MappingStart(anchor, _) => self.open.push(Open {
+                line,
+                anchor,
+                items: Vec::new(),
+                entries: Some((Vec::new(), None)),
+            }),
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some(o) = self.open.pop() {
+                    let value = match o.entries {
+                        Some((mut entries, _)) => {
+                            entries.shrink_to_fit();
+                            Value::Map(entries)
+                        }
+                        None => {
+                            let mut items = o.items;
+                            items.shrink_to_fit();
+                            Value::Seq(items)
+                        }
+                    };
+                    self.insert(
+                        Node {
+                            line: o.line,
+                            value,
+                        },
+                        o.anchor,
+                    );
+                }
+            }
+            Event::Scalar(v, style, anchor, tag) => {
+                let value = Scalar::parse_from_cow_and_metadata(v, style, tag.as_ref())
+                    .map_or(Value::Null, |s| scalar(&s));
+                self.insert(Node { line, value }, anchor);
+            }
+            Event::Alias(id) => {
+                let node = match self.anchors.get(&id) {
+                    Some(n) => {
+                        if !within(n, &mut self.budget) {
+                            return Err(YamlStop::Syntax {
+                                line,
+                                message: "alias expansion exceeded the maximum node budget (possible billion-laughs attack)".into(),
+                            });
+                        }
+                        Node {
+                            line,
+                            value: n.value.clone(),
+                        }
+                    }
+                    None => Node {
+                        line,
+                        value: Value::Null,
+                    },
+                };
+                self.insert(node, 0);
+            }
+            Event::Nothing | Event::StreamStart | Event::StreamEnd => {}
+        }
+        Ok(())
+    }
+
+    /// A finished node: into the open collection (a mapping's key or value), or the
+    /// document's node; kept by its anchor for the aliases after it.
+    fn insert(&mut self, node: Node, anchor: usize) {
+        if anchor != 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        match self.open.last_mut() {
+            None => {
+                self.docs.push(node);
+                self.rooted = true;
+            }
+            Some(Open {
+                entries: Some((entries, key)),
+                ..
+            }) => match key.take() {
+                None => *key = Some((key_text(node.value), node.line)),
+                Some((k, line)) => entries.push(Entry {
+                    key: k,
+                    line,
+                    value: node,
+                }),
+            },
+            Some(o) => o.items.push(node),
+        }
+    }
+}
+
+/// Whether `n`'s nodes fit in what is left of the alias budget (taken from it if so).
+fn within(n: &Node, budget: &mut usize) -> bool {
+    if *budget == 0 {
+        return false;
+    }
+    *budget -= 1;
+    match &n.value {
+        Value::Seq(items) => items.iter().all(|i| within(i, budget)),
+        Value::Map(entries) => entries.iter().all(|e| {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            within(&e.value, budget)
+        }),
+        _ => true,
+    }
 }
 
 fn scalar(s: &Scalar) -> Value {
@@ -107,8 +240,8 @@ fn scalar(s: &Scalar) -> Value {
     }
 }
 
-fn key_text(k: &MarkedYaml) -> String {
-    match convert(k).value {
+fn key_text(k: Value) -> String {
+    match k {
         Value::Str(s) => s,
         other => Node {
             line: 0,
@@ -243,6 +376,85 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tree as saphyr's own marked loader builds it, converted as kelp did before it
+    /// built its tree from the events: the oracle for [`parse`].
+    fn by_saphyrs_loader(text: &str) -> Option<Vec<Node>> {
+        use saphyr::{MarkedYaml, YamlData, YamlLoader};
+        use saphyr_parser::{Parser, SpannedEventReceiver};
+        fn convert(y: &MarkedYaml) -> Node {
+            let line = y.span.start.line().max(1);
+            let value = match &y.data {
+                YamlData::Value(s) => scalar(s),
+                YamlData::Representation(s, _, _) => Value::Str(s.to_string()),
+                YamlData::Sequence(items) => Value::Seq(items.iter().map(convert).collect()),
+                YamlData::Mapping(map) => Value::Map(
+                    map.iter()
+                        .map(|(k, v)| Entry {
+                            key: key_text(convert(k).value),
+                            line: k.span.start.line().max(1),
+                            value: convert(v),
+                        })
+                        .collect(),
+                ),
+                YamlData::Tagged(_, inner) => return convert(inner),
+                YamlData::Alias(_) | YamlData::BadValue => Value::Null,
+            };
+            Node { line, value }
+        }
+        let mut loader = YamlLoader::<MarkedYaml>::default();
+        for event in Parser::new_from_str(text) {
+            let (event, span) = event.ok()?;
+            loader.on_event(event, span);
+        }
+        if loader.error().is_some() {
+            return None;
+        }
+        Some(loader.into_documents().iter().map(convert).collect())
+    }
+
+    #[test]
+    fn the_tree_is_the_one_saphyrs_loader_builds_for_every_yaml_in_the_repository() {
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                if p.is_dir()
+                    && !name.starts_with('.')
+                    && name != "target"
+                    && name != "node_modules"
+                {
+                    dirs.push(p);
+                } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+                    files.push(p);
+                }
+            }
+        }
+        assert!(files.len() > 150, "{} files", files.len());
+        let mut compared = 0;
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap();
+            if let (Some(want), Ok(got)) = (by_saphyrs_loader(&text), parse(&text)) {
+                assert_eq!(got, want, "{}", f.display());
+                compared += 1;
+            }
+        }
+        assert!(compared > 150, "{compared} compared");
+        for text in [
+            "a: &x {b: [1, 2.5, true, ~, 'q']}\nc: *x\nd: !!str 12\n---\n---\n",
+            "- [a, {b: c}]\n- !!int nope\n- \"x\"\n- |\n  block\n",
+            "{1: a, [x]: b, null: c}\n",
+        ] {
+            assert_eq!(parse(text).ok(), by_saphyrs_loader(text), "{text}");
+        }
+        // Where the loader loses a line (a node under a tag of its own: line 1), the
+        // events still have it.
+        let docs = parse("a: 1\ne: !custom 3\n").unwrap();
+        let e = docs[0].entry("e").unwrap();
+        assert_eq!((e.line, e.value.line, e.value.as_i64()), (2, 2, Some(3)));
+    }
 
     #[test]
     fn keys_and_values_know_their_lines_across_documents() {
