@@ -160,10 +160,24 @@ async fn metrics_auth(
 
 /// A dump's name in URLs: the first file's stem.
 async fn listen(addr: SocketAddr, what: &str) -> anyhow::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for {what}: {e}"))
+    let bind = || -> std::io::Result<tokio::net::TcpListener> {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        // A deep accept queue (the kernel caps it at somaxconn): a burst of connections,
+        // such as many pages reconnecting at once, waits in it rather than having its
+        // SYNs dropped and retried a second or more later.
+        socket.listen(LISTEN_BACKLOG)
+    };
+    bind().map_err(|e| anyhow::anyhow!("cannot listen on {addr} for {what}: {e}"))
 }
+
+/// The accept queue asked of the kernel (tokio's default is 1024).
+const LISTEN_BACKLOG: u32 = 4096;
 
 /// Run until interrupted.
 pub async fn run(opts: Options) -> anyhow::Result<()> {
