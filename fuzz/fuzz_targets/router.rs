@@ -40,6 +40,7 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
             auth_token: token.map(str::to_string),
             hosts: web::Hosts::loopback(),
             secure_cookie: false,
+            streams: web::Streams::default(),
         }))
     };
     Fixture {

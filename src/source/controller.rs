@@ -1233,6 +1233,34 @@ mod tests {
         assert!(e.to_string().contains(&format!("127.0.0.1:{port}")), "{e}");
     }
 
+    /// A scrape whose answer never ends (a proxy or endpoint gone wrong) stops at the cap:
+    /// one error, not memory without end.
+    #[tokio::test]
+    async fn an_endless_answer_stops_at_the_cap() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n",
+            );
+            let line = "# HELP x y\n".repeat(6000);
+            while s.write_all(line.as_bytes()).is_ok() {}
+        });
+        let e = scrape(&conn(port), &ScrapeTarget::default(), DEFAULT_TIMEOUT)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e,
+            ScrapeError::Unparseable {
+                message: "the response is larger than 64 MiB".into()
+            }
+        );
+    }
+
     #[tokio::test]
     async fn a_target_that_could_steer_the_path_is_never_requested() {
         for (namespace, service, port) in [
