@@ -415,6 +415,34 @@ fn a_dashboard_beyond_loopback_without_a_token_is_warned_about() {
     assert!(!err.contains("without --auth-token"), "{err}");
 }
 
+/// Start `cmd` (a `kelp serve`) with its log piped, and wait (30 s at most) for the first
+/// log line that contains `needle`. The log keeps being read after it: a closed pipe
+/// would end serve (quiet on a closed pipe).
+fn serve_until(
+    cmd: &mut std::process::Command,
+    needle: &'static str,
+) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if line.contains(needle) {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("serve never logged {needle:?}"));
+    (child, line)
+}
+
 /// `kelp serve`'s log (text and JSON) names hostile objects escaped: no line of it starts
 /// with the forged one, and no control character reaches the terminal.
 #[test]
@@ -463,41 +491,28 @@ fn serve_logs_hostile_names_escaped() {
 /// probes need none.
 #[test]
 fn metrics_behind_a_token_answer_only_its_bearer() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let dump = tempfile::NamedTempFile::with_suffix(".yaml").unwrap();
     std::fs::write(dump.path(), kelp::demo::CLUSTER).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
-        .args([
-            "serve",
-            "--no-dashboard",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--from",
-        ])
-        .arg(dump.path())
-        .env("KELP_METRICS_AUTH_TOKEN", "s3cret")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            if line.contains("serving /metrics") {
-                let addr = line
-                    .split("addr=")
-                    .nth(1)
-                    .and_then(|rest| rest.split_whitespace().next())
-                    .map(str::to_string);
-                let _ = tx.send((addr, line));
-            }
-        }
-    });
-    let (addr, line) = rx
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .expect("serve said where /metrics is");
-    let addr = addr.unwrap_or_else(|| panic!("{line}"));
+    let (mut child, line) = serve_until(
+        std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .args([
+                "serve",
+                "--no-dashboard",
+                "--metrics-addr",
+                "127.0.0.1:0",
+                "--from",
+            ])
+            .arg(dump.path())
+            .env("KELP_METRICS_AUTH_TOKEN", "s3cret"),
+        "serving /metrics",
+    );
+    let addr = line
+        .split("addr=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
     assert!(line.contains("auth=true"), "{line}");
     let get = |path: &str, auth: Option<&str>| {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
@@ -675,7 +690,7 @@ fn a_closed_stdout_pipe_ends_kelp_quietly() {
 /// catalogue predicts (an AWS pool, which has no catalogue of its own here).
 #[test]
 fn serve_judges_instance_types_from_a_catalogue_file() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let dump = tempfile::NamedTempFile::with_suffix(".yaml").unwrap();
     std::fs::write(
         dump.path(),
@@ -684,40 +699,25 @@ fn serve_judges_instance_types_from_a_catalogue_file() {
             + &std::fs::read_to_string("tests/fixtures/lint/what-if/pod.yaml").unwrap(),
     )
     .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
-        .args(["serve", "--from"])
-        .arg(dump.path())
-        .args(["--catalog", "tests/fixtures/what-if/aws-catalog.yaml"])
-        .args([
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--dashboard-addr",
-            "127.0.0.1:0",
-        ])
-        .env_remove("KELP_AUTH_TOKEN")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Keep reading its log: a closed pipe would end serve (quiet on a closed pipe).
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            if line.contains("serving the dashboard") {
-                let addr = line
-                    .split("http://")
-                    .nth(1)
-                    .and_then(|rest| rest.split('/').next())
-                    .map(str::to_string);
-                let _ = tx.send(addr);
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .ok()
-        .flatten()
+    let (mut child, line) = serve_until(
+        std::process::Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .args(["serve", "--from"])
+            .arg(dump.path())
+            .args(["--catalog", "tests/fixtures/what-if/aws-catalog.yaml"])
+            .args([
+                "--metrics-addr",
+                "127.0.0.1:0",
+                "--dashboard-addr",
+                "127.0.0.1:0",
+            ])
+            .env_remove("KELP_AUTH_TOKEN"),
+        "serving the dashboard",
+    );
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .map(str::to_string)
         .expect("serve said where the dashboard is");
     let get = |path: &str| {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();

@@ -124,6 +124,22 @@ impl LoadNotes {
     }
 }
 
+/// Apply a kelp List's annotations from its `metadata`, held as a tree.
+pub(super) fn list_metadata(
+    name: &str,
+    metadata: Option<&serde_json::Value>,
+    cluster: &mut Cluster,
+) -> Result<()> {
+    let annotations = metadata.and_then(|m| m.get("annotations"));
+    let get = |k: &str| {
+        annotations
+            .and_then(|a| a.get(k))
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    list_annotations(name, get, cluster)
+}
+
 /// Load one object held as a tree (a YAML document or part), a List, or an array of them.
 pub(super) fn load_value(
     name: &str,
@@ -160,18 +176,7 @@ pub(super) fn load_value(
     };
     let (kind, api_version) = (text("kind", &value), text("apiVersion", &value));
     if kind.ends_with("List") {
-        let annotations = value
-            .get("metadata")
-            .and_then(|m| m.get("annotations"))
-            .cloned();
-        let get = |k: &str| {
-            annotations
-                .as_ref()
-                .and_then(|a| a.get(k))
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-        };
-        list_annotations(name, get, cluster)?;
+        list_metadata(name, value.get("metadata"), cluster)?;
         if let Some(serde_json::Value::Array(items)) = value.remove("items") {
             for item in items {
                 load_value(name, doc, item, cluster, notes)?;

@@ -19,7 +19,7 @@
 use saphyr_parser::{Event, Marker, Span};
 use serde::Deserialize;
 
-use super::ingest::{list_annotations, load_value, LoadNotes};
+use super::ingest::{list_metadata, load_value, LoadNotes};
 use super::limits::{self, Limit, YamlStop};
 use crate::error::{Error, Result};
 use crate::model::Cluster;
@@ -73,20 +73,8 @@ pub(super) fn load(
                 items,
                 ..
             } if kind.ends_with("List") => {
-                let annotations = match metadata {
-                    Some(m) => parse(m)?
-                        .get_mut("annotations")
-                        .map(serde_json::Value::take),
-                    None => None,
-                };
-                let get = |k: &str| {
-                    annotations
-                        .as_ref()
-                        .and_then(|a| a.get(k))
-                        .and_then(|v| v.as_str())
-                        .map(str::to_string)
-                };
-                list_annotations(name, get, cluster)?;
+                let metadata = metadata.as_ref().map(&parse).transpose()?;
+                list_metadata(name, metadata.as_ref(), cluster)?;
                 for item in items {
                     load_value(name, i + 1, parse(item)?, cluster, notes)?;
                 }
@@ -97,7 +85,7 @@ pub(super) fn load(
     Ok(())
 }
 
-/// A YAML file as one tree a document (what [`yaml_parts`] cannot cut into objects).
+/// A YAML file as one tree a document (what [`plan`] cannot cut into objects).
 fn load_whole(name: &str, text: &str, cluster: &mut Cluster, notes: &mut LoadNotes) -> Result<()> {
     for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
         let value = serde_json::Value::deserialize(doc).map_err(|e| yaml_error(name, &e, 0))?;
