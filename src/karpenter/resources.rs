@@ -12,7 +12,7 @@ use kube_quantity::ParsedQuantity;
 pub struct Resources(pub BTreeMap<String, f64>);
 
 /// The numeric value of a quantity string ("100m" -> 0.1, "1Gi" -> 1073741824).
-fn quantity_value(s: &str) -> Result<f64, String> {
+pub fn quantity_value(s: &str) -> Result<f64, String> {
     // A quantity needs digits before its suffix; kube_quantity would read "Ki" as 0.
     let body = s.strip_prefix(['+', '-']).unwrap_or(s);
     let digit = |r: &str| r.starts_with(|c: char| c.is_ascii_digit());

@@ -55,15 +55,13 @@ impl PodFields {
     /// number, such as `NaN`, or a negative one), or None. A dump holding such a pod was
     /// not written by an API server, and nothing can be judged on its requests.
     pub fn invalid_resources(&self) -> Option<String> {
-        use crate::karpenter::resources::Resources;
+        use crate::karpenter::resources::quantity_value;
         let check = |what: String, list: &ResourceList| -> Option<String> {
-            match Resources::from_quantities(list) {
-                Err(e) => Some(format!("{what}: {e}")),
-                Ok(r) => r.0.iter().find(|(_, v)| **v < 0.0).map(|(k, _)| {
-                    let text = list.get(k).map(|q| q.0.as_str()).unwrap_or_default();
-                    format!("{what}: {k}: {text:?} is negative")
-                }),
-            }
+            list.iter().find_map(|(k, q)| match quantity_value(&q.0) {
+                Err(e) => Some(format!("{what}: {k}: {e}")),
+                Ok(v) if v < 0.0 => Some(format!("{what}: {k}: {:?} is negative", q.0)),
+                Ok(_) => None,
+            })
         };
         let spec = &self.spec.scheduling;
         let containers = spec

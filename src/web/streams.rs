@@ -118,12 +118,6 @@ impl Streams {
         open.warned = Some(now);
         true
     }
-
-    /// Streams open now (in all, and from `peer`).
-    pub fn open(&self, peer: Option<IpAddr>) -> (usize, usize) {
-        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        (open.total, open.by_peer.get(&peer).copied().unwrap_or(0))
-    }
 }
 
 /// One open stream's slot, given back on drop.
@@ -150,6 +144,12 @@ impl Drop for Permit {
 mod tests {
     use super::*;
 
+    /// Streams open (in all, and from `peer`).
+    fn open(s: &Streams, peer: Option<IpAddr>) -> (usize, usize) {
+        let open = s.open.lock().unwrap();
+        (open.total, open.by_peer.get(&peer).copied().unwrap_or(0))
+    }
+
     fn limits(total: usize, per_client: usize) -> StreamLimits {
         StreamLimits {
             total,
@@ -167,9 +167,9 @@ mod tests {
         let _a2 = s.admit(a).unwrap();
         assert_eq!(s.admit(a).unwrap_err(), Full::Client);
         let _b1 = s.admit(b).unwrap();
-        assert_eq!(s.open(a), (3, 2));
+        assert_eq!(open(&s, a), (3, 2));
         drop(a1);
-        assert_eq!(s.open(a), (2, 1));
+        assert_eq!(open(&s, a), (2, 1));
         let _a3 = s.admit(a).unwrap();
         let _b2 = s.admit(b).unwrap();
         assert_eq!(s.admit(None).unwrap_err(), Full::Total);
@@ -181,7 +181,7 @@ mod tests {
         let permits: Vec<_> = (0..3).map(|_| s.admit(None).unwrap()).collect();
         assert_eq!(s.admit(Some([1, 1, 1, 1].into())).unwrap_err(), Full::Total);
         drop(permits);
-        assert_eq!(s.open(None), (0, 0));
+        assert_eq!(open(&s, None), (0, 0));
         assert!(s.open.lock().unwrap().by_peer.is_empty());
     }
 }
