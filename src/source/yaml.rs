@@ -336,7 +336,10 @@ impl<'a> Walk<'a> {
                     if !map {
                         self.items_depth = Some(1);
                     }
-                } else if self.depth == 1 && self.top == Top::Map && self.top_children % 2 == 0 {
+                } else if self.depth == 1 && self.top == Top::Map && self.top_children % 2 == 1 {
+                    // A key that is a collection names none of the fields read here.
+                    self.last_key = None;
+                } else if self.depth == 1 && self.top == Top::Map {
                     match self.last_key.as_deref() {
                         Some("items") if !map => self.items_depth = Some(2),
                         Some("metadata") if map => self.metadata_start = Some(span.start),
@@ -506,10 +509,17 @@ mod tests {
             "kind: Thing\nitems: [1]\n",
             "just a scalar\n",
             "%YAML 1.1\n---\na: 1\n",
+            "kind: List\n? [x]\n: 1\nitems:\n- [1]\n",
             "a: [1\n",
         ] {
             assert_eq!(plan(text), Ok(Plan::Whole), "{text}");
         }
+        // A key that is a collection is no field's name: `kind` is not taken from after it.
+        let docs = parts("kind: Pod\n? [x]\n: List\n");
+        assert!(
+            matches!(&docs[0], Doc::Map { kind: Some(k), .. } if k == "Pod"),
+            "{docs:?}"
+        );
         // The limits still hold.
         assert!(matches!(
             plan("a: 1\na: 2\n"),
