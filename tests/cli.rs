@@ -443,6 +443,21 @@ fn serve_until(
     (child, line)
 }
 
+/// One `GET path` to `addr` with `headers` (whole lines) added, on a connection of its
+/// own: the whole response.
+fn http_get(addr: &str, path: &str, headers: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body
+}
+
 /// `kelp serve`'s log (text and JSON) names hostile objects escaped: no line of it starts
 /// with the forged one, and no control character reaches the terminal.
 #[test]
@@ -491,7 +506,6 @@ fn serve_logs_hostile_names_escaped() {
 /// probes need none.
 #[test]
 fn metrics_behind_a_token_answer_only_its_bearer() {
-    use std::io::{Read, Write};
     let dump = tempfile::NamedTempFile::with_suffix(".yaml").unwrap();
     std::fs::write(dump.path(), kelp::demo::CLUSTER).unwrap();
     let (mut child, line) = serve_until(
@@ -515,18 +529,10 @@ fn metrics_behind_a_token_answer_only_its_bearer() {
         .to_string();
     assert!(line.contains("auth=true"), "{line}");
     let get = |path: &str, auth: Option<&str>| {
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
         let auth = auth
             .map(|a| format!("Authorization: {a}\r\n"))
             .unwrap_or_default();
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut body = String::new();
-        s.read_to_string(&mut body).unwrap();
-        body
+        http_get(&addr, path, &auth)
     };
     // Ready (its first pass done, no token asked), then the series are there.
     let mut readyz = String::new();
@@ -690,7 +696,6 @@ fn a_closed_stdout_pipe_ends_kelp_quietly() {
 /// catalogue predicts (an AWS pool, which has no catalogue of its own here).
 #[test]
 fn serve_judges_instance_types_from_a_catalogue_file() {
-    use std::io::{Read, Write};
     let dump = tempfile::NamedTempFile::with_suffix(".yaml").unwrap();
     std::fs::write(
         dump.path(),
@@ -719,17 +724,7 @@ fn serve_judges_instance_types_from_a_catalogue_file() {
         .and_then(|rest| rest.split('/').next())
         .map(str::to_string)
         .expect("serve said where the dashboard is");
-    let get = |path: &str| {
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut body = String::new();
-        s.read_to_string(&mut body).unwrap();
-        body
-    };
+    let get = |path: &str| http_get(&addr, path, "");
     let clusters = get("/api/v1/clusters");
     let name = clusters
         .split("\"name\":\"")
