@@ -139,16 +139,9 @@ async fn metrics_auth(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    use subtle::ConstantTimeEq;
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim_start());
-    match given {
-        Some(t) if bool::from(t.as_bytes().ct_eq(token.as_bytes())) => next.run(req).await,
+    use crate::web::guard::{bearer, same};
+    match bearer(req.headers()) {
+        Some(t) if same(t, &token) => next.run(req).await,
         _ => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer realm=\"kelp metrics\"")],
@@ -158,7 +151,7 @@ async fn metrics_auth(
     }
 }
 
-/// A dump's name in URLs: the first file's stem.
+/// A listener on `addr`, with a deep accept queue; `what` names it in the error.
 async fn listen(addr: SocketAddr, what: &str) -> anyhow::Result<tokio::net::TcpListener> {
     let bind = || -> std::io::Result<tokio::net::TcpListener> {
         let socket = if addr.is_ipv4() {

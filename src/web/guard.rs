@@ -151,12 +151,13 @@ pub async fn check_host(State(site): State<Arc<Site>>, req: Request, next: Next)
     }
 }
 
-fn same(a: &str, b: &str) -> bool {
+/// Whether two secrets are equal, compared in constant time.
+pub fn same(a: &str, b: &str) -> bool {
     a.as_bytes().ct_eq(b.as_bytes()).into()
 }
 
 /// The token of `Authorization: Bearer T` (the scheme is case-insensitive, RFC 7235).
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.trim().split_once(' ')?;
     scheme
