@@ -197,6 +197,7 @@ pub fn plan(text: &str) -> Result<Plan, YamlStop> {
 }
 
 /// Character indices (saphyr's) to byte offsets, for indices met in increasing order.
+#[derive(Default)]
 struct Offsets<'a> {
     text: &'a str,
     ascii: bool,
@@ -228,13 +229,17 @@ impl Offsets<'_> {
 }
 
 /// What the walk is inside of, at the document's top.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Top {
+    #[default]
     None,
     Seq,
     Map,
 }
 
+/// The walk: what lasts across documents (the offsets, the documents found, whether the
+/// file must be read whole), then one document's state, which [`Walk::begin`] resets.
+#[derive(Default)]
 struct Walk<'a> {
     offsets: Offsets<'a>,
     docs: Vec<Doc>,
@@ -266,20 +271,7 @@ impl<'a> Walk<'a> {
                 chars: 0,
                 bytes: 0,
             },
-            docs: Vec::new(),
-            whole: false,
-            depth: 0,
-            top: Top::None,
-            top_start: None,
-            top_children: 0,
-            last_key: None,
-            kind: None,
-            metadata: None,
-            metadata_start: None,
-            items_depth: None,
-            items: Vec::new(),
-            item_start: None,
-            pushed: false,
+            ..Walk::default()
         }
     }
 
@@ -400,19 +392,14 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// A new document: its state starts afresh, what lasts across documents is kept.
     fn begin(&mut self) {
-        self.depth = 0;
-        self.top = Top::None;
-        self.top_start = None;
-        self.top_children = 0;
-        self.last_key = None;
-        self.kind = None;
-        self.metadata = None;
-        self.metadata_start = None;
-        self.items_depth = None;
-        self.items.clear();
-        self.item_start = None;
-        self.pushed = false;
+        *self = Walk {
+            offsets: std::mem::take(&mut self.offsets),
+            docs: std::mem::take(&mut self.docs),
+            whole: self.whole,
+            ..Walk::default()
+        };
     }
 
     fn end(&mut self) {
