@@ -19,9 +19,15 @@ fn kelp() -> Command {
     c
 }
 
+/// A fixture folder's own `.kelp.yaml` (e.g. the Karpenter release it is for), if any.
+fn config_in(dir: &Path) -> Option<PathBuf> {
+    Some(dir.join(".kelp.yaml")).filter(|p| p.is_file())
+}
+
 fn lint_dir(dir: &Path) -> lint::Report {
     let inputs = lint::read_inputs(&[dir.to_path_buf()]).unwrap();
-    lint::lint(&inputs, &Config::default())
+    let config = config_in(dir).map_or_else(Config::default, |p| Config::load(&p).unwrap());
+    lint::lint(&inputs, &config)
 }
 
 /// `(file, line)` of every `expect: RULE` marker (a YAML comment, or a JSON string) for `rule`.
@@ -201,7 +207,11 @@ fn json_is_results_with_rule_severity_file_line_message() {
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let results = v["results"].as_array().unwrap();
-    assert_eq!(v.as_object().unwrap().len(), 1);
+    assert_eq!(v.as_object().unwrap().len(), 2);
+    assert_eq!(
+        v["karpenterVersion"], "v1.15.0",
+        "the newest release kelp knows"
+    );
     assert!(!results.is_empty());
     for r in results {
         let keys: BTreeSet<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
@@ -260,10 +270,12 @@ fn sarif_schema() -> Value {
 }
 
 fn sarif_of(path: &str) -> Value {
-    let out = kelp()
-        .args(["lint", path, "-o", "sarif", "--fail-on", "never"])
-        .output()
-        .unwrap();
+    let mut cmd = kelp();
+    cmd.args(["lint", path, "-o", "sarif", "--fail-on", "never"]);
+    if let Some(config) = config_in(Path::new(path)) {
+        cmd.arg("--config").arg(config);
+    }
+    let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -565,4 +577,76 @@ fn the_docs_give_what_if_the_catalogue_and_exit_statuses_its_help_gives() {
         !section.contains("Instance types, topology spread and volumes are not evaluated"),
         "what-if judges instance types from a catalogue"
     );
+}
+
+/// The NodePool CRD a Karpenter release ships (`kwok/charts/crds`, the same as its chart's),
+/// from the Go module cache, downloaded through the module proxy when missing; None when Go
+/// cannot fetch it.
+fn nodepool_crd(release: &kelp::karpenter::version::Release) -> Option<Value> {
+    let out = std::process::Command::new("go")
+        .current_dir("/")
+        // v1.14.3 and v1.15 need a newer Go than some machines have; the proxy serves it.
+        .env("GOTOOLCHAIN", "go1.26.11")
+        .args(["mod", "download", "-json"])
+        .arg(format!("sigs.k8s.io/karpenter@{release}"))
+        .output()
+        .ok()?;
+    let info: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let dir = PathBuf::from(info["Dir"].as_str()?);
+    let text =
+        std::fs::read_to_string(dir.join("kwok/charts/crds/karpenter.sh_nodepools.yaml")).ok()?;
+    serde_norway::from_str(&text).ok()
+}
+
+#[test]
+fn no_release_in_the_window_is_told_its_crd_rejects_what_it_accepts() {
+    use kelp::karpenter::version::TESTED;
+    let pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: p\nspec:\n  limits: {cpu: \"10\"}\n  disruption:\n    consolidationPolicy: WhenEmpty\n";
+    let mut required_in = Vec::new();
+    for release in TESTED {
+        let Some(crd) = nodepool_crd(&release) else {
+            eprintln!("skipped: Go cannot fetch sigs.k8s.io/karpenter@{release}");
+            return;
+        };
+        let v1 = crd["spec"]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "v1")
+            .unwrap();
+        let disruption =
+            &v1["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["disruption"];
+        assert!(disruption.is_object(), "{release}: no spec.disruption");
+        let required = disruption["required"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|f| f == "consolidateAfter"));
+        if required {
+            required_in.push(release.to_string());
+        }
+        let mut config = Config::default();
+        config.karpenter_version = Some(release.clone());
+        let criticals: Vec<String> = lint::lint(&[lint::Input::new("p.yaml", pool)], &config)
+            .results
+            .into_iter()
+            .filter(|r| r.severity == Severity::Critical)
+            .map(|r| r.rule)
+            .collect();
+        let rejected = criticals
+            .iter()
+            .any(|r| r == "disruption-missing-consolidate-after");
+        assert_eq!(
+            rejected, required,
+            "{release}: kelp {criticals:?} vs the CRD"
+        );
+        // The best-practice set is clean on every release.
+        let clean = lint::read_inputs(&[PathBuf::from(FIXTURES).join("clean")]).unwrap();
+        let report = lint::lint(&clean, &config);
+        assert!(
+            report.results.is_empty(),
+            "{release}: {:#?}",
+            report.results
+        );
+    }
+    // The test can fail both ways: some releases require the field, some do not.
+    assert_eq!(required_in, ["v1.9.0", "v1.12.1", "v1.14.3"]);
 }

@@ -9,6 +9,7 @@ use clap::ValueEnum;
 use super::doctor::FailOn;
 use super::output::{self, Style};
 use crate::findings::Severity;
+use crate::karpenter::version::{self, Release, Window};
 use crate::lint::{self, rules, Config};
 
 #[derive(Debug, clap::Args)]
@@ -25,10 +26,13 @@ Examples:
   kelp lint --explain spot-too-few-families
       why a rule exists, how to fix it, examples
   kelp lint --list-rules                        every rule with its severity
+  kelp lint pools/ --karpenter-version v1.14.3
+      check against that release's CRDs and rules (default: the newest kelp knows)
 
 Suppress one result with a comment on its line or right above it:
   consolidateAfter: 1m   # kelp:ignore consolidate-after-too-short
 Or with .kelp.yaml in the current directory (or --config FILE):
+  karpenterVersion: v1.14.3
   rules: {missing-min-values: warning, ami-alias-latest: off}
   ignore: [{paths: [\"envs/dev/**\"], rules: [nodepool-missing-limits]}]
 
@@ -49,6 +53,11 @@ pub struct Args {
     /// Configuration file (default: .kelp.yaml in the current directory, if any)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The Karpenter release the manifests are for, e.g. v1.14.3 or 1.14: rules that
+    /// changed between releases follow it (wins over karpenterVersion in .kelp.yaml;
+    /// default: the newest release kelp knows)
+    #[arg(long, value_name = "VERSION")]
+    pub karpenter_version: Option<Release>,
     /// Print a rule's why, its fix and a bad and a good example, then exit
     #[arg(long, value_name = "RULE", conflicts_with = "list_rules")]
     pub explain: Option<String>,
@@ -92,7 +101,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         output::emit(&list, Style::detect())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let config = Config::discover(args.config.as_deref())?;
+    let mut config = Config::discover(args.config.as_deref())?;
+    if let Some(v) = args.karpenter_version {
+        config.karpenter_version = Some(v);
+    }
+    let target = config.target();
+    if target.window() != Window::Supported {
+        eprintln!(
+            "kelp lint: Karpenter {target} is outside the releases kelp is tested against ({} to {}): rules that changed across releases are read as {}'s",
+            version::OLDEST.minor_name(),
+            version::NEWEST.minor_name(),
+            if target.window() == Window::Older { version::OLDEST.minor_name() } else { version::NEWEST.minor_name() },
+        );
+    }
     let inputs = lint::read_inputs(&args.paths)?;
     let report = lint::lint(&inputs, &config);
     let style = Style::detect();
@@ -105,7 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     output::emit(&rendered, style)?;
     eprintln!(
-        "kelp lint: {} file{}, {} Karpenter object{} or workload{}: {} critical, {} warning, {} info",
+        "kelp lint: {} file{}, {} Karpenter object{} or workload{}: {} critical, {} warning, {} info (rules of Karpenter {})",
         report.files,
         plural(report.files),
         report.objects,
@@ -114,6 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         report.count(Severity::Critical),
         report.count(Severity::Warning),
         report.count(Severity::Info),
+        report.karpenter_version,
     );
     Ok(match (args.fail_on.threshold(), report.worst()) {
         (Some(t), Some(w)) if w >= t => ExitCode::from(1),

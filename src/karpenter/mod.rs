@@ -1,6 +1,7 @@
 //! Karpenter's domain rules as pure code: labels, requirements and well-known labels,
 //! taints and tolerations, budgets, durations, quantities, and the event message parsers
-//! (consolidation decisions in [`consolidation`]), and a pod's eviction cost ([`eviction`]).
+//! (consolidation decisions in [`consolidation`]), a pod's eviction cost ([`eviction`]), and
+//! which release does what ([`version`]).
 
 /// `re!(NAME = "pattern")`: a static regex, compiled on first use; the event parsers'
 /// patterns are literals, so compiling one cannot fail.
@@ -21,3 +22,4 @@ pub mod labels;
 pub mod requirements;
 pub mod resources;
 pub mod taints;
+pub mod version;

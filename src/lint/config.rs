@@ -1,6 +1,8 @@
-//! `.kelp.yaml`: per-rule severities (or `off`) and ignores by rule and path glob.
+//! `.kelp.yaml`: the Karpenter release the manifests are for, per-rule severities (or
+//! `off`) and ignores by rule and path glob.
 //!
 //! ```yaml
+//! karpenterVersion: v1.14.3         # default: the newest release kelp knows
 //! rules:
 //!   missing-min-values: warning     # info | warning | critical | off
 //!   ami-alias-latest: off
@@ -22,6 +24,7 @@ use serde::Deserialize;
 use super::rules;
 use super::Error;
 use crate::findings::Severity;
+use crate::karpenter::version::{self, Release};
 use crate::source::limits;
 
 /// The file kelp looks for in the current directory.
@@ -37,8 +40,10 @@ pub enum Level {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct File {
+    #[serde(default)]
+    karpenter_version: Option<String>,
     #[serde(default)]
     rules: BTreeMap<String, Level>,
     #[serde(default)]
@@ -71,6 +76,9 @@ pub struct Config {
     base: Option<PathBuf>,
     levels: BTreeMap<String, Level>,
     ignores: Vec<Ignore>,
+    /// The release the manifests are for (`karpenterVersion`, or `--karpenter-version`,
+    /// which wins); None: the newest kelp knows.
+    pub karpenter_version: Option<Release>,
 }
 
 fn glob(pattern: &str) -> Result<Glob, globset::Error> {
@@ -187,7 +195,15 @@ impl Config {
                 paths,
             });
         }
+        let karpenter_version = match file.karpenter_version {
+            None => None,
+            Some(v) => Some(
+                v.parse::<Release>()
+                    .map_err(|e| bad(format!("karpenterVersion: {e}")))?,
+            ),
+        };
         Ok(Config {
+            karpenter_version,
             source: Some(path.to_path_buf()),
             base: Some(absolute(path.parent().unwrap_or(Path::new("")))),
             levels: file.rules,
@@ -207,6 +223,11 @@ impl Config {
             Some(rel) => normalize(&rel.to_string_lossy()),
             None => normalize(file),
         }
+    }
+
+    /// The release the rules are read for: the one given, else the newest kelp knows.
+    pub fn target(&self) -> Release {
+        self.karpenter_version.clone().unwrap_or(version::NEWEST)
     }
 
     /// The severity a result of `rule` in `file` gets, or `None` when it is ignored.
@@ -292,5 +313,18 @@ mod tests {
         assert!(cfg("rules:\n  expire-after-never: loud\n").is_err());
         assert!(cfg("ignore:\n  - paths: ['a[']\n").is_err());
         assert!(cfg("").is_ok());
+        let e = cfg("karpenterVersion: v0.37.0\n").unwrap_err().to_string();
+        assert!(
+            e.contains("karpenterVersion") && e.contains("not a Karpenter release"),
+            "{e}"
+        );
+        assert_eq!(cfg("").unwrap().target().to_string(), "v1.15.0");
+        assert_eq!(
+            cfg("karpenterVersion: 1.14\n")
+                .unwrap()
+                .target()
+                .to_string(),
+            "v1.14.0"
+        );
     }
 }

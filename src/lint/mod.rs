@@ -136,8 +136,11 @@ pub struct LintResult {
 }
 
 /// What one run found.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The Karpenter release whose CRDs and rules the manifests were checked against.
+    #[serde(rename = "karpenterVersion")]
+    pub karpenter_version: crate::karpenter::version::Release,
     pub results: Vec<LintResult>,
     /// Files read and Karpenter objects or workloads checked, for the summary line.
     #[serde(skip)]
@@ -245,7 +248,8 @@ pub fn lint(inputs: &[Input], config: &Config) -> Report {
                 .filter(checks::is_relevant),
         );
     }
-    hits.extend(checks::run(&objects));
+    let target = config.target();
+    hits.extend(checks::run(&objects, &target));
     let mut results: Vec<LintResult> = hits
         .into_iter()
         .filter_map(|h| {
@@ -270,6 +274,7 @@ pub fn lint(inputs: &[Input], config: &Config) -> Report {
     results.dedup();
     Report {
         results,
+        karpenter_version: target,
         files: inputs.len(),
         objects: objects.len(),
     }

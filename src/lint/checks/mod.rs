@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 
 use super::yaml::Node;
 use crate::karpenter::labels::{AWS_GROUP, GROUP, KWOK_GROUP};
+use crate::karpenter::version::Release;
 use cross::{do_not_disrupt, nodeclass_ref, spot_fallback, startup_taints, weight_ties};
 use ec2nodeclass::ec2nodeclass;
 use nodepool::nodepool;
@@ -123,7 +124,7 @@ fn list(names: &BTreeSet<String>, max: usize) -> String {
 }
 
 /// Run every rule over every object.
-pub fn run(objects: &[Obj]) -> Vec<Hit> {
+pub fn run(objects: &[Obj], target: &Release) -> Vec<Hit> {
     let mut out = Vec::new();
     let mut pools = Vec::new();
     for o in objects {
@@ -142,7 +143,7 @@ pub fn run(objects: &[Obj]) -> Vec<Hit> {
         .filter_map(|o| pod_template(o.kind, o.node).map(|t| (o, t)))
         .collect();
     for p in &pools {
-        out.extend(nodepool(p));
+        out.extend(nodepool(p, target));
         out.extend(nodeclass_ref(p, objects));
         out.extend(startup_taints(p, &workloads));
     }

@@ -1,5 +1,5 @@
 //! One NodePool's own rules: missing limits, a spec.disruption the API server rejects
-//! (no consolidateAfter), a short consolidateAfter, budgets that
+//! (no consolidateAfter, up to Karpenter v1.14), a short consolidateAfter, budgets that
 //! block every disruption, `expireAfter: Never`, and (AWS only, from the offline
 //! [`catalog`]) how many instance families and generations its requirements leave.
 
@@ -14,8 +14,9 @@ use super::{list, Hit};
 use crate::karpenter::duration::{parse_nillable, NillableDuration};
 use crate::karpenter::labels::CAPACITY_TYPE;
 use crate::karpenter::requirements::{Provider, Requirement};
+use crate::karpenter::version::{self, Release};
 
-pub(super) fn nodepool(p: &Pool) -> Vec<Hit> {
+pub(super) fn nodepool(p: &Pool, target: &Release) -> Vec<Hit> {
     let o = p.obj;
     let mut out = Vec::new();
     let name = p.name();
@@ -30,17 +31,19 @@ pub(super) fn nodepool(p: &Pool) -> Vec<Hit> {
     }
     // consolidation
     let path = ["spec", "disruption", "consolidateAfter"];
-    // The CRD defaults an absent (or null) spec.disruption to {consolidateAfter: 0s}, but
-    // a spec.disruption it is given must carry consolidateAfter (required): the API server
-    // rejects it otherwise, whatever the policy and for static pools too.
+    // The CRD defaults an absent (or null) spec.disruption to {consolidateAfter: 0s}. Up
+    // to v1.14 a spec.disruption it is given must carry consolidateAfter (required): the
+    // API server rejects it otherwise, whatever the policy and for static pools too. From
+    // v1.15 the field is optional there and defaulted to 0s.
     let disruption = o.node.at(&["spec", "disruption"]).filter(|d| !d.is_null());
     let after = o.node.at(&path).filter(|a| !a.is_null());
-    let rejected = after.is_none() && disruption.is_some_and(|d| matches!(d.value, Value::Map(_)));
+    let missing = after.is_none() && disruption.is_some_and(|d| matches!(d.value, Value::Map(_)));
+    let rejected = missing && version::consolidate_after_required(target);
     if rejected {
         out.push(p.hit(
             "disruption-missing-consolidate-after",
             o.anchor(&["spec", "disruption"]),
-            format!("NodePool {name} sets spec.disruption without consolidateAfter, which the NodePool CRD requires there: the API server rejects it; set spec.disruption.consolidateAfter (e.g. 10m, or Never)"),
+            format!("NodePool {name} sets spec.disruption without consolidateAfter, which Karpenter {target}'s NodePool CRD requires there (v1.15 and newer default it to 0s): the API server rejects it; set spec.disruption.consolidateAfter (e.g. 10m, or Never)"),
         ));
     }
     let policy = o
@@ -51,6 +54,13 @@ pub(super) fn nodepool(p: &Pool) -> Vec<Hit> {
     // Balanced consolidates underutilized nodes too (v1.14); only WhenEmpty waits for empty.
     if !p.is_static && !rejected && matches!(policy, "WhenEmptyOrUnderutilized" | "Balanced") {
         let short = match after.and_then(Node::scalar_text) {
+            None if missing => Some((
+                format!(
+                    "is 0s (not set, and Karpenter {} defaults it to 0s)",
+                    target.minor_name()
+                ),
+                o.anchor(&["spec", "disruption"]),
+            )),
             None => Some((
                 "is 0s (spec.disruption is not set, so Karpenter defaults it to 0s)".to_string(),
                 o.anchor(&path),

@@ -1,11 +1,22 @@
 //! Unit tests of the checks, on small manifests linted with [`crate::lint::lint_str`].
 
 use crate::findings::Severity;
-use crate::lint::{lint_str, LintResult};
+use crate::lint::{lint, lint_str, Config, Input, LintResult};
 
 /// The results of `rule` when `text` is linted as one file.
 fn hits(text: &str, rule: &str) -> Vec<LintResult> {
     lint_str("t.yaml", text)
+        .results
+        .into_iter()
+        .filter(|r| r.rule == rule)
+        .collect()
+}
+
+/// The results of `rule` when `text` is linted for Karpenter `release`.
+fn hits_for(text: &str, rule: &str, release: &str) -> Vec<LintResult> {
+    let mut config = Config::default();
+    config.karpenter_version = Some(release.parse().unwrap());
+    lint(&[Input::new("t.yaml", text)], &config)
         .results
         .into_iter()
         .filter(|r| r.rule == rule)
@@ -87,23 +98,47 @@ fn consolidate_after_defaults_to_0s_only_when_disruption_is_absent() {
         h[0].message
     );
     assert!(hits(&text, "disruption-missing-consolidate-after").is_empty());
-    // spec.disruption without consolidateAfter: required by the CRD, the API server
-    // rejects the NodePool (whatever the policy, static or not).
+    // spec.disruption without consolidateAfter: up to v1.14 required by the CRD, the API
+    // server rejects the NodePool (whatever the policy, static or not).
     for disruption in [
         "  disruption:\n    budgets:\n      - nodes: \"10%\"\n",
         "  disruption:\n    consolidationPolicy: WhenEmpty\n",
         "  disruption: {}\n",
     ] {
         let text = node_pool(disruption, ON_DEMAND);
-        assert!(
-            hits(&text, "consolidate-after-too-short").is_empty(),
+        for old in ["v1.9.0", "1.14", "v1.14.3"] {
+            let short = hits_for(&text, "consolidate-after-too-short", old);
+            assert!(short.is_empty(), "{disruption}");
+            let h = hits_for(&text, "disruption-missing-consolidate-after", old);
+            assert_eq!(h.len(), 1, "{disruption}");
+            assert_eq!(h[0].severity, Severity::Critical);
+            assert_eq!(h[0].line, 7, "at spec.disruption");
+            assert!(h[0].message.contains("rejects"), "{}", h[0].message);
+        }
+        // From v1.15 (and by default, the newest release kelp knows) it is defaulted to 0s.
+        for new in [Some("v1.15.0"), None] {
+            let h = match new {
+                Some(r) => hits_for(&text, "disruption-missing-consolidate-after", r),
+                None => hits(&text, "disruption-missing-consolidate-after"),
+            };
+            assert!(h.is_empty(), "{disruption} {new:?}: {h:?}");
+        }
+        let short = hits(&text, "consolidate-after-too-short");
+        let policy_consolidates = !disruption.contains("WhenEmpty\n");
+        assert_eq!(
+            short.len(),
+            usize::from(policy_consolidates),
             "{disruption}"
         );
-        let h = hits(&text, "disruption-missing-consolidate-after");
-        assert_eq!(h.len(), 1, "{disruption}");
-        assert_eq!(h[0].severity, Severity::Critical);
-        assert_eq!(h[0].line, 7, "at spec.disruption");
-        assert!(h[0].message.contains("rejects"), "{}", h[0].message);
+        if let Some(s) = short.first() {
+            assert!(
+                s.message
+                    .contains("not set, and Karpenter v1.15 defaults it to 0s"),
+                "{}",
+                s.message
+            );
+            assert_eq!(s.line, 7, "at spec.disruption");
+        }
     }
     // null is pruned before defaulting: the 0s default applies.
     let text = node_pool("  disruption: null\n", ON_DEMAND);
