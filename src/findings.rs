@@ -78,6 +78,7 @@ codes! {
     KarpenterNotInstalled => "karpenter-not-installed";
     KarpenterApiOutdated => "karpenter-api-outdated";
     KarpenterOnManagedNode => "karpenter-on-managed-node";
+    KarpenterVersionUntested => "karpenter-version-untested";
 }
 
 impl fmt::Display for Code {
@@ -265,6 +266,9 @@ impl Finding {
 pub struct KarpenterInfo {
     pub installed: bool,
     pub api_versions: Vec<String>,
+    /// The release the controller runs, as far as the cluster says (None: it says nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<crate::karpenter::version::Detected>,
 }
 
 /// The whole `kelp doctor` report.

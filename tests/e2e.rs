@@ -886,3 +886,28 @@ fn a_scheduling_gated_pod_is_nobodys_to_place() {
     );
     e.ok(&["delete", "pod", "-n", ns, "gated", "--wait=false"]);
 }
+
+/// `kelp doctor` names the Karpenter release it judges: the testenv runs it as a process
+/// (no controller pod, and the default metrics Service is not there), so kelp reads its
+/// NodePool CRD, which bounds the release.
+#[test]
+fn doctor_names_the_karpenter_release_from_its_crd() {
+    let Some(e) = env() else { return };
+    let built: kelp::karpenter::version::Release =
+        testenv_value("KARPENTER_VERSION").parse().unwrap();
+    let want = if built.minor() >= 15 {
+        "v1.15 or newer".to_string()
+    } else if built.minor() == 14 {
+        "v1.14".to_string()
+    } else {
+        "older than v1.14".to_string()
+    };
+    let report = e.doctor();
+    let v = &report["karpenter"]["version"];
+    assert_eq!(v["source"], "crd", "{v}");
+    assert_eq!(v["version"], want.as_str(), "{v}");
+    assert_eq!(v["window"], "supported", "{v}");
+    let out = e.kelp(&["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("Karpenter {want} (crd)")), "{text}");
+}

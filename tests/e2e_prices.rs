@@ -14,7 +14,6 @@
 mod common;
 
 use std::net::{IpAddr, TcpListener};
-use std::path::PathBuf;
 use std::time::Duration;
 
 use common::*;
@@ -27,15 +26,6 @@ use serde_json::Value;
 const NS: &str = "kelp-e2e-prices";
 
 /// A variable of the testenv's env file.
-fn testenv_var(key: &str) -> String {
-    let dir = std::env::var("KELP_TESTENV_DIR").unwrap_or_else(|_| "/tmp/kelp-testenv".into());
-    let text = std::fs::read_to_string(PathBuf::from(&dir).join("env")).unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .find_map(|l| l.strip_prefix(&format!("{key}=")))
-        .map(|v| v.trim_matches(['"', '\'']).to_string())
-        .unwrap_or_else(|| panic!("{key} missing from {dir}/env"))
-}
 
 /// This machine's non-loopback IPv4 address: the source address of the default route
 /// (a UDP connect sends nothing), else the first of `hostname -I`.
@@ -137,7 +127,7 @@ fn service(e: &Env, name: &str, backend: Option<(IpAddr, u16)>) {
 fn setup(e: &Env) -> IpAddr {
     namespace(e, NS);
     let ip = host_ip();
-    let metrics_port: u16 = testenv_var("KARPENTER_METRICS_PORT").parse().unwrap();
+    let metrics_port: u16 = testenv_value("KARPENTER_METRICS_PORT").parse().unwrap();
     assert!(
         std::net::TcpStream::connect((ip, metrics_port)).is_ok(),
         "Karpenter's metrics port {metrics_port} is not reachable on {ip}"
@@ -220,6 +210,9 @@ fn the_real_controllers_metrics_come_through_the_service_proxy() {
             "{target}: no cost for pool default: {m:?}"
         );
         assert!(m.offerings.is_empty(), "{target}: {:?}", m.offerings);
+        // karpenter_build_info names the release the testenv built (and stamped).
+        let built = testenv_value("KARPENTER_VERSION");
+        assert_eq!(m.build_version.as_deref(), Some(built.as_str()), "{target}");
     }
 }
 
@@ -227,7 +220,9 @@ fn the_real_controllers_metrics_come_through_the_service_proxy() {
 fn each_failure_is_told_apart() {
     let Some(e) = env() else { return };
     let ip = setup(&e);
-    let health_port: u16 = testenv_var("KARPENTER_HEALTH_PROBE_PORT").parse().unwrap();
+    let health_port: u16 = testenv_value("KARPENTER_HEALTH_PROBE_PORT")
+        .parse()
+        .unwrap();
     let (_silent, silent_port) = silent_listener();
     service(&e, "karpenter-idle", None);
     service(&e, "karpenter-dead", Some((ip, closed_port())));

@@ -1,4 +1,5 @@
-//! Install: is Karpenter there, and does it serve the v1 APIs kelp understands.
+//! Install: is Karpenter there, does it serve the v1 APIs kelp understands, and which
+//! release runs ([`super::version`]).
 
 use super::Context;
 use crate::findings::{Code, Finding, KarpenterInfo, ObjectRef, Severity};
@@ -10,6 +11,7 @@ pub fn info(c: &Cluster) -> KarpenterInfo {
             || !c.api.served.is_empty()
             || !c.api.legacy_objects.is_empty(),
         api_versions: c.api.served.iter().cloned().collect(),
+        version: super::version::detect(c),
     }
 }
 

@@ -18,6 +18,7 @@ pub mod kept;
 pub mod placement;
 pub mod provisioning;
 pub mod selector;
+pub mod version;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -236,7 +237,9 @@ pub fn run_incremental(
 
 fn pass(ctx: Context) -> Pass {
     let (cluster, now) = (ctx.cluster, ctx.now);
+    let karpenter = install::info(cluster);
     let mut findings: Vec<Arc<Finding>> = shared(install::findings(&ctx)).collect();
+    findings.extend(shared(version::findings(&karpenter)));
     if cluster.karpenter_seen() {
         findings.extend(provisioning::findings(&ctx));
         findings.extend(disruption::findings(&ctx));
@@ -252,7 +255,7 @@ fn pass(ctx: Context) -> Pass {
     });
     let report = Report {
         generated_at: now,
-        karpenter: install::info(cluster),
+        karpenter,
         findings,
     };
     Pass {

@@ -162,16 +162,30 @@ pub fn report_table(report: &Report, origin: &str, style: Style) -> String {
             count(Severity::Warning),
             count(Severity::Info),
             clean(origin),
-            if report.karpenter.api_versions.is_empty() {
-                "not found".to_string()
-            } else {
-                clean(&report.karpenter.api_versions.join(", ")).into_owned()
-            },
+            karpenter_line(&report.karpenter),
             report
                 .generated_at
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         )));
     out
+}
+
+/// The footer's Karpenter: its release and where kelp read it, then the APIs it serves:
+/// `v1.15.0 (image), karpenter.sh/v1`.
+fn karpenter_line(k: &crate::findings::KarpenterInfo) -> String {
+    if k.api_versions.is_empty() && k.version.is_none() {
+        return "not found".to_string();
+    }
+    let version = match &k.version {
+        Some(d) => format!("{} ({})", d.version, d.source.as_str()),
+        None => "version unknown".to_string(),
+    };
+    let apis = if k.api_versions.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", k.api_versions.join(", "))
+    };
+    clean(&format!("{version}{apis}")).into_owned()
 }
 
 /// `-o name`: `Kind/namespace/name` (or `Kind/name`) per finding.

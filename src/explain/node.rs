@@ -26,6 +26,9 @@ pub struct NodeAnswer {
     /// (`--metrics-file`, or the controller scrape).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub karpenter_metrics: Option<DisruptionMetrics>,
+    /// The release it was judged against, as the pass detected it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub karpenter: Option<crate::karpenter::version::Detected>,
 }
 
 /// Karpenter's voluntary disruption, from its `/metrics`.
@@ -89,6 +92,7 @@ pub fn node_answer(c: &Cluster, pass: &Pass, name: &str) -> Result<NodeAnswer, N
         .map(|f| (**f).clone())
         .collect();
     Ok(NodeAnswer {
+        karpenter: pass.report.karpenter.version.clone(),
         karpenter_metrics: disruption_metrics(c, state.nodepool.as_deref()),
         advice: state.blockers.iter().map(unblock).collect(),
         state,
@@ -216,6 +220,8 @@ pub fn node_text(c: &Cluster, now: DateTime<Utc>, answer: &NodeAnswer, s: Style)
             clean(e)
         ));
     }
+    out.push('\n');
+    out.push_str(&s.dim(&super::text::karpenter_line(answer.karpenter.as_ref())));
     out
 }
 

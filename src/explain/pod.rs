@@ -25,6 +25,9 @@ pub struct PodAnswer {
     pub diagnosis: Option<Arc<PodDiagnosis>>,
     pub advice: Vec<String>,
     pub findings: Vec<Finding>,
+    /// The release it was judged against, as the pass detected it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub karpenter: Option<crate::karpenter::version::Detected>,
 }
 
 /// Explain one pod; an error when it does not exist.
@@ -129,6 +132,7 @@ pub fn pod_answer(c: &Cluster, pass: &Pass, ns: &str, name: &str) -> Result<PodA
         diagnosis,
         advice,
         findings: mine,
+        karpenter: pass.report.karpenter.version.clone(),
     })
 }
 
@@ -205,6 +209,8 @@ pub fn pod_text(c: &Cluster, now: DateTime<Utc>, answer: &PodAnswer, s: Style) -
             out.push_str(&format!("  - {}\n", clean(a)));
         }
     }
+    out.push('\n');
+    out.push_str(&s.dim(&super::text::karpenter_line(answer.karpenter.as_ref())));
     out
 }
 

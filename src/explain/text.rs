@@ -298,6 +298,16 @@ impl<W: std::io::Write> std::io::Write for JsonEscaped<W> {
     }
 }
 
+/// The closing line of a `why` answer: which Karpenter release it was judged against, and
+/// where kelp read it.
+pub fn karpenter_line(v: Option<&crate::karpenter::version::Detected>) -> String {
+    match v {
+        Some(d) => format!("Karpenter {}: {}\n", d.version, clean(&d.evidence)),
+        None => "Karpenter's release: unknown (no controller pod, build_info metric or NodePool CRD read)\n"
+            .to_string(),
+    }
+}
+
 #[cfg(test)]
 mod json_escaped_tests {
     use std::io::Write;

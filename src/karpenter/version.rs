@@ -2,8 +2,8 @@
 //! says about it (an exact release, or a bound from its CRDs), the support window, and
 //! the rules that changed between releases.
 //!
-//! Where the version comes from is decided in analysis; this module only knows how to
-//! read a tag and what each release does.
+//! How the version is found is analysis' (`analysis::version`); this module knows how to
+//! read a tag, what a detection says, and what each release does.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -140,6 +140,16 @@ pub enum Window {
     Newer,
 }
 
+impl Window {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Window::Supported => "supported",
+            Window::Older => "older",
+            Window::Newer => "newer",
+        }
+    }
+}
+
 /// What a cluster says about its Karpenter: a release, or only a bound (its CRDs carry no
 /// version, but a field or an enum value that only some releases have).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,6 +158,8 @@ pub enum Known {
     Exact(Release),
     /// This release or a newer one.
     AtLeast(Release),
+    /// Some patch of this release's minor.
+    Minor(Release),
     /// Older than this release (and v1: kelp reads karpenter.sh/v1).
     Before(Release),
 }
@@ -157,7 +169,7 @@ impl Known {
     /// bound is taken as the window's oldest).
     fn low(&self) -> Release {
         match self {
-            Known::Exact(r) | Known::AtLeast(r) => r.clone(),
+            Known::Exact(r) | Known::AtLeast(r) | Known::Minor(r) => r.clone(),
             Known::Before(_) => OLDEST,
         }
     }
@@ -165,7 +177,7 @@ impl Known {
     /// are, `Some(false)` when none is, None when it cannot tell.
     pub fn at_least(&self, major: u64, minor: u64) -> Option<bool> {
         match self {
-            Known::Exact(r) => Some(r.at_least(major, minor)),
+            Known::Exact(r) | Known::Minor(r) => Some(r.at_least(major, minor)),
             Known::AtLeast(r) => r.at_least(major, minor).then_some(true),
             Known::Before(r) => (Release::new(major, minor, 0) >= *r).then_some(false),
         }
@@ -174,7 +186,7 @@ impl Known {
     /// supported as far as kelp can tell.
     pub fn window(&self) -> Window {
         match self {
-            Known::Exact(r) | Known::AtLeast(r) => r.window(),
+            Known::Exact(r) | Known::AtLeast(r) | Known::Minor(r) => r.window(),
             Known::Before(r) if r <= &OLDEST => Window::Older,
             Known::Before(_) => Window::Supported,
         }
@@ -190,6 +202,7 @@ impl fmt::Display for Known {
         match self {
             Known::Exact(r) => write!(f, "{r}"),
             Known::AtLeast(r) => write!(f, "{} or newer", r.minor_name()),
+            Known::Minor(r) => write!(f, "{}", r.minor_name()),
             Known::Before(r) => write!(f, "older than {}", r.minor_name()),
         }
     }
@@ -198,6 +211,44 @@ impl fmt::Display for Known {
 impl Serialize for Known {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+/// Where a detected version came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    Image,
+    Metrics,
+    Crd,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Image => "image",
+            Source::Metrics => "metrics",
+            Source::Crd => "crd",
+        }
+    }
+}
+
+/// The release kelp judges, and why it thinks so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Detected {
+    /// `v1.15.0`, `v1.15 or newer`, `older than v1.14`.
+    pub version: Known,
+    pub source: Source,
+    /// What was read: the image and its pod, the metric, or the CRD field.
+    pub evidence: String,
+    pub window: Window,
+}
+
+impl Detected {
+    /// Whether it lies outside the window kelp is tested in.
+    pub fn untested(&self) -> bool {
+        self.window != Window::Supported
     }
 }
 
@@ -300,6 +351,9 @@ mod tests {
         assert_eq!(Known::Before(r("1.15")).at_least(1, 14), None);
         assert_eq!(Known::AtLeast(r("1.15")).to_string(), "v1.15 or newer");
         assert_eq!(Known::Before(r("1.14")).to_string(), "older than v1.14");
+        assert_eq!(Known::Minor(r("1.14")).to_string(), "v1.14");
+        assert_eq!(Known::Minor(r("1.14")).at_least(1, 14), Some(true));
+        assert_eq!(Known::Minor(r("1.14")).at_least(1, 15), Some(false));
     }
 
     #[test]

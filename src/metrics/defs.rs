@@ -64,6 +64,14 @@ pub const FINDINGS: MetricDef = MetricDef {
     labels: &["code", "severity", "nodepool"],
 };
 
+pub const KARPENTER_INFO: MetricDef = MetricDef {
+    name: "karpenter_helper_karpenter_info",
+    title: "Karpenter release",
+    kind: MetricKind::Gauge,
+    help: "1, labelled with the Karpenter release kelp judges against (`v1.15.0`, or a bound such as `v1.15 or newer` read from the NodePool CRD), where it read it (image, metrics, crd) and whether kelp is tested against it (supported, older, newer); absent when the cluster says nothing of it.",
+    labels: &["version", "source", "window"],
+};
+
 pub const DAEMONSET_NODEPOOL_MISMATCH: MetricDef = MetricDef {
     name: "karpenter_helper_daemonset_nodepool_mismatch_total",
     title: "DaemonSet pods on nodes of a pool they do not fit",
@@ -258,6 +266,7 @@ pub const SLI: &[MetricDef] = &[
 /// Every metric kelp serves.
 pub const ALL: &[MetricDef] = &[
     FINDINGS,
+    KARPENTER_INFO,
     DAEMONSET_NODEPOOL_MISMATCH,
     NODE_TTL_DEATHS,
     NOMINATED_POD_FAILURES,
@@ -303,7 +312,7 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
-        assert_eq!(ALL.len(), 1 + SEED.len() + SLI.len());
+        assert_eq!(ALL.len(), 2 + SEED.len() + SLI.len());
         for d in SEED.iter().chain(SLI) {
             assert!(ALL.contains(d), "{} missing from ALL", d.name);
         }

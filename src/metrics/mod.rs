@@ -65,6 +65,21 @@ impl Collector for FindingsCollector {
             ];
             ConstGauge::new(n).encode(metric.encode_family(&labels)?)?;
         }
+        if let Some(v) = &report.karpenter.version {
+            let d = defs::KARPENTER_INFO;
+            let mut metric = encoder.encode_descriptor(
+                d.name,
+                d.help,
+                None,
+                prometheus_client::metrics::MetricType::Gauge,
+            )?;
+            let labels = [
+                (d.label("version"), v.version.to_string()),
+                (d.label("source"), v.source.as_str().to_string()),
+                (d.label("window"), v.window.as_str().to_string()),
+            ];
+            ConstGauge::new(1).encode(metric.encode_family(&labels)?)?;
+        }
         Ok(())
     }
 }
@@ -119,6 +134,9 @@ mod tests {
         );
         let line = format!("karpenter_helper_findings{{code=\"pod-unschedulable\",severity=\"critical\",nodepool=\"\"}} {pending}");
         assert!(text.contains(&line), "{line} not in {text}");
+        // The demo's controller runs v1.14.1, read from its image.
+        let info = "karpenter_helper_karpenter_info{version=\"v1.14.1\",source=\"image\",window=\"supported\"} 1";
+        assert!(text.contains(info), "{info} not in {text}");
         assert!(text.ends_with("# EOF\n"));
     }
 }

@@ -52,6 +52,9 @@ pub struct ControllerMetrics {
     /// `karpenter_voluntary_disruption_decisions_by_nodepool_total`: decisions carried out,
     /// by (nodepool, decision, reason), e.g. (`default`, `delete`, `underutilized`).
     pub decisions: BTreeMap<(String, String, String), f64>,
+    /// `karpenter_build_info`'s `version` label: the release the controller was built
+    /// from (None when unstamped, `unspecified`).
+    pub build_version: Option<String>,
     /// Where each offering is in `offerings`, by instance type, zone and capacity type:
     /// built on first use ([`ControllerMetrics::offering`]).
     pub(crate) offering_index: super::shared::Memo<OfferingIndex>,

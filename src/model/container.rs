@@ -15,6 +15,13 @@ use super::shared::Compact;
 pub struct Container {
     #[serde(default)]
     pub name: String,
+    /// Its image: for Karpenter's own pods, the tag says which release runs.
+    #[serde(
+        default,
+        skip_serializing_if = "String::is_empty",
+        deserialize_with = "super::meta::null_default"
+    )]
+    pub image: String,
     #[serde(default)]
     pub resources: ContainerResources,
     /// `Always` on an init container makes it a sidecar.

@@ -493,4 +493,44 @@ pub struct CrdVersion {
     pub name: String,
     #[serde(default)]
     pub served: bool,
+    /// The few facts of its schema that tell Karpenter releases apart (the schema itself
+    /// is not kept, nor written back).
+    #[serde(default, deserialize_with = "schema_facts", skip_serializing)]
+    pub schema: SchemaFacts,
+}
+
+/// What a NodePool CRD's schema says about the release that ships it: the fields and enum
+/// values that changed between releases. Empty for other CRDs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchemaFacts {
+    /// `spec.disruption.consolidateAfter`'s default, if the schema gives one.
+    pub consolidate_after_default: Option<String>,
+    /// `spec.disruption.consolidationPolicy`'s values.
+    pub consolidation_policies: Vec<String>,
+    /// `spec.disruption.budgets[].reasons[]`'s values.
+    pub budget_reasons: Vec<String>,
+}
+
+fn schema_facts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SchemaFacts, D::Error> {
+    let schema = Option::<serde_json::Value>::deserialize(d)?.unwrap_or_default();
+    let disruption =
+        &schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["disruption"]["properties"];
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Ok(SchemaFacts {
+        consolidate_after_default: disruption["consolidateAfter"]["default"]
+            .as_str()
+            .map(str::to_string),
+        consolidation_policies: strings(&disruption["consolidationPolicy"]["enum"]),
+        budget_reasons: strings(
+            &disruption["budgets"]["items"]["properties"]["reasons"]["items"]["enum"],
+        ),
+    })
 }

@@ -103,7 +103,16 @@ async fn watch_cluster(
     for r in core {
         kinds::with_kind(&r, spawn());
     }
+    // The NodePool CRD says which Karpenter release shipped it: read at start, and again
+    // every 10 minutes (an upgrade replaces it).
+    let mut rounds = 0u32;
     loop {
+        if rounds % 20 == 0 {
+            if let Some(crd) = live::nodepool_crd(&conn).await {
+                shared.update(move |c| kinds::Kind::apply(crd, c));
+            }
+        }
+        rounds = rounds.wrapping_add(1);
         match live::discover(&conn).await {
             Ok(api) => {
                 for r in live::resources_for(&api) {

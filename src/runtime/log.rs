@@ -77,6 +77,7 @@ mod tests {
             karpenter: crate::findings::KarpenterInfo {
                 installed: true,
                 api_versions: vec![],
+                version: None,
             },
             findings: vec![std::sync::Arc::new(Finding::new(
                 Code::PodUnschedulable,

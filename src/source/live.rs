@@ -272,7 +272,22 @@ pub async fn load(conn: &Connection) -> Result<Cluster> {
             listing.await?;
         }
     }
+    if let Some(crd) = nodepool_crd(conn).await {
+        kinds::Kind::apply(crd, &mut c);
+    }
     Ok(c)
+}
+
+/// Karpenter's NodePool CRD, for what its schema says of the release that shipped it
+/// (one GET by name, as the chart's RBAC allows). Optional: absent (404) or forbidden
+/// (403), the release is read from elsewhere or not at all.
+pub async fn nodepool_crd(conn: &Connection) -> Option<crate::model::Crd> {
+    let req = http_get(&format!(
+        "{}/{}",
+        kinds::CRDS.path(),
+        kinds::NODEPOOLS.crd_name()
+    ));
+    conn.client.request::<crate::model::Crd>(req).await.ok()
 }
 
 /// Full objects for `kelp snapshot`: every kind kelp reads (plus Karpenter's CRDs where

@@ -1,6 +1,7 @@
 //! A Karpenter controller's `/metrics` (Prometheus text exposition): offering prices and
 //! availability (AWS provider), `karpenter_nodepools_cost_total` (kwok and newer cores),
-//! and its voluntary disruption: eligible nodes and decisions carried out per pool.
+//! its voluntary disruption: eligible nodes and decisions carried out per pool, and the
+//! release it was built from (`karpenter_build_info`).
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -15,6 +16,7 @@ const MEMORY: &str = "karpenter_cloudprovider_instance_type_memory_bytes";
 const POOL_COST: &str = "karpenter_nodepools_cost_total";
 const ELIGIBLE: &str = "karpenter_voluntary_disruption_eligible_nodes";
 const DECISIONS: &str = "karpenter_voluntary_disruption_decisions_by_nodepool_total";
+const BUILD_INFO: &str = "karpenter_build_info";
 
 /// The most exposition text kelp reads from one file or one scrape. A Karpenter on AWS
 /// exposes about 20,000 series of instance types and offerings (a few MiB); this is
@@ -25,8 +27,8 @@ pub const MAX_BYTES: u64 = 64 << 20;
 pub const MAX_LINE_BYTES: usize = 64 << 10;
 
 /// The series kelp reads, by their exposed names.
-const READ: [&str; 7] = [
-    PRICE, AVAILABLE, CPU, MEMORY, POOL_COST, ELIGIBLE, DECISIONS,
+const READ: [&str; 8] = [
+    PRICE, AVAILABLE, CPU, MEMORY, POOL_COST, ELIGIBLE, DECISIONS, BUILD_INFO,
 ];
 
 /// Parse a text exposition held in memory; `name` labels errors.
@@ -119,6 +121,7 @@ fn metrics_of(scrape: &prometheus_parse::Scrape) -> ControllerMetrics {
     let mut instance_memory = BTreeMap::new();
     let mut eligible_nodes = BTreeMap::new();
     let mut decisions = BTreeMap::new();
+    let mut build_version = None;
     for s in &scrape.samples {
         let v = match s.value {
             prometheus_parse::Value::Gauge(v)
@@ -158,6 +161,11 @@ fn metrics_of(scrape: &prometheus_parse::Scrape) -> ControllerMetrics {
             ELIGIBLE => {
                 eligible_nodes.insert(label("reason"), v);
             }
+            // An unstamped build says `unspecified`: no version, not a bad one.
+            BUILD_INFO if v > 0.0 => {
+                build_version =
+                    Some(label("version")).filter(|v| !v.is_empty() && v != "unspecified");
+            }
             // prometheus-parse keeps a counter's name without `_total` in some versions.
             m if m == DECISIONS || Some(m) == DECISIONS.strip_suffix("_total") => {
                 *decisions
@@ -174,6 +182,7 @@ fn metrics_of(scrape: &prometheus_parse::Scrape) -> ControllerMetrics {
         nodepool_cost,
         eligible_nodes,
         decisions,
+        build_version,
         offering_index: Default::default(),
     }
 }

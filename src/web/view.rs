@@ -70,6 +70,9 @@ pub struct Overview {
     pub cluster: String,
     pub generated_at: DateTime<Utc>,
     pub install: Install,
+    /// The Karpenter release the analysis judged against, and where kelp read it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub karpenter: Option<crate::karpenter::version::Detected>,
     pub counts: Counts,
     /// Where prices come from; None hides the cost columns.
     pub price_source: Option<String>,
@@ -230,6 +233,7 @@ pub fn overview(c: &Cluster, pass: &Pass, i: Inputs) -> Overview {
         cluster: i.cluster_name.to_string(),
         generated_at: now,
         install,
+        karpenter: report.karpenter.version.clone(),
         counts,
         price_source,
         price_problem,

@@ -155,6 +155,17 @@ impl Env {
     }
 }
 
+/// A value of the running testenv's env file (`KARPENTER_VERSION`, a port, ...).
+pub fn testenv_value(key: &str) -> String {
+    let dir = std::env::var("KELP_TESTENV_DIR").unwrap_or_else(|_| "/tmp/kelp-testenv".into());
+    let text = std::fs::read_to_string(PathBuf::from(&dir).join("env")).unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))
+        .map(|v| v.trim_matches(['"', '\'']).to_string())
+        .unwrap_or_else(|| panic!("{key} missing from {dir}/env"))
+}
+
 /// Poll until `f` yields, or fail naming `what`.
 pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
