@@ -27,7 +27,7 @@ Examples:
       why a rule exists, how to fix it, examples
   kelp lint --list-rules                        every rule with its severity
   kelp lint pools/ --karpenter-version v1.14.3
-      check against that release's CRDs and rules (default: the newest kelp knows)
+      that release's CRDs and rules (default: the newest kelp knows)
 
 Suppress one result with a comment on its line or right above it:
   consolidateAfter: 1m   # kelp:ignore consolidate-after-too-short
