@@ -22,13 +22,19 @@ pub struct OfferingRef {
     pub source: String,
 }
 
-/// Every launch-error event (a reason in [`LAUNCH_ERRORS`]) with its message parsed, by
-/// event id: parsed once per pass, and read by the findings here and in provisioning and by
-/// the dashboard's insufficient-capacity panel.
+/// Every launch-error event about a NodeClaim (a reason in [`LAUNCH_ERRORS`]) with its
+/// message parsed, by event id: parsed once per pass, and read by the findings here and in
+/// provisioning and by the dashboard's insufficient-capacity panel. From v1.15 Karpenter
+/// also tells each pod nominated to the claim (`InsufficientCapacityError` on the Pod,
+/// "NodeClaim X nominated for this pod failed to launch: ..."): the same failure again,
+/// so those are not counted twice.
 pub fn launch_errors(c: &Cluster) -> HashMap<String, LaunchError> {
     c.events
         .values()
-        .filter(|e| LAUNCH_ERRORS.contains(&e.reason.as_str()))
+        .filter(|e| {
+            LAUNCH_ERRORS.contains(&e.reason.as_str())
+                && e.regarding.kind == ObjectKind::NodeClaim.as_str()
+        })
         .map(|e| (e.id.clone(), events::parse_launch_error(&e.message)))
         .collect()
 }
@@ -186,5 +192,40 @@ mod tests {
         assert!(found[0]
             .message
             .starts_with("2 offerings are currently unavailable"));
+    }
+
+    #[test]
+    fn a_launch_failure_told_to_the_pods_too_is_one_failure() {
+        // v1.15 writes the claim's InsufficientCapacityError on the NodeClaim and on each
+        // pod nominated to it.
+        let event = |kind: &str, name: &str, message: &str| {
+            let v = serde_json::json!({
+                "metadata": {"name": format!("{name}.1"), "namespace": "default", "uid": format!("u-{name}")},
+                "involvedObject": {"kind": kind, "name": name, "namespace": if kind == "Pod" { "default" } else { "" }},
+                "reason": "InsufficientCapacityError", "type": "Warning", "message": message,
+                "source": {"component": "karpenter"}, "count": 1,
+                "lastTimestamp": "2026-11-21T09:59:00Z",
+            });
+            serde_json::from_value::<crate::model::event::CoreEvent>(v)
+                .unwrap()
+                .into()
+        };
+        let err = "creating instance, insufficient capacity, all requested instance types were unavailable during launch";
+        let mut c = Cluster::default();
+        c.apply_event(event(
+            "NodeClaim",
+            "default-abcde",
+            &format!("NodeClaim default-abcde event: {err}"),
+        ));
+        c.apply_event(event(
+            "Pod",
+            "web-1",
+            &format!("NodeClaim default-abcde nominated for this pod failed to launch: {err}"),
+        ));
+        let parsed = launch_errors(&c);
+        assert_eq!(parsed.len(), 1, "{parsed:?}");
+        assert!(parsed
+            .keys()
+            .all(|id| c.events[id].regarding.kind == "NodeClaim"));
     }
 }

@@ -236,6 +236,8 @@ fn classify(text: &str) -> (Category, Option<String>) {
         "unbound pvc",
         "pvc is considered unbound",
         "storage class",
+        // v1.15: the CSI attach limit of every instance type a new claim could be.
+        "would exceed volume limit",
     ]) {
         Category::Volumes
     } else if has(&["dynamic resource"]) {
