@@ -234,8 +234,20 @@ fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
         Ok(NillableDuration::After(a)) => a,
         _ => return None,
     };
+    // Karpenter acts on an empty node only once it has marked its claim Consolidatable
+    // (consolidateAfter since the last pod event). It marks every claim of a pool again
+    // when the pool changes, so the mark's time is when Karpenter could first act under
+    // the current policy: a pool whose consolidateAfter was just shortened is not late
+    // for a node that emptied long before (v1.14.1 and v1.15 nodeclaim/disruption).
+    if !s.consolidatable {
+        return None;
+    }
     let since = s.empty_since?;
-    if ctx.now - since <= after + Duration::minutes(5) {
+    let actionable = [Some(since + after), s.consolidatable_since]
+        .into_iter()
+        .flatten()
+        .max()?;
+    if ctx.now - actionable <= Duration::minutes(5) {
         return None;
     }
     // Nominations first: the most common reason an empty node stays.
@@ -247,13 +259,14 @@ fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
             Severity::Warning,
             ObjectRef::cluster(ObjectKind::Node, &s.node),
             format!(
-                "Empty ({}) for {}, past consolidateAfter {} + 5m, and still here{}",
+                "Empty ({}) for {}, past consolidateAfter {} + 5m (Karpenter could act {} ago), and still here{}",
                 match super::workload_pods(ctx.cluster, &s.node).count() {
                     0 => "no pods but DaemonSets".to_string(),
                     n => format!("its {n} pod(s) cost nothing to evict"),
                 },
                 ago(ctx.now, since),
                 d.consolidate_after.as_deref().unwrap_or("0s"),
+                ago(ctx.now, actionable),
                 blockers_suffix(&blockers)
             ),
         )

@@ -91,6 +91,11 @@ pub struct NodeDisruption {
     pub expires_at: Option<DateTime<Utc>>,
     #[serde(skip)]
     pub empty_since: Option<DateTime<Utc>>,
+    /// When Karpenter marked its claim Consolidatable (the condition's last transition):
+    /// under the pool's current policy, as Karpenter re-marks every claim of a pool on
+    /// its change.
+    #[serde(skip)]
+    pub consolidatable_since: Option<DateTime<Utc>>,
     #[serde(skip)]
     pub drifted_since: Option<DateTime<Utc>>,
     #[serde(skip)]
@@ -564,6 +569,9 @@ pub fn node_disruption_at(
         created,
         expires_at,
         empty_since: empty.then_some(empty_since).flatten(),
+        consolidatable_since: condition(claim_conds, "Consolidatable")
+            .filter(|c| c.is_true())
+            .and_then(|c| c.last_transition_time),
         drifted_since: drift.and_then(|d| d.last_transition_time),
         blocked_event,
     }
