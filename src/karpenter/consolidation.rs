@@ -173,6 +173,18 @@ fn pods_of(text: &str) -> (Vec<PodMiss>, usize) {
     (out, more)
 }
 
+re!(PART_OF = r"\(part of (\d+)-node consolidation\)");
+
+/// How many nodes the command a `ConsolidationCandidate` message names takes together,
+/// when it is a multi-node one: `replace: [n1] (part of 2-node consolidation) (savings:
+/// $0.05)` says 2 (and its savings are the whole command's). Karpenter writes these while
+/// it searches, for every node of each multi-node window it tries, and then may drop the
+/// command without a word (v1.14.1 and v1.15 `multinodeconsolidation.go`): such an event
+/// is no decision about the node alone.
+pub fn multi_node(message: &str) -> Option<u32> {
+    PART_OF.captures(message).and_then(|c| c[1].parse().ok())
+}
+
 /// The savings in a `ConsolidationCandidate` or `ConsolidationRejected` message, in $/h.
 pub fn savings(message: &str) -> Option<f64> {
     SAVINGS
@@ -275,5 +287,19 @@ mod tests {
         assert_eq!(savings(m), Some(0.03));
         assert_eq!(rejected_reason(m), "churn");
         assert_eq!(savings("no money here"), None);
+    }
+
+    #[test]
+    fn a_multi_node_candidate_says_how_many_nodes_it_takes() {
+        assert_eq!(
+            multi_node("Consolidation candidate: replace: [n1] (part of 2-node consolidation) (savings: $0.05)"),
+            Some(2)
+        );
+        assert_eq!(
+            multi_node(
+                "Consolidation candidate: replace: [n1] -> [1 replacement] (savings: $0.02)"
+            ),
+            None
+        );
     }
 }

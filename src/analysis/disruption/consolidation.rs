@@ -545,11 +545,17 @@ fn from_event(e: &Evidence) -> Consolidation {
     x
 }
 
-/// Karpenter's newest recent consolidation decision about the node or its claim.
+/// Karpenter's newest recent consolidation decision about the node or its claim. A
+/// candidate event of a multi-node attempt is not one: Karpenter writes it while it
+/// searches and may drop the attempt silently, so an older verdict about the node alone
+/// (an `Unconsolidatable` it repeats only every 15 minutes), or kelp's own check, stands.
 fn newest_decision(f: &Facts, clock: &Clock) -> Option<Evidence> {
     f.events
         .iter()
         .filter(|e| e.from_karpenter() && DECISIONS.contains(&e.reason.as_str()))
+        .filter(|e| {
+            e.reason != "ConsolidationCandidate" || karpenter::multi_node(&e.message).is_none()
+        })
         .filter(|e| {
             e.seen()
                 .is_some_and(|t| clock.within(t, Duration::minutes(EVENT_FRESH_MINUTES)))
@@ -1013,6 +1019,32 @@ type: Normal
             (State::Blocked, Some(Reason::Rejected))
         );
         assert_eq!(a.savings_per_hour, Some(0.12));
+        // A later candidate event of a multi-node attempt Karpenter dropped is no answer
+        // about this node: its own verdict stands (seen on v1.14.1).
+        let verdict = event(
+            "Unconsolidatable",
+            "Can't replace with a cheaper node",
+            "2026-11-21T09:50:00Z",
+        );
+        let multi = event(
+            "ConsolidationCandidate",
+            "Consolidation candidate: replace: [n1] (part of 2-node consolidation) (savings: $0.05)",
+            "2026-11-21T09:55:00Z",
+        )
+        .replace("e-ConsolidationCandidate", "e-multi");
+        let a = answer(UNDERUSED, "4", &format!("{verdict}{multi}"));
+        assert_eq!(
+            (a.state, a.reason, a.source),
+            (
+                State::Blocked,
+                Some(Reason::NoCheaperNode),
+                Source::Karpenter
+            ),
+            "{a:?}"
+        );
+        // Alone, it leaves kelp's own check as the answer, not a candidate by fiat.
+        let a = answer(UNDERUSED, "500m", &multi);
+        assert_eq!(a.source, Source::Kelp, "{a:?}");
     }
 
     #[test]
