@@ -1,16 +1,36 @@
-//! A pod's eviction cost as Karpenter weighs it (v1.14.1 `utils/disruption.EvictionCost`),
+//! A pod's eviction cost as Karpenter weighs it (v1.14.1 and v1.15 `utils/disruption.EvictionCost`),
 //! and the emptiness it decides: Karpenter calls a node empty when no pod it would have to
 //! reschedule costs more than nothing to evict (`Candidate.IsEmpty`), so a node running
 //! only pods of very low priority or deletion cost is deleted as empty.
 
-/// Each pod starts at 1; a `controller.kubernetes.io/pod-deletion-cost` adds its value over
-/// 2^27, and `spec.priority` its value over 2^25; the sum is clamped to [-10, 10].
-/// A deletion cost Go's `strconv.ParseFloat` refuses is ignored, as Karpenter ignores it
-/// (it logs the error). A NaN stays NaN, as Go's comparisons leave it.
-pub fn cost(deletion_cost: Option<&str>, priority: Option<i32>) -> f64 {
+/// The annotation a user sets to weigh a pod's eviction for Karpenter alone (v1.15 on).
+pub const DISRUPTION_COST: &str = "karpenter.sh/disruption-cost";
+
+/// Each pod starts at 1; a `karpenter.sh/disruption-cost` (v1.15), else a
+/// `controller.kubernetes.io/pod-deletion-cost`, adds its value over 2^27, and
+/// `spec.priority` its value over 2^25; the sum is clamped to [-10, 10].
+/// A disruption cost must be a base-10 int32: any other is ignored, and the deletion cost
+/// is then not read either (v1.15 `EvictionCost`). A deletion cost Go's
+/// `strconv.ParseFloat` refuses is ignored, as Karpenter ignores it (it logs the error); a
+/// NaN stays NaN, as Go's comparisons leave it. (v1.15 reads the deletion cost as an int32
+/// too: for the integers Kubernetes allows there, the two agree.)
+pub fn cost(
+    disruption_cost: Option<&str>,
+    deletion_cost: Option<&str>,
+    priority: Option<i32>,
+) -> f64 {
     let mut cost = 1.0;
-    if let Some(d) = deletion_cost.and_then(parse_go_float) {
-        cost += d / 2f64.powi(27);
+    match disruption_cost {
+        Some(d) => {
+            if let Ok(v) = d.parse::<i32>() {
+                cost += f64::from(v) / 2f64.powi(27);
+            }
+        }
+        None => {
+            if let Some(d) = deletion_cost.and_then(parse_go_float) {
+                cost += d / 2f64.powi(27);
+            }
+        }
     }
     if let Some(p) = priority {
         cost += f64::from(p) / 2f64.powi(25);
@@ -49,34 +69,45 @@ mod tests {
 
     #[test]
     fn a_plain_pod_costs_one_and_keeps_its_node_from_being_empty() {
-        assert_eq!(cost(None, None), 1.0);
-        assert_eq!(cost(None, Some(0)), 1.0);
-        assert!(!empty([cost(None, None)]));
+        assert_eq!(cost(None, None, None), 1.0);
+        assert_eq!(cost(None, None, Some(0)), 1.0);
+        assert!(!empty([cost(None, None, None)]));
         assert!(empty([]));
     }
 
     #[test]
     fn very_low_priority_or_deletion_cost_makes_a_pod_cost_nothing() {
         // priority -2^25 cancels the base 1.
-        assert_eq!(cost(None, Some(-(1 << 25))), 0.0);
-        assert!(empty([cost(None, Some(-(1 << 25)))]));
-        assert!(!empty([cost(None, Some(-(1 << 25) + 1))]));
+        assert_eq!(cost(None, None, Some(-(1 << 25))), 0.0);
+        assert!(empty([cost(None, None, Some(-(1 << 25)))]));
+        assert!(!empty([cost(None, None, Some(-(1 << 25) + 1))]));
         // deletion cost -2^27 does the same; the most negative one clamps to -10.
-        assert_eq!(cost(Some("-134217728"), None), 0.0);
-        assert_eq!(cost(Some("-2147483647"), Some(-2147483648)), -10.0);
+        assert_eq!(cost(None, Some("-134217728"), None), 0.0);
+        assert_eq!(cost(None, Some("-2147483647"), Some(-2147483648)), -10.0);
         // A negative pod does not offset a positive one.
         assert!(!empty([-10.0, 1.0]));
         // The system-node-critical priority clamps at 10.
-        assert_eq!(cost(Some("2147483647"), Some(2_000_001_000)), 10.0);
+        assert_eq!(cost(None, Some("2147483647"), Some(2_000_001_000)), 10.0);
     }
 
     #[test]
     fn a_deletion_cost_go_cannot_read_is_ignored() {
-        assert_eq!(cost(Some("cheap"), None), 1.0);
-        assert_eq!(cost(Some("1e400"), None), 1.0);
-        assert_eq!(cost(Some("-1.34217728e8"), None), 0.0);
-        assert_eq!(cost(Some("-Inf"), None), -10.0);
-        assert!(cost(Some("NaN"), None).is_nan());
-        assert!(!empty([cost(Some("nan"), None)]));
+        assert_eq!(cost(None, Some("cheap"), None), 1.0);
+        assert_eq!(cost(None, Some("1e400"), None), 1.0);
+        assert_eq!(cost(None, Some("-1.34217728e8"), None), 0.0);
+        assert_eq!(cost(None, Some("-Inf"), None), -10.0);
+        assert!(cost(None, Some("NaN"), None).is_nan());
+        assert!(!empty([cost(None, Some("nan"), None)]));
+    }
+
+    #[test]
+    fn a_disruption_cost_comes_first_and_is_an_int32() {
+        // v1.15: karpenter.sh/disruption-cost wins over the pod-deletion-cost.
+        assert_eq!(cost(Some("-134217728"), Some("134217728"), None), 0.0);
+        // A bad one is ignored, and the deletion cost is not read instead.
+        for bad in ["1.5", "NaN", "cheap", "1e3", "2147483648"] {
+            assert_eq!(cost(Some(bad), Some("-134217728"), None), 1.0, "{bad}");
+        }
+        assert_eq!(cost(Some("+0"), None, None), 1.0);
     }
 }

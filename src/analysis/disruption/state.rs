@@ -120,8 +120,12 @@ pub fn workload_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c
 pub fn karpenter_empty(c: &Cluster, node: &str) -> bool {
     use crate::karpenter::eviction;
     eviction::empty(workload_pods(c, node).map(|p| {
-        let deletion_cost = p.metadata.annotations.get(crate::model::POD_DELETION_COST);
-        eviction::cost(deletion_cost.map(String::as_str), p.spec.priority)
+        let a = &p.metadata.annotations;
+        eviction::cost(
+            a.get(eviction::DISRUPTION_COST).map(String::as_str),
+            a.get(crate::model::POD_DELETION_COST).map(String::as_str),
+            p.spec.priority,
+        )
     }))
 }
 
