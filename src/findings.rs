@@ -73,6 +73,7 @@ codes! {
     EmptyNodeNotReaped => "empty-node-not-reaped";
     NodeExpiredNotReplaced => "node-expired-not-replaced";
     ConsolidationBlocked => "consolidation-blocked";
+    NodeRepairBlocked => "node-repair-blocked";
     SpotInterruption => "spot-interruption";
     DaemonsetNodepoolMismatch => "daemonset-nodepool-mismatch";
     KarpenterNotInstalled => "karpenter-not-installed";

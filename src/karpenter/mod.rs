@@ -1,7 +1,8 @@
 //! Karpenter's domain rules as pure code: labels, requirements and well-known labels,
 //! taints and tolerations, budgets, durations, quantities, and the event message parsers
 //! (consolidation decisions in [`consolidation`]), a pod's eviction cost ([`eviction`]), and
-//! which release does what ([`version`]).
+//! which release does what ([`version`]), and node repair's conditions and breaker
+//! ([`repair`]).
 
 /// `re!(NAME = "pattern")`: a static regex, compiled on first use; the event parsers'
 /// patterns are literals, so compiling one cannot fail.
@@ -19,6 +20,7 @@ pub mod events;
 pub mod eviction;
 pub mod instance_types;
 pub mod labels;
+pub mod repair;
 pub mod requirements;
 pub mod resources;
 pub mod taints;

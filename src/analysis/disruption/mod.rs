@@ -9,6 +9,7 @@
 //! - [`blocked`]: nodes Karpenter wants gone and has not removed, and drifted NodeClaims;
 //! - [`consolidation`]: why each node is, or is not, consolidated;
 //! - [`replace`]: whether a cheaper node could replace one whose pods fit nowhere else;
+//! - [`repair`]: node repair stopped by its breaker in a pool;
 //! - [`spot`]: spot interruptions per NodePool.
 //!
 //! This module owns the wiring ([`findings`]) and re-exports every public item, so
@@ -18,6 +19,7 @@ pub mod blocked;
 pub mod blockers;
 pub mod budget;
 pub mod consolidation;
+pub mod repair;
 pub mod replace;
 pub mod spot;
 pub mod state;
@@ -39,7 +41,11 @@ use crate::findings::Finding;
 pub fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
     let mut out = blocked::findings(ctx);
     out.extend(consolidation::findings(ctx));
-    for more in [budget::budget_blocking(ctx), spot::spot_interruptions(ctx)] {
+    for more in [
+        budget::budget_blocking(ctx),
+        spot::spot_interruptions(ctx),
+        repair::findings(ctx),
+    ] {
         out.extend(super::shared(more));
     }
     out
