@@ -911,3 +911,91 @@ fn doctor_names_the_karpenter_release_from_its_crd() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("Karpenter {want} (crd)")), "{text}");
 }
+
+/// A NodePool whose `spec.disruption` leaves out `consolidateAfter`: the real API server of
+/// this release takes it exactly when `kelp lint --karpenter-version` for it says it does
+/// (v1.15 defaults the field to 0s; older CRDs require it). Taken, it is stored as 0s and
+/// Karpenter deletes a node as soon as it is empty.
+#[test]
+fn lint_agrees_with_the_api_server_on_a_pool_without_consolidate_after() {
+    let Some(e) = env() else { return };
+    let release = testenv_value("KARPENTER_VERSION");
+    let run = run_id();
+    let (name, scenario) = (format!("e2e-unset-{run}"), format!("unset-{run}"));
+    let yaml = pool_with(
+        &name,
+        &scenario,
+        "",
+        "",
+        "10",
+        "    consolidationPolicy: WhenEmpty",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pool.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    let lint = e.kelp_json(&[
+        "lint",
+        file.to_str().unwrap(),
+        "--karpenter-version",
+        &release,
+        "--fail-on",
+        "never",
+    ]);
+    assert_eq!(lint["karpenterVersion"], release.as_str());
+    let rejected_by_kelp = lint["results"].as_array().unwrap().iter().any(|r| {
+        r["rule"] == "disruption-missing-consolidate-after" && r["severity"] == "critical"
+    });
+    let out = e.kubectl(&["apply", "-f", "-"], Some(&yaml));
+    let accepted = out.status.success();
+    assert_eq!(
+        rejected_by_kelp,
+        !accepted,
+        "Karpenter {release}: kelp lint {lint:#} vs the API server: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !accepted {
+        return;
+    }
+    // Defaulted to 0s by the CRD, so an empty node goes at once.
+    let stored = e.json(&["get", "nodepool", &name]);
+    assert_eq!(
+        stored["spec"]["disruption"]["consolidateAfter"], "0s",
+        "{stored:#}"
+    );
+    e.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "--timeout=60s",
+        &format!("nodepool/{name}"),
+    ]);
+    let ns = "e2e-unset";
+    namespace(&e, ns);
+    e.fresh(ns, &["brief"]);
+    e.apply(&pod(ns, "brief", &scenario, "1", ""));
+    let node = wait_for(
+        "a node for the pod",
+        std::time::Duration::from_secs(120),
+        || {
+            let p = e.json(&["get", "pod", "-n", ns, "brief"]);
+            p["spec"]["nodeName"].as_str().map(str::to_string)
+        },
+    );
+    e.ok(&[
+        "delete",
+        "pod",
+        "-n",
+        ns,
+        "brief",
+        "--grace-period=0",
+        "--force",
+    ]);
+    wait_for(
+        "Karpenter to delete the empty node",
+        std::time::Duration::from_secs(120),
+        || {
+            let out = e.kubectl(&["get", "node", &node], None);
+            (!out.status.success()).then_some(())
+        },
+    );
+    e.kubectl(&["delete", "nodepool", &name, "--wait=false"], None);
+}
