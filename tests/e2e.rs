@@ -935,11 +935,22 @@ fn lint_agrees_with_the_api_server_on_a_pool_without_consolidate_after() {
     std::fs::write(&file, &yaml).unwrap();
     // Offline: lint reads files, never a cluster.
     let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
-        .args(["lint", file.to_str().unwrap(), "--fail-on", "never", "-o", "json"])
+        .args([
+            "lint",
+            file.to_str().unwrap(),
+            "--fail-on",
+            "never",
+            "-o",
+            "json",
+        ])
         .args(["--karpenter-version", &release])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lint: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(lint["karpenterVersion"], release.as_str());
     let rejected_by_kelp = lint["results"].as_array().unwrap().iter().any(|r| {

@@ -227,6 +227,19 @@ async fn the_demo_page_has_every_panel() {
     assert!(count(&h, "#timeline svg circle.mark") >= 1);
     assert!(count(&h, "#findings tr.finding.critical") >= 1);
     assert!(count(&h, "#findings tr.finding[data-select^='Pod/']") >= 1);
+    // The release the demo's controller runs, read from its image, and where from.
+    assert_eq!(text(&h, "#karpenter-version"), "Karpenter v1.14.1");
+    assert_eq!(count(&h, "#karpenter-version.untested"), 0);
+    let title = h
+        .select(&sel("#karpenter-version"))
+        .next()
+        .and_then(|e| e.value().attr("title"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        title.contains("public.ecr.aws/karpenter/controller:1.14.1"),
+        "{title}"
+    );
 }
 
 #[tokio::test]
