@@ -536,3 +536,82 @@ fn nothing_flaps_while_pools_and_pods_come_and_go() {
         serve.logs()
     );
 }
+
+/// Two half-empty nodes of one pool whose pods each prefer not to share a hostname with
+/// the other (preferred pod anti-affinity): either would fit beside the other, but
+/// Karpenter's simulation holds a pod to its own preference, so each node would need a new
+/// one, no cheaper than the smallest type they run on, and Karpenter keeps both ("Can't
+/// replace with a cheaper node"). kelp says so before Karpenter writes a word (seen on
+/// v1.14.1, where kelp read only required terms and called both candidates).
+#[test]
+fn preferred_anti_affinity_keeps_both_nodes_as_karpenter_decides() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-consol-prefer";
+    namespace(&e, ns);
+    let p = format!("e2e-cpf-{}", run_id());
+    e.apply(&pool(
+        &p,
+        "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
+    ));
+    let (a, fill, b) = (format!("{p}-a"), format!("{p}-fill"), format!("{p}-b"));
+    let prefer = format!(
+        "      affinity:\n        podAntiAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution:\n            - weight: 100\n              podAffinityTerm: {{topologyKey: kubernetes.io/hostname, labelSelector: {{matchExpressions: [{{key: app, operator: In, values: [{a}, {b}]}}]}}}}"
+    );
+    // a and fill share one smallest node (900m allocatable); b needs a second one.
+    e.apply(&common::deployment(ns, &a, &p, 1, "300m", "", &prefer));
+    let first = node_of(&e, ns, &a);
+    e.apply(&deployment(ns, &fill, &p, "500m", None));
+    assert_eq!(node_of(&e, ns, &fill), first);
+    e.apply(&common::deployment(ns, &b, &p, 1, "300m", "", &prefer));
+    let second = node_of(&e, ns, &b);
+    assert_ne!(first, second);
+    e.ok(&["delete", "deployment", "-n", ns, &fill]);
+    for c in [claim_of(&e, &first), claim_of(&e, &second)] {
+        wait_for(&format!("{c} Consolidatable"), 2 * MINUTES, || {
+            consolidatable(&e, &c).then_some(())
+        });
+    }
+    // kelp, before Karpenter's event (unless other activity already made it look): only a
+    // new node, no cheaper, could take each pod.
+    for node in [&first, &second] {
+        let before = answer(&e, node);
+        if before["source"] == "kelp" {
+            assert_eq!(before["state"], "blocked", "{node}: {before:#}");
+            assert_eq!(before["reason"], "no-cheaper-node", "{node}: {before:#}");
+        }
+    }
+    nudge(&e, &p, "17");
+    for node in [&first, &second] {
+        let event = wait_for(
+            &format!("Karpenter's Unconsolidatable on {node}"),
+            3 * MINUTES,
+            || unconsolidatable(&e, node).filter(|m| m.contains("cheaper node")),
+        );
+        let a = wait_for(&format!("kelp to read {event:?}"), MINUTES, || {
+            let a = answer(&e, node);
+            (a["source"] == "karpenter").then_some(a)
+        });
+        assert_eq!(
+            (a["state"].as_str(), a["reason"].as_str()),
+            (Some("blocked"), Some("no-cheaper-node")),
+            "{a:#}"
+        );
+        assert!(
+            a["kelpCheck"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("kelp agrees")),
+            "{a:#}"
+        );
+    }
+    // Both nodes stay.
+    for node in [&first, &second] {
+        assert!(
+            e.kubectl(&["get", "node", node], None).status.success(),
+            "{node} went"
+        );
+    }
+    for d in [&a, &b] {
+        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
+    }
+    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+}

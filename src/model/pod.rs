@@ -137,6 +137,23 @@ impl PodSpec {
             .any(|t| t.topology_key != crate::karpenter::labels::HOSTNAME)
     }
 
+    /// Its preferred pod anti-affinity terms, heaviest first (none without an affinity).
+    pub fn preferred_anti_affinity(&self) -> Vec<&PodAffinityTerm> {
+        let mut terms: Vec<_> = self
+            .affinity
+            .as_ref()
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
+            .unwrap_or_default()
+            .iter()
+            .collect();
+        terms.sort_by_key(|t| std::cmp::Reverse(t.weight));
+        terms.into_iter().map(|t| &t.pod_affinity_term).collect()
+    }
+
     /// Its required pod anti-affinity terms (none without an affinity).
     pub fn required_anti_affinity(&self) -> &[PodAffinityTerm] {
         self.affinity

@@ -396,7 +396,38 @@ fn check<'r, 'c: 'r>(
             ),
         }
     });
-    let mut answer = answer_of(f, plan, replacement);
+    // Pods that fit on the nodes there only by breaking their preferred anti-affinity:
+    // Karpenter breaks it only when no NodePool can launch a node for them, and then
+    // deletes this node as if they fit.
+    let only_preferring =
+        !plan.preferring.is_empty() && plan.misses.iter().all(|m| plan.preferring.contains(&m.pod));
+    let mut answer = match replacement {
+        Some(Replacement::WouldNotSchedule(_)) if only_preferring => {
+            let mut x = Consolidation::kelp(
+                State::Candidate,
+                None,
+                format!(
+                    "its pods fit on the other nodes once Karpenter breaks their preferred anti-affinity, which it does as no NodePool would take them on a new node ({}): Karpenter can delete it",
+                    describe(&plan.misses)
+                ),
+            );
+            x.savings_per_hour = f.price;
+            x
+        }
+        Some(Replacement::Unknown(why)) if only_preferring => {
+            let mut x = Consolidation::kelp(
+                State::Unknown,
+                None,
+                format!(
+                    "its pods fit on the other nodes only by breaking their preferred anti-affinity ({}): Karpenter first tries a new node for them, and {why}",
+                    describe(&plan.misses)
+                ),
+            );
+            x.pods = plan.misses;
+            x
+        }
+        replacement => answer_of(f, plan, replacement),
+    };
     let balanced = f
         .pool
         .is_some_and(|p| p.spec.disruption.consolidation_policy.as_deref() == Some("Balanced"));

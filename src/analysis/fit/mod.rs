@@ -1,7 +1,8 @@
 //! Would these pods fit on the nodes already there? The scheduler's filters kelp can
 //! compute from the model: requests against free allocatable (and the pod count), taints,
 //! `nodeSelector` and required node affinity, host ports, required pod anti-affinity (the
-//! pod's own, and that of the pods already on a node or placed there),
+//! pod's own, and that of the pods already on a node or placed there), the pod's own
+//! preferred pod anti-affinity (held as required first, as Karpenter's simulation does),
 //! topology spread (`DoNotSchedule`), and a claim's volume kept in its zone.
 //!
 //! [`Room`] is built once per pass, lazily (when some node is asked about, or when serve's
@@ -110,6 +111,10 @@ pub struct Plan {
     pub unknown: Vec<PodMiss>,
     /// How many pods were placed.
     pub placed: usize,
+    /// The pods among `misses` that another node would take if they broke their own
+    /// preferred pod anti-affinity: Karpenter puts such a pod on a new node first, and
+    /// breaks the preference only when no NodePool can launch one for it.
+    pub preferring: Vec<String>,
     /// Since when every node the plan places pods on could take them (None: unknown). A
     /// decision Karpenter wrote before then saw less room than there is now.
     pub open_since: Option<DateTime<Utc>>,
@@ -447,7 +452,40 @@ impl<'c> Room<'c> {
                 });
                 continue;
             }
-            match self.place(from, pod, requests, &placed) {
+            // Karpenter's simulation holds a pod to its own preferred anti-affinity, and
+            // relaxes it only once no node, placed or new, takes the pod (v1.14.1 and
+            // v1.15 `Scheduler.add`, `Preferences.Relax`): kelp tries the nodes there with
+            // the preference first; a pod that fits only without it goes to a new node.
+            let prefers = !pod.spec.preferred_anti_affinity().is_empty()
+                && !pod
+                    .spec
+                    .preferred_anti_affinity()
+                    .into_iter()
+                    .any(peers::scope_unknown);
+            let strict = if prefers {
+                Some(self.place(from, pod, requests, &placed, true))
+            } else {
+                None
+            };
+            let found = match strict {
+                Some(Ok(target)) => Ok(target),
+                Some(Err(_)) => match self.place(from, pod, requests, &placed, false) {
+                    Ok(target) => {
+                        plan.preferring.push(pod.metadata.key());
+                        plan.misses.push(PodMiss {
+                            pod: pod.metadata.key(),
+                            why: format!(
+                                "its preferred pod anti-affinity keeps it off the nodes with room (it would fit on {} without): Karpenter puts it on a new node before it breaks a preference",
+                                self.targets[target].node.metadata.name
+                            ),
+                        });
+                        continue;
+                    }
+                    Err(miss) => Err(miss),
+                },
+                None => self.place(from, pod, requests, &placed, false),
+            };
+            match found {
                 Ok(target) => {
                     plan.open_since = plan.open_since.max(self.targets[target].open_since);
                     placed.push(Placed {
@@ -471,15 +509,17 @@ impl<'c> Room<'c> {
     }
 
     /// The first node that takes the pod, or why none does.
+    /// With `preferred`, the pod's preferred anti-affinity counts as required.
     fn place(
         &self,
         from: &Node,
         pod: &Pod,
         requests: &Resources,
         placed: &[Placed],
+        preferred: bool,
     ) -> Result<usize, Miss> {
         let cpu = requests.get("cpu");
-        let terms = self.pod_terms(from, pod);
+        let terms = self.pod_terms(from, pod, preferred);
         if !terms.is_empty() {
             // It counted the matching pods on every node.
             self.read_all();
@@ -893,6 +933,51 @@ status:
                 .is_some_and(|m| m.why.contains("host port")),
             "{p:?}"
         );
+    }
+
+    #[test]
+    fn a_pods_own_preferred_anti_affinity_holds_first_and_another_pods_never() {
+        // w1 on a and w2 on b prefer not to share a hostname with app=web: each would fit
+        // beside the other, but Karpenter holds a pod to its own preference and puts it on
+        // a new node first.
+        let prefer = "  affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 100, podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}}]}}";
+        let mutual = format!(
+            "{}{}{}{}",
+            node("a", "4", ""),
+            node("b", "4", ""),
+            pod("w1", "a", "1", prefer),
+            pod("w2", "b", "1", prefer),
+        );
+        let p = plan(&mutual, "a");
+        assert_eq!((p.placed, p.misses.len()), (0, 1), "{p:?}");
+        assert_eq!(p.preferring, ["shop/w1"]);
+        assert!(
+            p.misses[0].why.contains("preferred pod anti-affinity")
+                && p.misses[0].why.contains("fit on b without"),
+            "{p:?}"
+        );
+        // Only w2 prefers: w1 moves beside it (another pod's preference keeps nothing out),
+        // and w2 is held off a.
+        let one = format!(
+            "{}{}{}{}",
+            node("a", "4", ""),
+            node("b", "4", ""),
+            pod("w1", "a", "1", ""),
+            pod("w2", "b", "1", prefer),
+        );
+        assert!(plan(&one, "a").fits());
+        assert_eq!(plan(&one, "b").preferring, ["shop/w2"]);
+        // A pod that fits nowhere even without its preference is a plain miss.
+        let full = format!(
+            "{}{}{}{}",
+            node("a", "4", ""),
+            node("b", "1", ""),
+            pod("w1", "a", "1", prefer),
+            pod("w2", "b", "1", prefer),
+        );
+        let p = plan(&full, "a");
+        assert!(p.preferring.is_empty() && p.misses.len() == 1, "{p:?}");
+        assert!(p.misses[0].why.contains("cpu"), "{p:?}");
     }
 
     #[test]

@@ -58,7 +58,9 @@ impl<'c> Room<'c> {
     /// What a pod's own required anti-affinity and `DoNotSchedule` spread count, once per
     /// pod (not once per node it is tried on): matching pods per domain, the moving node's
     /// own left out.
-    pub(super) fn pod_terms<'p>(&self, from: &Node, pod: &'p Pod) -> PodTerms<'p> {
+    /// With `preferred`, the pod's preferred anti-affinity terms count as required (as
+    /// Karpenter's simulation holds a pod to them until nothing else places it).
+    pub(super) fn pod_terms<'p>(&self, from: &Node, pod: &'p Pod, preferred: bool) -> PodTerms<'p> {
         let by_domain = |counts: &HashMap<&'c str, u32>, key: &str| {
             let mut out: HashMap<String, u32> = HashMap::new();
             for (name, k) in counts {
@@ -76,7 +78,13 @@ impl<'c> Room<'c> {
             }
             out
         };
+        let preferred_terms = if preferred {
+            pod.spec.preferred_anti_affinity()
+        } else {
+            Vec::new()
+        };
         let anti = anti_affinity_terms(pod)
+            .chain(preferred_terms)
             .map(|term| {
                 let namespaces = term_namespaces(term, pod);
                 let counts = self.matching(namespaces.as_deref(), term.label_selector.as_ref());
