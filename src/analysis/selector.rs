@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::NodeSelectorRequirement;
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::model::Pod;
@@ -55,16 +55,47 @@ pub fn node_fits_pod(pod: &Pod, labels: &BTreeMap<String, String>) -> bool {
     let Some(required) = required else {
         return true;
     };
-    required.node_selector_terms.iter().any(|t| {
-        // matchFields (metadata.name) is a node's name, not a label.
-        let fields_ok = t.match_fields.iter().flatten().all(|r| {
+    required
+        .node_selector_terms
+        .iter()
+        .any(|t| term_matches(t, labels))
+}
+
+/// Whether a node with `labels` meets the pod's heaviest preferred node-affinity term (the
+/// one Karpenter's simulation holds a pod to first, `Requirements` of v1.14.1 and v1.15);
+/// true when it has none.
+pub fn node_meets_preference(pod: &Pod, labels: &BTreeMap<String, String>) -> bool {
+    let preferred = pod
+        .spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.preferred_during_scheduling_ignored_during_execution
+                .as_deref()
+        })
+        .unwrap_or_default();
+    // The first of the heaviest, as a stable sort by weight leaves it.
+    let heaviest = preferred
+        .iter()
+        .rev()
+        .max_by_key(|t| t.weight)
+        .map(|t| &t.preference);
+    heaviest.is_none_or(|t| term_matches(t, labels))
+}
+
+/// One node selector term against a node's labels: its expressions ANDed (an empty term
+/// matches none, as the scheduler reads it).
+fn term_matches(t: &NodeSelectorTerm, labels: &BTreeMap<String, String>) -> bool {
+    // matchFields (metadata.name) is a node's name, not a label.
+    let fields_ok =
+        t.match_fields.iter().flatten().all(|r| {
             r.key == "metadata.name" && expression(r, labels.get("kubernetes.io/hostname"))
         });
-        let exprs = t.match_expressions.iter().flatten();
-        (t.match_expressions.is_some() || t.match_fields.is_some())
-            && fields_ok
-            && exprs.clone().all(|r| expression(r, labels.get(&r.key)))
-    })
+    let exprs = t.match_expressions.iter().flatten();
+    (t.match_expressions.is_some() || t.match_fields.is_some())
+        && fields_ok
+        && exprs.clone().all(|r| expression(r, labels.get(&r.key)))
 }
 
 /// One node selector requirement against the label's value (None: no such label).

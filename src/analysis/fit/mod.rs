@@ -456,13 +456,8 @@ impl<'c> Room<'c> {
             // relaxes it only once no node, placed or new, takes the pod (v1.14.1 and
             // v1.15 `Scheduler.add`, `Preferences.Relax`): kelp tries the nodes there with
             // the preference first; a pod that fits only without it goes to a new node.
-            let prefers = !pod.spec.preferred_anti_affinity().is_empty()
-                && !pod
-                    .spec
-                    .preferred_anti_affinity()
-                    .into_iter()
-                    .any(peers::scope_unknown);
-            let strict = if prefers {
+            let prefers = preferences(pod);
+            let strict = if !prefers.is_empty() {
                 Some(self.place(from, pod, requests, &placed, true))
             } else {
                 None
@@ -475,7 +470,8 @@ impl<'c> Room<'c> {
                         plan.misses.push(PodMiss {
                             pod: pod.metadata.key(),
                             why: format!(
-                                "its preferred pod anti-affinity keeps it off the nodes with room (it would fit on {} without): Karpenter puts it on a new node before it breaks a preference",
+                                "its {} keeps it off the nodes with room (it would fit on {} without): Karpenter puts it on a new node before it breaks a preference",
+                                prefers.join(" and "),
                                 self.targets[target].node.metadata.name
                             ),
                         });
@@ -585,7 +581,9 @@ impl<'c> Room<'c> {
                 tally.taints += 1;
                 continue;
             }
-            if !selector::node_fits_pod(pod, &t.node.metadata.labels) {
+            if !selector::node_fits_pod(pod, &t.node.metadata.labels)
+                || (preferred && !selector::node_meets_preference(pod, &t.node.metadata.labels))
+            {
                 tally.affinity += 1;
                 continue;
             }
@@ -645,10 +643,58 @@ impl<'c> Room<'c> {
     }
 }
 
+/// The preferences a pod is held to first, as Karpenter's simulation holds it (v1.14.1 and
+/// v1.15 `Preferences`), by name; empty when it has none kelp can hold it to.
+fn preferences(pod: &Pod) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let anti = pod.spec.preferred_anti_affinity();
+    if !anti.is_empty() && !anti.into_iter().any(peers::scope_unknown) {
+        out.push("preferred pod anti-affinity");
+    }
+    let node_preference = pod
+        .spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some_and(|t| !t.is_empty());
+    if node_preference {
+        out.push("preferred node affinity");
+    }
+    if pod
+        .spec
+        .topology_spread_constraints
+        .iter()
+        .any(|t| t.when_unsatisfiable == "ScheduleAnyway")
+    {
+        out.push("ScheduleAnyway topology spread");
+    }
+    out
+}
+
 /// What kelp does not evaluate for a pod, if anything.
 fn unjudged(pod: &Pod) -> Option<String> {
     if !pod.spec.required_pod_affinity().is_empty() {
         return Some("it has required pod affinity, which kelp does not evaluate".into());
+    }
+    let preferred_affinity = pod
+        .spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.pod_affinity.as_ref())
+        .and_then(|a| {
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some_and(|t| !t.is_empty());
+    if preferred_affinity {
+        return Some(
+            "it has preferred pod affinity, which Karpenter holds it to first and kelp does not evaluate"
+                .into(),
+        );
     }
     anti_affinity_terms(pod)
         .any(peers::scope_unknown)
@@ -981,6 +1027,48 @@ status:
     }
 
     #[test]
+    fn preferred_node_affinity_and_schedule_anyway_spread_hold_first_too() {
+        // w1 prefers disk=ssd: b has room but no ssd, so Karpenter would try a new node.
+        let ssd = "  affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, preference: {matchExpressions: [{key: disk, operator: In, values: [ssd]}]}}]}}";
+        let yaml = format!(
+            "{}{}{}",
+            node("a", "4", ""),
+            node("b", "4", ""),
+            pod("w1", "a", "1", ssd)
+        );
+        let p = plan(&yaml, "a");
+        assert_eq!(p.preferring, ["shop/w1"], "{p:?}");
+        assert!(p.misses[0].why.contains("preferred node affinity"), "{p:?}");
+        let with_ssd = format!("{yaml}{}", node("c", "4", ", disk: ssd"));
+        assert!(plan(&with_ssd, "a").fits());
+        // ScheduleAnyway hostname spread: on b (which has w2) the skew would be 2 against
+        // c; c is too small, so only breaking the spread places w1.
+        let spread = "  topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: web}}}]";
+        let yaml = format!(
+            "{}{}{}{}{}",
+            node("a", "4", ""),
+            node("b", "4", ""),
+            node("c", "500m", ""),
+            pod("w1", "a", "1", spread),
+            pod("w2", "b", "1", ""),
+        );
+        let p = plan(&yaml, "a");
+        assert_eq!(p.preferring, ["shop/w1"], "{p:?}");
+        assert!(p.misses[0].why.contains("ScheduleAnyway"), "{p:?}");
+        // Preferred pod affinity: held to first, and kelp does not evaluate pod affinity.
+        let together = "  affinity: {podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: db}}}}]}}";
+        let yaml = format!(
+            "{}{}{}",
+            node("a", "4", ""),
+            node("b", "4", ""),
+            pod("w1", "a", "1", together)
+        );
+        let p = plan(&yaml, "a");
+        assert_eq!((p.unknown.len(), p.placed), (1, 0), "{p:?}");
+        assert!(p.unknown[0].why.contains("preferred pod affinity"), "{p:?}");
+    }
+
+    #[test]
     fn a_pod_already_there_keeps_out_what_its_anti_affinity_names() {
         // db on b will not share its node with app=web; w1 (app=web) cannot go there.
         let guard = "  affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}]}}";
@@ -1029,9 +1117,10 @@ status:
         let p = plan(&yaml, "a");
         assert_eq!(p.misses.len(), 1, "{p:?}");
         assert!(p.misses[0].why.contains("maxSkew"), "{p:?}");
-        // ScheduleAnyway never blocks.
+        // ScheduleAnyway places it on b, but only once Karpenter breaks the preference: it
+        // tries a new node first.
         let p = plan(&yaml.replace("DoNotSchedule", "ScheduleAnyway"), "a");
-        assert!(p.fits(), "{p:?}");
+        assert_eq!(p.preferring, ["shop/w1"], "{p:?}");
     }
 
     /// A node read alone says what the whole room says of it: its place (a free-CPU

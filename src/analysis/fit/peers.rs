@@ -58,8 +58,9 @@ impl<'c> Room<'c> {
     /// What a pod's own required anti-affinity and `DoNotSchedule` spread count, once per
     /// pod (not once per node it is tried on): matching pods per domain, the moving node's
     /// own left out.
-    /// With `preferred`, the pod's preferred anti-affinity terms count as required (as
-    /// Karpenter's simulation holds a pod to them until nothing else places it).
+    /// With `preferred`, the pod's preferred anti-affinity terms and its `ScheduleAnyway`
+    /// spread count as required (as Karpenter's simulation holds a pod to them until
+    /// nothing else places it).
     pub(super) fn pod_terms<'p>(&self, from: &Node, pod: &'p Pod, preferred: bool) -> PodTerms<'p> {
         let by_domain = |counts: &HashMap<&'c str, u32>, key: &str| {
             let mut out: HashMap<String, u32> = HashMap::new();
@@ -96,7 +97,10 @@ impl<'c> Room<'c> {
             .spec
             .topology_spread_constraints
             .iter()
-            .filter(|t| t.when_unsatisfiable == "DoNotSchedule")
+            .filter(|t| {
+                t.when_unsatisfiable == "DoNotSchedule"
+                    || (preferred && t.when_unsatisfiable == "ScheduleAnyway")
+            })
             .map(|tsc| {
                 // matchLabelKeys narrows the selector to the pod's own values (a revision).
                 let mut sel = tsc.label_selector.clone().unwrap_or_default();
