@@ -615,3 +615,74 @@ fn preferred_anti_affinity_keeps_both_nodes_as_karpenter_decides() {
     }
     e.ok(&["delete", "nodepool", &p, "--wait=false"]);
 }
+
+/// An empty node under a long `consolidateAfter`, then the pool changed to `0s`: Karpenter
+/// marks the claim Consolidatable at the change and deletes the node within seconds, so
+/// kelp must not call it late (`empty-node-not-reaped`) at the change, however long it was
+/// empty before (seen on v1.14.1, where kelp counted from when the node emptied). The
+/// claim's last pod event is set 10 minutes back, as if it had been empty that long
+/// (Karpenter reads it as it reads its own).
+#[test]
+fn a_pool_change_restarts_the_grace_of_an_empty_node() {
+    let Some(e) = env() else { return };
+    let ns = "e2e-consol-policy";
+    namespace(&e, ns);
+    let p = format!("e2e-cpc-{}", run_id());
+    e.apply(&pool(
+        &p,
+        "{consolidationPolicy: WhenEmpty, consolidateAfter: 1h}",
+    ));
+    let app = format!("{p}-x");
+    e.apply(&deployment(ns, &app, &p, "300m", None));
+    let node = node_of(&e, ns, &app);
+    let claim = claim_of(&e, &node);
+    e.ok(&["delete", "deployment", "-n", ns, &app]);
+    wait_for("the node to be empty", MINUTES, || {
+        let pods = e.json(&["get", "pods", "-n", ns, "-l", &format!("app={app}")]);
+        pods["items"].as_array()?.is_empty().then_some(())
+    });
+    let long_ago = (chrono::Utc::now() - chrono::Duration::minutes(10))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    e.ok(&[
+        "patch",
+        "nodeclaim",
+        &claim,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &format!(r#"{{"status":{{"lastPodEventTime":"{long_ago}"}}}}"#),
+    ]);
+    let late = |e: &Env| find(&e.doctor(), "empty-node-not-reaped", &node).cloned();
+    assert!(late(&e).is_none(), "inside consolidateAfter 1h");
+    e.ok(&[
+        "patch",
+        "nodepool",
+        &p,
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"disruption":{"consolidateAfter":"0s"}}}"#,
+    ]);
+    // At the change, and while Karpenter acts: not late.
+    let started = Instant::now();
+    loop {
+        let gone = !e.kubectl(&["get", "node", &node], None).status.success();
+        if gone {
+            break;
+        }
+        assert!(
+            late(&e).is_none(),
+            "kelp called {node} late right after the pool change"
+        );
+        assert!(
+            started.elapsed() < 2 * MINUTES,
+            "Karpenter did not delete {node}"
+        );
+        std::thread::sleep(std::time::Duration::from_secs(3));
+    }
+    eprintln!(
+        "the empty node went {:?} after the change",
+        started.elapsed()
+    );
+    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+}
