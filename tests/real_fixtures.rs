@@ -1,6 +1,8 @@
-//! What the real Karpenter v1.14.1 (kwok provider) wrote, captured by `testenv/capture-fixtures`
-//! into `tests/fixtures/real/karpenter-v1.14.1/` (see the README there for each scenario).
-//! No cluster is needed: these tests read the captured files.
+//! What the real Karpenter (kwok provider) wrote, captured by `testenv/capture-fixtures`
+//! into `tests/fixtures/real/karpenter-<release>/` (see the README there for each scenario):
+//! the newest release's capture by default, and every older one through
+//! [`every_older_capture_passes_the_same_tests`]. No cluster is needed: these tests read the
+//! captured files.
 //!
 //! - every message kelp parses is one Karpenter really wrote: FailedScheduling, Nominated and
 //!   DisruptionBlocked must parse to something kelp understands;
@@ -27,12 +29,50 @@ use kelp::karpenter::events::{
     MessageFormat, NominationTarget,
 };
 
+/// Every capture under `tests/fixtures/real/`, oldest release first.
+fn captures() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real");
+    let mut found: Vec<(kelp::karpenter::version::Release, PathBuf)> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            let release = path.file_name()?.to_str()?.strip_prefix("karpenter-")?.parse().ok()?;
+            Some((release, path))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
 fn dir() -> PathBuf {
     match std::env::var_os("KELP_REAL_FIXTURES") {
         Some(d) => PathBuf::from(d),
-        None => {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real/karpenter-v1.14.1")
-        }
+        None => captures().pop().expect("a capture under tests/fixtures/real"),
+    }
+}
+
+/// The older captures are held to the same tests: this test binary again, once per
+/// capture (each run reads one capture, as `dir()` is read once).
+#[test]
+fn every_older_capture_passes_the_same_tests() {
+    if std::env::var_os("KELP_REAL_FIXTURES").is_some() {
+        return;
+    }
+    let all = captures();
+    assert!(all.len() >= 2, "the v1.14.1 capture is kept beside the newest: {all:?}");
+    for d in &all[..all.len() - 1] {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .env("KELP_REAL_FIXTURES", d)
+            .args(["--skip", "every_older_capture_passes_the_same_tests"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}{}",
+            d.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 

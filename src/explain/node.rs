@@ -292,6 +292,7 @@ fn unblock(b: &Blocker) -> String {
         BlockerKind::Nominated => "a pending pod was nominated to this node: Karpenter waits for it to bind".into(),
         BlockerKind::NotInitialized => "the node never initialized: see nodeclaim-not-initialized in `kelp doctor`".into(),
         BlockerKind::NodepoolMissing => "its NodePool is gone: recreate it, or delete the NodeClaim to drain the node".into(),
+        BlockerKind::Deleting => "the node is being deleted already: Karpenter is at work on it".into(),
         BlockerKind::Other => b.message.clone(),
     }
 }

@@ -342,6 +342,8 @@ pub enum BlockerKind {
     Nominated,
     NotInitialized,
     NodepoolMissing,
+    /// The node is being deleted already (v1.15 checks this before initialization).
+    Deleting,
     Other,
 }
 
@@ -356,6 +358,7 @@ impl BlockerKind {
             Self::Nominated => "nominated",
             Self::NotInitialized => "not-initialized",
             Self::NodepoolMissing => "nodepool-missing",
+            Self::Deleting => "deleting",
             Self::Other => "other",
         }
     }
@@ -406,6 +409,8 @@ pub fn parse_disruption_blocked(message: &str) -> ParsedBlocker {
         (BlockerKind::NotInitialized, None)
     } else if has(&["not found", "can't be resolved"]) && has(&["nodepool"]) {
         (BlockerKind::NodepoolMissing, first_capture(&POOL_REF, text))
+    } else if has(&["is deleting or marked for deletion"]) {
+        (BlockerKind::Deleting, None)
     } else {
         (BlockerKind::Other, None)
     };
@@ -975,7 +980,7 @@ mod tests {
                 None,
                 None,
             ),
-            ("Node is deleting or marked for deletion", Other, None, None),
+            ("Node is deleting or marked for deletion", Deleting, None, None),
             ("Node isn't managed by karpenter", Other, None, None),
             (
                 "Node doesn't have required label (label=karpenter.sh/nodepool)",

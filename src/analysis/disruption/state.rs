@@ -515,7 +515,8 @@ pub fn node_disruption_at(
     if blockers.is_empty() && !wants.is_empty() && phase == Phase::Candidate && !expiring {
         if let Some(m) = &blocked_event {
             let parsed = events::parse_disruption_blocked(m);
-            if parsed.kind == BlockerKind::Other && !m.to_lowercase().contains("deleting") {
+            // A node being deleted is Karpenter's own work, never a blocker.
+            if parsed.kind == BlockerKind::Other {
                 blockers.push(Blocker {
                     kind: BlockerKind::Other,
                     object: None,
