@@ -36,7 +36,12 @@ fn captures() -> Vec<PathBuf> {
         .unwrap()
         .filter_map(|e| {
             let path = e.ok()?.path();
-            let release = path.file_name()?.to_str()?.strip_prefix("karpenter-")?.parse().ok()?;
+            let release = path
+                .file_name()?
+                .to_str()?
+                .strip_prefix("karpenter-")?
+                .parse()
+                .ok()?;
             Some((release, path))
         })
         .collect();
@@ -47,7 +52,9 @@ fn captures() -> Vec<PathBuf> {
 fn dir() -> PathBuf {
     match std::env::var_os("KELP_REAL_FIXTURES") {
         Some(d) => PathBuf::from(d),
-        None => captures().pop().expect("a capture under tests/fixtures/real"),
+        None => captures()
+            .pop()
+            .expect("a capture under tests/fixtures/real"),
     }
 }
 
@@ -59,7 +66,10 @@ fn every_older_capture_passes_the_same_tests() {
         return;
     }
     let all = captures();
-    assert!(all.len() >= 2, "the v1.14.1 capture is kept beside the newest: {all:?}");
+    assert!(
+        all.len() >= 2,
+        "the v1.14.1 capture is kept beside the newest: {all:?}"
+    );
     for d in &all[..all.len() - 1] {
         let out = Command::new(std::env::current_exe().unwrap())
             .env("KELP_REAL_FIXTURES", d)

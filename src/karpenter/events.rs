@@ -980,7 +980,12 @@ mod tests {
                 None,
                 None,
             ),
-            ("Node is deleting or marked for deletion", Deleting, None, None),
+            (
+                "Node is deleting or marked for deletion",
+                Deleting,
+                None,
+                None,
+            ),
             ("Node isn't managed by karpenter", Other, None, None),
             (
                 "Node doesn't have required label (label=karpenter.sh/nodepool)",
