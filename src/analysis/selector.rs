@@ -65,18 +65,10 @@ pub fn node_fits_pod(pod: &Pod, labels: &BTreeMap<String, String>) -> bool {
 /// one Karpenter's simulation holds a pod to first, `Requirements` of v1.14.1 and v1.15);
 /// true when it has none.
 pub fn node_meets_preference(pod: &Pod, labels: &BTreeMap<String, String>) -> bool {
-    let preferred = pod
-        .spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.preferred_during_scheduling_ignored_during_execution
-                .as_deref()
-        })
-        .unwrap_or_default();
     // The first of the heaviest, as a stable sort by weight leaves it.
-    let heaviest = preferred
+    let heaviest = pod
+        .spec
+        .preferred_node_affinity()
         .iter()
         .rev()
         .max_by_key(|t| t.weight)

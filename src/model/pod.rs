@@ -137,6 +137,32 @@ impl PodSpec {
             .any(|t| t.topology_key != crate::karpenter::labels::HOSTNAME)
     }
 
+    /// Its preferred node-affinity terms, in order (none without an affinity).
+    pub fn preferred_node_affinity(
+        &self,
+    ) -> &[k8s_openapi::api::core::v1::PreferredSchedulingTerm] {
+        self.affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|n| {
+                n.preferred_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Its preferred pod-affinity terms, in order (none without an affinity).
+    pub fn preferred_pod_affinity(&self) -> &[k8s_openapi::api::core::v1::WeightedPodAffinityTerm] {
+        self.affinity
+            .as_ref()
+            .and_then(|a| a.pod_affinity.as_ref())
+            .and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
+            .unwrap_or_default()
+    }
+
     /// Its preferred pod anti-affinity terms, heaviest first (none without an affinity).
     pub fn preferred_anti_affinity(&self) -> Vec<&PodAffinityTerm> {
         let mut terms: Vec<_> = self

@@ -651,17 +651,7 @@ fn preferences(pod: &Pod) -> Vec<&'static str> {
     if !anti.is_empty() && !anti.into_iter().any(peers::scope_unknown) {
         out.push("preferred pod anti-affinity");
     }
-    let node_preference = pod
-        .spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.preferred_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .is_some_and(|t| !t.is_empty());
-    if node_preference {
+    if !pod.spec.preferred_node_affinity().is_empty() {
         out.push("preferred node affinity");
     }
     if pod
@@ -680,17 +670,7 @@ fn unjudged(pod: &Pod) -> Option<String> {
     if !pod.spec.required_pod_affinity().is_empty() {
         return Some("it has required pod affinity, which kelp does not evaluate".into());
     }
-    let preferred_affinity = pod
-        .spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.pod_affinity.as_ref())
-        .and_then(|a| {
-            a.preferred_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .is_some_and(|t| !t.is_empty());
-    if preferred_affinity {
+    if !pod.spec.preferred_pod_affinity().is_empty() {
         return Some(
             "it has preferred pod affinity, which Karpenter holds it to first and kelp does not evaluate"
                 .into(),
