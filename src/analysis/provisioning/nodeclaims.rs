@@ -156,7 +156,15 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
             }
             continue;
         }
-        if !initialized.is_some_and(Condition::is_true) {
+        // v1.15's node repair reboots a node in place: its claim is Rebooting=True (and
+        // Initialized Unknown, reason Rebooting) until it comes back, or until Karpenter
+        // gives up after its observation window and replaces it. Not stuck initializing.
+        let rebooting = claim
+            .status
+            .conditions
+            .iter()
+            .any(|c| &*c.type_ == "Rebooting" && c.is_true());
+        if !initialized.is_some_and(Condition::is_true) && !rebooting {
             if let Some(t) = after(registered, 10) {
                 let reason = initialized.and_then(|i| i.reason.clone());
                 let hint = match reason.as_deref() {
