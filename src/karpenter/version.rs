@@ -165,23 +165,6 @@ pub enum Known {
 }
 
 impl Known {
-    /// The oldest release it can be (for a rule that changed at a release: a `Before`
-    /// bound is taken as the window's oldest).
-    fn low(&self) -> Release {
-        match self {
-            Known::Exact(r) | Known::AtLeast(r) | Known::Minor(r) => r.clone(),
-            Known::Before(_) => OLDEST,
-        }
-    }
-    /// Whether every release it can be is at least `major.minor`: `Some(true)` when all
-    /// are, `Some(false)` when none is, None when it cannot tell.
-    pub fn at_least(&self, major: u64, minor: u64) -> Option<bool> {
-        match self {
-            Known::Exact(r) | Known::Minor(r) => Some(r.at_least(major, minor)),
-            Known::AtLeast(r) => r.at_least(major, minor).then_some(true),
-            Known::Before(r) => (Release::new(major, minor, 0) >= *r).then_some(false),
-        }
-    }
     /// Where it stands against the window: `Before` the oldest is older; a bound inside is
     /// supported as far as kelp can tell.
     pub fn window(&self) -> Window {
@@ -190,10 +173,6 @@ impl Known {
             Known::Before(r) if r <= &OLDEST => Window::Older,
             Known::Before(_) => Window::Supported,
         }
-    }
-    /// The release the version-dependent rules are read for.
-    pub fn rules(&self) -> Release {
-        self.low()
     }
 }
 
@@ -259,11 +238,6 @@ impl Detected {
 /// without it); from v1.15 it is optional and defaulted to `0s`.
 pub fn consolidate_after_required(r: &Release) -> bool {
     !r.at_least(1, 15)
-}
-
-/// Whether Karpenter has the `Balanced` consolidation policy (v1.14 on).
-pub fn has_balanced_policy(r: &Release) -> bool {
-    r.at_least(1, 14)
 }
 
 /// Whether budgets know the `Unhealthy` reason, and node repair runs as a disruption
@@ -342,18 +316,11 @@ mod tests {
     }
 
     #[test]
-    fn bounds_answer_only_what_they_know() {
-        assert_eq!(Known::Exact(r("1.14.1")).at_least(1, 15), Some(false));
-        assert_eq!(Known::AtLeast(r("1.15")).at_least(1, 15), Some(true));
-        assert_eq!(Known::AtLeast(r("1.14")).at_least(1, 15), None);
-        assert_eq!(Known::Before(r("1.14")).at_least(1, 15), Some(false));
-        assert_eq!(Known::Before(r("1.14")).at_least(1, 14), Some(false));
-        assert_eq!(Known::Before(r("1.15")).at_least(1, 14), None);
+    fn bounds_say_what_they_know() {
         assert_eq!(Known::AtLeast(r("1.15")).to_string(), "v1.15 or newer");
         assert_eq!(Known::Before(r("1.14")).to_string(), "older than v1.14");
         assert_eq!(Known::Minor(r("1.14")).to_string(), "v1.14");
-        assert_eq!(Known::Minor(r("1.14")).at_least(1, 14), Some(true));
-        assert_eq!(Known::Minor(r("1.14")).at_least(1, 15), Some(false));
+        assert_eq!(Known::Minor(r("1.16")).window(), Window::Newer);
     }
 
     #[test]
@@ -361,7 +328,6 @@ mod tests {
         assert!(consolidate_after_required(&r("1.9.0")));
         assert!(consolidate_after_required(&r("1.14.3")));
         assert!(!consolidate_after_required(&r("1.15.0")));
-        assert!(!has_balanced_policy(&r("1.13.0")) && has_balanced_policy(&r("1.14.0")));
         assert!(!has_unhealthy_budgets(&r("1.14.3")) && has_unhealthy_budgets(&r("1.15.0")));
     }
 }
