@@ -650,3 +650,37 @@ fn no_release_in_the_window_is_told_its_crd_rejects_what_it_accepts() {
     // The test can fail both ways: some releases require the field, some do not.
     assert_eq!(required_in, ["v1.9.0", "v1.12.1", "v1.14.3"]);
 }
+
+#[test]
+fn the_karpenter_version_is_checked_and_one_outside_the_window_is_said() {
+    let bad = kelp()
+        .args([
+            "lint",
+            "tests/fixtures/lint/clean",
+            "--karpenter-version",
+            "v0.37.0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("is not a Karpenter release"), "{err}");
+    let old = kelp()
+        .args([
+            "lint",
+            "tests/fixtures/lint/clean",
+            "--karpenter-version",
+            "1.8",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(old.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&old.stderr);
+    assert!(
+        err.contains(
+            "Karpenter v1.8.0 is outside the releases kelp is tested against (v1.9 to v1.15)"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("(rules of Karpenter v1.8.0)"), "{err}");
+}
