@@ -627,6 +627,17 @@ impl Cluster {
         self.controller_pods.values()
     }
 
+    /// One of Karpenter's settings ([`super::container::KARPENTER_SETTINGS`]) as its
+    /// running controller pods set it inline: the first found, None when none sets it.
+    pub fn karpenter_setting(&self, name: &str) -> Option<&str> {
+        self.controller_pods()
+            .filter(|p| p.active())
+            .flat_map(|p| p.spec.containers.iter())
+            .flat_map(|c| c.env.iter())
+            .find(|e| e.name == name)
+            .map(|e| e.value.as_str())
+    }
+
     /// Pods bound to a node, in (namespace, name) order.
     pub fn pods_on<'a>(&'a self, node: &str) -> impl Iterator<Item = &'a Pod> + 'a {
         self.pods_by_node.get(node).into_iter().flatten()

@@ -27,6 +27,14 @@ pub struct Container {
     /// `Always` on an init container makes it a sidecar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<String>,
+    /// The few environment variables of Karpenter's own settings kelp reads
+    /// ([`KARPENTER_SETTINGS`], given inline); every other one is dropped as it is read.
+    #[serde(
+        default,
+        deserialize_with = "karpenter_settings",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub env: Vec<EnvVar>,
     /// The ports it takes on its node (those with a `hostPort`).
     #[serde(
         default,
@@ -35,6 +43,103 @@ pub struct Container {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub host_ports: Vec<HostPort>,
+}
+
+/// Karpenter's settings (its controller's environment) that change what it decides, as kelp
+/// judges it: its preference policy (`Ignore` drops preferred terms from its simulation),
+/// its feature gates, default topology spread (v1.15), and the legacy repair controller.
+pub const KARPENTER_SETTINGS: [&str; 4] = [
+    "PREFERENCE_POLICY",
+    "FEATURE_GATES",
+    "SCHEDULER_CONFIG",
+    "LEGACY_NODE_REPAIR",
+];
+
+/// An environment variable given inline (`name`, `value`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
+pub struct EnvVar {
+    pub name: String,
+    #[serde(default)]
+    pub value: String,
+}
+
+/// Only Karpenter's settings, and only those given inline: a value from a ConfigMap or a
+/// Secret is a reference kelp never follows.
+fn karpenter_settings<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<EnvVar>, D::Error> {
+    let all: Vec<KeptEnv> = null_default(d)?;
+    Ok(all.into_iter().filter_map(|e| e.0).collect())
+}
+
+/// An environment variable's name: kept (copied) only when it is one of Karpenter's
+/// settings, compared in place otherwise.
+struct SettingName(Option<String>);
+
+impl<'de> Deserialize<'de> for SettingName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = SettingName;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<SettingName, E> {
+                Ok(SettingName(
+                    KARPENTER_SETTINGS.contains(&s).then(|| s.to_string()),
+                ))
+            }
+        }
+        d.deserialize_str(Visit)
+    }
+}
+
+/// One environment variable as it is read: kept only when it is one of Karpenter's
+/// settings. Every pod has them, so the others cost nothing: once the name (which
+/// Kubernetes writes first) says it is not a setting, its value is skipped unread (a
+/// value that is not UTF-8 included, as any field kelp does not keep).
+struct KeptEnv(Option<EnvVar>);
+
+impl<'de> Deserialize<'de> for KeptEnv {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(field_identifier, rename_all = "camelCase")]
+        enum Field {
+            Name,
+            Value,
+            #[serde(other)]
+            Other,
+        }
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = KeptEnv;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("struct EnvVar")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<KeptEnv, A::Error> {
+                let (mut name, mut value): (Option<String>, Option<String>) = (None, None);
+                let mut kept = None;
+                while let Some(field) = map.next_key::<Field>()? {
+                    match field {
+                        Field::Name => {
+                            name = map.next_value::<SettingName>()?.0;
+                            kept = Some(name.is_some());
+                        }
+                        Field::Value if kept != Some(false) => value = map.next_value()?,
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(KeptEnv(match (name, value) {
+                    (Some(name), Some(value)) => Some(EnvVar { name, value }),
+                    _ => None,
+                }))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 /// A port a container takes on its node.

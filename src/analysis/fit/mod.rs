@@ -71,6 +71,8 @@ pub struct Room<'c> {
     /// How far the plans since the last [`Room::take_reach`] looked: one past the last
     /// target any of them read, and whether one read them all.
     reach: Cell<(usize, bool)>,
+    /// Karpenter runs with `PREFERENCE_POLICY=Ignore`: its simulation drops preferred terms.
+    ignore_preferences: bool,
 }
 
 /// How far into the room's order (most free CPU first, then by name) the plans made
@@ -392,6 +394,7 @@ impl<'c> Room<'c> {
             guards,
             guard_keys,
             reach: Cell::new((0, false)),
+            ignore_preferences: c.karpenter_setting("PREFERENCE_POLICY") == Some("Ignore"),
         }
     }
 
@@ -456,7 +459,11 @@ impl<'c> Room<'c> {
             // relaxes it only once no node, placed or new, takes the pod (v1.14.1 and
             // v1.15 `Scheduler.add`, `Preferences.Relax`): kelp tries the nodes there with
             // the preference first; a pod that fits only without it goes to a new node.
-            let prefers = preferences(pod);
+            let prefers = if self.ignore_preferences {
+                Vec::new()
+            } else {
+                preferences(pod)
+            };
             let strict = if !prefers.is_empty() {
                 Some(self.place(from, pod, requests, &placed, true))
             } else {
@@ -1004,6 +1011,19 @@ status:
         let p = plan(&full, "a");
         assert!(p.preferring.is_empty() && p.misses.len() == 1, "{p:?}");
         assert!(p.misses[0].why.contains("cpu"), "{p:?}");
+        // Karpenter told to ignore preferences (its controller's PREFERENCE_POLICY): w1
+        // moves beside w2.
+        let controller = "\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: karpenter-0, namespace: kube-system, labels: {app.kubernetes.io/name: karpenter}}\nspec:\n  nodeName: a\n  containers: [{name: controller, image: public.ecr.aws/karpenter/controller:1.15.0, env: [{name: PREFERENCE_POLICY, value: Ignore}, {name: OTHER, value: x}]}]\nstatus: {phase: Running}\n";
+        let c = cluster(&format!("{mutual}{controller}"));
+        assert_eq!(c.karpenter_setting("PREFERENCE_POLICY"), Some("Ignore"));
+        assert_eq!(
+            c.karpenter_setting("OTHER"),
+            None,
+            "only Karpenter's settings are kept"
+        );
+        let room = Room::new(&c, chrono::Utc::now());
+        let pods: Vec<&Pod> = c.pods_on("a").filter(|p| p.metadata.name == "w1").collect();
+        assert!(room.moves(&c.nodes["a"], &pods).fits());
     }
 
     #[test]
