@@ -248,6 +248,17 @@ impl ZoneAffinity {
                 labels::ZONE
             ));
         }
+        // v1.15's --scheduler-config gives a pod with no spread of its own the cluster's
+        // default constraints, with a selector from its Services and controller, which
+        // kelp does not keep: a pool kelp finds fit is unknown for it, never compatible.
+        let defaults = c
+            .karpenter_setting("SCHEDULER_CONFIG")
+            .is_some_and(|v| !v.trim().is_empty());
+        if defaults && pod.spec.topology_spread_constraints.is_empty() {
+            out.unjudged.get_or_insert_with(|| {
+                "Karpenter gives a pod with no topology spread of its own the default constraints of its scheduler config (SCHEDULER_CONFIG, v1.15), which kelp does not judge".to_string()
+            });
+        }
         out
     }
 
@@ -739,6 +750,37 @@ mod tests {
             .map(|r| r.message.clone())
             .unwrap_or_default();
         (v.verdict, why)
+    }
+
+    #[test]
+    fn default_spread_from_karpenters_scheduler_config_is_unknown_never_compatible() {
+        let controller = |env: &str| {
+            format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: karpenter-0, namespace: kube-system, labels: {{app.kubernetes.io/name: karpenter}}}}\nspec: {{nodeName: na, containers: [{{name: controller, image: public.ecr.aws/karpenter/controller:1.15.0, env: [{env}]}}]}}\nstatus: {{phase: Running}}\n")
+        };
+        let config = controller("{name: SCHEDULER_CONFIG, value: 'podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}]}'}");
+        let (v, _) = verdict("a, b, c", "", "", "app: web", "containers: [{name: c}]");
+        assert_eq!(v, Verdict::Compatible);
+        let (v, why) = verdict(
+            "a, b, c",
+            "",
+            &config,
+            "app: web",
+            "containers: [{name: c}]",
+        );
+        assert_eq!(v, Verdict::Unknown, "{why}");
+        assert!(why.contains("SCHEDULER_CONFIG"), "{why}");
+        // An empty config gives no defaults; a pod with spread of its own gets none either.
+        let (v, _) = verdict(
+            "a, b, c",
+            "",
+            &controller("{name: SCHEDULER_CONFIG, value: ''}"),
+            "app: web",
+            "containers: [{name: c}]",
+        );
+        assert_eq!(v, Verdict::Compatible);
+        let own = "containers: [{name: c}], topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: web}}}]";
+        let (v, why) = verdict("a, b, c", "", &config, "app: web", own);
+        assert_ne!(v, Verdict::Unknown, "{why}");
     }
 
     /// A bound, running pod `ns/name` with `labels` on node `node`, with `spec`.
