@@ -462,7 +462,7 @@ impl<'c> Room<'c> {
             let prefers = if self.ignore_preferences {
                 Vec::new()
             } else {
-                preferences(pod)
+                peers::preferences(pod)
             };
             let strict = if !prefers.is_empty() {
                 Some(self.place(from, pod, requests, &placed, true))
@@ -648,28 +648,6 @@ impl<'c> Room<'c> {
         }
         false
     }
-}
-
-/// The preferences a pod is held to first, as Karpenter's simulation holds it (v1.14.1 and
-/// v1.15 `Preferences`), by name; empty when it has none kelp can hold it to.
-fn preferences(pod: &Pod) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    let anti = pod.spec.preferred_anti_affinity();
-    if !anti.is_empty() && !anti.into_iter().any(peers::scope_unknown) {
-        out.push("preferred pod anti-affinity");
-    }
-    if !pod.spec.preferred_node_affinity().is_empty() {
-        out.push("preferred node affinity");
-    }
-    if pod
-        .spec
-        .topology_spread_constraints
-        .iter()
-        .any(|t| t.when_unsatisfiable == "ScheduleAnyway")
-    {
-        out.push("ScheduleAnyway topology spread");
-    }
-    out
 }
 
 /// What kelp does not evaluate for a pod, if anything.

@@ -362,6 +362,28 @@ impl<'c> Room<'c> {
     }
 }
 
+/// The preferences a pod is held to first, as Karpenter's simulation holds it (v1.14.1 and
+/// v1.15 `Preferences`), by name; empty when it has none kelp can hold it to.
+pub(super) fn preferences(pod: &Pod) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let anti = pod.spec.preferred_anti_affinity();
+    if !anti.is_empty() && !anti.into_iter().any(scope_unknown) {
+        out.push("preferred pod anti-affinity");
+    }
+    if !pod.spec.preferred_node_affinity().is_empty() {
+        out.push("preferred node affinity");
+    }
+    if pod
+        .spec
+        .topology_spread_constraints
+        .iter()
+        .any(|t| t.when_unsatisfiable == "ScheduleAnyway")
+    {
+        out.push("ScheduleAnyway topology spread");
+    }
+    out
+}
+
 /// A pod's required anti-affinity terms.
 pub(super) fn anti_affinity_terms(p: &Pod) -> impl Iterator<Item = &PodAffinityTerm> {
     p.spec.required_anti_affinity().iter()
