@@ -1,6 +1,7 @@
-//! Taint and toleration semantics as Karpenter v1.14 applies them to a NodePool template:
-//! Kubernetes' `ToleratesTaint` (with the numeric Gt/Lt toleration operators enabled, as
-//! Karpenter calls it), which template taints a pod leaves untolerated, and Karpenter's
+//! Taint and toleration semantics as Karpenter v1.14 and v1.15 apply them to a NodePool
+//! template and a node: Kubernetes' `ToleratesTaint` (with the numeric Gt/Lt toleration
+//! operators enabled, as Karpenter calls it), which taints a pod leaves untolerated (the
+//! PreferNoSchedule ones apart: a preference Karpenter relaxes last), and Karpenter's
 //! rendering of a taint in its messages.
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
@@ -50,8 +51,10 @@ fn canonical_integer(s: &str) -> Option<i64> {
 }
 
 /// Template taints the pod does not tolerate, in order, as Karpenter checks a NodePool. Pass
-/// `spec.template.spec.taints` (never `startupTaints`). PreferNoSchedule taints never reject:
-/// Karpenter's last relaxation step tolerates them.
+/// `spec.template.spec.taints` (never `startupTaints`). PreferNoSchedule taints are left out:
+/// Karpenter's simulation holds a pod to them at first, and its last relaxation step
+/// tolerates them all when some NodePool's template carries one (v1.15 `Preferences`,
+/// `NewScheduler`), which a pool whose own taint is in question does; see [`soft`].
 pub fn untolerated<'a>(tolerations: &[Toleration], taints: &'a [Taint]) -> Vec<&'a Taint> {
     taints
         .iter()
@@ -59,6 +62,28 @@ pub fn untolerated<'a>(tolerations: &[Toleration], taints: &'a [Taint]) -> Vec<&
             t.effect != "PreferNoSchedule" && !tolerations.iter().any(|tol| tolerates(tol, t))
         })
         .collect()
+}
+
+/// The PreferNoSchedule taints the pod does not tolerate. Karpenter's `Taints.ToleratesPod`
+/// checks every effect, so its simulation keeps a pod off such a taint (a node's, or a
+/// NodePool template's) like any other, until the pod has failed everywhere and has no
+/// other preference left to relax; then it tolerates them, but only if some NodePool's
+/// template carries a PreferNoSchedule taint ([`any_pool_soft`]). Otherwise never.
+pub fn soft<'a>(
+    tolerations: &'a [Toleration],
+    taints: &'a [Taint],
+) -> impl Iterator<Item = &'a Taint> {
+    taints.iter().filter(|t| {
+        t.effect == "PreferNoSchedule" && !tolerations.iter().any(|tol| tolerates(tol, t))
+    })
+}
+
+/// Whether a template of these NodePools carries a PreferNoSchedule taint: only then does
+/// Karpenter's preference relaxation tolerate such taints at all.
+pub fn any_pool_soft<'a>(templates: impl IntoIterator<Item = &'a [Taint]>) -> bool {
+    templates
+        .into_iter()
+        .any(|ts| ts.iter().any(|t| t.effect == "PreferNoSchedule"))
 }
 
 /// Karpenter's rendering: `key=value:Effect`, or `key:Effect` without a value.
@@ -245,6 +270,23 @@ mod tests {
         assert_eq!(left, ["a=1:NoSchedule", "b:NoExecute"]);
         assert!(untolerated(&[tol(None, Some("Exists"), None, None)], &taints).is_empty());
         assert!(untolerated(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn prefer_no_schedule_is_soft_and_relaxable_only_with_a_pool_that_carries_one() {
+        let taints = vec![
+            taint("a", Some("1"), "NoSchedule"),
+            taint("soft", None, "PreferNoSchedule"),
+            taint("spot", Some("yes"), "PreferNoSchedule"),
+        ];
+        let none: Vec<String> = soft(&[], &taints).map(render).collect();
+        assert_eq!(none, ["soft:PreferNoSchedule", "spot=yes:PreferNoSchedule"]);
+        let tolerated = [tol(Some("soft"), Some("Exists"), None, None)];
+        let left: Vec<String> = soft(&tolerated, &taints).map(render).collect();
+        assert_eq!(left, ["spot=yes:PreferNoSchedule"]);
+        let hard_only = [taint("a", None, "NoSchedule")];
+        assert!(!any_pool_soft([&hard_only[..], &[]]));
+        assert!(any_pool_soft([&hard_only[..], &taints[1..2]]));
     }
 
     #[test]

@@ -375,6 +375,11 @@ fn check<'r, 'c: 'r>(
     let pods: Vec<&Pod> = super::workload_pods(c, &f.node.metadata.name).collect();
     let plan = room.moves(f.node, &pods);
     let open_since = plan.open_since;
+    // Pods that fit on the nodes there only by breaking a preference (preferred affinity,
+    // ScheduleAnyway spread, a PreferNoSchedule taint): Karpenter breaks it only when no
+    // NodePool can launch a node for them, and then deletes this node as if they fit.
+    let only_preferring =
+        !plan.preferring.is_empty() && plan.misses.iter().all(|m| plan.preferring.contains(&m.pod));
     // Pods with no place elsewhere: would one cheaper node take them?
     let replacement = (!plan.misses.is_empty() && plan.unknown.is_empty()).then(|| {
         let left: Vec<&Pod> = pods
@@ -390,24 +395,19 @@ fn check<'r, 'c: 'r>(
             })
             .collect();
         match pools() {
-            Some(pools) => replace::replacement(pools, f.node, &left, f.price),
+            Some(pools) => replace::replacement(pools, f.node, &left, f.price, !only_preferring),
             None => Replacement::Unknown(
                 "kelp cannot price one without an instance-type catalogue".into(),
             ),
         }
     });
-    // Pods that fit on the nodes there only by breaking their preferred anti-affinity:
-    // Karpenter breaks it only when no NodePool can launch a node for them, and then
-    // deletes this node as if they fit.
-    let only_preferring =
-        !plan.preferring.is_empty() && plan.misses.iter().all(|m| plan.preferring.contains(&m.pod));
     let mut answer = match replacement {
         Some(Replacement::WouldNotSchedule(_)) if only_preferring => {
             let mut x = Consolidation::kelp(
                 State::Candidate,
                 None,
                 format!(
-                    "its pods fit on the other nodes once Karpenter breaks their preferred anti-affinity, which it does as no NodePool would take them on a new node ({}): Karpenter can delete it",
+                    "its pods fit on the other nodes once Karpenter breaks their preferences, which it does as no NodePool would take them on a new node ({}): Karpenter can delete it",
                     describe(&plan.misses)
                 ),
             );
@@ -419,7 +419,7 @@ fn check<'r, 'c: 'r>(
                 State::Unknown,
                 None,
                 format!(
-                    "its pods fit on the other nodes only by breaking their preferred anti-affinity ({}): Karpenter first tries a new node for them, and {why}",
+                    "its pods fit on the other nodes only by breaking their preferences ({}): Karpenter first tries a new node for them, and {why}",
                     describe(&plan.misses)
                 ),
             );
@@ -815,6 +815,28 @@ status: {{phase: Running, startTime: "2026-11-21T08:55:00Z"}}
         let pools = crate::analysis::provisioning::PoolSet::new(&c).with_catalog(catalog.as_ref());
         let inputs = NodeInputs::new(&c, now).with_pools(Some(&pools));
         node_disruption(&c, &c.nodes["n1"], now, &inputs).consolidation
+    }
+
+    #[test]
+    fn a_pool_with_a_prefer_no_schedule_taint_replaces_only_after_every_other() {
+        // "batch" comes first by weight, but its template's PreferNoSchedule taint holds
+        // the pod off it until no other pool takes it (Karpenter relaxes that last).
+        let kwok = || Some(crate::model::Catalog::kwok_builtin());
+        let labels = ", node.kubernetes.io/instance-type: c-8x-amd64-linux, topology.kubernetes.io/zone: test-zone-a, karpenter.sh/capacity-type: on-demand";
+        let batch = |taints: &str| {
+            format!("---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: batch}}\nspec:\n  weight: 100\n  template:\n    spec:\n      taints: [{taints}]\nstatus: {{conditions: [{{type: Ready, status: \"True\"}}]}}\n")
+        };
+        let a = answer_priced(UNDERUSED, "500m", &batch(""), labels, kwok());
+        assert!(a.message.contains("from NodePool batch"), "{}", a.message);
+        let soft = "{key: batch, effect: PreferNoSchedule}";
+        let a = answer_priced(UNDERUSED, "500m", &batch(soft), labels, kwok());
+        assert_eq!(a.state, State::Candidate, "{}", a.message);
+        assert!(a.message.contains("from NodePool default"), "{}", a.message);
+        // "default" barred by a taint the pod does not tolerate: "batch" is where Karpenter
+        // falls back to, once it tolerates the PreferNoSchedule taint.
+        let barred = "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 5m}, template: {spec: {taints: [{key: x, effect: NoSchedule}]}}";
+        let a = answer_priced(barred, "500m", &batch(soft), labels, kwok());
+        assert!(a.message.contains("from NodePool batch"), "{}", a.message);
     }
 
     #[test]

@@ -48,8 +48,17 @@ pub enum Replacement {
 
 /// The replacement for `node` (of `price` where kelp knows one) whose `pods` fit nowhere
 /// else. The node's own price is its offering's in the catalogue where it has it, as
-/// Karpenter prices it (a price label is rounded).
-pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f64>) -> Replacement {
+/// Karpenter prices it (a price label is rounded). A pool whose template has a
+/// PreferNoSchedule taint a pod does not tolerate is tried only after every other (as
+/// Karpenter relaxes that preference last), and not at all without `relax`: for pods that
+/// fit on the nodes there once their preferences go, which Karpenter places there first.
+pub fn replacement(
+    pools: &PoolSet,
+    node: &Node,
+    pods: &[&Pod],
+    price: Option<f64>,
+    relax: bool,
+) -> Replacement {
     let Some(catalog) = &pools.catalog else {
         return Replacement::Unknown(
             "kelp cannot price one without an instance-type catalogue".into(),
@@ -81,10 +90,10 @@ pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f6
             (pool, capacity)
         });
     let freed = freed.as_ref().map(|(p, r)| (*p, r));
-    let Some(launch) = one_claim(pools, pods, freed) else {
+    let Some(launch) = claim_for(pools, pods, freed, relax) else {
         // Each alone, then: does every pod have some pool?
         for p in pods {
-            if one_claim(pools, std::slice::from_ref(p), freed).is_none() {
+            if claim_for(pools, std::slice::from_ref(p), freed, relax).is_none() {
                 let m = &p.metadata;
                 return Replacement::WouldNotSchedule(format!(
                     "{}/{}",
@@ -130,12 +139,33 @@ pub fn replacement(pools: &PoolSet, node: &Node, pods: &[&Pod], price: Option<f6
     }
 }
 
+/// One NodeClaim for `pods` ([`one_claim`]): held to the pools' PreferNoSchedule taints
+/// first, then, with `relax` and where a pool carries one, tolerating them.
+fn claim_for(
+    pools: &PoolSet,
+    pods: &[&Pod],
+    freed: Option<(&str, &Resources)>,
+    relax: bool,
+) -> Option<(String, Launch, Requirements)> {
+    one_claim(pools, pods, freed, false).or_else(|| {
+        let templates = pools
+            .ordered
+            .iter()
+            .map(|p| p.pool.spec.template.spec.taints.as_slice());
+        (relax && taints::any_pool_soft(templates))
+            .then(|| one_claim(pools, pods, freed, true))
+            .flatten()
+    })
+}
+
 /// The first pool (in Karpenter's order) with a type that holds all `pods` on one node;
 /// `freed` is the candidate's pool and capacity, which its own pool's limits get back.
+/// `soft`: the pods tolerate the pools' PreferNoSchedule taints.
 fn one_claim(
     pools: &PoolSet,
     pods: &[&Pod],
     freed: Option<(&str, &Resources)>,
+    soft: bool,
 ) -> Option<(String, Launch, Requirements)> {
     'pools: for p in &pools.ordered {
         if p.not_ready.is_some() {
@@ -171,8 +201,12 @@ fn one_claim(
         let mut reqs = pool_reqs.clone();
         let mut requests = Resources::default();
         for pod in pods {
-            if !taints::untolerated(&pod.spec.tolerations, &p.pool.spec.template.spec.taints)
-                .is_empty()
+            let template = &p.pool.spec.template.spec.taints;
+            if !taints::untolerated(&pod.spec.tolerations, template).is_empty()
+                || !soft
+                    && taints::soft(&pod.spec.tolerations, template)
+                        .next()
+                        .is_some()
             {
                 continue 'pools;
             }

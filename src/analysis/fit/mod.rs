@@ -2,7 +2,8 @@
 //! compute from the model: requests against free allocatable (and the pod count), taints,
 //! `nodeSelector` and required node affinity, host ports, required pod anti-affinity (the
 //! pod's own, and that of the pods already on a node or placed there), the pod's own
-//! preferred pod anti-affinity (held as required first, as Karpenter's simulation does),
+//! preferred pod anti-affinity and a node's PreferNoSchedule taints (held as required first,
+//! as Karpenter's simulation does),
 //! topology spread (`DoNotSchedule`), and a claim's volume kept in its zone.
 //!
 //! [`Room`] is built once per pass, lazily (when some node is asked about, or when serve's
@@ -73,6 +74,7 @@ pub struct Room<'c> {
     reach: Cell<(usize, bool)>,
     /// Karpenter runs with `PREFERENCE_POLICY=Ignore`: its simulation drops preferred terms.
     ignore_preferences: bool,
+    soft: peers::SoftTaints,
 }
 
 /// How far into the room's order (most free CPU first, then by name) the plans made
@@ -375,6 +377,7 @@ impl<'c> Room<'c> {
             });
         }
         cache.retain_nodes(&c.nodes);
+        let soft = peers::SoftTaints::of(c, targets.iter().map(|t| t.node));
         targets.sort_by(|a, b| b.cpu.total_cmp(&a.cpu));
         let mut guards: HashMap<(&str, &str), Vec<Guard>> = HashMap::new();
         for n in guarded {
@@ -395,6 +398,7 @@ impl<'c> Room<'c> {
             guard_keys,
             reach: Cell::new((0, false)),
             ignore_preferences: c.karpenter_setting("PREFERENCE_POLICY") == Some("Ignore"),
+            soft,
         }
     }
 
@@ -464,7 +468,7 @@ impl<'c> Room<'c> {
             } else {
                 peers::preferences(pod)
             };
-            let strict = if !prefers.is_empty() {
+            let strict = if !prefers.is_empty() || self.soft.present {
                 Some(self.place(from, pod, requests, &placed, true))
             } else {
                 None
@@ -476,11 +480,7 @@ impl<'c> Room<'c> {
                         plan.preferring.push(pod.metadata.key());
                         plan.misses.push(PodMiss {
                             pod: pod.metadata.key(),
-                            why: format!(
-                                "its {} keeps it off the nodes with room (it would fit on {} without): Karpenter puts it on a new node before it breaks a preference",
-                                prefers.join(" and "),
-                                self.targets[target].node.metadata.name
-                            ),
+                            why: peers::held_off(&prefers, pod, self.targets[target].node),
                         });
                         continue;
                     }
@@ -584,7 +584,12 @@ impl<'c> Room<'c> {
                 tally.settling += 1;
                 continue;
             }
-            if !taints::untolerated(&pod.spec.tolerations, scheduling_taints(t.node)).is_empty() {
+            if !taints::untolerated(&pod.spec.tolerations, scheduling_taints(t.node)).is_empty()
+                || self.soft.holds(preferred)
+                    && taints::soft(&pod.spec.tolerations, scheduling_taints(t.node))
+                        .next()
+                        .is_some()
+            {
                 tally.taints += 1;
                 continue;
             }
@@ -1002,6 +1007,42 @@ status:
         let room = Room::new(&c, chrono::Utc::now());
         let pods: Vec<&Pod> = c.pods_on("a").filter(|p| p.metadata.name == "w1").collect();
         assert!(room.moves(&c.nodes["a"], &pods).fits());
+    }
+
+    #[test]
+    fn a_prefer_no_schedule_taint_holds_first_and_for_good_without_a_pool_that_carries_one() {
+        // b has room but a PreferNoSchedule taint w1 does not tolerate. Karpenter's
+        // `ToleratesPod` checks every effect; it tolerates such taints only as its last
+        // relaxation, and only when some NodePool's template carries one.
+        let tainted = "\n---\napiVersion: v1\nkind: Node\nmetadata: {name: b, labels: {kubernetes.io/hostname: b, topology.kubernetes.io/zone: z-b}}\nspec:\n  taints: [{key: batch, value: only, effect: PreferNoSchedule}]\nstatus:\n  allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}\n  conditions: [{type: Ready, status: \"True\"}]\n";
+        let yaml = format!("{}{tainted}{}", node("a", "4", ""), pod("w1", "a", "1", ""));
+        let p = plan(&yaml, "a");
+        assert!(p.preferring.is_empty() && p.misses.len() == 1, "{p:?}");
+        assert!(p.misses[0].why.contains("taint"), "{p:?}");
+        // A pool whose template carries one: the taint is a preference, broken last.
+        let pool = "\n---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: batch}\nspec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}\n      requirements: []\n      taints: [{key: batch, value: only, effect: PreferNoSchedule}]\n";
+        let p = plan(&format!("{yaml}{pool}"), "a");
+        assert_eq!(p.preferring, ["shop/w1"], "{p:?}");
+        assert!(
+            p.misses[0]
+                .why
+                .contains("PreferNoSchedule taint batch=only:PreferNoSchedule of b")
+                && p.misses[0].why.contains("fit on b without"),
+            "{p:?}"
+        );
+        // Tolerated, it is no taint at all.
+        let tolerates = "  tolerations: [{key: batch, operator: Exists}]";
+        assert!(plan(
+            &format!(
+                "{}{tainted}{}",
+                node("a", "4", ""),
+                pod("w1", "a", "1", tolerates)
+            ),
+            "a"
+        )
+        .fits());
+        // A NoSchedule-free node beside it takes the pod first, with nothing broken.
+        assert!(plan(&format!("{yaml}{pool}{}", node("c", "2", "")), "a").fits());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! required anti-affinity and `DoNotSchedule` spread are counted once per pod (matching
 //! pods per domain, the moving node left out); the anti-affinity of pods already running
 //! is indexed by the domain it guards; spread domains are shared by the replicas that ask
-//! alike; matching pods are counted once per (namespaces, selector) and pass.
+//! alike; matching pods are counted once per (namespaces, selector) and pass. Also what
+//! Karpenter's simulation holds a moving pod to first: its preferences and the nodes'
+//! PreferNoSchedule taints.
 
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -12,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::{holds_room, Placed, Room};
 use crate::analysis::selector;
+use crate::karpenter::taints;
 use crate::model::*;
 
 /// A pod's own anti-affinity terms and spread constraints, counted once per pod.
@@ -382,6 +385,62 @@ pub(super) fn preferences(pod: &Pod) -> Vec<&'static str> {
         out.push("ScheduleAnyway topology spread");
     }
     out
+}
+
+/// What keeps a pod that fits only by breaking a preference off the nodes with room, and
+/// where it would go without: its own preferences ([`preferences`]) and `node`'s
+/// PreferNoSchedule taints it does not tolerate.
+pub(super) fn held_off(prefers: &[&str], pod: &Pod, node: &Node) -> String {
+    let mut held = Vec::new();
+    if !prefers.is_empty() {
+        held.push(format!("its {}", prefers.join(" and ")));
+    }
+    let soft: Vec<String> = taints::soft(&pod.spec.tolerations, &node.spec.taints)
+        .map(taints::render)
+        .collect();
+    if !soft.is_empty() {
+        held.push(format!(
+            "the PreferNoSchedule taint {} of {} (which it does not tolerate)",
+            soft.join(", "),
+            node.metadata.name
+        ));
+    }
+    format!(
+        "{} keeps it off the nodes with room (it would fit on {} without): Karpenter puts it on a new node before it breaks a preference",
+        held.join(" and "),
+        node.metadata.name
+    )
+}
+
+/// PreferNoSchedule taints among the nodes a pod may move to ([`taints::soft`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SoftTaints {
+    /// Some node there carries one.
+    pub(super) present: bool,
+    /// Karpenter's preference relaxation tolerates them at last: some NodePool's template
+    /// carries one (v1.15 `NewScheduler`). Otherwise they hold like NoSchedule.
+    relaxable: bool,
+}
+
+impl SoftTaints {
+    pub(super) fn of<'c>(c: &'c Cluster, targets: impl Iterator<Item = &'c Node>) -> Self {
+        let present = targets
+            .flat_map(|n| n.spec.taints.iter())
+            .any(|t| t.effect == "PreferNoSchedule");
+        let relaxable = present
+            && taints::any_pool_soft(
+                c.nodepools
+                    .values()
+                    .map(|p| p.spec.template.spec.taints.as_slice()),
+            );
+        SoftTaints { present, relaxable }
+    }
+
+    /// Whether a PreferNoSchedule taint keeps a pod out: while its preferences hold
+    /// (`preferred`), or always where Karpenter never tolerates them.
+    pub(super) fn holds(&self, preferred: bool) -> bool {
+        self.present && (preferred || !self.relaxable)
+    }
 }
 
 /// A pod's required anti-affinity terms.
