@@ -1047,3 +1047,44 @@ fn a_kept_answer_hands_on_its_finding() {
     );
     assert_ne!(words(&after), words(&before));
 }
+
+/// Karpenter's settings (its controller pods' inline environment) are read by every
+/// answer of its simulation: a change of one has every node judged afresh, and the
+/// incremental pass still equals a full one. A change of the controller pod that leaves
+/// them alone keeps what the other nodes had.
+#[test]
+fn a_change_of_karpenters_settings_judges_every_node_again() {
+    let (mut c, now) = demo();
+    let key = c
+        .controller_pods()
+        .map(|p| {
+            let ns = p.metadata.namespace.as_deref().unwrap_or_default();
+            (ns.to_string(), p.metadata.name.clone())
+        })
+        .next()
+        .expect("the demo runs Karpenter");
+    let mut engine = Incremental::default();
+    same(&c, now, &mut engine).unwrap();
+    let edit = |c: &mut Cluster, f: &dyn Fn(&mut Pod)| {
+        let mut p = c.pods[&key].clone();
+        f(&mut p);
+        c.apply_pod(p);
+    };
+    // Its start time only: the other nodes keep their states.
+    edit(&mut c, &|p| p.status.start_time = Some(now));
+    same(&c, now, &mut engine).unwrap();
+    assert!(engine.stats().reused > 0, "{:?}", engine.stats());
+    edit(&mut c, &|p| {
+        let spec = p.spec.scheduling.make_mut();
+        spec.containers.make_mut()[0]
+            .env
+            .push(kelp::model::container::EnvVar {
+                name: "PREFERENCE_POLICY".into(),
+                value: "Ignore".into(),
+            });
+    });
+    assert_eq!(c.karpenter_setting("PREFERENCE_POLICY"), Some("Ignore"));
+    same(&c, now, &mut engine).unwrap();
+    assert_eq!(engine.stats().reused, 0, "{:?}", engine.stats());
+    assert!(engine.stats().computed > 0, "{:?}", engine.stats());
+}

@@ -502,9 +502,12 @@ impl Cluster {
             self.stamps.touch_daemon_pod();
         }
         let controller = o.metadata.label(crate::karpenter::labels::APP_NAME) == Some("karpenter");
+        let settings = (controller || self.controller_pods.contains_key(&key))
+            .then(|| self.karpenter_settings());
         set_in(&mut self.unbound, &key, &o, unbound);
         set_in(&mut self.daemon_pods, &key, &o, daemon);
         set_in(&mut self.controller_pods, &key, &o, controller);
+        self.settings_changed(settings);
     }
     pub fn delete_pod(&mut self, namespace: &str, name: &str) {
         let key = (namespace.to_string(), name.to_string());
@@ -517,8 +520,23 @@ impl Cluster {
         if self.daemon_pods.remove(&key).is_some() {
             self.stamps.touch_daemon_pod();
         }
+        let settings = self
+            .controller_pods
+            .contains_key(&key)
+            .then(|| self.karpenter_settings());
         self.controller_pods.remove(&key);
+        self.settings_changed(settings);
         self.prune_stamps();
+    }
+    /// Karpenter's settings change what every answer of its simulation reads (a new
+    /// `PREFERENCE_POLICY`, say): anything kept from before them is stale.
+    fn settings_changed(&mut self, before: Option<[Option<String>; 4]>) {
+        if before.is_some_and(|b| b != self.karpenter_settings()) {
+            self.stamps.touch_all();
+        }
+    }
+    fn karpenter_settings(&self) -> [Option<String>; 4] {
+        super::container::KARPENTER_SETTINGS.map(|n| self.karpenter_setting(n).map(str::to_string))
     }
     /// Take a pod's old version out of its node's list, stamping the node (and the room,
     /// if `room`).
