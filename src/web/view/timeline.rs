@@ -1,5 +1,6 @@
 //! The dashboard's disruption timeline: NodeClaim lifecycles and Karpenter's events over the
-//! last [`TIMELINE_HOURS`] hours, one lane per kind of change.
+//! last [`TIMELINE_HOURS`] hours, one lane per kind of change (node repair and reboots,
+//! v1.15, on a lane of their own).
 
 use chrono::{DateTime, Utc};
 
@@ -20,16 +21,21 @@ fn lane_of(reason: &str, kind: &str) -> Option<&'static str> {
         | "TerminatingOnInterruption"
         | "CapacityReservationInstanceInterrupted" => "interruption",
         "Finalized" | "TerminationGracePeriodExpiring" => "termination",
+        // Karpenter writes NodeRepairBlocked on the node, its NodeClaim and its pool alike:
+        // one mark, the node's.
+        "NodeRepairBlocked" if kind == "Node" => "repair",
+        "RebootObserved" | "RebootFailed" => "repair",
         _ => return None,
     })
 }
 
-pub const LANES: [&str; 5] = [
+pub const LANES: [&str; 6] = [
     "launch",
     "disruption",
     "termination",
     "eviction",
     "interruption",
+    "repair",
 ];
 
 pub(super) fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
@@ -96,5 +102,37 @@ pub(super) fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
         marks,
         ticks,
         lanes: LANES.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_repair_blocked_is_one_mark_on_the_repair_lane_not_three() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/findings/node-repair-blocked/fires.yaml"
+        );
+        let mut c = Cluster::default();
+        crate::source::load_paths(&[path.into()], &mut c).unwrap();
+        let now = DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z")
+            .unwrap()
+            .to_utc();
+        let t = timeline(&c, now);
+        let repair: Vec<&str> = t
+            .marks
+            .iter()
+            .filter(|m| m.lane == "repair")
+            .map(|m| m.title.as_str())
+            .collect();
+        // Karpenter wrote it on the node, its claim and the pool: the node's is the mark.
+        assert_eq!(repair.len(), 1, "{repair:?}");
+        assert!(
+            repair[0].starts_with("NodeRepairBlocked: Node/") && repair[0].contains("unhealthy"),
+            "{repair:?}"
+        );
+        assert_eq!(t.lanes.last(), Some(&"repair"));
     }
 }
