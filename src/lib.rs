@@ -11,6 +11,7 @@ pub mod error;
 pub mod explain;
 pub mod findings;
 pub mod heap;
+pub mod history;
 pub mod karpenter;
 pub mod lint;
 pub mod listener;

@@ -53,6 +53,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "findings",
         ],
     ),
+    ("history", &["analysis", "model", "karpenter", "findings"]),
     (
         "tui",
         &[
@@ -78,7 +79,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "serve",
-        &["runtime", "web", "metrics", "listener", "source", "model"],
+        &[
+            "runtime", "web", "metrics", "history", "listener", "source", "model",
+        ],
     ),
 ];
 

@@ -75,6 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         secure_cookie: false,
         karpenter_service: None,
         series_ttl: crate::metrics::common::DEFAULT_SERIES_TTL,
+        history: None,
         catalog: None,
     }))?;
     Ok(ExitCode::SUCCESS)

@@ -6,6 +6,7 @@ pub mod completion;
 pub mod demo;
 pub mod doctor;
 pub mod generate;
+pub mod history;
 pub mod lint;
 pub mod output;
 pub mod serve;
@@ -87,6 +88,8 @@ pub enum Command {
     Generate(generate::Args),
     /// A live terminal view: pools, nodes and pending pods with usage, $/hr and verdicts
     Top(top::Args),
+    /// What Karpenter did and kelp found, as `serve --state-dir` kept it (per node, pod, pool)
+    History(history::Args),
     /// Print a shell completion script (bash, zsh, fish)
     Completion(completion::Args),
 }
@@ -146,6 +149,7 @@ pub fn main() -> ExitCode {
         Command::Generate(a) => generate::run(a),
         Command::Top(a) => top::run(a),
         Command::Catalog(a) => catalog::run(a),
+        Command::History(a) => history::run(a),
         Command::Completion(a) => completion::run(a),
     };
     // Every log line is out before the outcome's.

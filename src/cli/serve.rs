@@ -112,6 +112,24 @@ pub struct Args {
     /// Drop the series of objects gone for this long (Go duration: 30m, 1h, 2h30m)
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_ttl)]
     pub series_ttl: std::time::Duration,
+    /// Keep a history of what Karpenter did and what kelp found in this directory, across
+    /// restarts (default: none; `kelp history` reads it)
+    ///
+    /// One SQLite file (history.sqlite3, WAL) and a lock file: a second serve on the same
+    /// directory refuses to start. With several --context, each cluster gets a
+    /// sub-directory named after it. In a pod, mount a PersistentVolumeClaim here.
+    #[arg(long, value_name = "DIR", env = "KELP_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// How long history rows are kept: a Go duration (336h) or days (14d)
+    #[arg(long, value_name = "DURATION", default_value = "14d", value_parser = super::history::parse_age)]
+    pub history_retention: chrono::Duration,
+    /// The most disk the history may take (a quantity: 512Mi, 1Gi); the oldest rows go first
+    #[arg(long, value_name = "SIZE", default_value = "1Gi", value_parser = parse_size)]
+    pub history_max_size: u64,
+    /// Stop if the history file cannot be read, instead of moving it aside (kept, renamed
+    /// history.sqlite3.unreadable-TIME) and starting a fresh one
+    #[arg(long)]
+    pub history_strict: bool,
     /// Log line format
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -166,6 +184,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         karpenter_service: (!args.no_cost_scrape).then_some(args.karpenter_service),
         series_ttl: args.series_ttl,
         catalog,
+        history: args.state_dir.map(|dir| serve::HistoryOptions {
+            dir,
+            retention: args.history_retention,
+            max_bytes: args.history_max_size,
+            strict: args.history_strict,
+        }),
     }))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -173,6 +197,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// Every address in a pod (Prometheus scrapes the pod IP), loopback anywhere else.
 fn default_metrics_addr(in_pod: bool) -> SocketAddr {
     SocketAddr::from((if in_pod { [0, 0, 0, 0] } else { [127, 0, 0, 1] }, 8080))
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let v = crate::karpenter::resources::quantity_value(s).map_err(|e| format!("{s}: {e}"))?;
+    if !(v >= 1.0 && v < u64::MAX as f64) {
+        return Err(format!("{s}: must be at least 1 byte"));
+    }
+    Ok(v as u64)
 }
 
 fn parse_ttl(s: &str) -> Result<std::time::Duration, String> {

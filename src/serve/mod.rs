@@ -13,6 +13,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 
+use crate::history::History;
 use crate::metrics;
 use crate::model::Cluster;
 use crate::runtime::{self, Shared};
@@ -42,6 +43,46 @@ pub struct Options {
     pub catalog: Option<Arc<crate::model::Catalog>>,
     /// How long the series of objects that no longer exist are kept.
     pub series_ttl: Duration,
+    /// Keep a history on disk (`--state-dir`).
+    pub history: Option<HistoryOptions>,
+}
+
+/// Where and how long to keep the history (`--state-dir`, `--history-*`).
+#[derive(Debug, Clone)]
+pub struct HistoryOptions {
+    pub dir: std::path::PathBuf,
+    pub retention: chrono::Duration,
+    pub max_bytes: u64,
+    pub strict: bool,
+}
+
+/// Keep `shared`'s history in `dir`: every later pass's rows go to the writer thread.
+pub fn keep_history(
+    shared: &Arc<Shared>,
+    o: &HistoryOptions,
+    dir: std::path::PathBuf,
+) -> Result<Arc<History>, crate::history::StoreError> {
+    let (h, recorder, moved) = History::start(crate::history::Settings {
+        dir: dir.clone(),
+        retention: o.retention,
+        max_bytes: o.max_bytes,
+        strict: o.strict,
+        cluster: shared.name().to_string(),
+    })?;
+    if let Some(m) = moved {
+        tracing::error!(kept = %m.to.display(), "history: {}; moved it aside and started a fresh store", m.why);
+    }
+    let h = Arc::new(h);
+    let (h2, recorder) = (h.clone(), std::sync::Mutex::new(recorder));
+    shared.on_pass(Box::new(move |c, pass, _| {
+        let rows = recorder
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .observe(c, pass);
+        h2.record(rows);
+    }));
+    tracing::info!(dir = %dir.display(), cluster = %shared.name(), "history: kept on disk");
+    Ok(h)
 }
 
 /// A dashboard board for `shared`: it is handed every later pass (and builds the page
@@ -176,9 +217,12 @@ const LISTEN_BACKLOG: u32 = 4096;
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let mut clusters: Vec<Arc<Shared>> = Vec::new();
     let mut boards: Vec<Arc<Board>> = Vec::new();
+    let mut histories: Vec<Arc<History>> = Vec::new();
+    let several = opts.inputs.len() > 1;
     for input in opts.inputs {
         let dashboard = opts.dashboard_addr.is_some();
         let mut board = None;
+        let mut history = None;
         let shared = runtime::start(
             input,
             opts.series_ttl,
@@ -187,9 +231,21 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
                 if dashboard {
                     board = Some(attach(s));
                 }
+                if let Some(o) = &opts.history {
+                    // Several clusters: one store each, in a folder named after it.
+                    let dir = if several {
+                        o.dir.join(crate::web::urlencode(s.name()))
+                    } else {
+                        o.dir.clone()
+                    };
+                    history = Some(keep_history(s, o, dir));
+                }
             },
         )
         .await?;
+        if let Some(h) = history {
+            histories.push(h.map_err(|e| anyhow::anyhow!("--state-dir: {e}"))?);
+        }
         if let Some(catalog) = opts.catalog.clone() {
             shared.set_catalog(catalog);
         }
@@ -253,6 +309,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     while let Some(r) = tasks.join_next().await {
         r??;
     }
+    drop(histories);
     Ok(())
 }
 

@@ -1,0 +1,144 @@
+//! `kelp history`: what Karpenter did and kelp found, as `kelp serve --state-dir` kept it,
+//! per node, NodeClaim, pod or pool, or for the whole cluster. Read straight from the state
+//! directory, while serve runs or after.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chrono::{DateTime, Utc};
+
+use super::output::{self, AnswerFormat, Style};
+use crate::history::{store, Ask, Record};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum What {
+    Node,
+    Nodeclaim,
+    Pod,
+    Nodepool,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kelp history node ip-10-0-1-7.ec2.internal --state-dir /var/lib/kelp
+      its NodeClaim's steps (launched with type, zone and price; drifted; disrupting, why),
+      Karpenter's decisions about it, and the pods evicted from it
+  kelp history pod shop/web-7d9f --since 7d
+      each wait for a node (from when to when, the node it got, kelp's verdict meanwhile),
+      and any eviction by a disruption
+  kelp history nodepool default -o json
+  kelp history --cluster --since 1h
+
+Rows are kept by `kelp serve --state-dir DIR` (default retention 14 days). This reads the
+directory directly (no lock is taken), so it works while serve runs and after it stopped.
+Times are when Karpenter acted (a claim's condition times), not when kelp saw it.")]
+pub struct Args {
+    /// What to ask about (with its NAME): node, nodeclaim, pod or nodepool
+    #[arg(value_enum, required_unless_present = "cluster")]
+    pub what: Option<What>,
+    /// Its name (a pod as NAMESPACE/NAME, or NAME with -n)
+    #[arg(required_unless_present = "cluster")]
+    pub name: Option<String>,
+    /// Everything in the history, every object
+    #[arg(long, conflicts_with_all = ["what", "name"])]
+    pub cluster: bool,
+    /// The pod's namespace (default: any)
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Only what happened (or was still going on) this long ago or later: a Go duration
+    /// (90m, 24h) or days (7d)
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_age)]
+    pub since: chrono::Duration,
+    /// Where `kelp serve --state-dir` keeps its history
+    #[arg(long, value_name = "DIR", env = "KELP_STATE_DIR")]
+    pub state_dir: PathBuf,
+    /// At most this many rows, oldest first
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub limit: usize,
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = AnswerFormat::Table)]
+    pub output: AnswerFormat,
+}
+
+/// A Go duration, or whole days (`7d`): how far back to look, how long to keep.
+pub fn parse_age(s: &str) -> Result<chrono::Duration, String> {
+    if let Some(days) = s.strip_suffix('d') {
+        let n: i64 = days
+            .parse()
+            .map_err(|_| format!("{s}: a Go duration (90m, 24h) or whole days (7d)"))?;
+        if n < 0 {
+            return Err(format!("{s}: must not be negative"));
+        }
+        return chrono::Duration::try_days(n).ok_or_else(|| format!("{s}: too long"));
+    }
+    let d = crate::karpenter::duration::parse_go_duration(s)?;
+    if d < chrono::Duration::zero() {
+        return Err(format!("{s}: must not be negative"));
+    }
+    Ok(d)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let ask = match (args.cluster, args.what, args.name.as_deref()) {
+        (true, _, _) => Ask::Cluster,
+        (false, Some(what), Some(name)) => match what {
+            What::Node => Ask::Node(name.into()),
+            What::Nodeclaim => Ask::NodeClaim(name.into()),
+            What::Nodepool => Ask::NodePool(name.into()),
+            What::Pod => match name.split_once('/') {
+                Some((ns, n)) => Ask::Pod(Some(ns.into()), n.into()),
+                None => Ask::Pod(args.namespace.clone(), name.into()),
+            },
+        },
+        _ => {
+            anyhow::bail!("say what to ask about (node|nodeclaim|pod|nodepool NAME), or --cluster")
+        }
+    };
+    let since: DateTime<Utc> = Utc::now() - args.since;
+    let rows = store::read(&args.state_dir, &ask, Some(since), args.limit)?;
+    let style = Style::detect();
+    let text = match args.output {
+        AnswerFormat::Table => table(&rows, &ask),
+        format => output::structured(format.into(), &rows)?,
+    };
+    output::emit(&text, style)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn table(rows: &[Record], ask: &Ask) -> String {
+    if rows.is_empty() {
+        return format!("No history for {} in that time.\n", describe(ask));
+    }
+    let mut out = String::new();
+    for r in rows {
+        out.push_str(&r.line());
+        out.push('\n');
+    }
+    out
+}
+
+fn describe(ask: &Ask) -> String {
+    match ask {
+        Ask::Node(n) => format!("node {n}"),
+        Ask::NodeClaim(n) => format!("NodeClaim {n}"),
+        Ask::NodePool(n) => format!("NodePool {n}"),
+        Ask::Pod(Some(ns), n) => format!("pod {ns}/{n}"),
+        Ask::Pod(None, n) => format!("pod {n}"),
+        Ask::Cluster => "the cluster".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ages_read_go_durations_and_days() {
+        assert_eq!(super::parse_age("7d").unwrap(), chrono::Duration::days(7));
+        assert_eq!(
+            super::parse_age("90m").unwrap(),
+            chrono::Duration::minutes(90)
+        );
+        assert!(super::parse_age("-1d").is_err());
+        assert!(super::parse_age("soon").is_err());
+    }
+}

@@ -1,0 +1,651 @@
+//! What a pass adds to the history: a pure diff of the model and the pass against what the
+//! recorder saw before. NodeClaim steps come from the claim's own conditions and times
+//! (so a step is dated when Karpenter took it, however late kelp saw it), Karpenter's
+//! events from the model's kept events (a later count updates the row), findings from the
+//! report (appeared, then resolved), and pods' waits from the pending pods' diagnoses. A
+//! restarted serve carries on from the store's open rows ([`Recorder::resume`]).
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+
+use super::record::{Kind, Record, Subject};
+use crate::analysis::provisioning::LAUNCH_ERRORS;
+use crate::analysis::Pass;
+use crate::model::*;
+
+/// Karpenter's events that go into the history (not `Nominated`: a pod's wait has a row
+/// of its own, and a nomination per pod per pass would drown the rest).
+const RECORDED: &[&str] = &[
+    "Unconsolidatable",
+    "ConsolidationCandidate",
+    "ConsolidationRejected",
+    "ConsolidationApproved",
+    "DisruptionBlocked",
+    "DisruptionLaunching",
+    "DisruptionWaitingReadiness",
+    "DisruptionTerminating",
+    "NodeRepairBlocked",
+    "RebootObserved",
+    "RebootFailed",
+    "Evicted",
+    "Disrupted",
+    "FailedDraining",
+    "TerminationGracePeriodExpiring",
+    "SpotInterrupted",
+    "SpotRebalanceRecommendation",
+    "InstanceStopping",
+    "InstanceTerminating",
+    "InstanceUnhealthy",
+    "TerminatingOnInterruption",
+    "CapacityReservationInstanceInterrupted",
+    "NoCompatibleInstanceTypes",
+];
+
+/// A NodeClaim's conditions that are steps of its life, and the step's name.
+const STEPS: &[(&str, &str)] = &[
+    ("Launched", "launched"),
+    ("Registered", "registered"),
+    ("Initialized", "initialized"),
+    ("Drifted", "drifted"),
+    ("DisruptionReason", "disrupting"),
+    ("Rebooting", "rebooting"),
+    ("InstanceTerminating", "terminating"),
+];
+
+struct ClaimSeen {
+    name: String,
+    node: Option<String>,
+    pool: Option<String>,
+    /// When each step was taken, as last seen: a claim whose steps are the same is not
+    /// looked at further (no key is built for it).
+    times: Times,
+    /// The keys of the steps written so far.
+    written: HashSet<String>,
+}
+
+/// A claim's creation, each of [`STEPS`] where it holds (its transition time), its
+/// deletion: in milliseconds.
+type Times = [Option<i64>; STEPS.len() + 2];
+
+fn times(cl: &NodeClaim) -> Times {
+    let mut t: Times = [None; STEPS.len() + 2];
+    t[0] = cl.metadata.creation_timestamp.map(|x| x.timestamp_millis());
+    for c in &cl.status.conditions {
+        if let Some(i) = STEPS.iter().position(|(ty, _)| c.type_ == *ty) {
+            if c.is_true() {
+                t[i + 1] = Some(c.last_transition_time.map_or(0, |x| x.timestamp_millis()));
+            }
+        }
+    }
+    t[STEPS.len() + 1] = cl.metadata.deletion_timestamp.map(|x| x.timestamp_millis());
+    t
+}
+
+struct Waiting {
+    record: Record,
+}
+
+/// What the history has seen, to write only what changed.
+#[derive(Default)]
+pub struct Recorder {
+    claims: HashMap<String, ClaimSeen>,
+    /// Event id -> (count, last seen) written.
+    events: HashMap<String, (i32, Option<DateTime<Utc>>)>,
+    /// Open findings by (code, object, pool): their row.
+    findings: HashMap<(String, String, String), Record>,
+    /// Pending pods by (namespace, name): their open row.
+    pending: HashMap<(String, String), Waiting>,
+    /// Claims the store had alive when serve last stopped, not yet seen again.
+    unseen: HashMap<String, Record>,
+    passes: u64,
+}
+
+fn claim_id(cl: &NodeClaim) -> String {
+    if cl.metadata.uid.is_empty() {
+        cl.metadata.name.clone()
+    } else {
+        cl.metadata.uid.clone()
+    }
+}
+
+fn subject(kind: &str, namespace: Option<&str>, name: &str) -> Subject {
+    Subject {
+        kind: kind.to_string(),
+        namespace: namespace.map(str::to_string),
+        name: name.to_string(),
+    }
+}
+
+fn finding_key(f: &crate::findings::Finding) -> (String, String, String) {
+    (
+        f.code.as_str().to_string(),
+        f.object.to_string(),
+        f.nodepool.clone().unwrap_or_default(),
+    )
+}
+
+impl Recorder {
+    /// Carry on from a store's rows still open (findings, pods' waits) and the claims it
+    /// had alive: a finding still there keeps its row; one gone, or a claim gone, is closed
+    /// at the first pass.
+    pub fn resume(open: Vec<Record>, live_claims: Vec<Record>) -> Self {
+        let mut r = Recorder::default();
+        for row in open {
+            match row.kind {
+                Kind::Finding => {
+                    let key = (
+                        row.details.get("code").cloned().unwrap_or_default(),
+                        row.details.get("object").cloned().unwrap_or_default(),
+                        row.nodepool.clone().unwrap_or_default(),
+                    );
+                    r.findings.insert(key, row);
+                }
+                Kind::Pod => {
+                    let key = (
+                        row.object.namespace.clone().unwrap_or_default(),
+                        row.object.name.clone(),
+                    );
+                    r.pending.insert(key, Waiting { record: row });
+                }
+                _ => {}
+            }
+        }
+        for row in live_claims {
+            if let Some(id) = row.key.split('/').nth(1) {
+                r.unseen.insert(id.to_string(), row);
+            }
+        }
+        r
+    }
+
+    /// The rows this pass adds or updates.
+    pub fn observe(&mut self, c: &Cluster, pass: &Pass) -> Vec<Record> {
+        let mut out = Vec::new();
+        self.claims(c, pass, &mut out);
+        self.events(c, pass, &mut out);
+        self.findings(pass, &mut out);
+        self.pods(c, pass, &mut out);
+        self.passes += 1;
+        out
+    }
+
+    fn claims(&mut self, c: &Cluster, pass: &Pass, out: &mut Vec<Record>) {
+        let mut present = HashSet::with_capacity(c.nodeclaims.len());
+        for cl in c.nodeclaims.values() {
+            let id = claim_id(cl);
+            present.insert(id.clone());
+            self.unseen.remove(&id);
+            let pool = cl.metadata.label(crate::karpenter::labels::NODEPOOL);
+            let now = times(cl);
+            let seen = self.claims.entry(id.clone()).or_insert_with(|| ClaimSeen {
+                name: cl.metadata.name.clone(),
+                node: None,
+                pool: pool.map(str::to_string),
+                times: [None; STEPS.len() + 2],
+                written: HashSet::new(),
+            });
+            if cl.status.node_name.is_some() && seen.node != cl.status.node_name {
+                seen.node = cl.status.node_name.clone();
+            }
+            if seen.times == now && !seen.written.is_empty() {
+                continue;
+            }
+            seen.times = now;
+            let base = |what: &str, at: DateTime<Utc>, key: String| {
+                let mut r = Record::new(
+                    key,
+                    at,
+                    Kind::NodeClaim,
+                    what,
+                    subject("NodeClaim", None, &cl.metadata.name),
+                );
+                r.nodeclaim = Some(cl.metadata.name.clone());
+                r.node = cl.status.node_name.clone();
+                r.nodepool = pool.map(str::to_string);
+                r
+            };
+            let mut steps: Vec<Record> = Vec::new();
+            if let Some(t) = cl.metadata.creation_timestamp {
+                steps.push(base("created", t, format!("nodeclaim/{id}/created")));
+            }
+            for (condition, step) in STEPS {
+                let Some(cond) = crate::model::condition(&cl.status.conditions, condition) else {
+                    continue;
+                };
+                if !cond.is_true() {
+                    continue;
+                }
+                let at = cond.last_transition_time.unwrap_or(pass.now);
+                // A step that can come again (drift, a disruption, a reboot) is one row per
+                // episode, told apart by when it began.
+                let key = format!("nodeclaim/{id}/{step}/{}", at.timestamp_millis());
+                // The reason, where it says more than the condition's own name.
+                let reason = cond.reason.as_deref().filter(|r| r != condition);
+                let mut r = base(step, at, key).detail("reason", reason.unwrap_or_default());
+                r.message = cond.message.clone().unwrap_or_default();
+                if *step == "launched" {
+                    r = launched(r, cl, pass);
+                }
+                steps.push(r);
+            }
+            if let Some(t) = cl.metadata.deletion_timestamp {
+                steps.push(base("deleting", t, format!("nodeclaim/{id}/deleting")));
+            }
+            for r in steps {
+                if seen.written.insert(r.key.clone()) {
+                    out.push(r);
+                }
+            }
+        }
+        let gone: Vec<String> = self
+            .claims
+            .keys()
+            .filter(|id| !present.contains(*id))
+            .cloned()
+            .collect();
+        for id in gone {
+            if let Some(seen) = self.claims.remove(&id) {
+                let mut r = Record::new(
+                    format!("nodeclaim/{id}/deleted"),
+                    pass.now,
+                    Kind::NodeClaim,
+                    "deleted",
+                    subject("NodeClaim", None, &seen.name),
+                );
+                r.nodeclaim = Some(seen.name);
+                r.node = seen.node;
+                r.nodepool = seen.pool;
+                out.push(r);
+            }
+        }
+        // Claims alive when serve last stopped and not there now: gone while no one watched.
+        if self.passes == 0 {
+            for (id, row) in self.unseen.drain() {
+                let mut r = Record::new(
+                    format!("nodeclaim/{id}/deleted"),
+                    pass.now,
+                    Kind::NodeClaim,
+                    "deleted",
+                    row.object.clone(),
+                );
+                r.nodeclaim = row.nodeclaim;
+                r.node = row.node;
+                r.nodepool = row.nodepool;
+                r.message =
+                    "gone while kelp was not watching: deleted at or before this time".into();
+                out.push(r);
+            }
+        }
+    }
+
+    fn events(&mut self, c: &Cluster, pass: &Pass, out: &mut Vec<Record>) {
+        let mut present = HashSet::new();
+        for e in c.events.values() {
+            if !e.from_karpenter()
+                || !(RECORDED.contains(&e.reason.as_str())
+                    || LAUNCH_ERRORS.contains(&e.reason.as_str()))
+            {
+                continue;
+            }
+            present.insert(e.id.as_str());
+            let now = (e.count, e.last_seen);
+            if self.events.get(&e.id) == Some(&now) {
+                continue;
+            }
+            self.events.insert(e.id.clone(), now);
+            let Some(at) = e.first_seen.or(e.last_seen) else {
+                continue;
+            };
+            let g = &e.regarding;
+            let mut r = Record::new(
+                format!("event/{}", e.id),
+                at,
+                Kind::Event,
+                &e.reason,
+                subject(&g.kind, g.namespace.as_deref(), &g.name),
+            );
+            r.until = e.last_seen.filter(|t| *t > at);
+            r.message = e.message.clone();
+            r = r.detail(
+                "count",
+                if e.count > 1 {
+                    e.count.to_string()
+                } else {
+                    String::new()
+                },
+            );
+            place(c, &g.kind, g.namespace.as_deref(), &g.name, &mut r);
+            if let Some(le) = pass.launch_errors.get(&e.id) {
+                r = r
+                    .detail("instanceTypes", le.instance_types.join(","))
+                    .detail("zones", le.zones.join(","))
+                    .detail("capacityType", le.capacity_type.clone().unwrap_or_default())
+                    .detail("code", le.code.clone().unwrap_or_default());
+            }
+            out.push(r);
+        }
+        self.events.retain(|id, _| present.contains(id.as_str()));
+    }
+
+    fn findings(&mut self, pass: &Pass, out: &mut Vec<Record>) {
+        let mut present = HashSet::new();
+        for f in &pass.report.findings {
+            let key = finding_key(f);
+            present.insert(key.clone());
+            if self.findings.contains_key(&key) {
+                continue;
+            }
+            let at = pass.now;
+            let mut r = Record::new(
+                format!(
+                    "finding/{}/{}/{}/{}",
+                    key.0,
+                    key.1,
+                    key.2,
+                    at.timestamp_millis()
+                ),
+                at,
+                Kind::Finding,
+                f.code.as_str(),
+                subject(
+                    &f.object.kind.to_string(),
+                    f.object.namespace.as_deref(),
+                    &f.object.name,
+                ),
+            )
+            .detail("code", key.0.clone())
+            .detail("object", key.1.clone())
+            .detail("severity", f.severity.to_string());
+            r.nodepool = f.nodepool.clone();
+            r.message = f.message.clone();
+            out.push(r.clone());
+            self.findings.insert(key, r);
+        }
+        let resolved: Vec<_> = self
+            .findings
+            .keys()
+            .filter(|k| !present.contains(*k))
+            .cloned()
+            .collect();
+        for k in resolved {
+            if let Some(mut r) = self.findings.remove(&k) {
+                r.until = Some(pass.now);
+                out.push(r);
+            }
+        }
+    }
+
+    fn pods(&mut self, c: &Cluster, pass: &Pass, out: &mut Vec<Record>) {
+        let mut present = HashSet::with_capacity(pass.pending.len());
+        for d in &pass.pending {
+            let ns = d.pod.namespace.clone().unwrap_or_default();
+            let key = (ns.clone(), d.pod.name.clone());
+            present.insert(key.clone());
+            let summary = d.verdict_summary();
+            match self.pending.get_mut(&key) {
+                Some(w) if w.record.message == summary => {}
+                Some(w) => {
+                    w.record.message = summary.to_string();
+                    out.push(w.record.clone());
+                }
+                None => {
+                    let at = d.since.unwrap_or(pass.now);
+                    let mut r = Record::new(
+                        format!("pod/{ns}/{}/{}", d.pod.name, at.timestamp_millis()),
+                        at,
+                        Kind::Pod,
+                        "pending",
+                        subject("Pod", Some(&ns), &d.pod.name),
+                    );
+                    r.message = summary.to_string();
+                    out.push(r.clone());
+                    self.pending.insert(key, Waiting { record: r });
+                }
+            }
+        }
+        let ended: Vec<_> = self
+            .pending
+            .keys()
+            .filter(|k| !present.contains(*k))
+            .cloned()
+            .collect();
+        for k in ended {
+            let Some(Waiting { mut record }) = self.pending.remove(&k) else {
+                continue;
+            };
+            record.until = Some(pass.now);
+            match c.pods.get(&k) {
+                Some(p) => {
+                    if let Some(node) = p.spec.node_name.as_deref() {
+                        place(c, "Node", None, node, &mut record);
+                        record.details.insert("outcome".into(), "bound".into());
+                    } else {
+                        record
+                            .details
+                            .insert("outcome".into(), "no longer waits on Karpenter".into());
+                    }
+                }
+                None => {
+                    record.details.insert("outcome".into(), "deleted".into());
+                }
+            }
+            out.push(record);
+        }
+    }
+}
+
+/// The node, NodeClaim and pool an object is on or is, from the model.
+fn place(c: &Cluster, kind: &str, namespace: Option<&str>, name: &str, r: &mut Record) {
+    let node = match kind {
+        "Node" => c.nodes.get(name),
+        "Pod" => c
+            .pods
+            .get(&(namespace.unwrap_or_default().to_string(), name.to_string()))
+            .and_then(|p| p.spec.node_name.as_deref())
+            .and_then(|n| c.nodes.get(n)),
+        "NodeClaim" => {
+            let claim = c.nodeclaims.get(name);
+            r.nodeclaim = Some(name.to_string());
+            if let Some(cl) = claim {
+                r.nodepool = cl
+                    .metadata
+                    .label(crate::karpenter::labels::NODEPOOL)
+                    .map(str::to_string);
+                r.node = cl.status.node_name.clone();
+            }
+            return;
+        }
+        "NodePool" => {
+            r.nodepool = Some(name.to_string());
+            return;
+        }
+        _ => None,
+    };
+    if let Some(n) = node {
+        r.node = Some(n.metadata.name.clone());
+        r.nodepool = n.pool().map(str::to_string);
+        r.nodeclaim = c.nodeclaim_for_node(n).map(|cl| cl.metadata.name.clone());
+    } else if kind == "Node" {
+        r.node = Some(name.to_string());
+    }
+}
+
+/// A launch's type, zone and capacity type from the claim's labels, and its price from the
+/// pass's catalogue where it has one.
+fn launched(r: Record, cl: &NodeClaim, pass: &Pass) -> Record {
+    use crate::karpenter::labels;
+    let (t, zone, ct) = (
+        cl.metadata.label(labels::INSTANCE_TYPE),
+        cl.metadata.label(labels::ZONE),
+        cl.metadata.label(labels::CAPACITY_TYPE),
+    );
+    let price = pass
+        .catalog
+        .as_ref()
+        .zip(t)
+        .and_then(|(cat, t)| cat.get(t))
+        .and_then(|it| {
+            it.offerings
+                .iter()
+                .find(|o| Some(o.zone.as_str()) == zone && Some(o.capacity_type.as_str()) == ct)?
+                .price
+        });
+    r.detail("instanceType", t.unwrap_or_default())
+        .detail("zone", zone.unwrap_or_default())
+        .detail("capacityType", ct.unwrap_or_default())
+        .detail(
+            "pricePerHour",
+            price.map(|p| format!("{p:.4}")).unwrap_or_default(),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn real() -> (Cluster, DateTime<Utc>) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/real/karpenter-v1.15.0/cluster.json"
+        );
+        let mut c = Cluster::default();
+        crate::source::load_paths(&[path.into()], &mut c).unwrap();
+        let now = c.captured_at.expect("the capture's clock");
+        (c, now)
+    }
+
+    fn of<'a>(rows: &'a [Record], kind: Kind, what: &str) -> Vec<&'a Record> {
+        rows.iter()
+            .filter(|r| r.kind == kind && r.what == what)
+            .collect()
+    }
+
+    #[test]
+    fn a_pass_writes_each_thing_once_and_then_only_what_changed() {
+        let (mut c, now) = real();
+        let mut rec = Recorder::default();
+        let pass = crate::analysis::run(&c, now);
+        let rows = rec.observe(&c, &pass);
+        // Every claim's creation, and its launch with the type, zone and capacity type.
+        assert_eq!(
+            of(&rows, Kind::NodeClaim, "created").len(),
+            c.nodeclaims.len()
+        );
+        let launched = of(&rows, Kind::NodeClaim, "launched");
+        assert!(!launched.is_empty());
+        for r in &launched {
+            for d in ["instanceType", "zone", "capacityType"] {
+                assert!(r.details.contains_key(d), "{d}: {r:?}");
+            }
+            assert!(r.nodepool.is_some() && r.at <= now, "{r:?}");
+        }
+        // kwok's built-in catalogue prices the launch.
+        assert!(launched
+            .iter()
+            .any(|r| r.details.contains_key("pricePerHour")));
+        // Karpenter's decisions, with the node and pool they concern.
+        let events: Vec<_> = rows.iter().filter(|r| r.kind == Kind::Event).collect();
+        assert!(events
+            .iter()
+            .any(|r| r.what == "Unconsolidatable" && r.node.is_some()));
+        assert!(!events.iter().any(|r| r.what == "Nominated"));
+        // Every finding, once.
+        assert_eq!(
+            rows.iter().filter(|r| r.kind == Kind::Finding).count(),
+            pass.report.findings.len()
+        );
+        // Nothing changed, nothing written.
+        let again = crate::analysis::run(&c, now);
+        assert!(rec.observe(&c, &again).is_empty());
+        // A claim gone: its deletion, with its node and pool.
+        let (name, claim) = c
+            .nodeclaims
+            .iter()
+            .find(|(_, cl)| cl.status.node_name.is_some())
+            .map(|(n, cl)| (n.clone(), cl.clone()))
+            .unwrap();
+        c.delete_nodeclaim(&name);
+        let later = now + chrono::Duration::minutes(1);
+        let pass = crate::analysis::run(&c, later);
+        let rows = rec.observe(&c, &pass);
+        let deleted = of(&rows, Kind::NodeClaim, "deleted");
+        assert_eq!(deleted.len(), 1, "{rows:?}");
+        assert_eq!(deleted[0].at, later);
+        assert_eq!(deleted[0].node, claim.status.node_name);
+        // Findings that went are closed at this pass.
+        for r in rows
+            .iter()
+            .filter(|r| r.kind == Kind::Finding && r.until.is_some())
+        {
+            assert_eq!(r.until, Some(later));
+        }
+    }
+
+    #[test]
+    fn a_pods_wait_is_one_row_closed_with_where_it_went() {
+        let (mut c, now) = real();
+        let mut rec = Recorder::default();
+        let pass = crate::analysis::run(&c, now);
+        let rows = rec.observe(&c, &pass);
+        let waits = of(&rows, Kind::Pod, "pending");
+        assert_eq!(waits.len(), pass.pending.len());
+        let Some(w) = waits.first() else {
+            return;
+        };
+        assert!(!w.message.is_empty() && w.until.is_none());
+        // The pod is bound to a node now.
+        let key = (w.object.namespace.clone().unwrap(), w.object.name.clone());
+        let node = c.nodes.keys().next().unwrap().clone();
+        let mut p = c.pods[&key].clone();
+        p.spec.node_name = Some(node.as_str().into());
+        c.apply_pod(p);
+        let later = now + chrono::Duration::seconds(30);
+        let rows = rec.observe(&c, &crate::analysis::run(&c, later));
+        let closed: Vec<_> = rows
+            .iter()
+            .filter(|r| r.kind == Kind::Pod && r.object.name == key.1)
+            .collect();
+        assert_eq!(closed.len(), 1, "{rows:?}");
+        assert_eq!(closed[0].until, Some(later));
+        assert_eq!(closed[0].node.as_deref(), Some(node.as_str()));
+        assert_eq!(closed[0].details["outcome"], "bound");
+        assert_eq!(closed[0].key, w.key, "the same row, closed");
+    }
+
+    #[test]
+    fn a_restart_carries_on_from_the_open_rows() {
+        let (c, now) = real();
+        let mut first = Recorder::default();
+        let pass = crate::analysis::run(&c, now);
+        let rows = first.observe(&c, &pass);
+        let open: Vec<Record> = rows
+            .iter()
+            .filter(|r| matches!(r.kind, Kind::Finding | Kind::Pod))
+            .cloned()
+            .collect();
+        let mut created: Vec<Record> = of(&rows, Kind::NodeClaim, "created")
+            .into_iter()
+            .cloned()
+            .collect();
+        // A claim the store had alive that is not in the cluster any more.
+        let mut ghost = created[0].clone();
+        ghost.key = "nodeclaim/ghost-uid/created".into();
+        ghost.object.name = "ghost".into();
+        ghost.nodeclaim = Some("ghost".into());
+        created.push(ghost);
+        let mut resumed = Recorder::resume(open, created);
+        let rows = resumed.observe(&c, &pass);
+        // The same findings and waits are not opened again; the ghost is closed.
+        assert!(
+            !rows
+                .iter()
+                .any(|r| matches!(r.kind, Kind::Finding | Kind::Pod)),
+            "{rows:?}"
+        );
+        let deleted = of(&rows, Kind::NodeClaim, "deleted");
+        assert_eq!(deleted.len(), 1);
+        assert_eq!(deleted[0].nodeclaim.as_deref(), Some("ghost"));
+        assert!(deleted[0].message.contains("not watching"));
+    }
+}

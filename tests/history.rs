@@ -1,0 +1,185 @@
+//! `kelp serve --state-dir` keeps a history that `kelp history` reads, and it survives what
+//! a process meets: `kill -9` while it writes (every row readable before the kill is there
+//! after, and the store opens cleanly), a second serve on the same directory (refused,
+//! naming the first), and a file that is not kelp's (moved aside, kept).
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const CAPTURE: &str = "tests/fixtures/real/karpenter-v1.15.0/cluster.json";
+
+fn serve(state: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .env_remove("KUBECONFIG")
+        .args([
+            "serve",
+            "--no-dashboard",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--from",
+            CAPTURE,
+        ])
+        .arg("--state-dir")
+        .arg(state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn history(state: &Path, args: &[&str]) -> (String, String, i32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .env("NO_COLOR", "1")
+        .arg("history")
+        .args(args)
+        .arg("--state-dir")
+        .arg(state)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// Every row, by key order of the JSON (the capture is years old to `--since`'s default).
+fn rows(state: &Path) -> Vec<Value> {
+    let (out, _, code) = history(state, &["--cluster", "--since", "36500d", "-o", "json"]);
+    if code != 0 {
+        return Vec::new();
+    }
+    serde_json::from_str::<Vec<Value>>(&out).unwrap_or_default()
+}
+
+/// Wait until the history holds rows and two reads a little apart agree.
+fn settled(state: &Path) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = Vec::new();
+    while Instant::now() < deadline {
+        let now = rows(state);
+        if !now.is_empty() && now == last {
+            return now;
+        }
+        last = now;
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    panic!("the history never settled: {} rows", last.len());
+}
+
+#[test]
+fn the_history_survives_kill_9_and_a_restart_carries_on_without_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let mut kept = Vec::new();
+    for round in 0..3 {
+        let mut child = serve(&state);
+        let now = settled(&state);
+        assert!(now.len() >= kept.len(), "round {round}: rows went missing");
+        for r in &kept {
+            assert!(
+                now.contains(r) || r["until"].is_null(),
+                "round {round}: lost {r}"
+            );
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let after = rows(&state);
+        assert_eq!(after, now, "round {round}: the kill lost or changed rows");
+        kept = after;
+    }
+    // One creation per NodeClaim, however many restarts.
+    let created: Vec<&Value> = kept
+        .iter()
+        .filter(|r| r["kind"] == "nodeclaim" && r["what"] == "created")
+        .collect();
+    let mut names: Vec<&str> = created
+        .iter()
+        .filter_map(|r| r["object"]["name"].as_str())
+        .collect();
+    let total = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), total, "a claim created twice");
+    assert!(total > 0);
+    // Each finding is one open row, not one per restart.
+    let findings = kept.iter().filter(|r| r["kind"] == "finding").count();
+    let open = kept
+        .iter()
+        .filter(|r| r["kind"] == "finding" && r["until"].is_null())
+        .count();
+    assert_eq!(findings, open, "a restart closed and reopened findings");
+}
+
+#[test]
+fn a_second_serve_on_one_state_dir_is_refused_naming_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = serve(dir.path());
+    settled(dir.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .env_remove("KUBECONFIG")
+        .args([
+            "serve",
+            "--no-dashboard",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--from",
+            CAPTURE,
+        ])
+        .arg("--state-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("in use by another kelp serve")
+            && err.contains(&format!("pid {}", first.id())),
+        "{err}"
+    );
+}
+
+#[test]
+fn history_answers_per_object_in_every_format_and_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = serve(dir.path());
+    let all = settled(dir.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let launched = all
+        .iter()
+        .find(|r| r["what"] == "launched" && r["node"].is_string())
+        .expect("a launched claim with its node");
+    let node = launched["node"].as_str().unwrap();
+    let (text, _, code) = history(dir.path(), &["node", node, "--since", "36500d"]);
+    assert_eq!(code, 0);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("launched") && l.contains("instanceType=")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .all(|l| l.contains(node) || l.contains("NodeClaim/")),
+        "{text}"
+    );
+    let (yaml, _, _) = history(
+        dir.path(),
+        &["node", node, "--since", "36500d", "-o", "yaml"],
+    );
+    assert!(yaml.contains("what: launched"), "{yaml}");
+    // A window that holds none of it: said, not an error.
+    let (text, _, code) = history(dir.path(), &["node", node, "--since", "1s"]);
+    assert_eq!(code, 0);
+    assert!(text.starts_with("No history for node"), "{text}");
+    // No store: one line, and a failure.
+    let (_, err, code) = history(&dir.path().join("nowhere"), &["--cluster"]);
+    assert_ne!(code, 0);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no history in"), "{err}");
+}
