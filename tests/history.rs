@@ -183,3 +183,86 @@ fn history_answers_per_object_in_every_format_and_says_what_is_missing() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("no history in"), "{err}");
 }
+
+#[test]
+fn why_adds_what_happened_before_and_import_rebuilds_it_from_karpenters_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = serve(dir.path());
+    let all = settled(dir.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let node = all
+        .iter()
+        .find(|r| r["what"] == "Unconsolidatable" && r["object"]["kind"] == "Node")
+        .and_then(|r| r["object"]["name"].as_str())
+        .expect("a node Karpenter left")
+        .to_string();
+    let why = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .env("NO_COLOR", "1")
+            .args(["why", "node", &node, "--from", CAPTURE])
+            .args(extra)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let state = dir.path().to_str().unwrap();
+    let text = why(&["--state-dir", state]);
+    let (_, tail) = text
+        .split_once("What happened before (kelp history, newest last):")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        tail.contains("launched") && tail.contains("Unconsolidatable"),
+        "{tail}"
+    );
+    let json: Value = serde_json::from_str(&why(&["--state-dir", state, "-o", "json"])).unwrap();
+    assert!(json["history"]
+        .as_array()
+        .is_some_and(|h| !h.is_empty() && h.len() <= 20));
+    // Without a state dir: the answer as before, no history.
+    let plain: Value = serde_json::from_str(&why(&["-o", "json"])).unwrap();
+    assert!(plain.get("history").is_none());
+
+    // Karpenter's own log of a consolidation: the deleted claim's whole life, and why.
+    let imported = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .args([
+            "history",
+            "import",
+            "tests/fixtures/logs/karpenter-v1.15.0-consolidation.log",
+        ])
+        .arg("--state-dir")
+        .arg(imported.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = rows(imported.path());
+    let decided = rows
+        .iter()
+        .find(|r| r["what"] == "disruption decided")
+        .expect("a disruption");
+    assert_eq!(decided["details"]["reason"], "Underutilized");
+    let node = decided["node"].as_str().unwrap();
+    let (text, _, _) = history(imported.path(), &["node", node, "--since", "36500d"]);
+    let whats: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split("  ").nth(2))
+        .map(|w| w.split("  [").next().unwrap_or(w))
+        .collect();
+    assert_eq!(
+        whats,
+        [
+            "created",
+            "launched",
+            "registered",
+            "initialized",
+            "disruption decided",
+            "deleted"
+        ],
+        "{text}"
+    );
+}

@@ -16,6 +16,8 @@ pub enum What {
     Nodeclaim,
     Pod,
     Nodepool,
+    /// Rebuild history from Karpenter's controller logs (JSON lines): the FILEs
+    Import,
 }
 
 #[derive(Debug, clap::Args)]
@@ -29,17 +31,23 @@ Examples:
       and any eviction by a disruption
   kelp history nodepool default -o json
   kelp history --cluster --since 1h
+  kubectl logs -n kube-system deploy/karpenter --since 24h > karpenter.log
+  kelp history import karpenter.log --state-dir ./history
+      a history from Karpenter's own log, for a cluster kelp never watched: each NodeClaim's
+      creation, launch, registration, initialization and deletion, each disruption (reason,
+      decision, savings, replacements), each pod it could not schedule
 
 Rows are kept by `kelp serve --state-dir DIR` (default retention 14 days). This reads the
 directory directly (no lock is taken), so it works while serve runs and after it stopped.
 Times are when Karpenter acted (a claim's condition times), not when kelp saw it.")]
 pub struct Args {
-    /// What to ask about (with its NAME): node, nodeclaim, pod or nodepool
+    /// What to ask about (with its NAME): node, nodeclaim, pod or nodepool; or import
     #[arg(value_enum, required_unless_present = "cluster")]
     pub what: Option<What>,
-    /// Its name (a pod as NAMESPACE/NAME, or NAME with -n)
-    #[arg(required_unless_present = "cluster")]
-    pub name: Option<String>,
+    /// Its name (a pod as NAMESPACE/NAME, or NAME with -n); for import, the log files (- for
+    /// stdin)
+    #[arg(value_name = "NAME|FILE", required_unless_present = "cluster")]
+    pub name: Vec<String>,
     /// Everything in the history, every object
     #[arg(long, conflicts_with_all = ["what", "name"])]
     pub cluster: bool,
@@ -80,9 +88,18 @@ pub fn parse_age(s: &str) -> Result<chrono::Duration, String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let ask = match (args.cluster, args.what, args.name.as_deref()) {
+    if args.what == Some(What::Import) {
+        return import(&args);
+    }
+    let name = match args.name.as_slice() {
+        [] => None,
+        [one] => Some(one.as_str()),
+        more => anyhow::bail!("one NAME at a time, not {}", more.len()),
+    };
+    let ask = match (args.cluster, args.what, name) {
         (true, _, _) => Ask::Cluster,
         (false, Some(what), Some(name)) => match what {
+            What::Import => unreachable!("handled above"),
             What::Node => Ask::Node(name.into()),
             What::Nodeclaim => Ask::NodeClaim(name.into()),
             What::Nodepool => Ask::NodePool(name.into()),
@@ -105,6 +122,40 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     output::emit(&text, style)?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// `kelp history import FILE...`: each log's rows into the store (taking its lock: not
+/// while a serve keeps it).
+fn import(args: &Args) -> anyhow::Result<ExitCode> {
+    use std::io::Read;
+    if args.name.is_empty() {
+        anyhow::bail!("kelp history import needs the log files (- for stdin)");
+    }
+    let (mut store, moved) = store::Store::open(&args.state_dir, true)?;
+    if let Some(m) = moved {
+        eprintln!("kelp: {}; kept as {}", m.why, m.to.display());
+    }
+    for file in &args.name {
+        let mut text = String::new();
+        let read = if file == "-" {
+            std::io::stdin()
+                .take(LOG_LIMIT + 1)
+                .read_to_string(&mut text)
+        } else {
+            std::fs::File::open(file).and_then(|f| f.take(LOG_LIMIT + 1).read_to_string(&mut text))
+        };
+        read.map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
+        if text.len() as u64 > LOG_LIMIT {
+            anyhow::bail!("{file}: larger than {} MiB; split it", LOG_LIMIT >> 20);
+        }
+        let rows = crate::history::import::parse_log(&text);
+        store.write(&rows)?;
+        eprintln!("kelp: {file}: {} rows", rows.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The most of one log file `import` reads (it is read whole).
+const LOG_LIMIT: u64 = 256 << 20;
 
 fn table(rows: &[Record], ask: &Ask) -> String {
     if rows.is_empty() {

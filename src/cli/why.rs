@@ -17,7 +17,9 @@ Examples:
       every NodePool's verdict, Karpenter's event, what to change
   kelp why pod trainer-0 -n ml -o json
   kelp why node ip-10-0-1-23.ec2.internal
-      drift, expiry, emptiness and every disruption blocker")]
+      drift, expiry, emptiness and every disruption blocker
+  kelp why node ip-10-0-1-23.ec2.internal --state-dir /var/lib/kelp
+      and what happened before, from the history `kelp serve --state-dir` keeps")]
 pub struct Args {
     #[command(subcommand)]
     pub target: Target,
@@ -26,6 +28,61 @@ pub struct Args {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = AnswerFormat::Table, global = true)]
     pub output: AnswerFormat,
+    /// Add what happened before (the last 20 rows of the last 14 days) from the history
+    /// `kelp serve --state-dir` keeps there
+    #[arg(long, value_name = "DIR", env = "KELP_STATE_DIR", global = true)]
+    pub state_dir: Option<std::path::PathBuf>,
+}
+
+/// Rows of history `why` adds, at most.
+const BEFORE: usize = 20;
+
+/// What happened before, from the history in `dir` (none when it has none, said once).
+fn before(
+    dir: Option<&std::path::Path>,
+    ask: &crate::history::Ask,
+) -> Option<Vec<crate::history::Record>> {
+    let dir = dir?;
+    let since = chrono::Utc::now() - chrono::Duration::days(14);
+    match crate::history::store::read(dir, ask, Some(since), 100_000) {
+        Ok(mut rows) => {
+            let skip = rows.len().saturating_sub(BEFORE);
+            rows.drain(..skip);
+            Some(rows)
+        }
+        Err(e) => {
+            eprintln!("kelp: {e}");
+            None
+        }
+    }
+}
+
+/// The answer, with `history` beside it when there is one.
+fn with_history<T: serde::Serialize>(
+    answer: &T,
+    history: Option<&[crate::history::Record]>,
+) -> anyhow::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(answer)?;
+    if let (Some(rows), Some(obj)) = (history, v.as_object_mut()) {
+        obj.insert("history".into(), serde_json::to_value(rows)?);
+    }
+    Ok(v)
+}
+
+fn history_text(rows: Option<&[crate::history::Record]>) -> String {
+    match rows {
+        None => String::new(),
+        Some([]) => "\nWhat happened before: nothing in the history of the last 14 days.\n".into(),
+        Some(rows) => {
+            let mut out = String::from("\nWhat happened before (kelp history, newest last):\n");
+            for r in rows {
+                out.push_str("  ");
+                out.push_str(&r.line());
+                out.push('\n');
+            }
+            out
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -65,9 +122,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 (None, Some(ns)) => (ns, name),
                 (None, None) => ("default".to_string(), name),
             };
-            why_pod(c, &pass, &ns, &name, args.output.into())
+            let history = before(
+                args.state_dir.as_deref(),
+                &crate::history::Ask::Pod(Some(ns.clone()), name.clone()),
+            );
+            why_pod(c, &pass, &ns, &name, args.output.into(), history.as_deref())
         }
-        Target::Node { name } => why_node(c, &pass, &name, args.output.into()),
+        Target::Node { name } => {
+            let history = before(
+                args.state_dir.as_deref(),
+                &crate::history::Ask::Node(name.clone()),
+            );
+            why_node(c, &pass, &name, args.output.into(), history.as_deref())
+        }
     }
 }
 
@@ -77,24 +144,43 @@ fn why_pod(
     ns: &str,
     name: &str,
     format: Format,
+    history: Option<&[crate::history::Record]>,
 ) -> anyhow::Result<ExitCode> {
     let answer = explain::pod_answer(c, pass, ns, name)?;
     if format != Format::Table {
-        output::emit(&output::structured(format, &answer)?, Style::detect())?;
+        let text = match history {
+            // Its own field order when there is no history to add.
+            None => output::structured(format, &answer)?,
+            Some(_) => output::structured(format, &with_history(&answer, history)?)?,
+        };
+        output::emit(&text, Style::detect())?;
         return Ok(ExitCode::SUCCESS);
     }
     let style = Style::detect();
-    output::emit(&explain::pod_text(c, pass.now, &answer, style), style)?;
+    let text = explain::pod_text(c, pass.now, &answer, style) + &history_text(history);
+    output::emit(&text, style)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn why_node(c: &Cluster, pass: &Pass, name: &str, format: Format) -> anyhow::Result<ExitCode> {
+fn why_node(
+    c: &Cluster,
+    pass: &Pass,
+    name: &str,
+    format: Format,
+    history: Option<&[crate::history::Record]>,
+) -> anyhow::Result<ExitCode> {
     let answer = explain::node_answer(c, pass, name)?;
     if format != Format::Table {
-        output::emit(&output::structured(format, &answer)?, Style::detect())?;
+        let text = match history {
+            // Its own field order when there is no history to add.
+            None => output::structured(format, &answer)?,
+            Some(_) => output::structured(format, &with_history(&answer, history)?)?,
+        };
+        output::emit(&text, Style::detect())?;
         return Ok(ExitCode::SUCCESS);
     }
     let style = Style::detect();
-    output::emit(&explain::node_text(c, pass.now, &answer, style), style)?;
+    let text = explain::node_text(c, pass.now, &answer, style) + &history_text(history);
+    output::emit(&text, style)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@
 //! `kelp history` reads. A view of the analysis: it imports the analysis and the model,
 //! nothing of the web or the runtime.
 
+pub mod import;
 pub mod record;
 pub mod recorder;
 pub mod store;

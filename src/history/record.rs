@@ -122,10 +122,14 @@ impl Record {
         if let Some(until) = self.until {
             out.push_str(&format!(" (until {})", until.format("%Y-%m-%dT%H:%M:%SZ")));
         }
-        if !self.details.is_empty() {
+        // A finding's code and object are its `what` and object already.
+        let shown =
+            |k: &&String| !(self.kind == Kind::Finding && matches!(k.as_str(), "code" | "object"));
+        if self.details.keys().any(|k| shown(&k)) {
             let details: Vec<String> = self
                 .details
                 .iter()
+                .filter(|(k, _)| shown(k))
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             out.push_str(&format!("  [{}]", details.join(" ")));

@@ -101,11 +101,29 @@ pub struct Recorder {
     passes: u64,
 }
 
+/// A claim's rows are keyed by its name (unique while it lives, and all Karpenter's log
+/// names it by), so that a row imported from the log and one seen live are one row.
 fn claim_id(cl: &NodeClaim) -> String {
-    if cl.metadata.uid.is_empty() {
-        cl.metadata.name.clone()
+    cl.metadata.name.clone()
+}
+
+/// Steps a claim takes once; the others (drift, a disruption, a reboot) can come again and
+/// are one row per episode, told apart by when each began.
+pub(super) const ONCE: &[&str] = &[
+    "created",
+    "launched",
+    "registered",
+    "initialized",
+    "deleting",
+    "deleted",
+];
+
+/// The key of a claim's step.
+pub(super) fn step_key(claim: &str, step: &str, at: DateTime<Utc>) -> String {
+    if ONCE.contains(&step) {
+        format!("nodeclaim/{claim}/{step}")
     } else {
-        cl.metadata.uid.clone()
+        format!("nodeclaim/{claim}/{step}/{}", at.timestamp_millis())
     }
 }
 
@@ -217,9 +235,7 @@ impl Recorder {
                     continue;
                 }
                 let at = cond.last_transition_time.unwrap_or(pass.now);
-                // A step that can come again (drift, a disruption, a reboot) is one row per
-                // episode, told apart by when it began.
-                let key = format!("nodeclaim/{id}/{step}/{}", at.timestamp_millis());
+                let key = step_key(&id, step, at);
                 // The reason, where it says more than the condition's own name.
                 let reason = cond.reason.as_deref().filter(|r| r != condition);
                 let mut r = base(step, at, key).detail("reason", reason.unwrap_or_default());
