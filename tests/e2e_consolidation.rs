@@ -18,42 +18,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::half_empty::*;
 use common::*;
 use serde_json::Value;
-
-/// A scenario's pool (as `common::pool`) with the given disruption settings.
-fn pool(name: &str, disruption: &str) -> String {
-    pool_with(name, name, "", "", "16", disruption)
-}
-
-/// A one-replica Deployment of `cpu` on the scenario's nodes; `hostname` pins it to one.
-fn deployment(ns: &str, name: &str, scenario: &str, cpu: &str, hostname: Option<&str>) -> String {
-    let pin = hostname
-        .map(|h| format!("        kubernetes.io/hostname: {h}"))
-        .unwrap_or_default();
-    common::deployment(ns, name, scenario, 1, cpu, &pin, "")
-}
-
-/// The node a Deployment's pod runs on, once it does.
-fn node_of(e: &Env, ns: &str, app: &str) -> String {
-    wait_for(&format!("{ns}/{app} to run"), 3 * MINUTES, || {
-        let pods = e.json(&["get", "pods", "-n", ns, "-l", &format!("app={app}")]);
-        pods["items"]
-            .as_array()?
-            .iter()
-            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-            .find_map(|p| p["spec"]["nodeName"].as_str().map(str::to_string))
-    })
-}
-
-fn consolidatable(e: &Env, claim: &str) -> bool {
-    let c = e.json(&["get", "nodeclaim", claim]);
-    c["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == "Consolidatable" && c["status"] == "True")
-}
 
 /// kelp's consolidation answer for a node, live.
 fn answer(e: &Env, node: &str) -> Value {
@@ -115,31 +82,6 @@ fn candidates(e: &Env, nodes: [&String; 2]) -> Vec<String> {
     candidates
 }
 
-/// The first of the nodes Karpenter deletes (or has deleted).
-fn one_removed(e: &Env, nodes: [&String; 2]) -> String {
-    wait_for("Karpenter to remove one of the nodes", 3 * MINUTES, || {
-        nodes.into_iter().find_map(|n| {
-            let node = e.kubectl(&["get", "node", n, "-o", "json"], None);
-            let v: Value = serde_json::from_slice(&node.stdout).unwrap_or(Value::Null);
-            (!node.status.success() || !v["metadata"]["deletionTimestamp"].is_null())
-                .then(|| n.clone())
-        })
-    })
-}
-
-/// Patch the pool's limits: a NodePool spec change makes Karpenter look again.
-fn nudge(e: &Env, pool: &str, cpu: &str) {
-    e.ok(&[
-        "patch",
-        "nodepool",
-        pool,
-        "--type",
-        "merge",
-        "-p",
-        &format!(r#"{{"spec":{{"limits":{{"cpu":"{cpu}"}}}}}}"#),
-    ]);
-}
-
 /// Karpenter's policy and `consolidateAfter: Never` are kelp's to compute from the spec
 /// alone: it says so as soon as the node exists, and Karpenter's event agrees.
 #[test]
@@ -163,8 +105,8 @@ fn a_when_empty_pool_and_a_disabled_one_are_not_considered_as_karpenter_says() {
         ),
     ];
     for (p, disruption, _, _) in &cases {
-        e.apply(&pool(p, disruption));
-        e.apply(&deployment(ns, p, p, "300m", None));
+        e.apply(&consolidation_pool(p, disruption));
+        e.apply(&one_deployment(ns, p, p, "300m", None));
     }
     for (p, _, reason, text) in &cases {
         let node = node_of(&e, ns, p);
@@ -203,7 +145,7 @@ fn a_node_whose_only_pod_costs_nothing_to_evict_is_deleted_as_empty() {
     e.apply(&format!(
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: {p}}}\nvalue: -33554432\n"
     ));
-    e.apply(&pool(
+    e.apply(&consolidation_pool(
         &p,
         "{consolidationPolicy: WhenEmpty, consolidateAfter: 20s}",
     ));
@@ -246,11 +188,11 @@ fn a_node_whose_pods_fit_nowhere_else_agrees_with_karpenters_reason() {
     let run = run_id();
     let after = "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 20s}";
     let (cheap, pinned) = (format!("e2e-cch-{run}"), format!("e2e-cpn-{run}"));
-    e.apply(&pool(&cheap, after));
-    e.apply(&pool(&pinned, after));
+    e.apply(&consolidation_pool(&cheap, after));
+    e.apply(&consolidation_pool(&pinned, after));
     // 500m lands on the cheapest type: nothing cheaper can replace it.
-    e.apply(&deployment(ns, &cheap, &cheap, "500m", None));
-    e.apply(&deployment(ns, &pinned, &pinned, "300m", None));
+    e.apply(&one_deployment(ns, &cheap, &cheap, "500m", None));
+    e.apply(&one_deployment(ns, &pinned, &pinned, "300m", None));
     let pinned_node = node_of(&e, ns, &pinned);
     // kwok's nodes are named apart from their hostname label (the NodeClaim's name).
     let hostname = e.json(&["get", "node", &pinned_node])["metadata"]["labels"]
@@ -259,7 +201,7 @@ fn a_node_whose_pods_fit_nowhere_else_agrees_with_karpenters_reason() {
         .unwrap()
         .to_string();
     let pin = format!("{pinned}-pin");
-    e.apply(&deployment(ns, &pin, &pinned, "100m", Some(&hostname)));
+    e.apply(&one_deployment(ns, &pin, &pinned, "100m", Some(&hostname)));
     node_of(&e, ns, &pin);
     let cheap_node = node_of(&e, ns, &cheap);
 
@@ -341,46 +283,6 @@ fn a_node_whose_pods_fit_nowhere_else_agrees_with_karpenters_reason() {
     for p in [&cheap, &pinned] {
         e.ok(&["delete", "nodepool", p, "--wait=false"]);
     }
-}
-
-/// Two half-empty nodes of a new pool `p`: a (300m) on the first, which it shared with a
-/// 500m filler until the filler was deleted, and b (300m, its pod spec with `b_spec` added)
-/// on the second. Returns a's and b's names and the two nodes, once both NodeClaims are
-/// Consolidatable.
-fn two_half_empty_nodes(e: &Env, ns: &str, p: &str, b_spec: &str) -> ([String; 2], [String; 2]) {
-    e.apply(&pool(
-        p,
-        "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
-    ));
-    half_empty_nodes_of(e, ns, p, b_spec, |_| {})
-}
-
-/// As [`two_half_empty_nodes`], of a pool `p` already there; `before` is given the second
-/// node before the filler goes (before either claim can turn Consolidatable).
-fn half_empty_nodes_of(
-    e: &Env,
-    ns: &str,
-    p: &str,
-    b_spec: &str,
-    before: impl FnOnce(&str),
-) -> ([String; 2], [String; 2]) {
-    // a and fill share one smallest node (900m allocatable); b needs a second one.
-    let (a, fill, b) = (format!("{p}-a"), format!("{p}-fill"), format!("{p}-b"));
-    e.apply(&deployment(ns, &a, p, "300m", None));
-    e.apply(&deployment(ns, &fill, p, "500m", None));
-    let first = node_of(e, ns, &a);
-    assert_eq!(node_of(e, ns, &fill), first);
-    e.apply(&common::deployment(ns, &b, p, 1, "300m", "", b_spec));
-    let second = node_of(e, ns, &b);
-    assert_ne!(first, second, "b should have needed a node of its own");
-    before(&second);
-    e.ok(&["delete", "deployment", "-n", ns, &fill]);
-    for c in [claim_of(e, &first), claim_of(e, &second)] {
-        wait_for(&format!("{c} Consolidatable"), 2 * MINUTES, || {
-            consolidatable(e, &c).then_some(())
-        });
-    }
-    ([a, b], [first, second])
 }
 
 /// Two half-empty nodes of one pool: kelp calls them candidates (each one's pods fit on
@@ -485,18 +387,18 @@ fn nothing_flaps_while_pools_and_pods_come_and_go() {
     let ns = "e2e-flap";
     namespace(&e, ns);
     let p = format!("e2e-flap-{}", run_id());
-    e.apply(&pool(
+    e.apply(&consolidation_pool(
         &p,
         "{consolidationPolicy: WhenEmpty, consolidateAfter: 10m}",
     ));
     for i in 0..3 {
-        e.apply(&deployment(ns, &format!("{p}-{i}"), &p, "300m", None));
+        e.apply(&one_deployment(ns, &format!("{p}-{i}"), &p, "300m", None));
     }
     for i in 0..3 {
         node_of(&e, ns, &format!("{p}-{i}"));
     }
     nudge(&e, &p, "12");
-    e.apply(&deployment(ns, &format!("{p}-late"), &p, "300m", None));
+    e.apply(&one_deployment(ns, &format!("{p}-late"), &p, "300m", None));
     node_of(&e, ns, &format!("{p}-late"));
     for i in 0..3 {
         e.ok(&["delete", "deployment", "-n", ns, &format!("{p}-{i}")]);
@@ -562,7 +464,7 @@ fn preferred_anti_affinity_keeps_both_nodes_as_karpenter_decides() {
     let ns = "e2e-consol-prefer";
     namespace(&e, ns);
     let p = format!("e2e-cpf-{}", run_id());
-    e.apply(&pool(
+    e.apply(&consolidation_pool(
         &p,
         "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
     ));
@@ -573,7 +475,7 @@ fn preferred_anti_affinity_keeps_both_nodes_as_karpenter_decides() {
     // a and fill share one smallest node (900m allocatable); b needs a second one.
     e.apply(&common::deployment(ns, &a, &p, 1, "300m", "", &prefer));
     let first = node_of(&e, ns, &a);
-    e.apply(&deployment(ns, &fill, &p, "500m", None));
+    e.apply(&one_deployment(ns, &fill, &p, "500m", None));
     assert_eq!(node_of(&e, ns, &fill), first);
     e.apply(&common::deployment(ns, &b, &p, 1, "300m", "", &prefer));
     let second = node_of(&e, ns, &b);
@@ -641,12 +543,12 @@ fn a_pool_change_restarts_the_grace_of_an_empty_node() {
     let ns = "e2e-consol-policy";
     namespace(&e, ns);
     let p = format!("e2e-cpc-{}", run_id());
-    e.apply(&pool(
+    e.apply(&consolidation_pool(
         &p,
         "{consolidationPolicy: WhenEmpty, consolidateAfter: 1h}",
     ));
     let app = format!("{p}-x");
-    e.apply(&deployment(ns, &app, &p, "300m", None));
+    e.apply(&one_deployment(ns, &app, &p, "300m", None));
     let node = node_of(&e, ns, &app);
     let claim = claim_of(&e, &node);
     e.ok(&["delete", "deployment", "-n", ns, &app]);
@@ -718,7 +620,7 @@ fn prefer_no_schedule_taints_hold_as_karpenters_simulation_holds_them() {
     // By hand, on b's node: a cannot go there, ever.
     let p = format!("e2e-csh-{}", run_id());
     let ([a, b], [first, second]) = {
-        e.apply(&pool(
+        e.apply(&consolidation_pool(
             &p,
             "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}",
         ));
@@ -819,7 +721,7 @@ fn a_multi_node_attempt_karpenter_drops_is_not_a_nodes_answer() {
     let p = format!("e2e-cmn-{}", run_id());
     // A budget for both nodes at once: under the default 10% (one node of two) Karpenter's
     // multi-node consolidation has a single candidate and never runs (seen on v1.15.0).
-    e.apply(&pool(
+    e.apply(&consolidation_pool(
         &p,
         "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s, budgets: [{nodes: \"100%\"}]}",
     ));

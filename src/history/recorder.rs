@@ -98,6 +98,7 @@ pub struct Recorder {
     pending: HashMap<(String, String), Waiting>,
     /// Claims the store had alive when serve last stopped, not yet seen again.
     unseen: HashMap<String, Record>,
+
     passes: u64,
 }
 
@@ -332,6 +333,7 @@ impl Recorder {
                 },
             );
             place(c, &g.kind, g.namespace.as_deref(), &g.name, &mut r);
+
             if let Some(le) = pass.launch_errors.get(&e.id) {
                 r = r
                     .detail("instanceTypes", le.instance_types.join(","))
@@ -453,13 +455,20 @@ impl Recorder {
 
 /// The node, NodeClaim and pool an object is on or is, from the model.
 fn place(c: &Cluster, kind: &str, namespace: Option<&str>, name: &str, r: &mut Record) {
+    let mut node_name = None;
     let node = match kind {
         "Node" => c.nodes.get(name),
-        "Pod" => c
-            .pods
-            .get(&(namespace.unwrap_or_default().to_string(), name.to_string()))
-            .and_then(|p| p.spec.node_name.as_deref())
-            .and_then(|n| c.nodes.get(n)),
+        // A pod Karpenter evicted is often gone by the time its event comes: the model
+        // remembers where the last deleted pods were.
+        "Pod" => {
+            let ns = namespace.unwrap_or_default();
+            node_name = c
+                .pods
+                .get(&(ns.to_string(), name.to_string()))
+                .and_then(|p| p.spec.node_name.as_deref())
+                .or_else(|| c.node_of_gone_pod(ns, name));
+            node_name.and_then(|n| c.nodes.get(n))
+        }
         "NodeClaim" => {
             let claim = c.nodeclaims.get(name);
             r.nodeclaim = Some(name.to_string());
@@ -484,6 +493,14 @@ fn place(c: &Cluster, kind: &str, namespace: Option<&str>, name: &str, r: &mut R
         r.nodeclaim = c.nodeclaim_for_node(n).map(|cl| cl.metadata.name.clone());
     } else if kind == "Node" {
         r.node = Some(name.to_string());
+    } else if let Some(n) = node_name {
+        // The node is gone too: its claim is the one that named it.
+        r.node = Some(n.to_string());
+        r.nodeclaim = c
+            .nodeclaims
+            .values()
+            .find(|cl| cl.status.node_name.as_deref() == Some(n))
+            .map(|cl| cl.metadata.name.clone());
     }
 }
 
@@ -627,6 +644,66 @@ mod tests {
         assert_eq!(closed[0].node.as_deref(), Some(node.as_str()));
         assert_eq!(closed[0].details["outcome"], "bound");
         assert_eq!(closed[0].key, w.key, "the same row, closed");
+    }
+
+    #[test]
+    fn an_eviction_seen_after_its_pod_went_is_placed_on_the_node_being_disrupted() {
+        let (mut c, now) = real();
+        // A claim Karpenter is disrupting, with a pod on its node.
+        let (claim, node, pod) = c
+            .nodeclaims
+            .values()
+            .find_map(|cl| {
+                let node = cl.status.node_name.clone()?;
+                let p = c.pods_on(&node).next()?;
+                let key = (
+                    p.metadata.namespace.as_deref()?.to_string(),
+                    p.metadata.name.clone(),
+                );
+                Some((cl.clone(), node, key))
+            })
+            .expect("a claim with a pod");
+        let mut disrupting = (*claim).clone();
+        disrupting.status.conditions.push(
+            serde_json::from_value(serde_json::json!({
+                "type": "DisruptionReason", "status": "True", "reason": "Underutilized",
+                "lastTransitionTime": now.to_rfc3339(),
+            }))
+            .unwrap(),
+        );
+        c.apply_nodeclaim(disrupting);
+        let mut rec = Recorder::default();
+        let rows = rec.observe(&c, &crate::analysis::run(&c, now));
+        let step = of(&rows, Kind::NodeClaim, "disrupting");
+        assert_eq!(step.len(), 1);
+        assert_eq!(step[0].details["reason"], "Underutilized");
+        // The pod goes, then Karpenter's event about it comes.
+        c.delete_pod(&pod.0, &pod.1);
+        c.apply_event(Event {
+            id: "evicted-1".into(),
+            regarding: crate::model::event::ObjectRef {
+                kind: "Pod".into(),
+                namespace: Some(pod.0.clone()),
+                name: pod.1.clone(),
+                uid: String::new(),
+            },
+            reason: "Evicted".into(),
+            message: "Evicted pod: Underutilized".into(),
+            type_: "Normal".into(),
+            source: "karpenter".into(),
+            first_seen: Some(now),
+            last_seen: Some(now),
+            count: 1,
+        });
+        let later = now + chrono::Duration::seconds(5);
+        let rows = rec.observe(&c, &crate::analysis::run(&c, later));
+        let evicted = of(&rows, Kind::Event, "Evicted");
+        assert_eq!(evicted.len(), 1, "{rows:?}");
+        assert_eq!(evicted[0].node.as_deref(), Some(node.as_str()));
+        assert_eq!(
+            evicted[0].nodeclaim.as_deref(),
+            Some(claim.metadata.name.as_str())
+        );
     }
 
     #[test]

@@ -188,6 +188,18 @@ impl Store {
         Ok(gone)
     }
 
+    /// Cap the file at `pages` (SQLite's `max_page_count`): past it writes fail as on a full
+    /// disk. For tests of that path.
+    #[cfg(test)]
+    pub fn cap_pages(&self, pages: u32) {
+        let _: i64 = self
+            .conn
+            .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+    }
+
     /// The database's size in use: its pages, less those free for reuse.
     pub fn bytes(&self) -> Result<u64, StoreError> {
         let pages: i64 = self

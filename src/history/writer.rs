@@ -54,6 +54,11 @@ impl History {
     /// Returns the recorder the passes feed, and what was moved aside, if anything.
     pub fn start(s: Settings) -> Result<(History, Recorder, Option<MovedAside>), StoreError> {
         let (store, moved) = Store::open(&s.dir, s.strict)?;
+        let (h, recorder) = Self::with_store(store, s)?;
+        Ok((h, recorder, moved))
+    }
+
+    fn with_store(store: Store, s: Settings) -> Result<(History, Recorder), StoreError> {
         let recorder = Recorder::resume(store.open_rows()?, store.live_claims()?);
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let shared = Arc::new(Shared::default());
@@ -65,7 +70,7 @@ impl History {
                 path: PathBuf::from("kelp-history thread"),
                 source,
             })?;
-        Ok((History { tx, shared }, recorder, moved))
+        Ok((History { tx, shared }, recorder))
     }
 
     /// Hand a pass's rows to the writer without waiting.
@@ -189,4 +194,69 @@ fn log_row(cluster: &str, r: &Record) {
         details = details.as_str(),
         message = r.message.as_str(),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Kind, Subject};
+
+    fn rows(n: usize, tag: &str) -> Vec<Record> {
+        (0..n)
+            .map(|i| {
+                let mut r = Record::new(
+                    format!("{tag}/{i}"),
+                    Utc::now(),
+                    Kind::Event,
+                    "Evicted",
+                    Subject {
+                        kind: "Pod".into(),
+                        namespace: Some("ns".into()),
+                        name: format!("p{i}"),
+                    },
+                );
+                r.message = "x".repeat(2000);
+                r
+            })
+            .collect()
+    }
+
+    fn settings(dir: &std::path::Path) -> Settings {
+        Settings {
+            dir: dir.to_path_buf(),
+            retention: chrono::Duration::days(14),
+            max_bytes: u64::MAX,
+            strict: false,
+            cluster: "test".into(),
+        }
+    }
+
+    fn until(what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !f() {
+            assert!(Instant::now() < deadline, "never: {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_full_disk_is_said_and_counted_and_writing_resumes_when_there_is_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open(dir.path(), false).unwrap();
+        // SQLite's own cap on the file's pages: past it every write fails as on a full disk.
+        store.cap_pages(40);
+        let (h, _) = History::with_store(store, settings(dir.path())).unwrap();
+        h.record(rows(10, "a"));
+        until("the first rows written", || h.counts().0 == 10);
+        assert!(h.problem().is_none());
+        h.record(rows(400, "b"));
+        until("the full disk said", || h.problem().is_some());
+        assert!(h.problem().unwrap().contains("full"), "{:?}", h.problem());
+        assert_eq!(h.counts(), (10, 400));
+        // The passes never wait on it: a burst past the queue is dropped, not queued.
+        for i in 0..(QUEUE * 4) {
+            h.record(rows(1, &format!("c{i}")));
+        }
+        assert!(h.counts().1 >= 400);
+    }
 }

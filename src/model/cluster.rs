@@ -89,6 +89,9 @@ impl ControllerMetrics {
     }
 }
 
+/// How many deleted pods' nodes the model remembers ([`Cluster::node_of_gone_pod`]).
+pub const GONE_PODS: usize = 4096;
+
 /// The model. All fields are public for reading; mutate through the `apply_*`/`delete_*`
 /// methods so the joins stay right.
 #[derive(Debug, Default)]
@@ -122,6 +125,9 @@ pub struct Cluster {
     unbound: BTreeMap<ObjKey, Pod>,
     daemon_pods: BTreeMap<ObjKey, Pod>,
     controller_pods: BTreeMap<ObjKey, Pod>,
+    /// The last pods deleted while bound, with their node (at most [`GONE_PODS`]): an
+    /// eviction's event often comes after its pod is gone, and names no node.
+    gone_pods: std::collections::VecDeque<(ObjKey, String)>,
     /// The parts objects hold alike, shared (see [`super::shared`]).
     shared: Pools,
     /// The NodeClaims (shared with `nodeclaims`) by `status.nodeName` and by
@@ -513,6 +519,12 @@ impl Cluster {
         let key = (namespace.to_string(), name.to_string());
         if let Some(old) = self.pods.remove(&key) {
             self.unindex_pod(&key, &old, true);
+            if let Some(node) = old.spec.node_name.as_deref() {
+                if self.gone_pods.len() == GONE_PODS {
+                    self.gone_pods.pop_front();
+                }
+                self.gone_pods.push_back((key.clone(), node.to_string()));
+            }
         }
         if self.unbound.remove(&key).is_some() {
             self.stamps.touch_unbound(namespace, name);
@@ -638,6 +650,15 @@ impl Cluster {
     /// Pods a DaemonSet owns, in (namespace, name) order.
     pub fn daemonset_pods(&self) -> impl Iterator<Item = &Pod> + '_ {
         self.daemon_pods.values()
+    }
+
+    /// The node a pod was bound to when it was deleted, for the last [`GONE_PODS`] deleted.
+    pub fn node_of_gone_pod(&self, namespace: &str, name: &str) -> Option<&str> {
+        self.gone_pods
+            .iter()
+            .rev()
+            .find(|((ns, n), _)| ns == namespace && n == name)
+            .map(|(_, node)| node.as_str())
     }
 
     /// Pods labelled `app.kubernetes.io/name=karpenter`, in (namespace, name) order.

@@ -126,6 +126,8 @@ pub fn loaded(
 struct Http {
     shared: Arc<Shared>,
     registry: prometheus_client::registry::Registry,
+    /// The first cluster's history, when one is kept: `/readyz` says when it is not.
+    history: Option<Arc<History>>,
 }
 
 async fn metrics_handler(State(h): State<Arc<Http>>) -> impl IntoResponse {
@@ -142,10 +144,18 @@ async fn metrics_handler(State(h): State<Arc<Http>>) -> impl IntoResponse {
     }
 }
 
+/// Ready after the first full sync. A history that cannot be written (a full disk) does
+/// not make kelp unready (it still serves everything else) but is said in the body.
 async fn readyz(State(h): State<Arc<Http>>) -> impl IntoResponse {
+    let history = h
+        .history
+        .as_ref()
+        .and_then(|h| h.problem())
+        .map(|why| format!("history is not being kept: {why}\n"))
+        .unwrap_or_default();
     match h.shared.not_ready() {
-        None => (StatusCode::OK, "ok\n".to_string()),
-        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+        None => (StatusCode::OK, format!("ok\n{history}")),
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n{history}")),
     }
 }
 
@@ -159,6 +169,15 @@ async fn livez(State(h): State<Arc<Http>>) -> impl IntoResponse {
 
 /// The metrics and health router; `/metrics` behind `token` when one is given.
 pub fn router(shared: Arc<Shared>, token: Option<String>) -> Router {
+    router_with(shared, token, None)
+}
+
+/// As [`router`], with the cluster's history for `/readyz` to report on.
+pub fn router_with(
+    shared: Arc<Shared>,
+    token: Option<String>,
+    history: Option<Arc<History>>,
+) -> Router {
     let registry = metrics::registry_with(shared.latest(), shared.seed());
     let metrics = Router::new().route("/metrics", get(metrics_handler));
     let metrics = match token {
@@ -171,7 +190,11 @@ pub fn router(shared: Arc<Shared>, token: Option<String>) -> Router {
     metrics
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
-        .with_state(Arc::new(Http { shared, registry }))
+        .with_state(Arc::new(Http {
+            shared,
+            registry,
+            history,
+        }))
 }
 
 /// `/metrics` only for `Authorization: Bearer <token>` (compared in constant time).
@@ -259,6 +282,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         anyhow::bail!("nothing to serve");
     };
     let mut tasks = tokio::task::JoinSet::new();
+    let first_history = histories.first().cloned();
     if let Some(addr) = opts.metrics_addr {
         let listener = listen(addr, "/metrics").await?;
         let addr = listener.local_addr().unwrap_or(addr);
@@ -268,7 +292,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         // only what /metrics exports anyway.
         tasks.spawn(async move {
             let limits = crate::listener::Limits::METRICS;
-            crate::listener::serve(listener, router(first, token), limits, shutdown()).await
+            let router = router_with(first, token, first_history);
+            crate::listener::serve(listener, router, limits, shutdown()).await
         });
     }
     if let Some(addr) = opts.dashboard_addr {

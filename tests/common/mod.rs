@@ -2,6 +2,8 @@
 //! runs and polling.
 #![allow(dead_code)]
 
+pub mod half_empty;
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -384,6 +386,11 @@ pub struct Serve {
 
 impl Serve {
     pub fn start(e: &Env) -> Serve {
+        Self::start_with(e, &[])
+    }
+
+    /// As [`Serve::start`], with more arguments.
+    pub fn start_with(e: &Env, extra: &[&str]) -> Serve {
         let free = || {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
@@ -404,6 +411,7 @@ impl Serve {
                 // As the chart runs it by default (the cost scrape is opt-in there).
                 "--no-cost-scrape",
             ])
+            .args(extra)
             .env_remove("KELP_LOG")
             .stdout(Stdio::null())
             .stderr(log.reopen().unwrap())
