@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::record::{Kind, Record, Subject};
+use super::record::{fnv, Kind, Record, Subject};
 use super::recorder::step_key;
 
 /// What one log line adds (none for the lines that say nothing of the kinds above, and
@@ -145,13 +145,6 @@ fn disrupting(v: &Value, at: DateTime<Utc>) -> Vec<Record> {
         out.push(r);
     }
     out
-}
-
-/// A stable 64-bit hash (FNV-1a) of a text, for a key.
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// Every row of a whole log, a later line about the same key updating the row (its end).

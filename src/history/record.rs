@@ -119,7 +119,7 @@ impl Record {
             object,
             self.what
         );
-        if let Some(until) = self.until {
+        if let Some(until) = self.until.filter(|u| *u != self.at) {
             out.push_str(&format!(" (until {})", until.format("%Y-%m-%dT%H:%M:%SZ")));
         }
         // A finding's code and object are its `what` and object already.
@@ -139,4 +139,11 @@ impl Record {
         }
         out
     }
+}
+
+/// A stable 64-bit hash (FNV-1a) of a text, for a key.
+pub fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

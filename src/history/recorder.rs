@@ -316,7 +316,17 @@ impl Recorder {
             };
             let g = &e.regarding;
             let mut r = Record::new(
-                format!("event/{}", e.id),
+                // Karpenter says the same about the same object again and again (a refusal
+                // is repeated every few minutes, in a new event once the old expires): one
+                // row, from the first sighting to the last.
+                format!(
+                    "event/{}/{}/{}/{}/{:016x}",
+                    g.kind,
+                    g.namespace.as_deref().unwrap_or_default(),
+                    g.name,
+                    e.reason,
+                    super::record::fnv(&e.message)
+                ),
                 at,
                 Kind::Event,
                 &e.reason,

@@ -120,7 +120,11 @@ impl Store {
                 .prepare(
                     "INSERT INTO records (key, at, until, kind, what, object_kind, namespace, name, node, nodeclaim, nodepool, message, details)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-                     ON CONFLICT(key) DO UPDATE SET until = excluded.until, message = excluded.message,
+                     ON CONFLICT(key) DO UPDATE SET
+                       until = CASE WHEN kind = 'event'
+                         THEN max(coalesce(excluded.until, excluded.at), coalesce(until, at))
+                         ELSE excluded.until END,
+                       message = excluded.message,
                        details = excluded.details, node = coalesce(excluded.node, node),
                        nodeclaim = coalesce(excluded.nodeclaim, nodeclaim), nodepool = coalesce(excluded.nodepool, nodepool)",
                 )
