@@ -44,7 +44,7 @@ fn main() {
     let start = Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
     let mut rows_total = 0usize;
     let mut batch: Vec<Record> = Vec::with_capacity(4096);
-    let mut flush = |batch: &mut Vec<Record>, s: &mut Store, total: &mut usize| {
+    let flush = |batch: &mut Vec<Record>, s: &mut Store, total: &mut usize| {
         *total += batch.len();
         s.write(batch).unwrap();
         batch.clear();
@@ -237,7 +237,7 @@ fn main() {
         let t = Instant::now();
         let _ = store::read(
             dir.path(),
-            &Ask::Node(format!("node-{}", i * 3 % nodes.max(1))),
+            &Ask::Node(format!("node-{}", (i as usize) * 3 % nodes.max(1))),
             since,
             2000,
         )

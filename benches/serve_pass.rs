@@ -7,7 +7,8 @@
 //! --from` loads it. Each pass is what serve runs: the analysis, the seed metrics and the
 //! dashboard board's share. The dashboard builds a pass's page only while someone watches
 //! it (`kelp::web::Board`): the `-no-viewer` cases run first, with nobody watching; the
-//! others ask for a page before each pass, so they build it, as they always did.
+//! others ask for a page before each pass, so they build it, as they always did. The last
+//! two keep serve's history too (`--state-dir`), to weigh what it adds to a pass.
 //!
 //!     cargo bench --bench serve_pass
 
@@ -170,6 +171,32 @@ fn benches(c: &mut Criterion) {
             let mut p = pool.clone();
             p.spec.weight = Some(if flip { 7 } else { 8 });
             model.write().unwrap().apply_nodepool(p);
+            shared.pass(now())
+        })
+    });
+    // The same two, with serve's history kept (`--state-dir`): the recorder's diff runs in
+    // the pass, the writes on their own thread. Against "nothing-changed" and
+    // "one-pod-change" above, in the same run.
+    let state = tempfile::tempdir().expect("a state dir");
+    let history = kelp::serve::HistoryOptions {
+        dir: state.path().to_path_buf(),
+        retention: chrono::Duration::days(14),
+        max_bytes: 1 << 30,
+        strict: true,
+    };
+    let _kept = kelp::serve::keep_history(&shared, &history, state.path().to_path_buf())
+        .expect("the history opens");
+    shared.pass(now());
+    g.bench_function("nothing-changed+history", |b| {
+        b.iter(|| {
+            board.look();
+            shared.pass(now())
+        })
+    });
+    g.bench_function("one-pod-change+history", |b| {
+        b.iter(|| {
+            board.look();
+            change_pod();
             shared.pass(now())
         })
     });

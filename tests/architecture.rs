@@ -46,6 +46,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "web",
         &[
             "explain",
+            "history",
             "analysis",
             "source",
             "model",

@@ -1132,3 +1132,80 @@ async fn gzip_goes_to_clients_that_accept_it() {
         assert_eq!(back, plain, "{uri}");
     }
 }
+
+/// With serve's history kept, a node's and a pod's pane gets a History tab of their rows,
+/// escaped like everything else; without one, no such tab.
+#[tokio::test]
+async fn the_pane_has_a_history_tab_when_serve_keeps_one() {
+    use kelp::history::{store::Store, Kind, Record, Subject};
+    let node = "ip-10-0-17-95.us-west-2.compute.internal";
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (mut s, _) = Store::open(dir.path(), true).unwrap();
+        let at = Utc::now() - chrono::Duration::hours(2);
+        let mut launched = Record::new(
+            "nodeclaim/c1/launched".into(),
+            at,
+            Kind::NodeClaim,
+            "launched",
+            Subject {
+                kind: "NodeClaim".into(),
+                namespace: None,
+                name: "c1".into(),
+            },
+        )
+        .detail("instanceType", "m6i.large");
+        launched.node = Some(node.into());
+        let mut evicted = Record::new(
+            "event/Pod/ml/web/Evicted/1".into(),
+            at + chrono::Duration::minutes(30),
+            Kind::Event,
+            "Evicted",
+            Subject {
+                kind: "Pod".into(),
+                namespace: Some("ml".into()),
+                name: "web".into(),
+            },
+        );
+        evicted.node = Some(node.into());
+        evicted.message = "Evicted pod: <b>Underutilized</b>".into();
+        s.write(&[launched, evicted]).unwrap();
+    }
+    let (_, board) = loaded("test", demo(), now());
+    let plain = site_of(vec![board.clone()], None);
+    let r = get(&plain, &format!("{PAGE}/pane?sel=Node/{node}")).await;
+    assert_eq!(
+        count(&Html::parse_fragment(&r.body), "[data-tab='history']"),
+        0
+    );
+    board.set_history_dir(dir.path().to_path_buf());
+    let app = site_of(vec![board], None);
+    let r = get(&app, &format!("{PAGE}/pane?sel=Node/{node}&tab=history")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let h = Html::parse_fragment(&r.body);
+    assert_eq!(
+        count(&h, "button[data-tab='history'][aria-selected='true']"),
+        1
+    );
+    assert_eq!(
+        count(&h, ".tab-body[data-tab='history'] table.history tbody tr"),
+        2
+    );
+    let rows = text(&h, ".tab-body[data-tab='history'] tbody");
+    assert!(
+        rows.contains("launched") && rows.contains("instanceType=m6i.large"),
+        "{rows}"
+    );
+    assert!(!r.body.contains("<b>Underutilized"), "escaped: {}", r.body);
+    // A pod with none: the tab says so.
+    let r = get(
+        &app,
+        &format!("{PAGE}/pane?sel=Pod/ml/trainer-0&tab=history"),
+    )
+    .await;
+    assert!(text(
+        &Html::parse_fragment(&r.body),
+        ".tab-body[data-tab='history']"
+    )
+    .contains("Nothing in kelp's history"));
+}

@@ -261,7 +261,11 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
                     } else {
                         o.dir.clone()
                     };
-                    history = Some(keep_history(s, o, dir));
+                    let kept = keep_history(s, o, dir.clone());
+                    if let (Ok(_), Some(b)) = (&kept, &board) {
+                        b.set_history_dir(dir);
+                    }
+                    history = Some(kept);
                 }
             },
         )

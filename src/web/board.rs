@@ -31,6 +31,8 @@ pub struct Board {
     name: String,
     model: Arc<RwLock<Cluster>>,
     client: OnceLock<kube::Client>,
+    /// Where `kelp serve --state-dir` keeps this cluster's history: the pane's History tab.
+    history: OnceLock<std::path::PathBuf>,
     latest: RwLock<Option<Published>>,
     /// One page is built at a time: requests that find none wait for the one building.
     building: tokio::sync::Mutex<()>,
@@ -70,6 +72,7 @@ impl Board {
             name: name.to_string(),
             model,
             client: OnceLock::new(),
+            history: OnceLock::new(),
             latest: RwLock::new(None),
             building: tokio::sync::Mutex::new(()),
             asked: Mutex::new(None),
@@ -94,6 +97,15 @@ impl Board {
 
     pub(super) fn client(&self) -> Option<&kube::Client> {
         self.client.get()
+    }
+
+    /// Show this cluster's history (kept in `dir`) in the pane.
+    pub fn set_history_dir(&self, dir: std::path::PathBuf) {
+        let _ = self.history.set(dir);
+    }
+
+    pub(super) fn history_dir(&self) -> Option<&std::path::Path> {
+        self.history.get().map(|p| p.as_path())
     }
 
     /// The latest pass, once there is one (no page is built for it).

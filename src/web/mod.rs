@@ -36,7 +36,7 @@ pub use board::Board;
 use encoded::Encoded;
 use fail::{audit, audited, Fail};
 pub use guard::Hosts;
-use pane::{Selection, TABS};
+use pane::{Selection, TABS, TABS_WITH_HISTORY};
 pub use streams::{StreamLimits, Streams};
 use view::{ClaimRow, Overview};
 
@@ -439,19 +439,52 @@ async fn render_pane(
         return None;
     }
     let live = live_yaml(shared, sel).await;
+    let history = pane_history(shared, sel).await;
     let (page, sel, tab) = (page.clone(), sel.clone(), tab.to_string());
     shared
         .read(MODEL_DEADLINE, move |c| {
-            let p = pane::pane(c, &page.pass, &sel, &tab, live)?;
+            let mut p = pane::pane(c, &page.pass, &sel, &tab, live)?;
+            let tabs: &[&str] = if history.is_some() {
+                &TABS_WITH_HISTORY
+            } else {
+                &TABS
+            };
+            p.history = history;
+            if !tabs.contains(&p.tab) {
+                p.tab = "describe";
+            }
             PaneTemplate {
                 p: &p,
-                tabs: &TABS,
+                tabs,
                 mask_note: pane::MASK_NOTE,
             }
             .render()
             .ok()
         })
         .await?
+}
+
+/// The selection's rows in serve's history (the last 7 days, at most 500, newest last),
+/// read off the async workers; None without a history or for a kind it has none of.
+async fn pane_history(board: &Arc<Board>, sel: &Selection) -> Option<Vec<pane::HistoryLine>> {
+    let dir = board.history_dir()?.to_path_buf();
+    let ask = pane::history_ask(sel)?;
+    let since = chrono::Utc::now() - chrono::Duration::days(7);
+    let rows = tokio::task::spawn_blocking(move || {
+        crate::history::store::read(&dir, &ask, Some(since), 100_000)
+    })
+    .await
+    .ok()?;
+    Some(match rows {
+        Ok(rows) => {
+            let skip = rows.len().saturating_sub(500);
+            rows[skip..].iter().map(pane::HistoryLine::of).collect()
+        }
+        Err(e) => {
+            tracing::warn!("history for the pane: {e}");
+            Vec::new()
+        }
+    })
 }
 
 async fn pane_fragment(

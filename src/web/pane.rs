@@ -10,6 +10,57 @@ use crate::explain::{self as why, text::Style};
 use crate::model::{Cluster, ObjectKind};
 
 pub const TABS: [&str; 3] = ["describe", "yaml", "events"];
+/// The pane's tabs when serve keeps a history: the object's rows in it, too.
+pub const TABS_WITH_HISTORY: [&str; 4] = ["describe", "yaml", "events", "history"];
+
+/// One row of the object's history, as the pane shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryLine {
+    pub at: String,
+    pub object: String,
+    pub what: String,
+    pub details: String,
+    pub message: String,
+}
+
+impl HistoryLine {
+    pub fn of(r: &crate::history::Record) -> Self {
+        let object = match &r.object.namespace {
+            Some(ns) => format!("{}/{ns}/{}", r.object.kind, r.object.name),
+            None => format!("{}/{}", r.object.kind, r.object.name),
+        };
+        let mut at = r.at.format("%Y-%m-%d %H:%M:%S").to_string();
+        if let Some(until) = r.until.filter(|u| *u != r.at) {
+            at.push_str(&until.format(" – %H:%M:%S").to_string());
+        }
+        HistoryLine {
+            at,
+            object,
+            what: r.what.clone(),
+            details: r
+                .details
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "code" | "object"))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            message: r.message.clone(),
+        }
+    }
+}
+
+/// What the History tab asks the store about a selection (None: a kind it has no rows for).
+pub fn history_ask(sel: &Selection) -> Option<crate::history::Ask> {
+    use crate::history::Ask;
+    Some(match sel.kind {
+        ObjectKind::Node => Ask::Node(sel.name.clone()),
+        ObjectKind::NodeClaim => Ask::NodeClaim(sel.name.clone()),
+        ObjectKind::NodePool => Ask::NodePool(sel.name.clone()),
+        ObjectKind::Pod => Ask::Pod(sel.namespace.clone(), sel.name.clone()),
+        _ => return None,
+    })
+}
 
 /// Which object the pane shows, parsed from `Kind/name` or `Kind/namespace/name`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -150,6 +201,9 @@ pub struct Pane {
     pub yaml: String,
     pub yaml_note: String,
     pub events: Vec<EventLine>,
+    /// The object's rows in serve's history (the last 7 days, newest last), when it keeps one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<HistoryLine>>,
 }
 
 /// The pane for `sel`, or None when the object does not exist. `live_yaml` is the full
@@ -300,7 +354,7 @@ pub fn pane(
             None => sel.name.clone(),
         },
         select: sel.key(),
-        tab: TABS
+        tab: TABS_WITH_HISTORY
             .iter()
             .find(|t| **t == tab)
             .copied()
@@ -309,6 +363,7 @@ pub fn pane(
         yaml,
         yaml_note,
         events,
+        history: None,
     })
 }
 
