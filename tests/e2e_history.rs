@@ -116,6 +116,27 @@ fn a_consolidation_is_remembered_across_a_restart_and_rebuilt_from_karpenters_lo
             .any(|p| p.starts_with(a.as_str()) || p.starts_with(b.as_str())),
         "no eviction of {a} or {b} on {gone}: {w:#?}"
     );
+    // A support dump carries it: `kelp why --from` the snapshot says what happened before.
+    let snap = state.path().join("snapshot.json");
+    let out = e.kelp(&["snapshot", "--history", &dir, "-f", snap.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let survivor = if gone == first { &second } else { &first };
+    let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .env("NO_COLOR", "1")
+        .args(["why", "node", survivor, "--from"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.split_once("What happened before")
+            .is_some_and(|(_, t)| t.contains("launched")),
+        "{text}"
+    );
     // The same node's life from Karpenter's own log, into a store of its own.
     let imported = tempfile::tempdir().unwrap();
     let log = Path::new(

@@ -266,3 +266,46 @@ fn why_adds_what_happened_before_and_import_rebuilds_it_from_karpenters_log() {
         "{text}"
     );
 }
+
+/// A dump that carries the history (`kelp snapshot --history` writes it as the List's
+/// `kelp.dev/history` annotation): `kelp why --from` shows what happened before from it.
+#[test]
+fn a_dump_carries_its_history_to_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = serve(dir.path());
+    let all = settled(dir.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let node = all
+        .iter()
+        .find(|r| r["what"] == "Unconsolidatable" && r["object"]["kind"] == "Node")
+        .and_then(|r| r["object"]["name"].as_str())
+        .expect("a node Karpenter left")
+        .to_string();
+    let mut dump: Value = serde_json::from_str(&std::fs::read_to_string(CAPTURE).unwrap()).unwrap();
+    dump["metadata"]["annotations"]["kelp.dev/history"] =
+        Value::String(serde_json::to_string(&all).unwrap());
+    let file = dir.path().join("with-history.json");
+    std::fs::write(&file, serde_json::to_string(&dump).unwrap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .env("NO_COLOR", "1")
+        .args(["why", "node", &node, "--from"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (_, tail) = text
+        .split_once("What happened before (kelp history, newest last):")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        tail.contains("launched") && tail.contains("Unconsolidatable"),
+        "{tail}"
+    );
+    // The dump without it: no such part.
+    let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .env("NO_COLOR", "1")
+        .args(["why", "node", &node, "--from", CAPTURE])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("What happened before"));
+}

@@ -24,6 +24,9 @@ Examples:
       with Karpenter's /metrics (prices, and the AWS provider's instance types)
   kelp snapshot --catalog catalog.yaml -f cluster.json
       with an instance-type catalogue, so the dump judges instance types as live
+  kelp snapshot --history /var/lib/kelp -f cluster.json
+      with the last day of the history `kelp serve --state-dir` kept, so a support dump
+      says what Karpenter did before (`kelp why --from cluster.json` shows it)
 
 The dump holds NodePools, NodeClaims, node classes, Nodes, Pods, DaemonSets, PDBs,
 Karpenter's events and its CRDs; managedFields and last-applied annotations are
@@ -50,7 +53,18 @@ pub struct Args {
     /// Embed this instance-type catalogue (kelp's own file or a kwok instance-types file)
     #[arg(long, value_name = "FILE")]
     pub catalog: Option<PathBuf>,
+    /// Embed the history `kelp serve --state-dir DIR` keeps there (the newest 5,000 rows of
+    /// --history-since)
+    #[arg(long, value_name = "DIR")]
+    pub history: Option<PathBuf>,
+    /// How far back the embedded history goes: a Go duration (90m, 24h) or days (7d)
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = super::history::parse_age, requires = "history")]
+    pub history_since: chrono::Duration,
 }
+
+/// Rows of history a dump carries at most: its annotation stays under the 2 MiB a string
+/// may take when a dump is streamed back in.
+const HISTORY_ROWS: usize = 5_000;
 
 /// Where to write and whether as YAML, from `--file` and `-o`.
 fn destination(args: &Args) -> anyhow::Result<(Option<PathBuf>, bool)> {
@@ -86,6 +100,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let target = live::Target {
         kubeconfig: args.kubeconfig,
         context: args.context,
+    };
+    let history = match &args.history {
+        None => None,
+        Some(dir) => {
+            let since = Utc::now() - args.history_since;
+            let mut rows = crate::history::store::read(
+                dir,
+                &crate::history::Ask::Cluster,
+                Some(since),
+                1_000_000,
+            )
+            .map_err(|e| anyhow::anyhow!("--history: {e}"))?;
+            let skip = rows.len().saturating_sub(HISTORY_ROWS);
+            rows.drain(..skip);
+            Some(serde_json::to_string(&rows)?)
+        }
     };
     let catalog = args
         .catalog
@@ -125,6 +155,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(c) = catalog {
         annotations[crate::source::dump::CATALOG] = serde_json::to_string(&c)?.into();
+    }
+    if let Some(h) = history {
+        annotations[crate::source::dump::HISTORY] = h.into();
     }
     let text = if yaml {
         serde_norway::to_string(&list)?

@@ -37,12 +37,26 @@ pub struct Args {
 /// Rows of history `why` adds, at most.
 const BEFORE: usize = 20;
 
-/// What happened before, from the history in `dir` (none when it has none, said once).
+/// What happened before, from the history in `dir`, else the one a dump carries (`kelp
+/// snapshot --history`); none when there is none (a store that cannot be read is said once).
 fn before(
     dir: Option<&std::path::Path>,
+    carried: Option<&str>,
     ask: &crate::history::Ask,
 ) -> Option<Vec<crate::history::Record>> {
-    let dir = dir?;
+    let Some(dir) = dir else {
+        let rows: Vec<crate::history::Record> = match serde_json::from_str(carried?) {
+            Ok(rows) => rows,
+            Err(e) => {
+                eprintln!("kelp: the dump's history cannot be read: {e}");
+                return None;
+            }
+        };
+        let mut rows = crate::history::store::select(&rows, ask, None);
+        let skip = rows.len().saturating_sub(BEFORE);
+        rows.drain(..skip);
+        return Some(rows);
+    };
     let since = chrono::Utc::now() - chrono::Duration::days(14);
     match crate::history::store::read(dir, ask, Some(since), 100_000) {
         Ok(mut rows) => {
@@ -124,6 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             let history = before(
                 args.state_dir.as_deref(),
+                c.history.as_deref(),
                 &crate::history::Ask::Pod(Some(ns.clone()), name.clone()),
             );
             why_pod(c, &pass, &ns, &name, args.output.into(), history.as_deref())
@@ -131,6 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Target::Node { name } => {
             let history = before(
                 args.state_dir.as_deref(),
+                c.history.as_deref(),
                 &crate::history::Ask::Node(name.clone()),
             );
             why_node(c, &pass, &name, args.output.into(), history.as_deref())

@@ -60,6 +60,8 @@ struct ClaimSeen {
     /// When each step was taken, as last seen: a claim whose steps are the same is not
     /// looked at further (no key is built for it).
     times: Times,
+    /// The pass that last saw it.
+    pass: u64,
     /// The keys of the steps written so far.
     written: HashSet<String>,
 }
@@ -82,20 +84,18 @@ fn times(cl: &NodeClaim) -> Times {
     t
 }
 
-struct Waiting {
-    record: Record,
-}
-
 /// What the history has seen, to write only what changed.
 #[derive(Default)]
 pub struct Recorder {
     claims: HashMap<String, ClaimSeen>,
-    /// Event id -> (count, last seen) written.
-    events: HashMap<String, (i32, Option<DateTime<Utc>>)>,
-    /// Open findings by (code, object, pool): their row.
-    findings: HashMap<(String, String, String), Record>,
-    /// Pending pods by (namespace, name): their open row.
-    pending: HashMap<(String, String), Waiting>,
+    /// Event id -> (count, last seen) written, and the pass that last saw it.
+    events: HashMap<String, ((i32, Option<DateTime<Utc>>), u64)>,
+    /// Open findings by fingerprint of (code, object, pool): their row, and the pass that
+    /// last saw it.
+    findings: HashMap<u64, (Record, u64)>,
+    /// Pending pods by fingerprint of (namespace, name): their open row, and the pass that
+    /// last saw it.
+    pending: HashMap<u64, (Record, u64)>,
     /// Claims the store had alive when serve last stopped, not yet seen again.
     unseen: HashMap<String, Record>,
 
@@ -136,12 +136,36 @@ fn subject(kind: &str, namespace: Option<&str>, name: &str) -> Subject {
     }
 }
 
-fn finding_key(f: &crate::findings::Finding) -> (String, String, String) {
-    (
-        f.code.as_str().to_string(),
-        f.object.to_string(),
-        f.nodepool.clone().unwrap_or_default(),
-    )
+/// A fingerprint of some texts, to find what was seen without building a key each pass
+/// (64 bits: one collision in a cluster's lifetime is not a worry).
+fn print(parts: &[&str]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = foldhash::fast::FixedState::with_seed(0x6b656c70).build_hasher();
+    for p in parts {
+        h.write(p.as_bytes());
+        h.write_u8(0xff);
+    }
+    h.finish()
+}
+
+fn finding_print(f: &crate::findings::Finding) -> u64 {
+    print(&[
+        f.code.as_str(),
+        f.object.kind.as_str(),
+        f.object.namespace.as_deref().unwrap_or_default(),
+        &f.object.name,
+        f.nodepool.as_deref().unwrap_or_default(),
+    ])
+}
+
+fn row_finding_print(r: &Record) -> u64 {
+    print(&[
+        &r.what,
+        &r.object.kind,
+        r.object.namespace.as_deref().unwrap_or_default(),
+        &r.object.name,
+        r.nodepool.as_deref().unwrap_or_default(),
+    ])
 }
 
 impl Recorder {
@@ -153,19 +177,14 @@ impl Recorder {
         for row in open {
             match row.kind {
                 Kind::Finding => {
-                    let key = (
-                        row.details.get("code").cloned().unwrap_or_default(),
-                        row.details.get("object").cloned().unwrap_or_default(),
-                        row.nodepool.clone().unwrap_or_default(),
-                    );
-                    r.findings.insert(key, row);
+                    r.findings.insert(row_finding_print(&row), (row, 0));
                 }
                 Kind::Pod => {
-                    let key = (
-                        row.object.namespace.clone().unwrap_or_default(),
-                        row.object.name.clone(),
-                    );
-                    r.pending.insert(key, Waiting { record: row });
+                    let key = print(&[
+                        row.object.namespace.as_deref().unwrap_or_default(),
+                        &row.object.name,
+                    ]);
+                    r.pending.insert(key, (row, 0));
                 }
                 _ => {}
             }
@@ -190,19 +209,31 @@ impl Recorder {
     }
 
     fn claims(&mut self, c: &Cluster, pass: &Pass, out: &mut Vec<Record>) {
-        let mut present = HashSet::with_capacity(c.nodeclaims.len());
+        let this = self.passes;
         for cl in c.nodeclaims.values() {
-            let id = claim_id(cl);
-            present.insert(id.clone());
-            self.unseen.remove(&id);
-            let pool = cl.metadata.label(crate::karpenter::labels::NODEPOOL);
             let now = times(cl);
+            // Seen before and no step moved: only note that it is still there.
+            if let Some(seen) = self.claims.get_mut(&cl.metadata.name) {
+                seen.pass = this;
+                if seen.times == now
+                    && !seen.written.is_empty()
+                    && (cl.status.node_name.is_none() || seen.node == cl.status.node_name)
+                {
+                    continue;
+                }
+            }
+            let id = claim_id(cl);
+            if !self.unseen.is_empty() {
+                self.unseen.remove(&id);
+            }
+            let pool = cl.metadata.label(crate::karpenter::labels::NODEPOOL);
             let seen = self.claims.entry(id.clone()).or_insert_with(|| ClaimSeen {
                 name: cl.metadata.name.clone(),
                 node: None,
                 pool: pool.map(str::to_string),
                 times: [None; STEPS.len() + 2],
                 written: HashSet::new(),
+                pass: this,
             });
             if cl.status.node_name.is_some() && seen.node != cl.status.node_name {
                 seen.node = cl.status.node_name.clone();
@@ -257,9 +288,9 @@ impl Recorder {
         }
         let gone: Vec<String> = self
             .claims
-            .keys()
-            .filter(|id| !present.contains(*id))
-            .cloned()
+            .iter()
+            .filter(|(_, seen)| seen.pass != this)
+            .map(|(id, _)| id.clone())
             .collect();
         for id in gone {
             if let Some(seen) = self.claims.remove(&id) {
@@ -297,7 +328,7 @@ impl Recorder {
     }
 
     fn events(&mut self, c: &Cluster, pass: &Pass, out: &mut Vec<Record>) {
-        let mut present = HashSet::new();
+        let this = self.passes;
         for e in c.events.values() {
             if !e.from_karpenter()
                 || !(RECORDED.contains(&e.reason.as_str())
@@ -305,12 +336,16 @@ impl Recorder {
             {
                 continue;
             }
-            present.insert(e.id.as_str());
             let now = (e.count, e.last_seen);
-            if self.events.get(&e.id) == Some(&now) {
-                continue;
+            if let Some((was, seen)) = self.events.get_mut(&e.id) {
+                *seen = this;
+                if *was == now {
+                    continue;
+                }
+                *was = now;
+            } else {
+                self.events.insert(e.id.clone(), (now, this));
             }
-            self.events.insert(e.id.clone(), now);
             let Some(at) = e.first_seen.or(e.last_seen) else {
                 continue;
             };
@@ -353,51 +388,51 @@ impl Recorder {
             }
             out.push(r);
         }
-        self.events.retain(|id, _| present.contains(id.as_str()));
+        self.events.retain(|_, (_, seen)| *seen == this);
     }
 
     fn findings(&mut self, pass: &Pass, out: &mut Vec<Record>) {
-        let mut present = HashSet::new();
+        let this = self.passes;
         for f in &pass.report.findings {
-            let key = finding_key(f);
-            present.insert(key.clone());
-            if self.findings.contains_key(&key) {
+            let key = finding_print(f);
+            if let Some((_, seen)) = self.findings.get_mut(&key) {
+                *seen = this;
                 continue;
             }
             let at = pass.now;
+            let object = f.object.to_string();
+            let pool = f.nodepool.as_deref().unwrap_or_default();
             let mut r = Record::new(
                 format!(
-                    "finding/{}/{}/{}/{}",
-                    key.0,
-                    key.1,
-                    key.2,
+                    "finding/{}/{object}/{pool}/{}",
+                    f.code.as_str(),
                     at.timestamp_millis()
                 ),
                 at,
                 Kind::Finding,
                 f.code.as_str(),
                 subject(
-                    &f.object.kind.to_string(),
+                    f.object.kind.as_str(),
                     f.object.namespace.as_deref(),
                     &f.object.name,
                 ),
             )
-            .detail("code", key.0.clone())
-            .detail("object", key.1.clone())
+            .detail("code", f.code.as_str())
+            .detail("object", object)
             .detail("severity", f.severity.to_string());
             r.nodepool = f.nodepool.clone();
             r.message = f.message.clone();
             out.push(r.clone());
-            self.findings.insert(key, r);
+            self.findings.insert(key, (r, this));
         }
-        let resolved: Vec<_> = self
+        let resolved: Vec<u64> = self
             .findings
-            .keys()
-            .filter(|k| !present.contains(*k))
-            .cloned()
+            .iter()
+            .filter(|(_, (_, seen))| *seen != this)
+            .map(|(k, _)| *k)
             .collect();
         for k in resolved {
-            if let Some(mut r) = self.findings.remove(&k) {
+            if let Some((mut r, _)) = self.findings.remove(&k) {
                 r.until = Some(pass.now);
                 out.push(r);
             }
@@ -405,17 +440,18 @@ impl Recorder {
     }
 
     fn pods(&mut self, c: &Cluster, pass: &Pass, out: &mut Vec<Record>) {
-        let mut present = HashSet::with_capacity(pass.pending.len());
+        let this = self.passes;
         for d in &pass.pending {
-            let ns = d.pod.namespace.clone().unwrap_or_default();
-            let key = (ns.clone(), d.pod.name.clone());
-            present.insert(key.clone());
+            let ns = d.pod.namespace.as_deref().unwrap_or_default();
+            let key = print(&[ns, &d.pod.name]);
             let summary = d.verdict_summary();
             match self.pending.get_mut(&key) {
-                Some(w) if w.record.message == summary => {}
-                Some(w) => {
-                    w.record.message = summary.to_string();
-                    out.push(w.record.clone());
+                Some((record, seen)) => {
+                    *seen = this;
+                    if record.message != summary {
+                        record.message = summary.to_string();
+                        out.push(record.clone());
+                    }
                 }
                 None => {
                     let at = d.since.unwrap_or(pass.now);
@@ -424,26 +460,30 @@ impl Recorder {
                         at,
                         Kind::Pod,
                         "pending",
-                        subject("Pod", Some(&ns), &d.pod.name),
+                        subject("Pod", Some(ns), &d.pod.name),
                     );
                     r.message = summary.to_string();
                     out.push(r.clone());
-                    self.pending.insert(key, Waiting { record: r });
+                    self.pending.insert(key, (r, this));
                 }
             }
         }
-        let ended: Vec<_> = self
+        let ended: Vec<u64> = self
             .pending
-            .keys()
-            .filter(|k| !present.contains(*k))
-            .cloned()
+            .iter()
+            .filter(|(_, (_, seen))| *seen != this)
+            .map(|(k, _)| *k)
             .collect();
         for k in ended {
-            let Some(Waiting { mut record }) = self.pending.remove(&k) else {
+            let Some((mut record, _)) = self.pending.remove(&k) else {
                 continue;
             };
             record.until = Some(pass.now);
-            match c.pods.get(&k) {
+            let key = (
+                record.object.namespace.clone().unwrap_or_default(),
+                record.object.name.clone(),
+            );
+            match c.pods.get(&key) {
                 Some(p) => {
                     if let Some(node) = p.spec.node_name.as_deref() {
                         place(c, "Node", None, node, &mut record);

@@ -426,6 +426,52 @@ pub fn read(
     query(&conn, &path, &clause, &all)
 }
 
+/// The rows of `rows` about `ask` from `since` on, as [`read`] selects them from a store:
+/// for a history carried in a dump (`kelp snapshot --history`).
+pub fn select(rows: &[Record], ask: &Ask, since: Option<DateTime<Utc>>) -> Vec<Record> {
+    use std::collections::HashSet;
+    let eq = |a: &Option<String>, b: &str| a.as_deref() == Some(b);
+    // A node's claims (and a claim's nodes), from any row that names both.
+    let linked: HashSet<&str> = match ask {
+        Ask::Node(n) => rows
+            .iter()
+            .filter(|r| eq(&r.node, n))
+            .filter_map(|r| r.nodeclaim.as_deref())
+            .collect(),
+        Ask::NodeClaim(n) => rows
+            .iter()
+            .filter(|r| eq(&r.nodeclaim, n))
+            .filter_map(|r| r.node.as_deref())
+            .collect(),
+        _ => HashSet::new(),
+    };
+    let is = |r: &Record, kind: &str, name: &str| r.object.kind == kind && r.object.name == name;
+    let mut out: Vec<Record> = rows
+        .iter()
+        .filter(|r| since.is_none_or(|s| r.until.unwrap_or(r.at) >= s))
+        .filter(|r| match ask {
+            Ask::Node(n) => {
+                eq(&r.node, n)
+                    || is(r, "Node", n)
+                    || r.nodeclaim.as_deref().is_some_and(|c| linked.contains(c))
+            }
+            Ask::NodeClaim(n) => {
+                eq(&r.nodeclaim, n)
+                    || is(r, "NodeClaim", n)
+                    || r.node.as_deref().is_some_and(|c| linked.contains(c))
+            }
+            Ask::Pod(ns, n) => {
+                is(r, "Pod", n) && ns.as_deref().is_none_or(|ns| eq(&r.object.namespace, ns))
+            }
+            Ask::NodePool(p) => eq(&r.nodepool, p) || is(r, "NodePool", p),
+            Ask::Cluster => true,
+        })
+        .cloned()
+        .collect();
+    out.sort_by(|a, b| a.at.cmp(&b.at));
+    out
+}
+
 fn query(
     conn: &Connection,
     path: &Path,
@@ -542,6 +588,52 @@ mod tests {
                 .len(),
             3
         );
+    }
+
+    #[test]
+    fn a_dumps_rows_are_selected_as_the_store_selects_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = Store::open(dir.path(), false).unwrap();
+        let mut rows = vec![
+            row("e/1", t(0), "Unconsolidatable", "n1"),
+            row("e/2", t(1), "Evicted", "n2"),
+        ];
+        let mut created = row("c/1", t(-1), "created", "c1");
+        created.object.kind = "NodeClaim".into();
+        (created.node, created.nodeclaim, created.nodepool) =
+            (None, Some("c1".into()), Some("p".into()));
+        let mut launched = created.clone();
+        (launched.key, launched.what, launched.node) =
+            ("c/2".into(), "launched".into(), Some("n1".into()));
+        let mut pod = row("p/1", t(2), "pending", "x");
+        pod.object = Subject {
+            kind: "Pod".into(),
+            namespace: Some("shop".into()),
+            name: "web".into(),
+        };
+        pod.node = None;
+        rows.extend([created, launched, pod]);
+        s.write(&rows).unwrap();
+        let stored = read(dir.path(), &Ask::Cluster, None, 100).unwrap();
+        for ask in [
+            Ask::Node("n1".into()),
+            Ask::Node("n2".into()),
+            Ask::NodeClaim("c1".into()),
+            Ask::NodePool("p".into()),
+            Ask::Pod(Some("shop".into()), "web".into()),
+            Ask::Pod(None, "web".into()),
+            Ask::Pod(Some("other".into()), "web".into()),
+            Ask::Cluster,
+        ] {
+            for since in [None, Some(t(1))] {
+                let keys = |v: Vec<Record>| v.into_iter().map(|r| r.key).collect::<Vec<_>>();
+                assert_eq!(
+                    keys(select(&stored, &ask, since)),
+                    keys(read(dir.path(), &ask, since, 100).unwrap()),
+                    "{ask:?} since {since:?}"
+                );
+            }
+        }
     }
 
     #[test]

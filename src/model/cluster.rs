@@ -116,6 +116,8 @@ pub struct Cluster {
     pub catalog: Option<std::sync::Arc<super::catalog::Catalog>>,
     /// When a `kelp snapshot` dump was captured.
     pub captured_at: Option<DateTime<Utc>>,
+    /// The history a `kelp snapshot --history` dump carries (rows as JSON, opaque here).
+    pub history: Option<Arc<str>>,
     /// Pods by the node they are bound to, sorted by (namespace, name). A `Pod` is a
     /// shared handle: this holds the same pods as `pods`, not copies.
     pods_by_node: FastMap<Shared<str>, Vec<Pod>>,

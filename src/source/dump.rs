@@ -15,7 +15,9 @@ use std::rc::Rc;
 
 use chrono::{DateTime, Utc};
 
-pub use super::ingest::{LoadNotes, CAPTURED_AT, CATALOG, KARPENTER_METRICS, OBJECTS_READ};
+pub use super::ingest::{
+    LoadNotes, CAPTURED_AT, CATALOG, HISTORY, KARPENTER_METRICS, OBJECTS_READ,
+};
 use super::json;
 use super::limits::{self, JsonGuard, Limit};
 use super::yaml;

@@ -23,6 +23,10 @@ pub const KARPENTER_METRICS: &str = "kelp.dev/karpenter-metrics";
 /// judged with (`kelp snapshot --catalog`), as a catalogue file's JSON.
 pub const CATALOG: &str = "kelp.dev/instance-type-catalog";
 
+/// The annotation on a kelp dump's List that carries the history `kelp serve --state-dir`
+/// kept (`kelp snapshot --history DIR`): its rows as a JSON array.
+pub const HISTORY: &str = "kelp.dev/history";
+
 /// Apply a kelp List's annotations (capture time, controller metrics) to the model.
 pub(super) fn list_annotations(
     name: &str,
@@ -46,6 +50,9 @@ pub(super) fn list_annotations(
             message,
         })?;
         cluster.catalog = Some(catalog.into());
+    }
+    if let Some(text) = get(HISTORY) {
+        cluster.history = Some(text.into());
     }
     Ok(())
 }
