@@ -331,10 +331,7 @@ fn a_node_kelp_calls_a_candidate_is_consolidated() {
         why["karpenterMetrics"]["eligibleNodes"].is_object(),
         "{why:#}"
     );
-    for d in [&a, &b] {
-        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
-    }
-    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+    clean_up(&e, ns, &[&a, &b], &p);
 }
 
 /// A required anti-affinity term whose `namespaceSelector` picks another namespace by name
@@ -366,10 +363,7 @@ fn an_anti_affinity_term_for_another_namespace_holds_no_node() {
         candidates.contains(&gone),
         "Karpenter removed {gone}, kelp called {candidates:?} candidates"
     );
-    for d in [&a, &b] {
-        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
-    }
-    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+    clean_up(&e, ns, &[&a, &b], &p);
 }
 
 /// Under `kelp serve`: a new pool, new pods that wait for a node, a pool change, a pool
@@ -525,10 +519,7 @@ fn preferred_anti_affinity_keeps_both_nodes_as_karpenter_decides() {
             "{node} went"
         );
     }
-    for d in [&a, &b] {
-        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
-    }
-    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+    clean_up(&e, ns, &[&a, &b], &p);
 }
 
 /// An empty node under a long `consolidateAfter`, then the pool changed to `0s`: Karpenter
@@ -700,19 +691,17 @@ fn prefer_no_schedule_taints_hold_as_karpenters_simulation_holds_them() {
         candidates.contains(&gone),
         "Karpenter removed {gone}, kelp called {candidates:?} candidates"
     );
-    for d in [&a, &b] {
-        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
-    }
-    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+    clean_up(&e, ns, &[&a, &b], &p);
 }
 
 /// Karpenter's multi-node consolidation writes `ConsolidationCandidate ... (part of 2-node
 /// consolidation)` on each node it tries while it searches, then may drop the attempt: here
 /// two half-empty smallest nodes would be replaced by one of the same type, which its
 /// `filterOutSameInstanceType` throws out, and single-node consolidation deletes one of
-/// them instead (v1.15 `computeConsolidation` writes the event before that filter). While that event is the newest on a node,
-/// kelp must not take it as Karpenter's answer about the node alone. Run alone: with other
-/// candidates in the cluster Karpenter's search tries other sets.
+/// them instead (v1.15 `computeConsolidation` writes the event before that filter). While
+/// that event is the newest on a node, kelp must not take it as Karpenter's answer about
+/// the node alone. Run alone: with other candidates in the cluster Karpenter's search tries
+/// other sets.
 #[test]
 fn a_multi_node_attempt_karpenter_drops_is_not_a_nodes_answer() {
     let Some(e) = env() else { return };
@@ -783,8 +772,5 @@ fn a_multi_node_attempt_karpenter_drops_is_not_a_nodes_answer() {
     // And single-node consolidation removes one of them.
     let gone = one_removed(&e, [&first, &second]);
     eprintln!("multi-node: then {gone} removed alone");
-    for d in [&a, &b] {
-        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
-    }
-    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+    clean_up(&e, ns, &[&a, &b], &p);
 }

@@ -171,8 +171,5 @@ fn a_consolidation_is_remembered_across_a_restart_and_rebuilt_from_karpenters_lo
         .unwrap();
     assert_eq!(decided["details"]["reason"], "Underutilized");
     assert_eq!(decided["node"].as_str(), Some(gone.as_str()));
-    for d in [&a, &b] {
-        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
-    }
-    e.ok(&["delete", "nodepool", &p, "--wait=false"]);
+    clean_up(&e, ns, &[&a, &b], &p);
 }

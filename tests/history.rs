@@ -70,6 +70,24 @@ fn settled(state: &Path) -> Vec<Value> {
     panic!("the history never settled: {} rows", last.len());
 }
 
+/// What a serve of the capture keeps in `state`, once it has settled (serve stopped).
+fn kept(state: &Path) -> Vec<Value> {
+    let mut child = serve(state);
+    let all = settled(state);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    all
+}
+
+/// A node Karpenter wrote `Unconsolidatable` about, from the rows.
+fn left_by_karpenter(all: &[Value]) -> String {
+    all.iter()
+        .find(|r| r["what"] == "Unconsolidatable" && r["object"]["kind"] == "Node")
+        .and_then(|r| r["object"]["name"].as_str())
+        .expect("a node Karpenter left")
+        .to_string()
+}
+
 #[test]
 fn the_history_survives_kill_9_and_a_restart_carries_on_without_duplicates() {
     let dir = tempfile::tempdir().unwrap();
@@ -147,10 +165,7 @@ fn a_second_serve_on_one_state_dir_is_refused_naming_the_first() {
 #[test]
 fn history_answers_per_object_in_every_format_and_says_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = serve(dir.path());
-    let all = settled(dir.path());
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let all = kept(dir.path());
     let launched = all
         .iter()
         .find(|r| r["what"] == "launched" && r["node"].is_string())
@@ -187,16 +202,8 @@ fn history_answers_per_object_in_every_format_and_says_what_is_missing() {
 #[test]
 fn why_adds_what_happened_before_and_import_rebuilds_it_from_karpenters_log() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = serve(dir.path());
-    let all = settled(dir.path());
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let node = all
-        .iter()
-        .find(|r| r["what"] == "Unconsolidatable" && r["object"]["kind"] == "Node")
-        .and_then(|r| r["object"]["name"].as_str())
-        .expect("a node Karpenter left")
-        .to_string();
+    let all = kept(dir.path());
+    let node = left_by_karpenter(&all);
     let why = |extra: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
             .env("NO_COLOR", "1")
@@ -272,16 +279,8 @@ fn why_adds_what_happened_before_and_import_rebuilds_it_from_karpenters_log() {
 #[test]
 fn a_dump_carries_its_history_to_why() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = serve(dir.path());
-    let all = settled(dir.path());
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let node = all
-        .iter()
-        .find(|r| r["what"] == "Unconsolidatable" && r["object"]["kind"] == "Node")
-        .and_then(|r| r["object"]["name"].as_str())
-        .expect("a node Karpenter left")
-        .to_string();
+    let all = kept(dir.path());
+    let node = left_by_karpenter(&all);
     let mut dump: Value = serde_json::from_str(&std::fs::read_to_string(CAPTURE).unwrap()).unwrap();
     dump["metadata"]["annotations"]["kelp.dev/history"] =
         Value::String(serde_json::to_string(&all).unwrap());

@@ -114,3 +114,11 @@ pub fn half_empty_nodes_of(
     }
     ([a, b], [first, second])
 }
+
+/// Delete a scenario's Deployments and its pool, without waiting.
+pub fn clean_up(e: &Env, ns: &str, deployments: &[&String], pool: &str) {
+    for d in deployments {
+        e.ok(&["delete", "deployment", "-n", ns, d, "--wait=false"]);
+    }
+    e.ok(&["delete", "nodepool", pool, "--wait=false"]);
+}
