@@ -351,6 +351,8 @@
         panels.querySelectorAll("tbody.group.open[data-lazy='1']").forEach(function (g) { lazyOpen.push(g); });
         lazyOpen.forEach(function (g) { setGroup(g, true); });
         tick();
+        timelineControls();
+        await loadTimeline();
         if (selected) await loadPane(selected, tab);
         body.dataset.refreshed = String((parseInt(body.dataset.refreshed || "0", 10)) + 1);
       }
@@ -359,6 +361,81 @@
       if (again) { again = false; refresh(); }
     }
   }
+  // ---- the timeline's range, pool and lane, over serve's history (only when it keeps one)
+  let tl = null; // {range, pool, lane} once one is picked; null: the live 3 hours
+  function timelineControls() {
+    const sec = document.getElementById("timeline");
+    if (!sec || body.dataset.history !== "1" || sec.querySelector(".tl-controls")) return;
+    const box = document.createElement("div");
+    box.className = "tl-controls";
+    ["3h", "1h", "24h", "7d"].forEach(function (r) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.dataset.range = r;
+      b.textContent = r;
+      if ((tl ? tl.range : "3h") === r) b.classList.add("active");
+      box.appendChild(b);
+    });
+    const pick = function (cls, all, values, now) {
+      const s = document.createElement("select");
+      s.className = cls;
+      [""].concat(values).forEach(function (v) {
+        const o = document.createElement("option");
+        o.value = v;
+        o.textContent = v || all;
+        if (v === now) o.selected = true;
+        s.appendChild(o);
+      });
+      box.appendChild(s);
+    };
+    const pools = Array.from(panels.querySelectorAll("tr.pool[data-pool]")).map(function (r) { return r.dataset.pool; });
+    const lanes = Array.from(sec.querySelectorAll(".lane-label")).map(function (t) { return t.textContent; });
+    pick("tl-pool", "every pool", pools, tl ? tl.pool : "");
+    pick("tl-lane", "every lane", lanes, tl ? tl.lane : "");
+    sec.querySelector("h2").after(box);
+  }
+  async function loadTimeline() {
+    const sec = document.getElementById("timeline");
+    if (!tl || !sec) return;
+    const q = new URLSearchParams(tl);
+    const r = await fetch(base + "/timeline?" + q.toString(), { credentials: "same-origin" });
+    if (!r.ok) return;
+    const html = await r.text();
+    const target = document.getElementById("timeline");
+    if (!target) return;
+    target.querySelector(".timeline-body").innerHTML = html;
+    const n = target.querySelectorAll("circle.mark").length;
+    const count = target.querySelector("h2 .count");
+    if (count) { count.textContent = n; count.dataset.total = n; }
+    const span = target.querySelector(".tl-span");
+    if (span) span.textContent = "last " + tl.range + (tl.pool ? ", " + tl.pool : "") + (tl.lane ? ", " + tl.lane : "");
+    markSelected();
+  }
+  function pickTimeline() {
+    const sec = document.getElementById("timeline");
+    const active = sec.querySelector(".tl-controls button.active");
+    const range = active ? active.dataset.range : "3h";
+    const pool = sec.querySelector(".tl-pool").value;
+    const lane = sec.querySelector(".tl-lane").value;
+    // The live 3 hours, every pool and lane: the panel as every pass renders it.
+    tl = range === "3h" && !pool && !lane ? null : { range: range === "3h" ? "24h" : range, pool: pool, lane: lane };
+    if (tl && range === "3h") {
+      // A pool or lane over the live window: the history's 24 h is the nearest it keeps.
+      sec.querySelectorAll(".tl-controls button").forEach(function (b) { b.classList.toggle("active", b.dataset.range === "24h"); });
+    }
+    if (tl) loadTimeline(); else refresh();
+  }
+  panels.addEventListener("click", function (e) {
+    const b = e.target.closest("#timeline .tl-controls button");
+    if (!b) return;
+    b.parentNode.querySelectorAll("button").forEach(function (x) { x.classList.toggle("active", x === b); });
+    pickTimeline();
+  });
+  panels.addEventListener("change", function (e) {
+    if (e.target.closest("#timeline .tl-controls")) pickTimeline();
+  });
+  timelineControls();
+
   // No base: the page of a cluster kelp does not serve, with nothing to refresh.
   // The stream ends every few minutes and the browser opens another by itself; a stream
   // refused outright (503: too many open) is closed for good, so it is opened again here,

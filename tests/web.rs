@@ -1209,3 +1209,106 @@ async fn the_pane_has_a_history_tab_when_serve_keeps_one() {
     )
     .contains("Nothing in kelp's history"));
 }
+
+/// With serve's history kept, the page offers the timeline's ranges (the script adds the
+/// controls), and the fragment draws 1 h, 24 h or 7 d of the history, narrowed to a pool or
+/// a lane, each mark opening its object; without a history there is no such fragment.
+#[tokio::test]
+async fn the_timeline_reads_the_history_over_a_range() {
+    use kelp::history::{store::Store, Kind, Record, Subject};
+    let dir = tempfile::tempdir().unwrap();
+    let claim = |name: &str, pool: &str, what: &str, hours_ago: i64| {
+        let mut r = Record::new(
+            format!("nodeclaim/{name}/{what}"),
+            now() - chrono::Duration::hours(hours_ago),
+            Kind::NodeClaim,
+            what,
+            Subject {
+                kind: "NodeClaim".into(),
+                namespace: None,
+                name: name.into(),
+            },
+        );
+        r.nodeclaim = Some(name.into());
+        r.nodepool = Some(pool.into());
+        r
+    };
+    {
+        let (mut s, _) = Store::open(dir.path(), true).unwrap();
+        s.write(&[
+            claim("a", "batch", "launched", 30),
+            claim("b", "batch", "launched", 5),
+            claim("b", "batch", "deleted", 2),
+            claim("c", "default", "launched", 0),
+            // Not on the timeline: a finding.
+            {
+                let mut f = claim("c", "default", "pod-unschedulable", 0);
+                f.kind = Kind::Finding;
+                f
+            },
+        ])
+        .unwrap();
+    }
+    let (_, board) = loaded("test", demo(), now());
+    let plain = site_of(vec![board.clone()], None);
+    assert_eq!(
+        get(&plain, &format!("{PAGE}/timeline?range=24h"))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    // (The page itself is rendered once per pass: serve sets the history before the first.)
+    board.set_history_dir(dir.path().to_path_buf());
+    let app = site_of(vec![board], None);
+    assert_eq!(
+        count(&get(&app, PAGE).await.html(), "body[data-history='1']"),
+        1
+    );
+    let marks = |body: &str| count(&Html::parse_fragment(body), "circle.mark");
+    let day = get(&app, &format!("{PAGE}/timeline?range=24h")).await;
+    assert_eq!(day.status, StatusCode::OK);
+    assert_eq!(marks(&day.body), 3, "{}", day.body);
+    let h = Html::parse_fragment(&day.body);
+    assert_eq!(
+        count(
+            &h,
+            "circle.mark.launch.row-select[data-select='NodeClaim/c']"
+        ),
+        1
+    );
+    assert_eq!(
+        count(&h, "circle.mark.termination[data-select='NodeClaim/b']"),
+        1
+    );
+    assert_eq!(
+        marks(&get(&app, &format!("{PAGE}/timeline?range=7d")).await.body),
+        4
+    );
+    assert_eq!(
+        marks(&get(&app, &format!("{PAGE}/timeline?range=1h")).await.body),
+        1
+    );
+    assert_eq!(
+        marks(
+            &get(&app, &format!("{PAGE}/timeline?range=7d&pool=batch"))
+                .await
+                .body
+        ),
+        3
+    );
+    assert_eq!(
+        marks(
+            &get(&app, &format!("{PAGE}/timeline?range=7d&lane=termination"))
+                .await
+                .body
+        ),
+        1
+    );
+    for bad in ["range=2h", "lane=nope"] {
+        assert_eq!(
+            get(&app, &format!("{PAGE}/timeline?{bad}")).await.status,
+            StatusCode::BAD_REQUEST,
+            "{bad}"
+        );
+    }
+}

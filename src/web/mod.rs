@@ -90,6 +90,16 @@ struct PageTemplate<'a> {
     fixed_clock: bool,
     panels: &'a str,
     pane: Option<String>,
+    /// Serve keeps a history: the timeline offers its ranges.
+    history: bool,
+}
+
+/// The timeline over a range of serve's history (the page's range picker).
+#[derive(Template)]
+#[template(path = "timeline.html")]
+struct TimelineTemplate<'a> {
+    tl: &'a view::Timeline,
+    lanes_height: usize,
 }
 
 #[derive(Template)]
@@ -165,6 +175,10 @@ pub fn router(site: Arc<Site>) -> Router {
             get(claim_rows),
         )
         .route("/clusters/{cluster}/karpenter/events", get(events))
+        .route(
+            "/clusters/{cluster}/karpenter/timeline",
+            get(timeline_fragment),
+        )
         .route(
             "/clusters/{cluster}/karpenter/pending/{namespace}/{name}",
             get(pending_detail),
@@ -314,6 +328,7 @@ async fn page(
             fixed_clock: page.fixed_clock,
             panels: page.panels.as_str(),
             pane,
+            history: board.history_dir().is_some(),
         }
         .render()?;
         Ok(if plain {
@@ -344,6 +359,7 @@ fn unknown_cluster(site: &Site, cluster: &str) -> Fail {
             fixed_clock: false,
             panels: &panels,
             pane: None,
+            history: false,
         }
         .render()
     });
@@ -486,6 +502,71 @@ async fn pane_history(board: &Arc<Board>, sel: &Selection) -> Option<Vec<pane::H
         }
     })
 }
+
+#[derive(Debug, Deserialize)]
+struct TimelineQuery {
+    range: Option<String>,
+    pool: Option<String>,
+    lane: Option<String>,
+}
+
+/// The timeline over 1 h, 24 h or 7 d of serve's history, narrowed to a pool or a lane: the
+/// range picker's fragment (404 when serve keeps no history).
+async fn timeline_fragment(
+    State(site): St,
+    Path(cluster): Path<String>,
+    Query(q): Query<TimelineQuery>,
+) -> Response {
+    let path = format!("/clusters/{cluster}/karpenter/timeline");
+    let outcome = async {
+        let (board, page) = latest(&site, &cluster).await?;
+        let dir = board
+            .history_dir()
+            .ok_or_else(|| Fail::NotFound("a history: this serve keeps none (--state-dir)".into()))?
+            .to_path_buf();
+        let hours = match q.range.as_deref().unwrap_or("24h") {
+            "1h" => 1,
+            "24h" => 24,
+            "7d" => 168,
+            other => {
+                return Err(Fail::BadRequest(format!(
+                    "range {other:?}: one of 1h, 24h, 7d"
+                )))
+            }
+        };
+        let lane =
+            match q.lane.as_deref().filter(|l| !l.is_empty()) {
+                Some(l) => Some(view::LANES.iter().copied().find(|x| *x == l).ok_or_else(
+                    || Fail::BadRequest(format!("lane {l:?}: one of {}", view::LANES.join(", "))),
+                )?),
+                None => None,
+            };
+        let now = page.pass.now;
+        let ask = match q.pool.as_deref().filter(|p| !p.is_empty()) {
+            Some(p) => crate::history::Ask::NodePool(p.to_string()),
+            None => crate::history::Ask::Cluster,
+        };
+        let since = now - chrono::Duration::hours(hours);
+        let rows = tokio::task::spawn_blocking(move || {
+            crate::history::store::read(&dir, &ask, Some(since), TIMELINE_ROWS)
+        })
+        .await
+        .map_err(|_| Fail::Busy)?
+        .map_err(|e| Fail::NotFound(format!("a readable history: {e}")))?;
+        let tl = view::timeline::from_history(&rows, now, hours, lane);
+        Ok(html(
+            TimelineTemplate {
+                tl: &tl,
+                lanes_height: view::LANES.len() * 24 + 16,
+            }
+            .render()?,
+        ))
+    };
+    audited(&path, &cluster, outcome.await)
+}
+
+/// The most history rows one timeline reads.
+const TIMELINE_ROWS: usize = 50_000;
 
 async fn pane_fragment(
     State(site): St,

@@ -18,7 +18,7 @@ mod capacity;
 mod claims;
 mod pending;
 mod pools;
-mod timeline;
+pub mod timeline;
 mod words;
 
 use capacity::capacity_panel;
@@ -160,6 +160,9 @@ pub struct Mark {
     /// 0..1000 across the window.
     pub x: u32,
     pub title: String,
+    /// `Kind/ns/name` of the object, for the detail pane (empty: none it can show).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub select: String,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{select_key, Mark, Timeline, TIMELINE_HOURS};
+use crate::history::{Kind, Record};
 use crate::model::Cluster;
 
 /// The lane an event goes to, if it belongs on the timeline.
@@ -38,12 +39,90 @@ pub const LANES: [&str; 6] = [
     "repair",
 ];
 
+/// The lane a history row goes to, if it belongs on the timeline: a claim's launch, the
+/// disruption decided, its deletion, and the events the live timeline shows.
+fn lane_of_row(r: &Record) -> Option<&'static str> {
+    match r.kind {
+        Kind::NodeClaim => Some(match r.what.as_str() {
+            "launched" => "launch",
+            "disrupting" | "disruption decided" => "disruption",
+            "deleted" => "termination",
+            _ => return None,
+        }),
+        // The claim's own launch row says it already.
+        Kind::Event if r.what != "Launched" => lane_of(&r.what, &r.object.kind),
+        _ => None,
+    }
+}
+
+/// The timeline over `hours` up to `now` from serve's history (`rows`, already narrowed to
+/// a pool if one was asked), only `lane` when one is given.
+pub fn from_history(
+    rows: &[Record],
+    now: DateTime<Utc>,
+    hours: i64,
+    lane: Option<&str>,
+) -> Timeline {
+    let start = now - chrono::Duration::hours(hours);
+    let span = (now - start).num_milliseconds().max(1) as f64;
+    let x = |t: DateTime<Utc>| (((t - start).num_milliseconds() as f64 / span) * 1000.0) as u32;
+    let mut marks: Vec<Mark> = rows
+        .iter()
+        .filter(|r| r.at >= start && r.at <= now)
+        .filter_map(|r| {
+            let l = lane_of_row(r)?;
+            if lane.is_some_and(|want| want != l) {
+                return None;
+            }
+            let obj = select_key(
+                &r.object.kind,
+                r.object.namespace.as_deref(),
+                &r.object.name,
+            );
+            let mut title = format!("{}: {obj}", r.what);
+            if !r.message.is_empty() {
+                title.push_str(": ");
+                title.push_str(&r.message);
+            }
+            Some(Mark {
+                at: r.at,
+                lane: l,
+                lane_index: LANES.iter().position(|x| *x == l).unwrap_or(0),
+                x: x(r.at),
+                title,
+                select: obj,
+            })
+        })
+        .collect();
+    marks.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.title.cmp(&b.title)));
+    // Six ticks; with days, the day's name too.
+    let ticks = (0..=6)
+        .map(|i| {
+            let t = start + chrono::Duration::minutes(hours * 60 * i / 6);
+            let label = if hours > 24 {
+                t.format("%a %H:%M").to_string()
+            } else {
+                t.format("%H:%M").to_string()
+            };
+            (x(t), label)
+        })
+        .collect();
+    Timeline {
+        hours,
+        start,
+        end: now,
+        marks,
+        ticks,
+        lanes: LANES.to_vec(),
+    }
+}
+
 pub(super) fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
     let start = now - chrono::Duration::hours(TIMELINE_HOURS);
     let span = (now - start).num_milliseconds().max(1) as f64;
     let x = |t: DateTime<Utc>| (((t - start).num_milliseconds() as f64 / span) * 1000.0) as u32;
     let mut marks = Vec::new();
-    let mut push = |at: DateTime<Utc>, lane: &'static str, title: String| {
+    let mut push = |at: DateTime<Utc>, lane: &'static str, title: String, select: String| {
         if at >= start && at <= now {
             marks.push(Mark {
                 at,
@@ -51,6 +130,7 @@ pub(super) fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
                 lane_index: LANES.iter().position(|l| *l == lane).unwrap_or(0),
                 x: x(at),
                 title,
+                select,
             });
         }
     };
@@ -61,6 +141,7 @@ pub(super) fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
                 t,
                 "launch",
                 format!("NodeClaim {} created", claim.metadata.name),
+                format!("NodeClaim/{}", claim.metadata.name),
             );
         }
         if let Some(t) = claim.metadata.deletion_timestamp {
@@ -68,6 +149,7 @@ pub(super) fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
                 t,
                 "termination",
                 format!("NodeClaim {} terminating", claim.metadata.name),
+                format!("NodeClaim/{}", claim.metadata.name),
             );
         }
     }
@@ -85,7 +167,20 @@ pub(super) fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
                 e.regarding.namespace.as_deref(),
                 &e.regarding.name,
             );
-            push(t, lane, format!("{}: {obj}: {}", e.reason, e.message));
+            let select = if matches!(
+                e.regarding.kind.as_str(),
+                "Pod" | "Node" | "NodeClaim" | "NodePool"
+            ) {
+                obj.clone()
+            } else {
+                String::new()
+            };
+            push(
+                t,
+                lane,
+                format!("{}: {obj}: {}", e.reason, e.message),
+                select,
+            );
         }
     }
     marks.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.title.cmp(&b.title)));
