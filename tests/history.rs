@@ -308,3 +308,60 @@ fn a_dump_carries_its_history_to_why() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains("What happened before"));
 }
+
+/// `kelp history --server URL` asks a running serve's API and answers as the state
+/// directory does; a dashboard behind a token needs it.
+#[test]
+fn history_reads_a_running_serves_api_as_its_state_dir() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let all = kept(dir.path());
+    let node = left_by_karpenter(&all);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kelp"))
+        .env_remove("KUBECONFIG")
+        .args([
+            "serve",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--dashboard-addr",
+            "127.0.0.1:0",
+        ])
+        .args(["--auth-token", "s3cret", "--from", CAPTURE, "--state-dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("kelp: dashboard at ")
+        .unwrap_or_else(|| panic!("{line}"));
+    let server = url.split("/clusters/").next().unwrap().to_string();
+    let ask = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
+            .env("NO_COLOR", "1")
+            .args(["history", "node", &node, "--since", "36500d"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.status.success(),
+        )
+    };
+    let (local, _, ok) = ask(&["--state-dir", dir.path().to_str().unwrap()]);
+    assert!(ok && local.contains("Unconsolidatable"), "{local}");
+    let (remote, err, ok) = ask(&["--server", &server, "--token", "s3cret"]);
+    let (denied, why, refused) = ask(&["--server", &server]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(ok, "{err}");
+    assert_eq!(remote, local);
+    assert!(!refused && denied.is_empty(), "{denied}");
+    assert!(why.contains("401"), "{why}");
+}

@@ -644,6 +644,11 @@ async fn the_openapi_document_is_served_and_covers_every_api_route() {
             "{concrete}"
         );
     }
+    // Documented too, though it answers only where serve keeps a history (tested with one
+    // in the_timeline_reads_the_history_over_a_range).
+    assert!(doc["paths"]
+        .get("/api/v1/clusters/{cluster}/history")
+        .is_some());
     // The overview's required fields are what the API really sends.
     let v: serde_json::Value =
         serde_json::from_str(&get(&app, "/api/v1/clusters/test/karpenter").await.body).unwrap();
@@ -1258,6 +1263,10 @@ async fn the_timeline_reads_the_history_over_a_range() {
         StatusCode::NOT_FOUND
     );
     // (The page itself is rendered once per pass: serve sets the history before the first.)
+    assert_eq!(
+        get(&plain, "/api/v1/clusters/test/history").await.status,
+        StatusCode::NOT_FOUND
+    );
     board.set_history_dir(dir.path().to_path_buf());
     let app = site_of(vec![board], None);
     assert_eq!(
@@ -1304,6 +1313,28 @@ async fn the_timeline_reads_the_history_over_a_range() {
         ),
         1
     );
+    // The same rows from the API, as `kelp history -o json` prints them.
+    let api = "/api/v1/clusters/test/history";
+    let rows: serde_json::Value =
+        serde_json::from_str(&get(&app, &format!("{api}?nodeclaim=b&since=7d")).await.body)
+            .unwrap();
+    let whats: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["what"].as_str())
+        .collect();
+    assert_eq!(whats, ["launched", "deleted"]);
+    let all: serde_json::Value =
+        serde_json::from_str(&get(&app, &format!("{api}?since=7d")).await.body).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 5);
+    for bad in ["node=x&pod=ns/y", "since=soon"] {
+        assert_eq!(
+            get(&app, &format!("{api}?{bad}")).await.status,
+            StatusCode::BAD_REQUEST,
+            "{bad}"
+        );
+    }
     for bad in ["range=2h", "lane=nope"] {
         assert_eq!(
             get(&app, &format!("{PAGE}/timeline?{bad}")).await.status,

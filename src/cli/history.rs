@@ -59,8 +59,34 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_age)]
     pub since: chrono::Duration,
     /// Where `kelp serve --state-dir` keeps its history
-    #[arg(long, value_name = "DIR", env = "KELP_STATE_DIR")]
-    pub state_dir: PathBuf,
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "KELP_STATE_DIR",
+        required_unless_present = "server"
+    )]
+    pub state_dir: Option<PathBuf>,
+    /// Ask a running `kelp serve` instead, at its dashboard's address (http://HOST:PORT;
+    /// through `kubectl port-forward` when it runs in the cluster)
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "KELP_SERVER",
+        conflicts_with = "state_dir"
+    )]
+    pub server: Option<String>,
+    /// With --server: the cluster's name there (default: its first)
+    #[arg(long, value_name = "NAME", requires = "server")]
+    pub context: Option<String>,
+    /// With --server: the dashboard's token (--auth-token of serve)
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "KELP_AUTH_TOKEN",
+        hide_env_values = true,
+        requires = "server"
+    )]
+    pub token: Option<String>,
     /// At most this many rows, oldest first
     #[arg(long, value_name = "N", default_value_t = 2000)]
     pub limit: usize,
@@ -71,20 +97,7 @@ pub struct Args {
 
 /// A Go duration, or whole days (`7d`): how far back to look, how long to keep.
 pub fn parse_age(s: &str) -> Result<chrono::Duration, String> {
-    if let Some(days) = s.strip_suffix('d') {
-        let n: i64 = days
-            .parse()
-            .map_err(|_| format!("{s}: a Go duration (90m, 24h) or whole days (7d)"))?;
-        if n < 0 {
-            return Err(format!("{s}: must not be negative"));
-        }
-        return chrono::Duration::try_days(n).ok_or_else(|| format!("{s}: too long"));
-    }
-    let d = crate::karpenter::duration::parse_go_duration(s)?;
-    if d < chrono::Duration::zero() {
-        return Err(format!("{s}: must not be negative"));
-    }
-    Ok(d)
+    crate::history::age(s)
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -112,8 +125,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("say what to ask about (node|nodeclaim|pod|nodepool NAME), or --cluster")
         }
     };
-    let since: DateTime<Utc> = Utc::now() - args.since;
-    let rows = store::read(&args.state_dir, &ask, Some(since), args.limit)?;
+    let rows = match (&args.server, &args.state_dir) {
+        (Some(server), _) => from_server(server, &args, &ask)?,
+        (None, Some(dir)) => {
+            let since: DateTime<Utc> = Utc::now() - args.since;
+            store::read(dir, &ask, Some(since), args.limit)?
+        }
+        (None, None) => anyhow::bail!("--state-dir DIR or --server URL"),
+    };
     let style = Style::detect();
     let text = match args.output {
         AnswerFormat::Table => table(&rows, &ask),
@@ -123,6 +142,81 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The rows a running serve's API gives (`/api/v1/clusters/{cluster}/history`).
+fn from_server(server: &str, args: &Args, ask: &Ask) -> anyhow::Result<Vec<Record>> {
+    let base = server.trim_end_matches('/');
+    let token = args.token.as_deref().filter(|t| !t.is_empty());
+    let cluster = match &args.context {
+        Some(c) => c.clone(),
+        None => {
+            let v: serde_json::Value =
+                serde_json::from_str(&get(&format!("{base}/api/v1/clusters"), token)?)?;
+            v["clusters"][0]["name"]
+                .as_str()
+                .ok_or_else(|| anyhow::anyhow!("{base} serves no cluster"))?
+                .to_string()
+        }
+    };
+    let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let subject = match ask {
+        Ask::Node(n) => format!("node={}&", enc(n)),
+        Ask::NodeClaim(n) => format!("nodeclaim={}&", enc(n)),
+        Ask::NodePool(n) => format!("nodepool={}&", enc(n)),
+        Ask::Pod(Some(ns), n) => format!("pod={}&", enc(&format!("{ns}/{n}"))),
+        Ask::Pod(None, n) => format!("pod={}&", enc(n)),
+        Ask::Cluster => String::new(),
+    };
+    let url = format!(
+        "{base}/api/v1/clusters/{}/history?{subject}since={}s&limit={}",
+        enc(&cluster),
+        args.since.num_seconds(),
+        args.limit
+    );
+    Ok(serde_json::from_str(&get(&url, token)?)?)
+}
+
+/// One GET over plain HTTP (kelp serves nothing else), with at most 64 MiB of answer.
+fn get(url: &str, token: Option<&str>) -> anyhow::Result<String> {
+    use http_body_util::BodyExt;
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--server: {url}: {e}"))?;
+    if uri.scheme_str() != Some("http") {
+        anyhow::bail!("--server: {url}: only http:// (kelp serves plain HTTP; reach one in a cluster with kubectl port-forward)");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http::<http_body_util::Empty<hyper::body::Bytes>>();
+        let mut req = http::Request::get(uri).header(http::header::ACCEPT, "application/json");
+        if let Some(t) = token {
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        let resp = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            client.request(req.body(http_body_util::Empty::new())?),
+        )
+        .await
+        .map_err(|_| anyhow::anyhow!("{url}: no answer in 30 s"))?
+        .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+        let status = resp.status();
+        let body = http_body_util::Limited::new(resp.into_body(), 64 << 20)
+            .collect()
+            .await
+            .map_err(|e| anyhow::anyhow!("{url}: {e}"))?
+            .to_bytes();
+        let text = String::from_utf8_lossy(&body).into_owned();
+        if !status.is_success() {
+            let first = text.lines().next().unwrap_or_default().trim().to_string();
+            anyhow::bail!("{url}: {status}: {first}");
+        }
+        Ok(text)
+    })
+}
+
 /// `kelp history import FILE...`: each log's rows into the store (taking its lock: not
 /// while a serve keeps it).
 fn import(args: &Args) -> anyhow::Result<ExitCode> {
@@ -130,7 +224,10 @@ fn import(args: &Args) -> anyhow::Result<ExitCode> {
     if args.name.is_empty() {
         anyhow::bail!("kelp history import needs the log files (- for stdin)");
     }
-    let (mut store, moved) = store::Store::open(&args.state_dir, true)?;
+    let Some(dir) = &args.state_dir else {
+        anyhow::bail!("kelp history import writes into --state-dir DIR");
+    };
+    let (mut store, moved) = store::Store::open(dir, true)?;
     if let Some(m) = moved {
         eprintln!("kelp: {}; kept as {}", m.why, m.to.display());
     }

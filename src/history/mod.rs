@@ -15,3 +15,21 @@ pub use record::{Kind, Record, Subject};
 pub use recorder::Recorder;
 pub use store::{Ask, MovedAside, StoreError};
 pub use writer::{History, Settings};
+
+/// A Go duration, or whole days (`7d`): how far back to look, how long to keep.
+pub fn age(s: &str) -> Result<chrono::Duration, String> {
+    if let Some(days) = s.strip_suffix('d') {
+        let n: i64 = days
+            .parse()
+            .map_err(|_| format!("{s}: a Go duration (90m, 24h) or whole days (7d)"))?;
+        if n < 0 {
+            return Err(format!("{s}: must not be negative"));
+        }
+        return chrono::Duration::try_days(n).ok_or_else(|| format!("{s}: too long"));
+    }
+    let d = crate::karpenter::duration::parse_go_duration(s)?;
+    if d < chrono::Duration::zero() {
+        return Err(format!("{s}: must not be negative"));
+    }
+    Ok(d)
+}

@@ -187,6 +187,7 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/api/v1/clusters/{cluster}/karpenter", get(api_overview))
         .route("/api/v1/clusters/{cluster}/nodeclaims", get(api_nodeclaims))
         .route("/api/v1/clusters/{cluster}/findings", get(api_findings))
+        .route("/api/v1/clusters/{cluster}/history", get(api_history))
         .route(
             "/api/v1/clusters/{cluster}/pods/{namespace}/{name}/why",
             get(api_why_pod),
@@ -709,6 +710,69 @@ async fn api_findings(State(site): St, Path(cluster): Path<String>) -> Response 
     let path = format!("/api/v1/clusters/{cluster}/findings");
     let outcome = latest_pass(&site, &cluster).map(|(_, pass)| json(pass.report.as_ref()));
     audited(&path, &cluster, outcome)
+}
+
+#[derive(Debug, Deserialize)]
+struct HistoryQuery {
+    node: Option<String>,
+    nodeclaim: Option<String>,
+    /// `namespace/name`.
+    pod: Option<String>,
+    nodepool: Option<String>,
+    since: Option<String>,
+    limit: Option<usize>,
+}
+
+/// Serve's history (`--state-dir`) about one node, NodeClaim, pod or pool, or all of it, as
+/// `kelp history -o json` prints it: 404 when serve keeps none.
+async fn api_history(
+    State(site): St,
+    Path(cluster): Path<String>,
+    Query(q): Query<HistoryQuery>,
+) -> Response {
+    use crate::history::Ask;
+    let path = format!("/api/v1/clusters/{cluster}/history");
+    let outcome = async {
+        // Counted back from the pass's clock (a dump's stands still), as the page's.
+        let (board, pass) = latest_pass(&site, &cluster)?;
+        let dir = board
+            .history_dir()
+            .ok_or_else(|| Fail::NotFound("a history: this serve keeps none (--state-dir)".into()))?
+            .to_path_buf();
+        let asks: Vec<Ask> = [
+            q.node.map(Ask::Node),
+            q.nodeclaim.map(Ask::NodeClaim),
+            q.nodepool.map(Ask::NodePool),
+            q.pod.map(|p| match p.split_once('/') {
+                Some((ns, n)) => Ask::Pod(Some(ns.to_string()), n.to_string()),
+                None => Ask::Pod(None, p),
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let ask = match asks.len() {
+            0 => Ask::Cluster,
+            1 => asks.into_iter().next().unwrap_or(Ask::Cluster),
+            _ => {
+                return Err(Fail::BadRequest(
+                    "one of node, nodeclaim, pod, nodepool".into(),
+                ))
+            }
+        };
+        let since = crate::history::age(q.since.as_deref().unwrap_or("24h"))
+            .map_err(|e| Fail::BadRequest(format!("since: {e}")))?;
+        let since = pass.now - since;
+        let limit = q.limit.unwrap_or(2000).min(100_000);
+        let rows = tokio::task::spawn_blocking(move || {
+            crate::history::store::read(&dir, &ask, Some(since), limit)
+        })
+        .await
+        .map_err(|_| Fail::Busy)?
+        .map_err(|e| Fail::NotFound(format!("a readable history: {e}")))?;
+        Ok(json(&rows))
+    };
+    audited(&path, &cluster, outcome.await)
 }
 
 /// A JSON answer computed from the last pass: 404 (with kelp's words) when `f` fails,
