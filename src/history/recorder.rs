@@ -54,7 +54,6 @@ const STEPS: &[(&str, &str)] = &[
 ];
 
 struct ClaimSeen {
-    name: String,
     node: Option<String>,
     pool: Option<String>,
     /// When each step was taken, as last seen: a claim whose steps are the same is not
@@ -102,12 +101,6 @@ pub struct Recorder {
     passes: u64,
 }
 
-/// A claim's rows are keyed by its name (unique while it lives, and all Karpenter's log
-/// names it by), so that a row imported from the log and one seen live are one row.
-fn claim_id(cl: &NodeClaim) -> String {
-    cl.metadata.name.clone()
-}
-
 /// Steps a claim takes once; the others (drift, a disruption, a reboot) can come again and
 /// are one row per episode, told apart by when each began.
 pub(super) const ONCE: &[&str] = &[
@@ -119,7 +112,9 @@ pub(super) const ONCE: &[&str] = &[
     "deleted",
 ];
 
-/// The key of a claim's step.
+/// The key of a claim's step. A claim's rows are keyed by its name (unique while it lives,
+/// and all Karpenter's log names it by), so that a row imported from the log and one seen
+/// live are one row.
 pub(super) fn step_key(claim: &str, step: &str, at: DateTime<Utc>) -> String {
     if ONCE.contains(&step) {
         format!("nodeclaim/{claim}/{step}")
@@ -211,36 +206,30 @@ impl Recorder {
     fn claims(&mut self, c: &Cluster, pass: &Pass, out: &mut Vec<Record>) {
         let this = self.passes;
         for cl in c.nodeclaims.values() {
+            let id = &cl.metadata.name;
             let now = times(cl);
-            // Seen before and no step moved: only note that it is still there.
-            if let Some(seen) = self.claims.get_mut(&cl.metadata.name) {
+            // Seen before and no step moved (its steps come from these times alone): only
+            // note that it is still there, and on which node.
+            if let Some(seen) = self.claims.get_mut(id) {
                 seen.pass = this;
-                if seen.times == now
-                    && !seen.written.is_empty()
-                    && (cl.status.node_name.is_none() || seen.node == cl.status.node_name)
-                {
+                if cl.status.node_name.is_some() && seen.node != cl.status.node_name {
+                    seen.node = cl.status.node_name.clone();
+                }
+                if seen.times == now {
                     continue;
                 }
             }
-            let id = claim_id(cl);
             if !self.unseen.is_empty() {
-                self.unseen.remove(&id);
+                self.unseen.remove(id);
             }
             let pool = cl.metadata.label(crate::karpenter::labels::NODEPOOL);
             let seen = self.claims.entry(id.clone()).or_insert_with(|| ClaimSeen {
-                name: cl.metadata.name.clone(),
-                node: None,
+                node: cl.status.node_name.clone(),
                 pool: pool.map(str::to_string),
                 times: [None; STEPS.len() + 2],
                 written: HashSet::new(),
                 pass: this,
             });
-            if cl.status.node_name.is_some() && seen.node != cl.status.node_name {
-                seen.node = cl.status.node_name.clone();
-            }
-            if seen.times == now && !seen.written.is_empty() {
-                continue;
-            }
             seen.times = now;
             let base = |what: &str, at: DateTime<Utc>, key: String| {
                 let mut r = Record::new(
@@ -299,9 +288,9 @@ impl Recorder {
                     pass.now,
                     Kind::NodeClaim,
                     "deleted",
-                    subject("NodeClaim", None, &seen.name),
+                    subject("NodeClaim", None, &id),
                 );
-                r.nodeclaim = Some(seen.name);
+                r.nodeclaim = Some(id);
                 r.node = seen.node;
                 r.nodepool = seen.pool;
                 out.push(r);

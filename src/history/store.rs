@@ -510,10 +510,6 @@ fn query(
     rows.collect::<Result<Vec<_>, _>>().map_err(sql(path))
 }
 
-/// Whether `dir` holds a store at all.
-pub fn exists(dir: &Path) -> bool {
-    dir.join(FILE).exists()
-}
 
 #[cfg(test)]
 mod tests {
