@@ -510,7 +510,6 @@ fn query(
     rows.collect::<Result<Vec<_>, _>>().map_err(sql(path))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ pub mod board;
 pub mod encoded;
 mod fail;
 pub mod guard;
+mod history;
 pub mod pane;
 pub mod streams;
 pub mod view;
@@ -94,14 +95,6 @@ struct PageTemplate<'a> {
     history: bool,
 }
 
-/// The timeline over a range of serve's history (the page's range picker).
-#[derive(Template)]
-#[template(path = "timeline.html")]
-struct TimelineTemplate<'a> {
-    tl: &'a view::Timeline,
-    lanes_height: usize,
-}
-
 #[derive(Template)]
 #[template(path = "unknown_cluster.html")]
 struct UnknownClusterTemplate<'a> {
@@ -177,7 +170,7 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/clusters/{cluster}/karpenter/events", get(events))
         .route(
             "/clusters/{cluster}/karpenter/timeline",
-            get(timeline_fragment),
+            get(history::timeline_fragment),
         )
         .route(
             "/clusters/{cluster}/karpenter/pending/{namespace}/{name}",
@@ -187,7 +180,10 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/api/v1/clusters/{cluster}/karpenter", get(api_overview))
         .route("/api/v1/clusters/{cluster}/nodeclaims", get(api_nodeclaims))
         .route("/api/v1/clusters/{cluster}/findings", get(api_findings))
-        .route("/api/v1/clusters/{cluster}/history", get(api_history))
+        .route(
+            "/api/v1/clusters/{cluster}/history",
+            get(history::api_history),
+        )
         .route(
             "/api/v1/clusters/{cluster}/pods/{namespace}/{name}/why",
             get(api_why_pod),
@@ -456,7 +452,7 @@ async fn render_pane(
         return None;
     }
     let live = live_yaml(shared, sel).await;
-    let history = pane_history(shared, sel).await;
+    let history = history::pane_rows(shared, sel, page.pass.now).await;
     let (page, sel, tab) = (page.clone(), sel.clone(), tab.to_string());
     shared
         .read(MODEL_DEADLINE, move |c| {
@@ -480,94 +476,6 @@ async fn render_pane(
         })
         .await?
 }
-
-/// The selection's rows in serve's history (the last 7 days, at most 500, newest last),
-/// read off the async workers; None without a history or for a kind it has none of.
-async fn pane_history(board: &Arc<Board>, sel: &Selection) -> Option<Vec<pane::HistoryLine>> {
-    let dir = board.history_dir()?.to_path_buf();
-    let ask = pane::history_ask(sel)?;
-    let since = chrono::Utc::now() - chrono::Duration::days(7);
-    let rows = tokio::task::spawn_blocking(move || {
-        crate::history::store::read(&dir, &ask, Some(since), 100_000)
-    })
-    .await
-    .ok()?;
-    Some(match rows {
-        Ok(rows) => {
-            let skip = rows.len().saturating_sub(500);
-            rows[skip..].iter().map(pane::HistoryLine::of).collect()
-        }
-        Err(e) => {
-            tracing::warn!("history for the pane: {e}");
-            Vec::new()
-        }
-    })
-}
-
-#[derive(Debug, Deserialize)]
-struct TimelineQuery {
-    range: Option<String>,
-    pool: Option<String>,
-    lane: Option<String>,
-}
-
-/// The timeline over 1 h, 24 h or 7 d of serve's history, narrowed to a pool or a lane: the
-/// range picker's fragment (404 when serve keeps no history).
-async fn timeline_fragment(
-    State(site): St,
-    Path(cluster): Path<String>,
-    Query(q): Query<TimelineQuery>,
-) -> Response {
-    let path = format!("/clusters/{cluster}/karpenter/timeline");
-    let outcome = async {
-        let (board, page) = latest(&site, &cluster).await?;
-        let dir = board
-            .history_dir()
-            .ok_or_else(|| Fail::NotFound("a history: this serve keeps none (--state-dir)".into()))?
-            .to_path_buf();
-        let hours = match q.range.as_deref().unwrap_or("24h") {
-            "1h" => 1,
-            "24h" => 24,
-            "7d" => 168,
-            other => {
-                return Err(Fail::BadRequest(format!(
-                    "range {other:?}: one of 1h, 24h, 7d"
-                )))
-            }
-        };
-        let lane =
-            match q.lane.as_deref().filter(|l| !l.is_empty()) {
-                Some(l) => Some(view::LANES.iter().copied().find(|x| *x == l).ok_or_else(
-                    || Fail::BadRequest(format!("lane {l:?}: one of {}", view::LANES.join(", "))),
-                )?),
-                None => None,
-            };
-        let now = page.pass.now;
-        let ask = match q.pool.as_deref().filter(|p| !p.is_empty()) {
-            Some(p) => crate::history::Ask::NodePool(p.to_string()),
-            None => crate::history::Ask::Cluster,
-        };
-        let since = now - chrono::Duration::hours(hours);
-        let rows = tokio::task::spawn_blocking(move || {
-            crate::history::store::read(&dir, &ask, Some(since), TIMELINE_ROWS)
-        })
-        .await
-        .map_err(|_| Fail::Busy)?
-        .map_err(|e| Fail::NotFound(format!("a readable history: {e}")))?;
-        let tl = view::timeline::from_history(&rows, now, hours, lane);
-        Ok(html(
-            TimelineTemplate {
-                tl: &tl,
-                lanes_height: view::LANES.len() * 24 + 16,
-            }
-            .render()?,
-        ))
-    };
-    audited(&path, &cluster, outcome.await)
-}
-
-/// The most history rows one timeline reads.
-const TIMELINE_ROWS: usize = 50_000;
 
 async fn pane_fragment(
     State(site): St,
@@ -710,69 +618,6 @@ async fn api_findings(State(site): St, Path(cluster): Path<String>) -> Response 
     let path = format!("/api/v1/clusters/{cluster}/findings");
     let outcome = latest_pass(&site, &cluster).map(|(_, pass)| json(pass.report.as_ref()));
     audited(&path, &cluster, outcome)
-}
-
-#[derive(Debug, Deserialize)]
-struct HistoryQuery {
-    node: Option<String>,
-    nodeclaim: Option<String>,
-    /// `namespace/name`.
-    pod: Option<String>,
-    nodepool: Option<String>,
-    since: Option<String>,
-    limit: Option<usize>,
-}
-
-/// Serve's history (`--state-dir`) about one node, NodeClaim, pod or pool, or all of it, as
-/// `kelp history -o json` prints it: 404 when serve keeps none.
-async fn api_history(
-    State(site): St,
-    Path(cluster): Path<String>,
-    Query(q): Query<HistoryQuery>,
-) -> Response {
-    use crate::history::Ask;
-    let path = format!("/api/v1/clusters/{cluster}/history");
-    let outcome = async {
-        // Counted back from the pass's clock (a dump's stands still), as the page's.
-        let (board, pass) = latest_pass(&site, &cluster)?;
-        let dir = board
-            .history_dir()
-            .ok_or_else(|| Fail::NotFound("a history: this serve keeps none (--state-dir)".into()))?
-            .to_path_buf();
-        let asks: Vec<Ask> = [
-            q.node.map(Ask::Node),
-            q.nodeclaim.map(Ask::NodeClaim),
-            q.nodepool.map(Ask::NodePool),
-            q.pod.map(|p| match p.split_once('/') {
-                Some((ns, n)) => Ask::Pod(Some(ns.to_string()), n.to_string()),
-                None => Ask::Pod(None, p),
-            }),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        let ask = match asks.len() {
-            0 => Ask::Cluster,
-            1 => asks.into_iter().next().unwrap_or(Ask::Cluster),
-            _ => {
-                return Err(Fail::BadRequest(
-                    "one of node, nodeclaim, pod, nodepool".into(),
-                ))
-            }
-        };
-        let since = crate::history::age(q.since.as_deref().unwrap_or("24h"))
-            .map_err(|e| Fail::BadRequest(format!("since: {e}")))?;
-        let since = pass.now - since;
-        let limit = q.limit.unwrap_or(2000).min(100_000);
-        let rows = tokio::task::spawn_blocking(move || {
-            crate::history::store::read(&dir, &ask, Some(since), limit)
-        })
-        .await
-        .map_err(|_| Fail::Busy)?
-        .map_err(|e| Fail::NotFound(format!("a readable history: {e}")))?;
-        Ok(json(&rows))
-    };
-    audited(&path, &cluster, outcome.await)
 }
 
 /// A JSON answer computed from the last pass: 404 (with kelp's words) when `f` fails,
