@@ -122,3 +122,15 @@ pub fn clean_up(e: &Env, ns: &str, deployments: &[&String], pool: &str) {
     }
     e.ok(&["delete", "nodepool", pool, "--wait=false"]);
 }
+
+/// Nudge Karpenter (a change to pool `p`), wait for one of `nodes` to go, and check that it
+/// is one kelp called a candidate: that node.
+pub fn removed_candidate(e: &Env, p: &str, nodes: [&String; 2], candidates: &[String]) -> String {
+    nudge(e, p, "17");
+    let gone = one_removed(e, nodes);
+    assert!(
+        candidates.contains(&gone),
+        "Karpenter removed {gone}, kelp called {candidates:?} candidates"
+    );
+    gone
+}
