@@ -1,22 +1,26 @@
 // The timeline over serve's history: with `--state-dir`, the timeline panel offers 1 h,
 // 24 h and 7 d of the history (and a pool and a lane) beside the live 3 hours, and each
-// mark opens its object in the pane. (The script keeps the choice across live refreshes:
-// it adds the controls and fetches the chosen range again after each.)
+// mark opens its object in the pane; the choice holds across a live refresh.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startKelp, launchBrowser, watch, demoDump, eventually } from './helpers.mjs';
+import {
+  startKelp, launchBrowser, watch, demoDump, eventually, splitDocs, joinDocs, findDoc,
+} from './helpers.mjs';
 
 describe('the timeline over the history (kelp serve --state-dir)', () => {
   let dir;
+  let file;
+  let original;
   let kelp;
   let browser;
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'kelp-browser-history-'));
-    const file = path.join(dir, 'demo.yaml');
-    writeFileSync(file, demoDump());
+    file = path.join(dir, 'demo.yaml');
+    original = demoDump();
+    writeFileSync(file, original);
     const state = path.join(dir, 'state');
     browser = await launchBrowser();
     kelp = await startKelp((d, m) => ['serve', '--from', file, '--state-dir', state,
@@ -56,6 +60,18 @@ describe('the timeline over the history (kelp serve --state-dir)', () => {
       assert.match(sel, /^NodeClaim\//);
       await mark.click();
       await eventually(async () => (await page.locator('#pane .pane-head').getAttribute('data-select')) === sel, 10_000, 'the pane on the mark');
+      // A live refresh (the dump changes: a NodePool goes) keeps the range and the lane.
+      const refreshed0 = Number(await page.evaluate(() => document.body.dataset.refreshed || '0'));
+      const docs = splitDocs(original);
+      docs.splice(findDoc(docs, 'NodePool', 'inferentia'), 1);
+      writeFileSync(`${file}.tmp`, joinDocs(docs));
+      renameSync(`${file}.tmp`, file);
+      await page.waitForFunction((n) => Number(document.body.dataset.refreshed || '0') > n, refreshed0, { timeout: 15_000 });
+      await eventually(async () => (await page.locator('#timeline .tl-span').textContent()) === 'last 7d, launch'
+        && await page.locator('#timeline circle.mark').count() === launches, 10_000, 'the range and lane kept');
+      assert.equal(await controls.locator('button.active').textContent(), '7d');
+      assert.equal(await controls.locator('select.tl-lane').inputValue(), 'launch');
+      assert.equal(await page.locator('#timeline circle.mark:not(.launch)').count(), 0);
       // Back to the live three hours.
       await controls.locator('select.tl-lane').selectOption('');
       await page.locator('#timeline .tl-controls button[data-range="3h"]').click();
