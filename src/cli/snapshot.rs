@@ -53,8 +53,8 @@ pub struct Args {
     /// Embed this instance-type catalogue (kelp's own file or a kwok instance-types file)
     #[arg(long, value_name = "FILE")]
     pub catalog: Option<PathBuf>,
-    /// Embed the history `kelp serve --state-dir DIR` keeps there (the newest 5,000 rows of
-    /// --history-since)
+    /// Embed the history `kelp serve --state-dir DIR` keeps there (the newest rows of
+    /// --history-since, at most 5,000 and 1.9 MB)
     #[arg(long, value_name = "DIR")]
     pub history: Option<PathBuf>,
     /// How far back the embedded history goes: a Go duration (90m, 24h) or days (7d)
@@ -62,9 +62,10 @@ pub struct Args {
     pub history_since: chrono::Duration,
 }
 
-/// Rows of history a dump carries at most: its annotation stays under the 2 MiB a string
-/// may take when a dump is streamed back in.
+/// Rows of history a dump carries at most, and the most its annotation may take: under the
+/// 2 MiB a string may take when a dump is streamed back in (from stdin or gzip).
 const HISTORY_ROWS: usize = 5_000;
+const HISTORY_BYTES: usize = 1_900_000;
 
 /// Where to write and whether as YAML, from `--file` and `-o`.
 fn destination(args: &Args) -> anyhow::Result<(Option<PathBuf>, bool)> {
@@ -114,7 +115,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("--history: {e}"))?;
             let skip = rows.len().saturating_sub(HISTORY_ROWS);
             rows.drain(..skip);
-            Some(serde_json::to_string(&rows)?)
+            // The oldest go first until it fits.
+            let mut text = serde_json::to_string(&rows)?;
+            while text.len() > HISTORY_BYTES && !rows.is_empty() {
+                rows.drain(..rows.len().div_ceil(4));
+                text = serde_json::to_string(&rows)?;
+            }
+            Some(text)
         }
     };
     let catalog = args
