@@ -67,6 +67,19 @@ pub struct Args {
 const HISTORY_ROWS: usize = 5_000;
 const HISTORY_BYTES: usize = 1_900_000;
 
+/// The newest of `rows` (oldest first) that fit a dump's annotation, as JSON: at most
+/// [`HISTORY_ROWS`], and the oldest go first until the text is under [`HISTORY_BYTES`].
+fn fit_history(rows: &mut Vec<crate::history::Record>) -> serde_json::Result<String> {
+    let skip = rows.len().saturating_sub(HISTORY_ROWS);
+    rows.drain(..skip);
+    let mut text = serde_json::to_string(&rows)?;
+    while text.len() > HISTORY_BYTES && !rows.is_empty() {
+        rows.drain(..rows.len().div_ceil(4));
+        text = serde_json::to_string(&rows)?;
+    }
+    Ok(text)
+}
+
 /// Where to write and whether as YAML, from `--file` and `-o`.
 fn destination(args: &Args) -> anyhow::Result<(Option<PathBuf>, bool)> {
     let mut file = args.file.clone().filter(|f| f.as_os_str() != "-");
@@ -113,15 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 1_000_000,
             )
             .map_err(|e| anyhow::anyhow!("--history: {e}"))?;
-            let skip = rows.len().saturating_sub(HISTORY_ROWS);
-            rows.drain(..skip);
-            // The oldest go first until it fits.
-            let mut text = serde_json::to_string(&rows)?;
-            while text.len() > HISTORY_BYTES && !rows.is_empty() {
-                rows.drain(..rows.len().div_ceil(4));
-                text = serde_json::to_string(&rows)?;
-            }
-            Some(text)
+            Some(fit_history(&mut rows)?)
         }
     };
     let catalog = args
@@ -190,6 +195,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_history_a_dump_carries_is_the_newest_that_fits() {
+        let row = |i: usize| {
+            let mut r = crate::history::Record::new(
+                format!("e/{i}"),
+                Utc::now(),
+                crate::history::Kind::Event,
+                "Evicted",
+                crate::history::Subject {
+                    kind: "Pod".into(),
+                    namespace: Some("ns".into()),
+                    name: format!("p{i}"),
+                },
+            );
+            r.message = "x".repeat(1000);
+            r
+        };
+        let mut rows: Vec<_> = (0..6000).map(row).collect();
+        let text = fit_history(&mut rows).unwrap();
+        assert!(text.len() <= HISTORY_BYTES, "{}", text.len());
+        assert!(!rows.is_empty() && rows.len() < HISTORY_ROWS);
+        assert_eq!(rows.last().unwrap().object.name, "p5999", "the newest stay");
+        let mut few: Vec<_> = (0..10).map(row).collect();
+        fit_history(&mut few).unwrap();
+        assert_eq!(few.len(), 10);
+    }
     use clap::Parser;
 
     #[derive(Parser)]
