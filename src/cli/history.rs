@@ -56,7 +56,7 @@ pub struct Args {
     pub namespace: Option<String>,
     /// Only what happened (or was still going on) this long ago or later: a Go duration
     /// (90m, 24h) or days (7d)
-    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_age)]
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = crate::history::age)]
     pub since: chrono::Duration,
     /// Where `kelp serve --state-dir` keeps its history
     #[arg(
@@ -93,11 +93,6 @@ pub struct Args {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = AnswerFormat::Table)]
     pub output: AnswerFormat,
-}
-
-/// A Go duration, or whole days (`7d`): how far back to look, how long to keep.
-pub fn parse_age(s: &str) -> Result<chrono::Duration, String> {
-    crate::history::age(s)
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -274,19 +269,5 @@ fn describe(ask: &Ask) -> String {
         Ask::Pod(Some(ns), n) => format!("pod {ns}/{n}"),
         Ask::Pod(None, n) => format!("pod {n}"),
         Ask::Cluster => "the cluster".into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn ages_read_go_durations_and_days() {
-        assert_eq!(super::parse_age("7d").unwrap(), chrono::Duration::days(7));
-        assert_eq!(
-            super::parse_age("90m").unwrap(),
-            chrono::Duration::minutes(90)
-        );
-        assert!(super::parse_age("-1d").is_err());
-        assert!(super::parse_age("soon").is_err());
     }
 }

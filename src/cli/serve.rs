@@ -121,7 +121,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR", env = "KELP_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
     /// How long history rows are kept: a Go duration (336h) or days (14d)
-    #[arg(long, value_name = "DURATION", default_value = "14d", value_parser = super::history::parse_age)]
+    #[arg(long, value_name = "DURATION", default_value = "14d", value_parser = crate::history::age)]
     pub history_retention: chrono::Duration,
     /// The most disk the history may take (a quantity: 512Mi, 1Gi); the oldest rows go first
     #[arg(long, value_name = "SIZE", default_value = "1Gi", value_parser = parse_size)]

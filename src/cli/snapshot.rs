@@ -58,7 +58,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub history: Option<PathBuf>,
     /// How far back the embedded history goes: a Go duration (90m, 24h) or days (7d)
-    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = super::history::parse_age, requires = "history")]
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = crate::history::age, requires = "history")]
     pub history_since: chrono::Duration,
 }
 

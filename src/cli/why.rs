@@ -44,21 +44,16 @@ fn before(
     carried: Option<&str>,
     ask: &crate::history::Ask,
 ) -> Option<Vec<crate::history::Record>> {
-    let Some(dir) = dir else {
-        let rows: Vec<crate::history::Record> = match serde_json::from_str(carried?) {
-            Ok(rows) => rows,
-            Err(e) => {
-                eprintln!("kelp: the dump's history cannot be read: {e}");
-                return None;
-            }
-        };
-        let mut rows = crate::history::store::select(&rows, ask, None);
-        let skip = rows.len().saturating_sub(BEFORE);
-        rows.drain(..skip);
-        return Some(rows);
+    let found = match dir {
+        Some(dir) => {
+            let since = chrono::Utc::now() - chrono::Duration::days(14);
+            crate::history::store::read(dir, ask, Some(since), 100_000).map_err(|e| e.to_string())
+        }
+        None => serde_json::from_str::<Vec<crate::history::Record>>(carried?)
+            .map(|rows| crate::history::store::select(&rows, ask, None))
+            .map_err(|e| format!("the dump's history cannot be read: {e}")),
     };
-    let since = chrono::Utc::now() - chrono::Duration::days(14);
-    match crate::history::store::read(dir, ask, Some(since), 100_000) {
+    match found {
         Ok(mut rows) => {
             let skip = rows.len().saturating_sub(BEFORE);
             rows.drain(..skip);

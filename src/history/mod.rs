@@ -33,3 +33,14 @@ pub fn age(s: &str) -> Result<chrono::Duration, String> {
     }
     Ok(d)
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ages_read_go_durations_and_days() {
+        assert_eq!(super::age("7d").unwrap(), chrono::Duration::days(7));
+        assert_eq!(super::age("90m").unwrap(), chrono::Duration::minutes(90));
+        assert!(super::age("-1d").is_err());
+        assert!(super::age("soon").is_err());
+    }
+}
