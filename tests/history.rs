@@ -11,9 +11,10 @@ use serde_json::Value;
 
 const CAPTURE: &str = "tests/fixtures/real/karpenter-v1.15.0/cluster.json";
 
-fn serve(state: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_kelp"))
-        .env_remove("KUBECONFIG")
+/// `kelp serve` of the capture, keeping its history in `state`.
+fn serve_cmd(state: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kelp"));
+    c.env_remove("KUBECONFIG")
         .args([
             "serve",
             "--no-dashboard",
@@ -23,7 +24,12 @@ fn serve(state: &Path) -> Child {
             CAPTURE,
         ])
         .arg("--state-dir")
-        .arg(state)
+        .arg(state);
+    c
+}
+
+fn serve(state: &Path) -> Child {
+    serve_cmd(state)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -137,20 +143,7 @@ fn a_second_serve_on_one_state_dir_is_refused_naming_the_first() {
     let dir = tempfile::tempdir().unwrap();
     let mut first = serve(dir.path());
     settled(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_kelp"))
-        .env_remove("KUBECONFIG")
-        .args([
-            "serve",
-            "--no-dashboard",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--from",
-            CAPTURE,
-        ])
-        .arg("--state-dir")
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let out = serve_cmd(dir.path()).output().unwrap();
     first.kill().unwrap();
     first.wait().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
