@@ -80,6 +80,7 @@ codes! {
     KarpenterApiOutdated => "karpenter-api-outdated";
     KarpenterOnManagedNode => "karpenter-on-managed-node";
     KarpenterVersionUntested => "karpenter-version-untested";
+    HistoryNotKept => "history-not-kept";
 }
 
 impl fmt::Display for Code {

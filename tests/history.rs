@@ -13,13 +13,18 @@ const CAPTURE: &str = "tests/fixtures/real/karpenter-v1.15.0/cluster.json";
 
 /// `kelp serve` of the capture, keeping its history in `state`.
 fn serve_cmd(state: &Path) -> Command {
+    serve_on(state, "127.0.0.1:0")
+}
+
+/// As [`serve_cmd`], with `/metrics` on `addr`.
+fn serve_on(state: &Path, addr: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kelp"));
     c.env_remove("KUBECONFIG")
         .args([
             "serve",
             "--no-dashboard",
             "--metrics-addr",
-            "127.0.0.1:0",
+            addr,
             "--from",
             CAPTURE,
         ])
@@ -357,4 +362,72 @@ fn history_reads_a_running_serves_api_as_its_state_dir() {
     assert_eq!(remote, local);
     assert!(!refused && denied.is_empty(), "{denied}");
     assert!(why.contains("401"), "{why}");
+}
+
+/// GET `path` on a loopback port: the whole response, or empty while nothing answers.
+fn get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    );
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// A state directory that cannot be opened (here a file, which even root cannot write
+/// into) leaves serve serving: `/readyz` stays 200 and says history is not being kept,
+/// and the `history-not-kept` finding is on `/metrics`. `--history-strict` refuses instead.
+#[test]
+fn a_state_dir_that_cannot_be_written_is_said_and_serve_keeps_serving() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("not-a-dir");
+    std::fs::write(&state, "a file where the state directory should be").unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = serve_on(&state, &format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut ready, mut metrics) = (String::new(), String::new());
+    while Instant::now() < deadline {
+        ready = get(port, "/readyz");
+        metrics = get(port, "/metrics");
+        if ready.starts_with("HTTP/1.1 200") && metrics.contains("code=\"history-not-kept\"") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let alive = child.try_wait().unwrap().is_none();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(alive, "serve exited");
+    assert!(
+        ready.starts_with("HTTP/1.1 200") && ready.contains("history is not being kept"),
+        "{ready}"
+    );
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("karpenter_helper_findings{") && l.contains("history-not-kept"))
+        .unwrap_or_else(|| panic!("no history-not-kept finding on /metrics:\n{metrics}"));
+    assert!(line.contains("severity=\"warning\""), "{line}");
+    // The file is the user's: left as it was.
+    assert_eq!(
+        std::fs::read_to_string(&state).unwrap(),
+        "a file where the state directory should be"
+    );
+
+    let strict = serve_cmd(&state).arg("--history-strict").output().unwrap();
+    let err = String::from_utf8_lossy(&strict.stderr);
+    assert!(!strict.status.success(), "{err}");
+    assert!(err.contains("--state-dir"), "{err}");
 }

@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod clock;
 pub mod disruption;
 pub mod fit;
+pub mod history;
 pub mod hold;
 pub mod incremental;
 pub mod install;
@@ -240,6 +241,7 @@ fn pass(ctx: Context) -> Pass {
     let karpenter = install::info(cluster);
     let mut findings: Vec<Arc<Finding>> = shared(install::findings(&ctx)).collect();
     findings.extend(shared(version::findings(&karpenter)));
+    findings.extend(shared(history::findings(cluster)));
     if cluster.karpenter_seen() {
         findings.extend(provisioning::findings(&ctx));
         findings.extend(disruption::findings(&ctx));

@@ -73,6 +73,15 @@ impl History {
         Ok((History { tx, shared }, recorder))
     }
 
+    /// A history that cannot be kept at all (its directory could not be opened): it writes
+    /// nothing and says `why` for as long as it lives.
+    pub fn unavailable(why: String) -> History {
+        let (tx, _) = std::sync::mpsc::sync_channel(1);
+        let shared = Arc::new(Shared::default());
+        *shared.problem.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+        History { tx, shared }
+    }
+
     /// Hand a pass's rows to the writer without waiting.
     pub fn record(&self, batch: Vec<Record>) {
         if batch.is_empty() {
@@ -98,8 +107,13 @@ impl History {
                     );
                 }
             }
-            Err(TrySendError::Disconnected(_)) => {
-                self.set_problem("the history writer has stopped".into());
+            Err(TrySendError::Disconnected(b)) => {
+                self.shared
+                    .dropped
+                    .fetch_add(b.len() as u64, Ordering::Relaxed);
+                if self.problem().is_none() {
+                    self.set_problem("the history writer has stopped".into());
+                }
             }
         }
     }

@@ -118,6 +118,9 @@ pub struct Cluster {
     pub captured_at: Option<DateTime<Utc>>,
     /// The history a `kelp snapshot --history` dump carries (rows as JSON, opaque here).
     pub history: Option<Arc<str>>,
+    /// Why `kelp serve --state-dir` is not keeping history right now (a full disk, a
+    /// read-only directory), as its writer said it; set by serve, never by a source.
+    pub history_problem: Option<String>,
     /// Pods by the node they are bound to, sorted by (namespace, name). A `Pod` is a
     /// shared handle: this holds the same pods as `pods`, not copies.
     pods_by_node: FastMap<Shared<str>, Vec<Pod>>,

@@ -57,31 +57,59 @@ pub struct HistoryOptions {
 }
 
 /// Keep `shared`'s history in `dir`: every later pass's rows go to the writer thread.
+/// A directory that cannot be opened (read-only, a full disk) leaves serve running without
+/// history, said by `/readyz` and the `history-not-kept` finding, unless `--history-strict`;
+/// a directory another serve holds is always refused.
 pub fn keep_history(
     shared: &Arc<Shared>,
     o: &HistoryOptions,
     dir: std::path::PathBuf,
 ) -> Result<Arc<History>, crate::history::StoreError> {
-    let (h, recorder, moved) = History::start(crate::history::Settings {
+    let started = History::start(crate::history::Settings {
         dir: dir.clone(),
         retention: o.retention,
         max_bytes: o.max_bytes,
         strict: o.strict,
         cluster: shared.name().to_string(),
-    })?;
-    if let Some(m) = moved {
-        tracing::error!(kept = %m.to.display(), "history: {}; moved it aside and started a fresh store", m.why);
-    }
-    let h = Arc::new(h);
-    let (h2, recorder) = (h.clone(), std::sync::Mutex::new(recorder));
+    });
+    let (h, recorder) = match started {
+        Ok((h, recorder, moved)) => {
+            if let Some(m) = moved {
+                tracing::error!(kept = %m.to.display(), "history: {}; moved it aside and started a fresh store", m.why);
+            }
+            tracing::info!(dir = %dir.display(), cluster = %shared.name(), "history: kept on disk");
+            (Arc::new(h), Some(std::sync::Mutex::new(recorder)))
+        }
+        Err(e @ crate::history::StoreError::Locked { .. }) => return Err(e),
+        Err(e) if o.strict => return Err(e),
+        Err(e) => {
+            tracing::error!(cluster = %shared.name(), "history: {e}; serving without it (--history-strict refuses instead)");
+            let why = format!("{e} (restart serve once the state directory can be written)");
+            (Arc::new(History::unavailable(why)), None)
+        }
+    };
+    let (h2, model) = (h.clone(), Arc::downgrade(shared));
     shared.on_pass(Box::new(move |c, pass, _| {
-        let rows = recorder
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .observe(c, pass);
-        h2.record(rows);
+        if let Some(recorder) = &recorder {
+            let rows = recorder
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .observe(c, pass);
+            h2.record(rows);
+        }
+        // The writer's trouble (or its end) goes into the model, for the next pass's
+        // `history-not-kept` finding.
+        let problem = h2.problem();
+        if problem != c.history_problem {
+            if let Some(s) = model.upgrade() {
+                s.update_if(move |c| {
+                    let changed = c.history_problem != problem;
+                    c.history_problem = problem;
+                    changed
+                });
+            }
+        }
     }));
-    tracing::info!(dir = %dir.display(), cluster = %shared.name(), "history: kept on disk");
     Ok(h)
 }
 
@@ -262,6 +290,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
                         o.dir.clone()
                     };
                     let kept = keep_history(s, o, dir.clone());
+                    // Set even when the store cannot be written: what it holds can still be read.
                     if let (Ok(_), Some(b)) = (&kept, &board) {
                         b.set_history_dir(dir);
                     }
