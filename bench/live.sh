@@ -60,7 +60,8 @@
 # what was created, saying so), SETTLE_TIMEOUT (300), VIEW_TIMEOUT (600 s per tool),
 # FRESH_TIMEOUT (60), KSM_VERSION (v2.18.0) and ENV_VERSION (v0.7.4), or `latest` for the
 # newest `go list -m -versions` reports; KSM_ARGS (extra kube-state-metrics flags, e.g.
-# --resources=nodes,pods), PEERS ("ksm env": which peers to run), KELP_BIN (default
+# --resources=nodes,pods), KELP_ARGS (extra kelp serve flags, e.g. --state-dir DIR to keep
+# its history while measured), PEERS ("ksm env": which peers to run), KELP_BIN (default
 # target/release/kelp, built with cargo only when missing), KELP_LIVE_DIR (/tmp/kelp-live),
 # KELP_TESTENV_DIR ($KELP_LIVE_DIR/testenv), KELP_TESTENV_CACHE, KELP_TOOLS_DIR
 # (~/.cache/kelp-tools), GO, KEEP=1 (keep the generated files and the testenv's etcd data).
@@ -851,10 +852,10 @@ kelp_check() {
   curl -s --max-time 5 -o "$gen/overview.json" "$kelp_api" || return 1
   [[ "$(overview_counts "$gen/overview.json")" == "$nodes_total $pods_total" ]]
 }
-log "starting kelp serve ($kelp)"
+log "starting kelp serve ($kelp${KELP_ARGS:+ $KELP_ARGS})"
 start=$(now)
 "$kelp" serve --kubeconfig "$KUBECONFIG" --metrics-addr "127.0.0.1:$kelp_metrics_port" \
-  --dashboard-addr "127.0.0.1:$kelp_dash_port" --no-cost-scrape --log-format json \
+  --dashboard-addr "127.0.0.1:$kelp_dash_port" --no-cost-scrape --log-format json ${KELP_ARGS:-} \
   >"$dir/logs/kelp.log" 2>&1 &
 kelp_pid=$!
 bg_pids+=("$kelp_pid")
