@@ -1,8 +1,8 @@
 //! Karpenter's domain rules as pure code: labels, requirements and well-known labels,
 //! taints and tolerations, budgets, durations, quantities, and the event message parsers
 //! (consolidation decisions in [`consolidation`]), a pod's eviction cost ([`eviction`]), and
-//! which release does what ([`version`]), and node repair's conditions and breaker
-//! ([`repair`]).
+//! which release does what ([`version`]), node repair's conditions and breaker
+//! ([`repair`]), and the NodePool hash that static drift compares ([`hash`]).
 
 /// `re!(NAME = "pattern")`: a static regex, compiled on first use; the event parsers'
 /// patterns are literals, so compiling one cannot fail.
@@ -18,6 +18,7 @@ pub mod consolidation;
 pub mod duration;
 pub mod events;
 pub mod eviction;
+pub mod hash;
 pub mod instance_types;
 pub mod labels;
 pub mod repair;
