@@ -131,6 +131,46 @@ fn non_test(text: &str) -> &str {
     }
 }
 
+/// A file's non-test code: none for a `tests.rs`, a module of tests its parent declares
+/// under `#[cfg(test)]` ([`test_files_are_declared_as_tests`] holds them to that).
+fn code_of(file: &Path, text: &str) -> String {
+    if file.file_name().is_some_and(|n| n == "tests.rs") {
+        String::new()
+    } else {
+        non_test(text).to_string()
+    }
+}
+
+/// The module file that declares `dir/tests.rs`: `dir.rs` or `dir/mod.rs`.
+fn parent_of_tests(file: &Path) -> PathBuf {
+    let dir = file.parent().unwrap();
+    let beside = dir.with_extension("rs");
+    if beside.exists() {
+        beside
+    } else {
+        dir.join("mod.rs")
+    }
+}
+
+#[test]
+fn test_files_are_declared_as_tests() {
+    let mut all = Vec::new();
+    files(&src(), &mut all);
+    let loose: Vec<String> = all
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n == "tests.rs"))
+        .filter(|f| {
+            let parent = std::fs::read_to_string(parent_of_tests(f)).unwrap_or_default();
+            !parent.contains("#[cfg(test)]\nmod tests;")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        loose.is_empty(),
+        "tests.rs files whose parent does not declare `#[cfg(test)] mod tests;`: {loose:?}"
+    );
+}
+
 /// How deep a file's module is below the crate root: `src/web/mod.rs` and `src/findings.rs`
 /// are 1 (their `super` is the crate root), `src/web/view/capacity.rs` is 3.
 fn depth(file: &Path) -> usize {
@@ -221,7 +261,7 @@ fn all_imports() -> Vec<(PathBuf, String, BTreeSet<String>)> {
     all.into_iter()
         .map(|f| {
             let text = std::fs::read_to_string(&f).unwrap();
-            let to = imports(non_test(&text), depth(&f));
+            let to = imports(&code_of(&f, &text), depth(&f));
             let from = room(&f);
             (f, from, to)
         })
@@ -307,7 +347,7 @@ fn no_file_is_over_the_line_limit() {
     let mut long: Vec<String> = all
         .iter()
         .filter_map(|f| {
-            let n = non_test(&std::fs::read_to_string(f).unwrap())
+            let n = code_of(f, &std::fs::read_to_string(f).unwrap())
                 .lines()
                 .count();
             (n > MAX_LINES).then(|| format!("{} has {n} lines of non-test code", f.display()))

@@ -18,6 +18,7 @@ pub mod install;
 pub mod kept;
 pub mod placement;
 pub mod provisioning;
+pub mod rollout;
 pub mod selector;
 pub mod version;
 

@@ -21,7 +21,9 @@ pub use labels::{
     is_well_known, is_well_known_for, normalize_key, Provider, AWS_WELL_KNOWN_LABELS,
     KWOK_WELL_KNOWN_LABELS, WELL_KNOWN_LABELS,
 };
-pub use set::{compatible, Incompatibility, Operator, Requirement, RequirementError, Requirements};
+pub use set::{
+    compatible, labels_fit, Incompatibility, Operator, Requirement, RequirementError, Requirements,
+};
 pub use validation::{
     heaviest_preferred, validate_pod_requirements, validate_pod_requirements_for, NOT_FOR_KARPENTER,
 };

@@ -555,6 +555,41 @@ pub fn compatible(pod: &Requirements, pool: &Requirements) -> Result<(), Vec<Inc
     }
 }
 
+/// Karpenter's requirement drift (`areRequirementsDrifted`): a NodeClaim's labels, each as
+/// `In [value]`, against a NodePool's requirements alone (not its template labels), with
+/// nothing allowed undefined: a pool key the labels lack fails unless its operator is
+/// NotIn or DoesNotExist, and a key both have must intersect. Every incompatibility, by key.
+pub fn labels_fit(
+    labels: &BTreeMap<String, String>,
+    pool: &Requirements,
+) -> Result<(), Vec<Incompatibility>> {
+    let mut have = Requirements::default();
+    have.add_labels(labels);
+    let mut out = Vec::new();
+    for (key, req) in &pool.reqs {
+        match have.reqs.get(key) {
+            None if matches!(req.operator(), Operator::NotIn | Operator::DoesNotExist) => {}
+            None => out.push(Incompatibility::UndefinedLabel {
+                key: key.clone(),
+                typo_of: None,
+            }),
+            Some(label) if !label.has_intersection(req) => {
+                out.push(Incompatibility::NoIntersection {
+                    key: key.clone(),
+                    pod: label.render(key),
+                    pool: req.render(key),
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out)
+    }
+}
+
 /// Karpenter's label hint: the first well-known label, then the first pool key, that contains
 /// the key or ends with the key's name part (Karpenter walks sets in map order; kelp sorts).
 fn typo_hint(pool: &Requirements, key: &str) -> Option<String> {

@@ -1,0 +1,355 @@
+//! The impact of a NodePool change before it is applied: which nodes Karpenter will mark
+//! Drifted and why, computed as Karpenter computes it, and the rollout its budgets allow.
+//!
+//! Karpenter's drift check (`isDrifted`), for a launched NodeClaim, takes the first of:
+//! - **static drift** (`NodePoolDrifted`): the claim's `karpenter.sh/nodepool-hash` differs
+//!   from the pool's, both at the same hash version; a claim without the annotations is
+//!   never statically drifted. kelp hashes the changed template itself
+//!   ([`crate::karpenter::hash`]).
+//! - **requirement drift** (`RequirementsDrifted`): the claim's labels no longer satisfy the
+//!   pool's requirements ([`labels_fit`]).
+//!
+//! Then the provider's own drift (AMI, subnets, a NodeClass's hash), which a NodePool change
+//! does not touch. A claim Karpenter already marked Drifted stays so, with its reason.
+//!
+//! A drifted node is replaced one command at a time, as many at once as the pool's budgets
+//! allow for `Drifted` (Karpenter's drift commands carry a single candidate): the rollout
+//! runs in waves of that size, and waits while a budget window allows none.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::disruption::budget::budget_counts;
+use crate::karpenter::budgets::{allowed_disruptions, DisruptionReason};
+use crate::karpenter::hash::{self, Unhashable};
+use crate::karpenter::requirements::{labels_fit, Requirements};
+use crate::model::*;
+
+/// A NodePool as a change would leave it, with its template's hash (or why kelp cannot
+/// compute it).
+#[derive(Debug, Clone)]
+pub struct Proposed {
+    pub pool: NodePool,
+    pub hash: Result<u64, Unhashable>,
+}
+
+/// Why Karpenter will mark a node Drifted, in its own words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum DriftReason {
+    NodePoolDrifted,
+    RequirementsDrifted,
+}
+
+/// What the change does to one NodeClaim of a changed pool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeImpact {
+    /// The node's name (the claim's `status.nodeName`), or the claim's while none registered.
+    pub name: String,
+    pub nodeclaim: String,
+    pub nodepool: String,
+    /// The reason Karpenter will give, or `None` when it will not drift this node.
+    pub drift: Option<DriftReason>,
+    /// Why kelp cannot tell (`drift` is then `None` and means "not known").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
+    /// Karpenter marked it Drifted before the change (its reason), so it goes either way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub already: Option<String>,
+    /// For requirement drift: the labels that no longer fit, in Karpenter's words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub because: Vec<String>,
+    /// Karpenter judges drift only once the claim is launched.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub not_launched: bool,
+}
+
+/// One field group of the pool that the change touches, and what a change there drifts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldChange {
+    pub field: &'static str,
+    /// `static` (in the hash: every node), `requirements` (nodes whose labels no longer
+    /// fit), or `nothing`.
+    pub drifts: &'static str,
+}
+
+/// The rollout the pool's budgets allow for `Drifted`, after the change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Waves {
+    /// Nodes replaced at once; `None`: no budget limits drift (all at once).
+    pub per_wave: Option<usize>,
+    /// Waves to replace every drifting node.
+    pub count: usize,
+    /// Replacements the budgets allow to start now (after nodes already unavailable).
+    pub allowed_now: usize,
+    /// When nothing is allowed now: when a budget window next allows some, within a week.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opens_at: Option<DateTime<Utc>>,
+    /// Nothing allowed now nor in the next 7 days, or a budget Karpenter cannot read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
+}
+
+/// What the change does to one NodePool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolImpact {
+    pub name: String,
+    /// Not in the cluster yet: nothing to drift.
+    pub new: bool,
+    pub changes: Vec<FieldChange>,
+    /// The hash Karpenter holds for the pool now, and the one the change gives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash_now: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash_after: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash_unknown: Option<String>,
+    pub nodes: usize,
+    pub drifting: usize,
+    pub unknown: usize,
+    pub waves: Option<Waves>,
+}
+
+/// The whole answer, each pool once and each of their nodes once.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Impact {
+    pub nodepools: Vec<PoolImpact>,
+    pub nodes: Vec<NodeImpact>,
+}
+
+impl Impact {
+    /// Nodes that will drift.
+    pub fn drifting(&self) -> usize {
+        self.nodes.iter().filter(|n| n.drift.is_some()).count()
+    }
+    /// Nodes kelp cannot judge.
+    pub fn unknown(&self) -> usize {
+        self.nodes.iter().filter(|n| n.unknown.is_some()).count()
+    }
+}
+
+/// The impact of `proposed` on `c` at `now`.
+pub fn impact(c: &Cluster, proposed: &[Proposed], now: DateTime<Utc>) -> Impact {
+    let mut out = Impact {
+        nodepools: Vec::new(),
+        nodes: Vec::new(),
+    };
+    for p in proposed {
+        let name = &p.pool.metadata.name;
+        let current = c.nodepools.get(name);
+        let nodes: Vec<NodeImpact> = claims_of(c, name).map(|claim| judge(claim, p)).collect();
+        let drifting = nodes.iter().filter(|n| n.drift.is_some()).count();
+        let unknown = nodes.iter().filter(|n| n.unknown.is_some()).count();
+        let hash_now = current.and_then(|cur| {
+            cur.metadata
+                .annotation(hash::HASH_ANNOTATION)
+                .map(str::to_string)
+        });
+        out.nodepools.push(PoolImpact {
+            name: name.clone(),
+            new: current.is_none(),
+            changes: current.map(|cur| changes(cur, &p.pool)).unwrap_or_default(),
+            hash_after: p.hash.as_ref().ok().map(u64::to_string),
+            hash_unknown: p.hash.as_ref().err().map(ToString::to_string),
+            hash_now,
+            nodes: nodes.len(),
+            drifting,
+            unknown,
+            waves: (drifting > 0).then(|| waves(c, &p.pool, drifting, now)),
+        });
+        out.nodes.extend(nodes);
+    }
+    out
+}
+
+/// The NodeClaims Karpenter counts in a pool (its `karpenter.sh/nodepool` label), by name.
+fn claims_of<'a>(c: &'a Cluster, pool: &'a str) -> impl Iterator<Item = &'a NodeClaim> + 'a {
+    c.nodeclaims
+        .values()
+        .map(|claim| claim.as_ref())
+        .filter(move |claim| Cluster::pool_of(&claim.metadata.labels) == Some(pool))
+}
+
+fn judge(claim: &NodeClaim, p: &Proposed) -> NodeImpact {
+    let conds = &claim.status.conditions;
+    let mut n = NodeImpact {
+        name: claim
+            .status
+            .node_name
+            .clone()
+            .unwrap_or_else(|| claim.metadata.name.clone()),
+        nodeclaim: claim.metadata.name.clone(),
+        nodepool: p.pool.metadata.name.clone(),
+        drift: None,
+        unknown: None,
+        already: condition(conds, "Drifted")
+            .filter(|c| c.is_true())
+            .map(|c| c.reason.clone().unwrap_or_else(|| "Drifted".into())),
+        because: Vec::new(),
+        not_launched: !is_true(conds, "Launched"),
+    };
+    if n.not_launched {
+        return n;
+    }
+    // Static drift first, as Karpenter checks it.
+    let stamped = (
+        claim.metadata.annotation(hash::HASH_ANNOTATION),
+        claim.metadata.annotation(hash::HASH_VERSION_ANNOTATION),
+    );
+    let mut static_unknown = None;
+    if let (Some(have), Some(version)) = stamped {
+        if version == hash::HASH_VERSION {
+            match &p.hash {
+                Ok(h) if h.to_string() != have => n.drift = Some(DriftReason::NodePoolDrifted),
+                Ok(_) => {}
+                Err(e) => static_unknown = Some(format!("the new template's hash: {e}")),
+            }
+        }
+    }
+    if n.drift.is_some() {
+        return n;
+    }
+    let spec = &p.pool.spec.template.spec;
+    match Requirements::from_requirements(&spec.requirements) {
+        Ok(reqs) => {
+            if let Err(misfits) = labels_fit(&claim.metadata.labels, &reqs) {
+                n.drift = Some(DriftReason::RequirementsDrifted);
+                n.because = misfits.iter().map(ToString::to_string).collect();
+                return n;
+            }
+        }
+        Err(e) => {
+            static_unknown.get_or_insert(format!("the new requirements: {e}"));
+        }
+    }
+    n.unknown = static_unknown;
+    n
+}
+
+/// What differs between the pool as it is and as proposed, by field group, with what a
+/// change there drifts.
+fn changes(now: &NodePool, after: &NodePool) -> Vec<FieldChange> {
+    let (a, b) = (&now.spec, &after.spec);
+    let (ta, tb) = (&a.template.spec, &b.template.spec);
+    let sorted = |t: &SharedTaints| {
+        let mut v: Vec<String> = t.iter().map(|t| format!("{t:?}")).collect();
+        v.sort();
+        v
+    };
+    let mut out = Vec::new();
+    let mut add = |changed: bool, field: &'static str, drifts: &'static str| {
+        if changed {
+            out.push(FieldChange { field, drifts });
+        }
+    };
+    add(
+        a.template.metadata.labels != b.template.metadata.labels,
+        "spec.template.metadata.labels",
+        "static",
+    );
+    add(
+        sorted(&ta.taints) != sorted(&tb.taints),
+        "spec.template.spec.taints",
+        "static",
+    );
+    add(
+        sorted(&ta.startup_taints) != sorted(&tb.startup_taints),
+        "spec.template.spec.startupTaints",
+        "static",
+    );
+    add(
+        ta.node_class_ref != tb.node_class_ref,
+        "spec.template.spec.nodeClassRef",
+        "static",
+    );
+    add(
+        ta.expire_after.as_deref().unwrap_or("720h")
+            != tb.expire_after.as_deref().unwrap_or("720h"),
+        "spec.template.spec.expireAfter",
+        "static",
+    );
+    add(
+        ta.termination_grace_period != tb.termination_grace_period,
+        "spec.template.spec.terminationGracePeriod",
+        "static",
+    );
+    add(
+        ta.requirements != tb.requirements,
+        "spec.template.spec.requirements",
+        "requirements",
+    );
+    add(a.limits != b.limits, "spec.limits", "nothing");
+    add(a.weight != b.weight, "spec.weight", "nothing");
+    add(a.disruption != b.disruption, "spec.disruption", "nothing");
+    add(a.replicas != b.replicas, "spec.replicas", "nothing");
+    out
+}
+
+/// How far ahead a closed budget window is searched for its opening.
+const LOOK_AHEAD: Duration = Duration::days(7);
+
+fn waves(c: &Cluster, pool: &NodePool, drifting: usize, now: DateTime<Utc>) -> Waves {
+    let (total, unavailable) = budget_counts(c, &pool.metadata.name);
+    let budgets = pool.spec.disruption.budgets.as_deref();
+    let at = |t: DateTime<Utc>, unavailable: usize| {
+        allowed_disruptions(budgets, DisruptionReason::Drifted, t, total, unavailable)
+    };
+    let allowed = at(now, unavailable);
+    if let Some(e) = &allowed.error {
+        return Waves {
+            per_wave: Some(0),
+            count: 0,
+            allowed_now: 0,
+            opens_at: None,
+            blocked: Some(format!(
+                "Karpenter cannot read the budgets ({e}): it allows none"
+            )),
+        };
+    }
+    let mut w = Waves {
+        per_wave: allowed.limit,
+        count: 0,
+        allowed_now: allowed.allowed,
+        opens_at: None,
+        blocked: None,
+    };
+    let scheduled = budgets.is_some_and(|b| b.iter().any(|b| b.schedule.is_some()));
+    if (allowed.limit == Some(0) || allowed.allowed == 0) && scheduled {
+        // Minute by minute, as the cron schedules are: the first instant that allows one.
+        let mut t = now;
+        let end = now + LOOK_AHEAD;
+        while t < end {
+            t += Duration::minutes(1);
+            let a = at(t, unavailable);
+            if a.allowed > 0 {
+                w.opens_at = Some(t);
+                w.per_wave = a.limit;
+                break;
+            }
+        }
+    }
+    if w.allowed_now == 0 && w.opens_at.is_none() {
+        {
+            w.blocked = Some(if allowed.limit == Some(0) {
+                "the budgets allow no drift replacement now nor in the next 7 days".into()
+            } else {
+                format!(
+                    "{unavailable} node(s) already unavailable use the whole budget, and no window widens it in the next 7 days"
+                )
+            });
+        }
+    }
+    w.count = match w.per_wave {
+        None => 1,
+        Some(0) => 0,
+        Some(k) => drifting.div_ceil(k),
+    };
+    w
+}
+
+#[cfg(test)]
+mod tests;

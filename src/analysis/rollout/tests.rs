@@ -1,0 +1,240 @@
+use serde_json::{json, Value};
+
+use super::*;
+
+const NOW: &str = "2026-12-07T12:00:00Z";
+
+fn now() -> DateTime<Utc> {
+    NOW.parse().unwrap()
+}
+
+fn capture(release: &str) -> (Cluster, Value) {
+    let path = format!(
+        "{}/tests/fixtures/real/{release}/cluster.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut c = Cluster::default();
+    crate::source::load_str(&path, &text, &mut c).unwrap();
+    (c, serde_json::from_str(&text).unwrap())
+}
+
+fn raw_pool<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "NodePool" && o["metadata"]["name"] == name)
+        .unwrap()
+}
+
+/// A pool proposed from its raw manifest (the template hashed as kelp hashes a change).
+fn proposed(raw: &Value) -> Proposed {
+    let pool: NodePool = serde_json::from_value(raw.clone()).unwrap();
+    Proposed {
+        hash: hash::template_hash(&hash::with_defaults(&raw["spec"]["template"])),
+        pool,
+    }
+}
+
+fn by_claim(i: &Impact) -> BTreeMap<&str, &NodeImpact> {
+    i.nodes.iter().map(|n| (n.nodeclaim.as_str(), n)).collect()
+}
+
+use std::collections::BTreeMap;
+
+/// The pools proposed as they are: kelp's prediction is exactly the Drifted condition the
+/// real Karpenter set on each claim (the capture's cap-drift pool was changed once, so five
+/// of its claims carry the old hash and one the new; cap-budget and cap-stuck likewise).
+#[test]
+fn the_pools_as_they_are_predict_every_drifted_condition_karpenter_set() {
+    for release in ["karpenter-v1.15.0", "karpenter-v1.14.1"] {
+        let (c, list) = capture(release);
+        let all: Vec<Proposed> = c
+            .nodepools
+            .keys()
+            .map(|name| proposed(raw_pool(&list, name)))
+            .collect();
+        let impact = impact(&c, &all, now());
+        let mut drifted = 0;
+        for n in &impact.nodes {
+            let claim = &c.nodeclaims[&n.nodeclaim];
+            let karpenter = condition(&claim.status.conditions, "Drifted")
+                .filter(|c| c.is_true())
+                .and_then(|c| c.reason.clone());
+            let kelp = n.drift.map(|d| format!("{d:?}"));
+            assert_eq!(kelp, karpenter, "{release} {}", n.nodeclaim);
+            assert!(n.unknown.is_none(), "{n:?}");
+            drifted += usize::from(kelp.is_some());
+        }
+        assert!(drifted >= 5, "{release}: {drifted}");
+        assert_eq!(impact.nodes.len(), c.nodeclaims.len());
+    }
+}
+
+#[test]
+fn a_template_label_drifts_every_node_and_a_limit_drifts_none() {
+    let (c, list) = capture("karpenter-v1.15.0");
+    let mut raw = raw_pool(&list, "cap-limits").clone();
+    raw["spec"]["limits"] = json!({"cpu": "1000"});
+    let i = impact(&c, &[proposed(&raw)], now());
+    assert_eq!(
+        i.nodepools[0].changes,
+        vec![FieldChange {
+            field: "spec.limits",
+            drifts: "nothing"
+        }]
+    );
+    assert_eq!(i.drifting(), 0);
+    assert!(i.nodepools[0].waves.is_none());
+    assert_eq!(i.nodepools[0].hash_now, i.nodepools[0].hash_after);
+
+    raw["spec"]["template"]["metadata"]["labels"]["team"] = json!("payments");
+    let i = impact(&c, &[proposed(&raw)], now());
+    assert_eq!(i.nodes.len(), 1);
+    assert_eq!(i.nodes[0].drift, Some(DriftReason::NodePoolDrifted));
+    assert_eq!(
+        i.nodes[0].name,
+        c.nodeclaims["cap-limits-k9qsw"]
+            .status
+            .node_name
+            .clone()
+            .unwrap()
+    );
+    assert!(i.nodepools[0]
+        .changes
+        .iter()
+        .any(|f| f.field == "spec.template.metadata.labels" && f.drifts == "static"));
+    assert_ne!(i.nodepools[0].hash_now, i.nodepools[0].hash_after);
+}
+
+#[test]
+fn a_narrowed_requirement_drifts_only_the_nodes_outside_it() {
+    let (c, list) = capture("karpenter-v1.15.0");
+    let mut raw = raw_pool(&list, "cap-drift").clone();
+    let reqs = raw["spec"]["template"]["spec"]["requirements"]
+        .as_array_mut()
+        .unwrap();
+    reqs.push(json!({"key": "topology.kubernetes.io/zone", "operator": "NotIn", "values": ["test-zone-c"]}));
+    let i = impact(&c, &[proposed(&raw)], now());
+    let n = by_claim(&i);
+    // The one claim on the current hash is in zone c: requirement drift, with the label.
+    assert_eq!(
+        n["cap-drift-x276c"].drift,
+        Some(DriftReason::RequirementsDrifted)
+    );
+    assert!(
+        n["cap-drift-x276c"].because[0].contains("topology.kubernetes.io/zone"),
+        "{:?}",
+        n["cap-drift-x276c"]
+    );
+    // The others were already drifted by the hash, which Karpenter checks first.
+    assert_eq!(
+        n["cap-drift-9rn9l"].drift,
+        Some(DriftReason::NodePoolDrifted)
+    );
+    assert_eq!(
+        n["cap-drift-9rn9l"].already.as_deref(),
+        Some("NodePoolDrifted")
+    );
+    // Requirements are not hashed.
+    assert_eq!(i.nodepools[0].hash_now, i.nodepools[0].hash_after);
+    assert_eq!(
+        i.nodepools[0].changes,
+        vec![FieldChange {
+            field: "spec.template.spec.requirements",
+            drifts: "requirements"
+        }]
+    );
+}
+
+#[test]
+fn an_undefined_custom_key_drifts_but_notin_of_it_does_not() {
+    let (c, list) = capture("karpenter-v1.15.0");
+    let mut raw = raw_pool(&list, "cap-limits").clone();
+    let reqs = raw["spec"]["template"]["spec"]["requirements"]
+        .as_array_mut()
+        .unwrap();
+    reqs.push(json!({"key": "example.com/team", "operator": "NotIn", "values": ["x"]}));
+    assert_eq!(impact(&c, &[proposed(&raw)], now()).drifting(), 0);
+    let reqs = raw["spec"]["template"]["spec"]["requirements"]
+        .as_array_mut()
+        .unwrap();
+    reqs.push(json!({"key": "example.com/tier", "operator": "Exists"}));
+    let i = impact(&c, &[proposed(&raw)], now());
+    assert_eq!(i.nodes[0].drift, Some(DriftReason::RequirementsDrifted));
+}
+
+#[test]
+fn an_unhashable_template_is_unknown_unless_requirements_decide() {
+    let (c, list) = capture("karpenter-v1.15.0");
+    let mut raw = raw_pool(&list, "cap-limits").clone();
+    raw["spec"]["template"]["spec"]["taints"] =
+        json!([{"key": "k", "effect": "NoSchedule", "timeAdded": "2026-01-01T00:00:00Z"}]);
+    let i = impact(&c, &[proposed(&raw)], now());
+    assert_eq!(i.nodes[0].drift, None);
+    assert!(
+        i.nodes[0].unknown.as_deref().unwrap().contains("timeAdded"),
+        "{:?}",
+        i.nodes[0]
+    );
+    assert!(i.nodepools[0].hash_unknown.is_some());
+    let reqs = raw["spec"]["template"]["spec"]["requirements"]
+        .as_array_mut()
+        .unwrap();
+    reqs.push(json!({"key": "example.com/tier", "operator": "Exists"}));
+    let i = impact(&c, &[proposed(&raw)], now());
+    assert_eq!(i.nodes[0].drift, Some(DriftReason::RequirementsDrifted));
+    assert!(i.nodes[0].unknown.is_none());
+}
+
+#[test]
+fn waves_follow_the_budgets_and_a_closed_window_says_when_it_opens() {
+    let (c, list) = capture("karpenter-v1.15.0");
+    let mut raw = raw_pool(&list, "cap-drift").clone();
+    raw["spec"]["template"]["metadata"]["labels"]["team"] = json!("payments");
+    raw["spec"]["disruption"]["budgets"] = json!([{"nodes": "1"}]);
+    let i = impact(&c, &[proposed(&raw)], now());
+    let p = &i.nodepools[0];
+    assert_eq!(p.drifting, 6);
+    let w = p.waves.as_ref().unwrap();
+    assert_eq!((w.per_wave, w.count), (Some(1), 6));
+    raw["spec"]["disruption"]["budgets"] = json!([{"nodes": "2"}]);
+    let w = impact(&c, &[proposed(&raw)], now()).nodepools[0]
+        .waves
+        .clone()
+        .unwrap();
+    assert_eq!((w.per_wave, w.count), (Some(2), 3));
+    // No drift from 17:00 to 09:00: at 18:30 nothing may start, and the window opens at
+    // 09:00 the next morning.
+    raw["spec"]["disruption"]["budgets"] = json!([
+        {"nodes": "0", "schedule": "0 17 * * *", "duration": "16h"},
+        {"nodes": "3"}
+    ]);
+    let evening: DateTime<Utc> = "2026-12-07T18:30:00Z".parse().unwrap();
+    let w = impact(&c, &[proposed(&raw)], evening).nodepools[0]
+        .waves
+        .clone()
+        .unwrap();
+    assert_eq!(w.allowed_now, 0);
+    assert_eq!(w.opens_at, Some("2026-12-08T09:00:00Z".parse().unwrap()));
+    assert!(w.blocked.is_none());
+    // Budgets that never allow drift block the rollout.
+    raw["spec"]["disruption"]["budgets"] = json!([{"nodes": "0", "reasons": ["Drifted"]}]);
+    let w = impact(&c, &[proposed(&raw)], now()).nodepools[0]
+        .waves
+        .clone()
+        .unwrap();
+    assert!(w.blocked.is_some(), "{w:?}");
+}
+
+#[test]
+fn a_new_pool_has_nothing_to_drift() {
+    let (c, list) = capture("karpenter-v1.15.0");
+    let mut raw = raw_pool(&list, "cap-limits").clone();
+    raw["metadata"]["name"] = json!("brand-new");
+    let i = impact(&c, &[proposed(&raw)], now());
+    assert!(i.nodepools[0].new);
+    assert_eq!(i.nodepools[0].nodes, 0);
+    assert!(i.nodes.is_empty());
+}
