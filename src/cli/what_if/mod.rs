@@ -1,6 +1,7 @@
-//! `kelp what-if --pod FILE --nodepools PATH...`: would this pod (or a workload's pod
-//! template) fit these NodePools? Offline, with the evaluation `kelp why pod` uses
-//! (readiness, limits, taints, requirements, in Karpenter's pool order). Manifests from
+//! `kelp what-if`: with `--pod FILE --nodepools PATH...`, would this pod (or a workload's
+//! pod template) fit these NodePools? Without `--pod`, the impact of merging the NodePool
+//! changes on a cluster ([`impact`]). The pod's answer is offline, with the evaluation
+//! `kelp why pod` uses (readiness, limits, taints, requirements, in Karpenter's pool order). Manifests from
 //! Git carry no status, so a pool without conditions is taken as Ready and a pool
 //! without `status.resources` (and no NodeClaims in the inputs) as using nothing.
 //!
@@ -32,9 +33,15 @@ use crate::lint::{checks, yaml};
 use crate::model::{Cluster, Condition, Pod};
 use crate::source;
 
+pub mod impact;
+
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
+  kelp what-if --nodepools karpenter/default.yaml --from cluster.json
+      a changed NodePool on a snapshot: which nodes drift, and in what waves
+  kelp what-if --nodepools karpenter/ -o json
+      the same on the live cluster: each node of a changed pool once
   kelp what-if --pod web.yaml --nodepools karpenter/
       a Deployment against a folder of pools
   kelp what-if --pod job.yaml --nodepools pools.yaml -o json
@@ -56,22 +63,27 @@ a GPU or other extended resource, an instance type/family/size the pool's requir
 pin down, or a type big enough: such a pool's verdict is \"unknown\", never \"compatible\".
 
 Exit status: 0 every pod fits at least one NodePool, 1 one does not, 2 kelp could not run,
-3 kelp cannot tell for some pod (only pools it cannot judge could take it).")]
+3 kelp cannot tell for some pod (only pools it cannot judge could take it).
+
+Without --pod, the changed NodePools are judged against the cluster as Karpenter judges
+drift: a launched node drifts (NodePoolDrifted) when the template's hash, computed as
+Karpenter computes karpenter.sh/nodepool-hash, differs from the one its NodeClaim carries,
+else (RequirementsDrifted) when its labels no longer satisfy the new requirements. Limits,
+weight and disruption settings drift nothing. Drifting nodes are replaced as many at a time
+as the pool's budgets allow for Drifted, their cron windows included. Exit status: 0, 1 a
+rollout the budgets block for the next 7 days, 2 kelp could not run, 3 some node's drift
+cannot be told.")]
 pub struct Args {
-    /// The pod or workload manifest (YAML or JSON), or - for stdin
+    /// The pod or workload manifest (YAML or JSON), or - for stdin. Without it, kelp
+    /// judges the impact of the --nodepools changes on the cluster (--from, or live)
     #[arg(long, value_name = "FILE")]
-    pub pod: PathBuf,
+    pub pod: Option<PathBuf>,
     /// NodePool manifests: files or folders (recursive *.yaml|*.yml|*.json). Repeatable.
+    /// With --pod: the pools to judge it against; without: the changed pools
     #[arg(long, value_name = "PATH", required = true, num_args = 1..)]
     pub nodepools: Vec<PathBuf>,
-    /// An instance-type catalogue: kelp's own file (`kelp catalog -o yaml`) or a kwok
-    /// provider instance-types JSON file
-    #[arg(long, value_name = "FILE")]
-    pub catalog: Option<PathBuf>,
-    /// Karpenter's /metrics text (AWS provider): the instance types it offers, with
-    /// their vCPUs, memory, offerings and prices
-    #[arg(long, value_name = "FILE", conflicts_with = "catalog")]
-    pub metrics_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: crate::cli::source::SourceArgs,
     /// Output format
     #[arg(short, long, value_enum, default_value_t = AnswerFormat::Table)]
     pub output: AnswerFormat,
@@ -344,12 +356,25 @@ fn unjudged(
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let pods = read_pods(&args.pod)?;
+    let Some(pod) = &args.pod else {
+        return impact::run(&args.nodepools, &args.source, args.output);
+    };
+    if !args.source.from.is_empty()
+        || args.source.kubeconfig.is_some()
+        || args.source.context.is_some()
+        || args.source.karpenter_service.is_some()
+    {
+        anyhow::bail!("--from, --kubeconfig, --context and --karpenter-service read a cluster for the impact of a change (what-if without --pod); with --pod, give the pools (or a dump) to --nodepools");
+    }
+    if args.source.catalog.is_some() && args.source.metrics_file.is_some() {
+        anyhow::bail!("--catalog and --metrics-file: give one");
+    }
+    let pods = read_pods(pod)?;
     let (mut cluster, assumed_ready) = load_pools(&args.nodepools)?;
-    if let Some(path) = &args.catalog {
+    if let Some(path) = &args.source.catalog {
         cluster.catalog = Some(source::catalog::read(path).context("--catalog")?.into());
     }
-    if let Some(path) = &args.metrics_file {
+    if let Some(path) = &args.source.metrics_file {
         cluster.metrics = Some(source::metrics::read(path).context("--metrics-file")?);
         if cluster
             .metrics
