@@ -277,7 +277,9 @@ fn what_if_names_the_nodes_karpenter_drifts_before_the_change_is_applied() {
         }
     };
     e.apply(&manifest("", "16", false));
-    let spread = format!("      topologySpreadConstraints:\n        - {{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {{matchLabels: {{app: spread}}}}}}");
+    // One pod per zone (kube-scheduler would put a spread's second pod beside the first,
+    // counting only the zones of nodes that exist): two nodes in two zones.
+    let spread = "      affinity:\n        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n            - {topologyKey: topology.kubernetes.io/zone, labelSelector: {matchLabels: {app: spread}}}".to_string();
     e.apply(&deployment(&ns, "spread", &name, 2, "500m", "", &spread));
     // Two nodes in two zones, each launched and hashed.
     let claims = wait_for("two launched NodeClaims in two zones", 4 * MINUTES, || {

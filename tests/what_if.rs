@@ -305,12 +305,21 @@ fn the_impact_of_a_change_lists_each_node_once_with_its_drift() {
     let (v, code) = json(&["what-if", "--nodepools", &file, "--from", CAPTURE]);
     assert_eq!(code, 0, "{v:#}");
     let nodes = v["nodes"].as_array().unwrap();
-    let of = |pool: &str| -> Vec<&Value> { nodes.iter().filter(|n| n["nodepool"] == pool).collect() };
+    let of =
+        |pool: &str| -> Vec<&Value> { nodes.iter().filter(|n| n["nodepool"] == pool).collect() };
     assert_eq!(of("cap-drift").len(), 6);
-    assert!(of("cap-drift").iter().all(|n| n["drift"] == "NodePoolDrifted"), "{v:#}");
+    assert!(
+        of("cap-drift")
+            .iter()
+            .all(|n| n["drift"] == "NodePoolDrifted"),
+        "{v:#}"
+    );
     assert_eq!(of("cap-limits").len(), 1);
     assert!(of("cap-limits")[0]["drift"].is_null());
-    let mut claims: Vec<&str> = nodes.iter().map(|n| n["nodeclaim"].as_str().unwrap()).collect();
+    let mut claims: Vec<&str> = nodes
+        .iter()
+        .map(|n| n["nodeclaim"].as_str().unwrap())
+        .collect();
     let all = claims.len();
     claims.sort();
     claims.dedup();
@@ -329,35 +338,77 @@ fn the_impact_of_a_change_lists_each_node_once_with_its_drift() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("NodePool cap-drift · 6 node(s) · 6 will drift"), "{text}");
+    assert!(
+        text.contains("NodePool cap-drift · 6 node(s) · 6 will drift"),
+        "{text}"
+    );
     assert!(text.contains("2 node(s) at a time, 3 wave(s)"), "{text}");
     assert!(text.contains("spec.limits (drifts nothing)"), "{text}");
 }
 
 #[test]
 fn a_blocked_rollout_exits_1_and_an_unhashable_template_exits_3() {
-    let (v, code) = json(&["what-if", "--nodepools", &format!("{IMPACT}/blocked.yaml"), "--from", CAPTURE]);
+    let (v, code) = json(&[
+        "what-if",
+        "--nodepools",
+        &format!("{IMPACT}/blocked.yaml"),
+        "--from",
+        CAPTURE,
+    ]);
     assert_eq!(code, 1, "{v:#}");
     assert!(v["nodepools"][0]["waves"]["blocked"].is_string(), "{v:#}");
-    let (v, code) = json(&["what-if", "--nodepools", &format!("{IMPACT}/unhashable.yaml"), "--from", CAPTURE]);
+    let (v, code) = json(&[
+        "what-if",
+        "--nodepools",
+        &format!("{IMPACT}/unhashable.yaml"),
+        "--from",
+        CAPTURE,
+    ]);
     assert_eq!(code, 3, "{v:#}");
     assert!(v["nodes"][0]["drift"].is_null());
-    assert!(v["nodes"][0]["unknown"].as_str().unwrap().contains("timeAdded"), "{v:#}");
+    assert!(
+        v["nodes"][0]["unknown"]
+            .as_str()
+            .unwrap()
+            .contains("timeAdded"),
+        "{v:#}"
+    );
 }
 
 #[test]
 fn impact_input_mistakes_are_one_line_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (
-            &["what-if", "--pod", "x.yaml", "--nodepools", CAPTURE, "--from", CAPTURE],
+            &[
+                "what-if",
+                "--pod",
+                "x.yaml",
+                "--nodepools",
+                CAPTURE,
+                "--from",
+                CAPTURE,
+            ],
             "with --pod, give the pools (or a dump) to --nodepools",
         ),
         (
-            &["what-if", "--nodepools", "tests/fixtures/what-if/aws-catalog.yaml", "--from", CAPTURE],
+            &[
+                "what-if",
+                "--nodepools",
+                "tests/fixtures/what-if/aws-catalog.yaml",
+                "--from",
+                CAPTURE,
+            ],
             "no karpenter.sh/v1 NodePools found in --nodepools",
         ),
         (
-            &["what-if", "--nodepools", &format!("{IMPACT}/blocked.yaml"), &format!("{IMPACT}/blocked.yaml"), "--from", CAPTURE],
+            &[
+                "what-if",
+                "--nodepools",
+                &format!("{IMPACT}/blocked.yaml"),
+                &format!("{IMPACT}/blocked.yaml"),
+                "--from",
+                CAPTURE,
+            ],
             "NodePool cap-drift is given twice",
         ),
     ];
