@@ -375,6 +375,28 @@ fn a_blocked_rollout_exits_1_and_an_unhashable_template_exits_3() {
     );
 }
 
+/// Pods a change leaves with no pool: listed with their node, and exit 1.
+#[test]
+fn pods_left_without_a_pool_exit_1() {
+    let file = format!("{IMPACT}/stranded.yaml");
+    let (v, code) = json(&["what-if", "--nodepools", &file, "--from", CAPTURE]);
+    assert_eq!(code, 1, "{v:#}");
+    let stranded = v["pods"]["stranded"].as_array().unwrap();
+    assert!(!stranded.is_empty(), "{v:#}");
+    assert!(stranded
+        .iter()
+        .all(|s| s["after"] == "nowhere" && s["before"] == "cap-drift"));
+    let out = kelp()
+        .args(["what-if", "--nodepools", &file, "--from", CAPTURE])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Karpenter will not replace their nodes"),
+        "{text}"
+    );
+}
+
 #[test]
 fn impact_input_mistakes_are_one_line_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[

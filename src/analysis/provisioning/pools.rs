@@ -198,6 +198,22 @@ impl<'a> PoolSet<'a> {
         }
     }
 
+    /// The pools as a change would leave them: each of `changed` in place of the pool of its
+    /// name (or beside the others, a new one), counting what the cluster's pool of that name
+    /// uses; in Karpenter's order again.
+    pub fn with_changed(c: &'a Cluster, changed: &'a [NodePool]) -> Self {
+        let mut set = Self::new(c);
+        set.ordered
+            .retain(|p| !changed.iter().any(|n| n.metadata.name == p.name));
+        set.ordered
+            .extend(changed.iter().map(|p| pool_info(p, PoolUsage::of(c, p))));
+        set.ordered.sort_by(|a, b| {
+            let w = |p: &PoolInfo| p.pool.spec.weight.unwrap_or(0);
+            w(b).cmp(&w(a)).then_with(|| b.name.cmp(a.name))
+        });
+        set
+    }
+
     /// The bound pods with required anti-affinity on a key other than the hostname
     /// (found once, on first use).
     pub fn guards(&self) -> &super::affinity::Guards {

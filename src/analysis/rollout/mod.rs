@@ -20,10 +20,15 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::disruption::budget::budget_counts;
+use super::provisioning::PoolSet;
 use crate::karpenter::budgets::{allowed_disruptions, DisruptionReason};
 use crate::karpenter::hash::{self, Unhashable};
 use crate::karpenter::requirements::{labels_fit, Requirements};
 use crate::model::*;
+
+pub mod pods;
+
+pub use pods::{PodChange, PodsImpact};
 
 /// A NodePool as a change would leave it, with its template's hash (or why kelp cannot
 /// compute it).
@@ -119,6 +124,7 @@ pub struct PoolImpact {
 pub struct Impact {
     pub nodepools: Vec<PoolImpact>,
     pub nodes: Vec<NodeImpact>,
+    pub pods: PodsImpact,
 }
 
 impl Impact {
@@ -137,6 +143,7 @@ pub fn impact(c: &Cluster, proposed: &[Proposed], now: DateTime<Utc>) -> Impact 
     let mut out = Impact {
         nodepools: Vec::new(),
         nodes: Vec::new(),
+        pods: PodsImpact::default(),
     };
     for p in proposed {
         let name = &p.pool.metadata.name;
@@ -163,6 +170,38 @@ pub fn impact(c: &Cluster, proposed: &[Proposed], now: DateTime<Utc>) -> Impact 
         });
         out.nodes.extend(nodes);
     }
+    // The pools as the change leaves them keep their status until Karpenter reconciles
+    // them; a new pool is taken as Ready, as a manifest without status is.
+    let after: Vec<NodePool> = proposed
+        .iter()
+        .map(|p| {
+            let mut pool = p.pool.clone();
+            pool.status = match c.nodepools.get(&pool.metadata.name) {
+                Some(cur) => cur.status.clone(),
+                None => NodePoolStatus {
+                    conditions: vec![Condition {
+                        type_: "Ready".into(),
+                        status: "True".into(),
+                        reason: Some("AssumedNew".into()),
+                        message: None,
+                        last_transition_time: None,
+                    }],
+                    ..Default::default()
+                },
+            };
+            pool
+        })
+        .collect();
+    let catalog = super::catalog::resolve(c, super::provisioning::cluster_provider(c));
+    let before_set = PoolSet::new(c).with_catalog(catalog.as_ref());
+    let after_set = PoolSet::with_changed(c, &after).with_catalog(catalog.as_ref());
+    let drifting: Vec<&str> = out
+        .nodes
+        .iter()
+        .filter(|n| n.drift.is_some())
+        .map(|n| n.name.as_str())
+        .collect();
+    out.pods = pods::pods(c, &before_set, &after_set, &drifting);
     out
 }
 

@@ -238,3 +238,49 @@ fn a_new_pool_has_nothing_to_drift() {
     assert_eq!(i.nodepools[0].nodes, 0);
     assert!(i.nodes.is_empty());
 }
+
+#[test]
+fn pods_a_change_leaves_without_a_pool_are_stranded_and_pending_answers_move() {
+    let (c, list) = capture("karpenter-v1.15.0");
+    // The pods on cap-drift's nodes select its template label: renamed, no pool takes them.
+    let mut raw = raw_pool(&list, "cap-drift").clone();
+    raw["spec"]["template"]["metadata"]["labels"]["capture.kelp.dev/scenario"] = json!("drift-v2");
+    let i = impact(&c, &[proposed(&raw)], now());
+    assert_eq!(i.drifting(), 6);
+    assert!(!i.pods.stranded.is_empty(), "{:?}", i.pods);
+    for s in &i.pods.stranded {
+        assert_eq!(
+            (s.before.as_str(), s.after.as_str()),
+            ("cap-drift", "nowhere"),
+            "{s:?}"
+        );
+        assert!(
+            s.node.as_deref().unwrap().starts_with("kwok-cap-drift-"),
+            "{s:?}"
+        );
+    }
+    assert!(i.pods.moving.is_empty());
+    // The label kept: they stay with their pool (neither stranded nor moving).
+    let mut same = raw_pool(&list, "cap-drift").clone();
+    same["spec"]["template"]["metadata"]["labels"]["team"] = json!("payments");
+    let i = impact(&c, &[proposed(&same)], now());
+    assert!(
+        i.pods.stranded.is_empty() && i.pods.moving.is_empty(),
+        "{:?}",
+        i.pods
+    );
+    // A limit raised: the pod cap-limits had no room for would now launch there.
+    let mut limits = raw_pool(&list, "cap-limits").clone();
+    limits["spec"]["limits"] = json!({"cpu": "1000"});
+    let i = impact(&c, &[proposed(&limits)], now());
+    assert_eq!(
+        i.pods.pending,
+        vec![PodChange {
+            pod: "cap-limits/second".into(),
+            pods: 1,
+            node: None,
+            before: "nowhere".into(),
+            after: "cap-limits".into(),
+        }]
+    );
+}

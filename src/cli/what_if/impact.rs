@@ -77,10 +77,11 @@ pub fn run(
     let loaded = source.load()?;
     let impact = rollout::impact(&loaded.cluster, &proposed, loaded.now);
     loaded.progress.finish();
-    let status = if impact
-        .nodepools
-        .iter()
-        .any(|p| p.waves.as_ref().is_some_and(|w| w.blocked.is_some()))
+    let status = if !impact.pods.stranded.is_empty()
+        || impact
+            .nodepools
+            .iter()
+            .any(|p| p.waves.as_ref().is_some_and(|w| w.blocked.is_some()))
     {
         ExitCode::from(1)
     } else if impact.unknown() > 0 {
@@ -225,11 +226,56 @@ fn table(i: &Impact, origin: &str, s: Style) -> String {
         }
         out.push('\n');
     }
+    out.push_str(&pods_lines(&i.pods, s));
     out.push_str(&s.dim(&format!(
         "{} of {} node(s) will drift, judged against {} as Karpenter judges drift (its NodePool hash, then requirements); a NodeClass's own drift (AMI, subnets) is not changed by a NodePool.\n",
         i.drifting(),
         i.nodes.len(),
         if origin == "dump" { "the dump" } else { origin }
     )));
+    out
+}
+
+fn pods_lines(p: &rollout::PodsImpact, s: Style) -> String {
+    let mut out = String::new();
+    let row = |c: &rollout::PodChange| {
+        let who = if c.pods > 1 {
+            format!("{} ({} pods)", c.pod, c.pods)
+        } else {
+            c.pod.clone()
+        };
+        vec![
+            output::clean(&who).into_owned(),
+            output::clean(c.node.as_deref().unwrap_or("-")).into_owned(),
+            output::clean(&c.before).into_owned(),
+            output::clean(&c.after).into_owned(),
+        ]
+    };
+    let mut section = |title: String, rows: &[rollout::PodChange]| {
+        if rows.is_empty() {
+            return;
+        }
+        out.push_str(&title);
+        out.push_str("\n\n");
+        let mut table = vec![["POD", "NODE", "NOW", "AFTER"].map(String::from).to_vec()];
+        table.extend(rows.iter().map(row));
+        out.push_str(&output::columns(&table));
+        out.push('\n');
+    };
+    section(
+        s.severity(
+            crate::findings::Severity::Critical,
+            "Pods on drifting nodes that no NodePool takes after the change: Karpenter will not replace their nodes (\"Not all pods would schedule\") unless other nodes have room:",
+        ),
+        &p.stranded,
+    );
+    section(
+        "Pods on drifting nodes that another NodePool takes after the change:".into(),
+        &p.moving,
+    );
+    section(
+        "Pending pods whose answer changes (the first NodePool Karpenter would launch for, or nowhere):".into(),
+        &p.pending,
+    );
     out
 }

@@ -70,9 +70,11 @@ drift: a launched node drifts (NodePoolDrifted) when the template's hash, comput
 Karpenter computes karpenter.sh/nodepool-hash, differs from the one its NodeClaim carries,
 else (RequirementsDrifted) when its labels no longer satisfy the new requirements. Limits,
 weight and disruption settings drift nothing. Drifting nodes are replaced as many at a time
-as the pool's budgets allow for Drifted, their cron windows included. Exit status: 0, 1 a
-rollout the budgets block for the next 7 days, 2 kelp could not run, 3 some node's drift
-cannot be told.")]
+as the pool's budgets allow for Drifted, their cron windows included. Pending pods whose
+answer changes are listed, and the pods of drifting nodes that another pool, or none, takes
+after the change (Karpenter does not replace a node whose pods would not schedule). Exit
+status: 0, 1 a rollout the budgets block for the next 7 days or pods left with no pool, 2
+kelp could not run, 3 some node's drift cannot be told.")]
 pub struct Args {
     /// The pod or workload manifest (YAML or JSON), or - for stdin. Without it, kelp
     /// judges the impact of the --nodepools changes on the cluster (--from, or live)
