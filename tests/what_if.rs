@@ -397,6 +397,119 @@ fn pods_left_without_a_pool_exit_1() {
     );
 }
 
+fn run(args: &[&str]) -> (String, i32) {
+    let out = kelp().args(args).output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.code().unwrap(),
+    )
+}
+
+/// The pull-request comment: a summary table, what breaks, the nodes collapsed.
+#[test]
+fn markdown_is_a_pull_request_comment() {
+    let file = format!("{IMPACT}/stranded.yaml");
+    let (md, code) = run(&[
+        "what-if",
+        "--nodepools",
+        &file,
+        "--from",
+        CAPTURE,
+        "-o",
+        "markdown",
+    ]);
+    assert_eq!(code, 1, "{md}");
+    assert!(
+        md.starts_with("### kelp: the impact of this NodePool change\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| NodePool | nodes | drift | rollout | changed |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| cap-drift | 6 | 6 | 1 at a time, 6 wave(s) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Pods no NodePool takes after the change"),
+        "{md}"
+    );
+    assert!(md.contains("<details><summary>Nodes (6)</summary>"), "{md}");
+    assert_eq!(md.matches("| NodePoolDrifted |").count(), 6, "{md}");
+    // docs/what-if.md shows this very comment.
+    let doc = std::fs::read_to_string("docs/what-if.md").unwrap();
+    assert!(
+        doc.contains(&md),
+        "docs/what-if.md's example is out of date:\n{md}"
+    );
+}
+
+/// SARIF: a result per broken or drifting pool, at its manifest's line, naming its rule.
+#[test]
+fn sarif_points_at_the_changed_pool() {
+    let file = format!("{IMPACT}/label-and-limit.yaml");
+    let (text, code) = run(&[
+        "what-if",
+        "--nodepools",
+        &file,
+        "--from",
+        CAPTURE,
+        "-o",
+        "sarif",
+    ]);
+    assert_eq!(code, 0, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["version"], "2.1.0");
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    // cap-drift drifts (a note at its document's line); cap-limits drifts nothing.
+    assert_eq!(results.len(), 1, "{text}");
+    assert_eq!(results[0]["ruleId"], "nodepool-change-drifts-nodes");
+    let loc = &results[0]["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], file);
+    assert_eq!(loc["region"]["startLine"], 3);
+    let rules = v["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
+    assert_eq!(
+        rules[results[0]["ruleIndex"].as_u64().unwrap() as usize]["id"],
+        results[0]["ruleId"]
+    );
+}
+
+#[test]
+fn fail_on_sets_the_threshold() {
+    let drift = format!("{IMPACT}/label-and-limit.yaml");
+    let stranded = format!("{IMPACT}/stranded.yaml");
+    let code = |file: &str, when: &str| {
+        run(&[
+            "what-if",
+            "--nodepools",
+            file,
+            "--from",
+            CAPTURE,
+            "-o",
+            "json",
+            "--fail-on",
+            when,
+        ])
+        .1
+    };
+    assert_eq!(code(&drift, "break"), 0);
+    assert_eq!(code(&drift, "drift"), 1);
+    assert_eq!(code(&stranded, "break"), 1);
+    assert_eq!(code(&stranded, "never"), 0);
+    // Without --pod only: markdown and SARIF are for a change.
+    let (_, c) = run(&[
+        "what-if",
+        "--pod",
+        "tests/fixtures/lint/what-if/pod.yaml",
+        "--nodepools",
+        CAPTURE,
+        "-o",
+        "sarif",
+    ]);
+    assert_eq!(c, 2);
+}
+
 #[test]
 fn impact_input_mistakes_are_one_line_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[

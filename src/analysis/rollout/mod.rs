@@ -358,8 +358,11 @@ fn waves(c: &Cluster, pool: &NodePool, drifting: usize, now: DateTime<Utc>) -> W
     };
     let scheduled = budgets.is_some_and(|b| b.iter().any(|b| b.schedule.is_some()));
     if (allowed.limit == Some(0) || allowed.allowed == 0) && scheduled {
-        // Minute by minute, as the cron schedules are: the first instant that allows one.
-        let mut t = now;
+        // Minute by minute from the minute's start, as the cron schedules are: the first
+        // minute that allows one.
+        let mut t = now
+            - Duration::nanoseconds(now.timestamp_subsec_nanos().into())
+            - Duration::seconds(now.timestamp() % 60);
         let end = now + LOOK_AHEAD;
         while t < end {
             t += Duration::minutes(1);

@@ -61,7 +61,8 @@ pub struct PodsImpact {
     /// Pods on drifting nodes that no pool admits after the change: Karpenter will not
     /// replace their nodes while no other node has room for them.
     pub stranded: Vec<PodChange>,
-    /// Pods on drifting nodes that a different pool would take after the change.
+    /// Pods on drifting nodes that a different pool would take after the change (and did
+    /// not before it).
     pub moving: Vec<PodChange>,
 }
 
@@ -99,7 +100,7 @@ pub fn pods(c: &Cluster, before: &PoolSet, after: &PoolSet, drifting: &[&str]) -
         }
     }
     for ((node, owner), (count, pod, pool)) in groups {
-        let after = placement(after, pod);
+        let (was, after) = (placement(before, pod), placement(after, pod));
         let row = PodChange {
             pod: owner,
             pods: count,
@@ -109,7 +110,7 @@ pub fn pods(c: &Cluster, before: &PoolSet, after: &PoolSet, drifting: &[&str]) -
         };
         if after == "nowhere" {
             out.stranded.push(row);
-        } else if after != pool && after != "unknown" {
+        } else if after != was && after != pool && after != "unknown" {
             out.moving.push(row);
         }
     }

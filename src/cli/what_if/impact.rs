@@ -7,44 +7,58 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use serde_json::Value;
 
 use crate::analysis::rollout::{self, Impact, NodeImpact, PoolImpact, Proposed};
-use crate::cli::output::{self, AnswerFormat, Format, Style};
+use crate::cli::output::{self, Format, Style};
 use crate::cli::source::SourceArgs;
 use crate::karpenter::hash;
 use crate::lint::yaml;
 use crate::model::NodePool;
 
+/// Where a changed pool was read: the file and the line of its manifest (or its List item).
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub file: String,
+    pub line: usize,
+}
+
 /// The NodePools in the manifests, each with its template's hash as the API server would
-/// store it (the CRD's defaults filled in).
-pub fn proposed(paths: &[PathBuf]) -> anyhow::Result<Vec<Proposed>> {
+/// store it (the CRD's defaults filled in), and where it was read.
+pub fn proposed(paths: &[PathBuf]) -> anyhow::Result<(Vec<Proposed>, Vec<Origin>)> {
     let inputs = crate::lint::read_inputs(paths)?;
-    let mut out: Vec<Proposed> = Vec::new();
+    let (mut out, mut origins): (Vec<Proposed>, Vec<Origin>) = (Vec::new(), Vec::new());
     for input in &inputs {
         if let Some((line, why)) = &input.unreadable {
             anyhow::bail!("{}: line {line}: {why}", input.name);
         }
         let docs = yaml::parse(&input.text)
             .map_err(|e| anyhow::anyhow!("{}: line {}: {}", input.name, e.line, e.message))?;
-        let mut objects: Vec<Value> = Vec::new();
+        let mut objects: Vec<&yaml::Node> = Vec::new();
         for doc in &docs {
-            let v = doc.to_json();
-            match v["kind"].as_str() {
+            match doc.get("kind").and_then(|k| k.as_str()) {
                 Some("List") | Some("NodePoolList") => {
-                    objects.extend(v["items"].as_array().cloned().unwrap_or_default())
+                    objects.extend(doc.get("items").map(|i| i.items()).unwrap_or_default())
                 }
-                _ => objects.push(v),
+                _ => objects.push(doc),
             }
         }
-        for v in objects {
+        for node in objects {
+            let v = node.to_json();
             if v["kind"] != "NodePool" || v["apiVersion"] != "karpenter.sh/v1" {
                 continue;
             }
-            let pool: NodePool = serde_json::from_value(v.clone())
-                .with_context(|| format!("{}: NodePool {}", input.name, v["metadata"]["name"]))?;
+            let pool: NodePool = serde_json::from_value(v.clone()).with_context(|| {
+                format!(
+                    "{}: line {}: NodePool {}",
+                    input.name, node.line, v["metadata"]["name"]
+                )
+            })?;
             if pool.metadata.name.is_empty() {
-                anyhow::bail!("{}: a NodePool without metadata.name", input.name);
+                anyhow::bail!(
+                    "{}: line {}: a NodePool without metadata.name",
+                    input.name,
+                    node.line
+                );
             }
             if out
                 .iter()
@@ -60,42 +74,91 @@ pub fn proposed(paths: &[PathBuf]) -> anyhow::Result<Vec<Proposed>> {
                 hash: hash::template_hash(&hash::with_defaults(&template)),
                 pool,
             });
+            origins.push(Origin {
+                file: input.name.clone(),
+                line: node.line,
+            });
         }
     }
     if out.is_empty() {
         anyhow::bail!("no karpenter.sh/v1 NodePools found in --nodepools");
     }
-    Ok(out)
+    Ok((out, origins))
 }
 
-pub fn run(
-    nodepools: &[PathBuf],
-    source: &SourceArgs,
-    format: AnswerFormat,
-) -> anyhow::Result<ExitCode> {
-    let proposed = proposed(nodepools)?;
-    let loaded = source.load()?;
-    let impact = rollout::impact(&loaded.cluster, &proposed, loaded.now);
-    loaded.progress.finish();
-    let status = if !impact.pods.stranded.is_empty()
+/// When `what-if` exits 1 for a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum FailOn {
+    /// Any node drifts (a rollout of any size needs a review)
+    Drift,
+    /// Pods left with no NodePool, or a rollout the budgets block for the next 7 days
+    #[default]
+    Break,
+    /// Never: report only (exit 0, or 2 when kelp could not run)
+    Never,
+}
+
+/// The exit status for `impact` under `fail_on`: 1 at the threshold, else 3 when some
+/// node cannot be judged, else 0.
+pub fn status(impact: &Impact, fail_on: FailOn) -> ExitCode {
+    let breaks = !impact.pods.stranded.is_empty()
         || impact
             .nodepools
             .iter()
-            .any(|p| p.waves.as_ref().is_some_and(|w| w.blocked.is_some()))
-    {
+            .any(|p| p.waves.as_ref().is_some_and(|w| w.blocked.is_some()));
+    let fails = match fail_on {
+        FailOn::Never => return ExitCode::SUCCESS,
+        FailOn::Break => breaks,
+        FailOn::Drift => breaks || impact.drifting() > 0,
+    };
+    if fails {
         ExitCode::from(1)
     } else if impact.unknown() > 0 {
         ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
-    };
+    }
+}
+
+pub fn run(
+    nodepools: &[PathBuf],
+    source: &SourceArgs,
+    format: ImpactFormat,
+    fail_on: FailOn,
+) -> anyhow::Result<ExitCode> {
+    let (proposed, origins) = proposed(nodepools)?;
+    let loaded = source.load()?;
+    let impact = rollout::impact(&loaded.cluster, &proposed, loaded.now);
+    loaded.progress.finish();
     let style = Style::detect();
-    let rendered = match Format::from(format) {
-        Format::Table => table(&impact, &loaded.origin, style),
-        f => output::structured(f, &impact)?,
+    let rendered = match format {
+        ImpactFormat::Table => table(&impact, &loaded.origin, style),
+        ImpactFormat::Json => output::structured(Format::Json, &impact)?,
+        ImpactFormat::Yaml => output::structured(Format::Yaml, &impact)?,
+        ImpactFormat::Markdown => super::report::markdown(&impact),
+        ImpactFormat::Sarif => {
+            serde_json::to_string_pretty(&super::report::sarif(&impact, &origins))? + "\n"
+        }
     };
     output::emit(&rendered, style)?;
-    Ok(status)
+    Ok(status(&impact, fail_on))
+}
+
+/// `-o` for the impact of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum ImpactFormat {
+    /// Human-readable: each changed pool, its nodes and the pods that move
+    #[default]
+    Table,
+    /// The whole answer as JSON
+    Json,
+    /// The whole answer as YAML
+    Yaml,
+    /// A pull-request comment (GitHub Markdown): a summary, the nodes in a collapsed list
+    Markdown,
+    /// SARIF 2.1.0 for code scanning: one result per changed pool that drifts, strands
+    /// pods or is blocked, at its manifest's line
+    Sarif,
 }
 
 fn reason(n: &NodeImpact) -> String {

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::output::{self, AnswerFormat, Format, Style};
+use super::output::{self, Format, Style};
 use crate::analysis::provisioning::affinity::ZoneAffinity;
 use crate::analysis::provisioning::{
     evaluate, pod_requests, pod_terms, PoolInfo, PoolSet, PoolVerdict, Reason, Verdict,
@@ -34,6 +34,9 @@ use crate::model::{Cluster, Condition, Pod};
 use crate::source;
 
 pub mod impact;
+pub mod report;
+
+use impact::{FailOn, ImpactFormat};
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -86,9 +89,13 @@ pub struct Args {
     pub nodepools: Vec<PathBuf>,
     #[command(flatten)]
     pub source: crate::cli::source::SourceArgs,
-    /// Output format
-    #[arg(short, long, value_enum, default_value_t = AnswerFormat::Table)]
-    pub output: AnswerFormat,
+    /// Output format (markdown and sarif: for the impact of a change, without --pod)
+    #[arg(short, long, value_enum, default_value_t = ImpactFormat::Table)]
+    pub output: ImpactFormat,
+    /// Without --pod: when to exit 1. drift: any node drifts; break: pods left with no
+    /// NodePool, or a rollout the budgets block for the next 7 days; never: report only
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = FailOn::Break)]
+    pub fail_on: FailOn,
 }
 
 /// One NodePool's verdict, with its weight.
@@ -359,7 +366,15 @@ fn unjudged(
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some(pod) = &args.pod else {
-        return impact::run(&args.nodepools, &args.source, args.output);
+        return impact::run(&args.nodepools, &args.source, args.output, args.fail_on);
+    };
+    let format = match args.output {
+        ImpactFormat::Table => Format::Table,
+        ImpactFormat::Json => Format::Json,
+        ImpactFormat::Yaml => Format::Yaml,
+        ImpactFormat::Markdown | ImpactFormat::Sarif => {
+            anyhow::bail!("-o markdown and -o sarif are for the impact of a change (what-if without --pod); with --pod use table, json or yaml")
+        }
     };
     if !args.source.from.is_empty()
         || args.source.kubeconfig.is_some()
@@ -409,7 +424,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     };
     let style = Style::detect();
-    let rendered = match Format::from(args.output) {
+    let rendered = match format {
         Format::Table => table(&answer, style),
         f => output::structured(f, &answer)?,
     };

@@ -1,0 +1,280 @@
+//! The impact of a NodePool change for a pull request: a GitHub-Markdown comment (a short
+//! summary table, what breaks, and the nodes in a collapsed list) and SARIF 2.1.0 for code
+//! scanning (one result per changed pool that drifts nodes, strands pods, or is blocked, at
+//! its manifest's line).
+
+use serde_sarif::sarif::{
+    ArtifactLocation, Location, Message, MultiformatMessageString, PhysicalLocation, Region,
+    ReportingDescriptor, Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent,
+    SCHEMA_URL,
+};
+
+use super::impact::Origin;
+use crate::analysis::rollout::{Impact, NodeImpact, PoolImpact};
+
+/// Text for a Markdown table cell or a line: what could start markup (`|`, backticks, `<`,
+/// `*`, `_`, `[`, `]`) escaped, line breaks and control characters made visible.
+fn md(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '\\' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c if c.is_control() => out.push_str(&c.escape_default().to_string()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn drift_word(n: &NodeImpact) -> String {
+    match (&n.drift, &n.unknown) {
+        (Some(d), _) => format!("{d:?}"),
+        (None, Some(_)) => "unknown".into(),
+        (None, None) => "-".into(),
+    }
+}
+
+fn rollout_words(p: &PoolImpact) -> String {
+    match &p.waves {
+        None => "-".into(),
+        Some(w) if w.blocked.is_some() => "**blocked**".into(),
+        Some(w) => {
+            let size = match w.per_wave {
+                None => "all at once".to_string(),
+                Some(k) => format!("{k} at a time, {} wave(s)", w.count),
+            };
+            match w.opens_at {
+                Some(t) => format!("{size}; opens {}", t.format("%a %H:%M UTC")),
+                None => size,
+            }
+        }
+    }
+}
+
+/// The pull-request comment.
+pub fn markdown(i: &Impact) -> String {
+    let mut out = String::from("### kelp: the impact of this NodePool change\n\n");
+    let breaks = !i.pods.stranded.is_empty()
+        || i.nodepools
+            .iter()
+            .any(|p| p.waves.as_ref().is_some_and(|w| w.blocked.is_some()));
+    out.push_str(&format!(
+        "{} of {} node(s) will drift.{}\n\n",
+        i.drifting(),
+        i.nodes.len(),
+        if breaks {
+            " :warning: **Something breaks: see below.**"
+        } else {
+            ""
+        }
+    ));
+    out.push_str("| NodePool | nodes | drift | rollout | changed |\n|---|---:|---:|---|---|\n");
+    for p in &i.nodepools {
+        let changed: Vec<String> = p
+            .changes
+            .iter()
+            .map(|f| format!("{} ({})", md(f.field), f.drifts))
+            .collect();
+        out.push_str(&format!(
+            "| {}{} | {} | {}{} | {} | {} |\n",
+            md(&p.name),
+            if p.new { " (new)" } else { "" },
+            p.nodes,
+            p.drifting,
+            if p.unknown > 0 {
+                format!(" ({} unknown)", p.unknown)
+            } else {
+                String::new()
+            },
+            rollout_words(p),
+            if changed.is_empty() {
+                "-".into()
+            } else {
+                changed.join(", ")
+            }
+        ));
+    }
+    for p in &i.nodepools {
+        if let Some(b) = p.waves.as_ref().and_then(|w| w.blocked.as_ref()) {
+            out.push_str(&format!(
+                "\n:no_entry: **{}**: rollout blocked: {}\n",
+                md(&p.name),
+                md(b)
+            ));
+        }
+    }
+    if !i.pods.stranded.is_empty() {
+        out.push_str("\n:no_entry: **Pods no NodePool takes after the change.** Karpenter will not replace their nodes (\"Not all pods would schedule\") unless other nodes have room:\n\n");
+        for s in &i.pods.stranded {
+            out.push_str(&format!(
+                "- {} ({} pod(s)) on {}\n",
+                md(&s.pod),
+                s.pods,
+                md(s.node.as_deref().unwrap_or("-"))
+            ));
+        }
+    }
+    if !i.pods.pending.is_empty() {
+        out.push_str("\nPending pods whose answer changes:\n\n");
+        for c in &i.pods.pending {
+            out.push_str(&format!(
+                "- {}: {} → {}\n",
+                md(&c.pod),
+                md(&c.before),
+                md(&c.after)
+            ));
+        }
+    }
+    if !i.nodes.is_empty() {
+        out.push_str(&format!(
+            "\n<details><summary>Nodes ({})</summary>\n\n| node | NodePool | drift | note |\n|---|---|---|---|\n",
+            i.nodes.len()
+        ));
+        for n in &i.nodes {
+            let note = match (&n.unknown, &n.already, n.because.is_empty()) {
+                (Some(u), _, _) => format!("cannot tell: {u}"),
+                (None, Some(a), _) => format!("already Drifted ({a})"),
+                (None, None, false) => n.because.join("; "),
+                _ => String::new(),
+            };
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                md(&n.name),
+                md(&n.nodepool),
+                drift_word(n),
+                md(&note)
+            ));
+        }
+        out.push_str("\n</details>\n");
+    }
+    out.push_str("\n<sub>Judged as Karpenter judges drift: the NodePool hash, then requirements. `kelp what-if -o markdown`.</sub>\n");
+    out
+}
+
+/// The rules the SARIF results name.
+const RULES: [(&str, &str); 4] = [
+    (
+        "nodepool-change-strands-pods",
+        "Pods on the nodes this change drifts have no NodePool left: Karpenter will not replace those nodes",
+    ),
+    (
+        "nodepool-change-rollout-blocked",
+        "The pool's disruption budgets allow no drift replacement for the next 7 days",
+    ),
+    (
+        "nodepool-change-drifts-nodes",
+        "This change makes Karpenter replace nodes (drift)",
+    ),
+    (
+        "nodepool-change-unknown",
+        "kelp cannot tell whether this change drifts some nodes",
+    ),
+];
+
+/// The SARIF log: results at each changed pool's manifest line.
+pub fn sarif(i: &Impact, origins: &[Origin]) -> Sarif {
+    let rules: Vec<ReportingDescriptor> = RULES
+        .iter()
+        .map(|(id, text)| {
+            ReportingDescriptor::builder()
+                .id(*id)
+                .name(*id)
+                .short_description(MultiformatMessageString::builder().text(*text).build())
+                .build()
+        })
+        .collect();
+    let mut results = Vec::new();
+    for (p, o) in i.nodepools.iter().zip(origins) {
+        let location = Location::builder()
+            .physical_location(
+                PhysicalLocation::builder()
+                    .artifact_location(
+                        ArtifactLocation::builder()
+                            .uri(crate::lint::sarif::uri(&o.file))
+                            .build(),
+                    )
+                    .region(Region::builder().start_line(o.line.max(1) as i64).build())
+                    .build(),
+            )
+            .build();
+        let mut push = |rule: usize, level: ResultLevel, text: String| {
+            results.push(
+                SarifResult::builder()
+                    .rule_id(RULES[rule].0)
+                    .rule_index(rule as i64)
+                    .level(level)
+                    .message(Message::builder().text(text).build())
+                    .locations(vec![location.clone()])
+                    .build(),
+            );
+        };
+        let stranded: Vec<String> = i
+            .pods
+            .stranded
+            .iter()
+            .filter(|s| s.before == p.name)
+            .map(|s| format!("{} ({} pod(s))", s.pod, s.pods))
+            .collect();
+        if !stranded.is_empty() {
+            push(
+                0,
+                ResultLevel::Error,
+                format!(
+                    "NodePool {}: no NodePool takes {} after this change, so Karpenter will not replace their nodes",
+                    p.name,
+                    stranded.join(", ")
+                ),
+            );
+        }
+        if let Some(b) = p.waves.as_ref().and_then(|w| w.blocked.as_ref()) {
+            push(1, ResultLevel::Error, format!("NodePool {}: {b}", p.name));
+        }
+        if p.drifting > 0 {
+            push(
+                2,
+                ResultLevel::Note,
+                format!(
+                    "NodePool {}: {} of {} node(s) will drift ({})",
+                    p.name,
+                    p.drifting,
+                    p.nodes,
+                    rollout_words(p).replace("**", "")
+                ),
+            );
+        }
+        if p.unknown > 0 {
+            push(
+                3,
+                ResultLevel::Warning,
+                format!(
+                    "NodePool {}: kelp cannot tell whether {} node(s) drift{}",
+                    p.name,
+                    p.unknown,
+                    p.hash_unknown
+                        .as_ref()
+                        .map(|h| format!(" ({h})"))
+                        .unwrap_or_default()
+                ),
+            );
+        }
+    }
+    let driver = ToolComponent::builder()
+        .name("kelp")
+        .full_name("kelp what-if: the impact of a NodePool change")
+        .version(env!("CARGO_PKG_VERSION"))
+        .semantic_version(env!("CARGO_PKG_VERSION"))
+        .rules(rules)
+        .build();
+    Sarif::builder()
+        .schema(SCHEMA_URL)
+        .version(serde_json::json!("2.1.0"))
+        .runs(vec![Run::builder()
+            .tool(Tool::builder().driver(driver).build())
+            .results(results)
+            .build()])
+        .build()
+}
