@@ -428,7 +428,7 @@ fn markdown_is_a_pull_request_comment() {
         "{md}"
     );
     assert!(
-        md.contains("| cap-drift | 6 | 6 | 1 at a time, 6 wave(s) |"),
+        md.contains("| cap-drift | 6 | 6 | 1 at a time, 6 wave(s), ~1m30s |"),
         "{md}"
     );
     assert!(

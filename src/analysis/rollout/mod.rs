@@ -95,7 +95,20 @@ pub struct Waves {
     /// Nothing allowed now nor in the next 7 days, or a budget Karpenter cannot read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked: Option<String>,
+    /// How long the rollout takes: the wait for a window, then `count` waves of
+    /// `wave_seconds` each. None when blocked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eta_seconds: Option<i64>,
+    /// The time one wave takes, as the estimate assumed.
+    pub wave_seconds: i64,
 }
+
+/// What one drift wave takes by default: a replacement launched and initialized, the old
+/// node drained and gone. Measured on the project's test cluster (the real Karpenter v1.15,
+/// kwok nodes that start at once, pods with no grace period: `tests/e2e_rollout.rs` saw three
+/// waves in 39 s on 2026-12-07); a cloud's launches and drains take minutes, which
+/// `what-if --wave-time` says.
+pub const WAVE_TIME: Duration = Duration::seconds(15);
 
 /// What the change does to one NodePool.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -138,8 +151,18 @@ impl Impact {
     }
 }
 
-/// The impact of `proposed` on `c` at `now`.
+/// The impact of `proposed` on `c` at `now`, each wave taking [`WAVE_TIME`].
 pub fn impact(c: &Cluster, proposed: &[Proposed], now: DateTime<Utc>) -> Impact {
+    impact_with(c, proposed, now, WAVE_TIME)
+}
+
+/// [`impact`] with each drift wave taking `wave`.
+pub fn impact_with(
+    c: &Cluster,
+    proposed: &[Proposed],
+    now: DateTime<Utc>,
+    wave: Duration,
+) -> Impact {
     let mut out = Impact {
         nodepools: Vec::new(),
         nodes: Vec::new(),
@@ -166,7 +189,7 @@ pub fn impact(c: &Cluster, proposed: &[Proposed], now: DateTime<Utc>) -> Impact 
             nodes: nodes.len(),
             drifting,
             unknown,
-            waves: (drifting > 0).then(|| waves(c, &p.pool, drifting, now)),
+            waves: (drifting > 0).then(|| waves(c, &p.pool, drifting, now, wave)),
         });
         out.nodes.extend(nodes);
     }
@@ -331,7 +354,13 @@ fn changes(now: &NodePool, after: &NodePool) -> Vec<FieldChange> {
 /// How far ahead a closed budget window is searched for its opening.
 const LOOK_AHEAD: Duration = Duration::days(7);
 
-fn waves(c: &Cluster, pool: &NodePool, drifting: usize, now: DateTime<Utc>) -> Waves {
+fn waves(
+    c: &Cluster,
+    pool: &NodePool,
+    drifting: usize,
+    now: DateTime<Utc>,
+    wave: Duration,
+) -> Waves {
     let (total, unavailable) = budget_counts(c, &pool.metadata.name);
     let budgets = pool.spec.disruption.budgets.as_deref();
     let at = |t: DateTime<Utc>, unavailable: usize| {
@@ -347,6 +376,8 @@ fn waves(c: &Cluster, pool: &NodePool, drifting: usize, now: DateTime<Utc>) -> W
             blocked: Some(format!(
                 "Karpenter cannot read the budgets ({e}): it allows none"
             )),
+            eta_seconds: None,
+            wave_seconds: wave.num_seconds(),
         };
     }
     let mut w = Waves {
@@ -355,6 +386,8 @@ fn waves(c: &Cluster, pool: &NodePool, drifting: usize, now: DateTime<Utc>) -> W
         allowed_now: allowed.allowed,
         opens_at: None,
         blocked: None,
+        eta_seconds: None,
+        wave_seconds: wave.num_seconds(),
     };
     let scheduled = budgets.is_some_and(|b| b.iter().any(|b| b.schedule.is_some()));
     if (allowed.limit == Some(0) || allowed.allowed == 0) && scheduled {
@@ -390,6 +423,10 @@ fn waves(c: &Cluster, pool: &NodePool, drifting: usize, now: DateTime<Utc>) -> W
         Some(0) => 0,
         Some(k) => drifting.div_ceil(k),
     };
+    if w.blocked.is_none() {
+        let wait = w.opens_at.map_or(0, |t| (t - now).num_seconds().max(0));
+        w.eta_seconds = Some(wait + w.count as i64 * wave.num_seconds());
+    }
     w
 }
 

@@ -199,6 +199,12 @@ fn waves_follow_the_budgets_and_a_closed_window_says_when_it_opens() {
     assert_eq!(p.drifting, 6);
     let w = p.waves.as_ref().unwrap();
     assert_eq!((w.per_wave, w.count), (Some(1), 6));
+    assert_eq!(w.eta_seconds, Some(6 * WAVE_TIME.num_seconds()));
+    let slow = impact_with(&c, &[proposed(&raw)], now(), Duration::minutes(5));
+    assert_eq!(
+        slow.nodepools[0].waves.as_ref().unwrap().eta_seconds,
+        Some(6 * 300)
+    );
     raw["spec"]["disruption"]["budgets"] = json!([{"nodes": "2"}]);
     let w = impact(&c, &[proposed(&raw)], now()).nodepools[0]
         .waves
@@ -219,6 +225,11 @@ fn waves_follow_the_budgets_and_a_closed_window_says_when_it_opens() {
     assert_eq!(w.allowed_now, 0);
     assert_eq!(w.opens_at, Some("2026-12-08T09:00:00Z".parse().unwrap()));
     assert!(w.blocked.is_none());
+    // 14.5 hours' wait, then two waves of three.
+    assert_eq!(
+        w.eta_seconds,
+        Some(14 * 3600 + 1800 + 2 * WAVE_TIME.num_seconds())
+    );
     // Budgets that never allow drift block the rollout.
     raw["spec"]["disruption"]["budgets"] = json!([{"nodes": "0", "reasons": ["Drifted"]}]);
     let w = impact(&c, &[proposed(&raw)], now()).nodepools[0]
@@ -226,6 +237,7 @@ fn waves_follow_the_budgets_and_a_closed_window_says_when_it_opens() {
         .clone()
         .unwrap();
     assert!(w.blocked.is_some(), "{w:?}");
+    assert_eq!(w.eta_seconds, None);
 }
 
 #[test]

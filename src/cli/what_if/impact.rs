@@ -125,10 +125,11 @@ pub fn run(
     source: &SourceArgs,
     format: ImpactFormat,
     fail_on: FailOn,
+    wave: chrono::Duration,
 ) -> anyhow::Result<ExitCode> {
     let (proposed, origins) = proposed(nodepools)?;
     let loaded = source.load()?;
-    let impact = rollout::impact(&loaded.cluster, &proposed, loaded.now);
+    let impact = rollout::impact_with(&loaded.cluster, &proposed, loaded.now, wave);
     loaded.progress.finish();
     let style = Style::detect();
     let rendered = match format {
@@ -252,7 +253,7 @@ fn pool_lines(p: &PoolImpact, s: Style) -> String {
                 None => "all at once (no budget limits drift)".to_string(),
                 Some(k) => format!("{k} node(s) at a time, {} wave(s)", w.count),
             };
-            match w.opens_at {
+            let line = match w.opens_at {
                 Some(t) => format!(
                     "rollout: {size}; none may start now: the budgets open at {}",
                     t.format("%a %Y-%m-%d %H:%M UTC")
@@ -261,6 +262,14 @@ fn pool_lines(p: &PoolImpact, s: Style) -> String {
                     "rollout: {size}; {} may start now",
                     w.allowed_now.min(p.drifting)
                 ),
+            };
+            match w.eta_seconds {
+                Some(eta) => format!(
+                    "{line}; done in about {} at {} a wave (--wave-time)",
+                    crate::karpenter::duration::human(chrono::Duration::seconds(eta)),
+                    crate::karpenter::duration::human(chrono::Duration::seconds(w.wave_seconds))
+                ),
+                None => line,
             }
         };
         out.push_str(&format!("  {line}\n"));

@@ -96,6 +96,20 @@ pub struct Args {
     /// NodePool, or a rollout the budgets block for the next 7 days; never: report only
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = FailOn::Break)]
     pub fail_on: FailOn,
+    /// Without --pod: how long one drift wave takes in your cluster (a replacement launched
+    /// and initialized, the old node drained), for the rollout's ETA: a Go duration. The
+    /// default is what the real Karpenter took with kwok's instant nodes; a cloud's launch
+    /// and drain take minutes
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = wave_time)]
+    pub wave_time: chrono::Duration,
+}
+
+fn wave_time(s: &str) -> Result<chrono::Duration, String> {
+    let d = crate::karpenter::duration::parse_go_duration(s)?;
+    if d <= chrono::Duration::zero() {
+        return Err(format!("{s:?} is not a positive duration"));
+    }
+    Ok(d)
 }
 
 /// One NodePool's verdict, with its weight.
@@ -366,7 +380,13 @@ fn unjudged(
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some(pod) = &args.pod else {
-        return impact::run(&args.nodepools, &args.source, args.output, args.fail_on);
+        return impact::run(
+            &args.nodepools,
+            &args.source,
+            args.output,
+            args.fail_on,
+            args.wave_time,
+        );
     };
     let format = match args.output {
         ImpactFormat::Table => Format::Table,

@@ -47,9 +47,18 @@ fn rollout_words(p: &PoolImpact) -> String {
                 None => "all at once".to_string(),
                 Some(k) => format!("{k} at a time, {} wave(s)", w.count),
             };
+            let eta = w
+                .eta_seconds
+                .map(|s| {
+                    format!(
+                        ", ~{}",
+                        crate::karpenter::duration::human(chrono::Duration::seconds(s))
+                    )
+                })
+                .unwrap_or_default();
             match w.opens_at {
-                Some(t) => format!("{size}; opens {}", t.format("%a %H:%M UTC")),
-                None => size,
+                Some(t) => format!("{size}{eta}; opens {}", t.format("%a %H:%M UTC")),
+                None => format!("{size}{eta}"),
             }
         }
     }
