@@ -868,3 +868,53 @@ fn hostile_names_render_escaped_in_every_text_view() {
         }
     }
 }
+
+/// `why nodepool`: the rollout and the budget calendar, on the real capture.
+#[test]
+fn why_nodepool_tells_the_rollout_and_the_budgets() {
+    let capture = "tests/fixtures/real/karpenter-v1.15.0/cluster.json";
+    let out = kelp()
+        .args([
+            "why",
+            "nodepool",
+            "cap-drift",
+            "--from",
+            capture,
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["nodes"], 6);
+    assert_eq!(v["upToDate"], 1);
+    assert_eq!(v["drifted"], 5);
+    assert_eq!(v["blocked"], 5);
+    let reasons: Vec<&str> = v["calendar"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["Underutilized", "Empty", "Drifted"]);
+    let text = kelp()
+        .args(["why", "nodepool", "cap-drift", "--from", capture])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&text);
+    assert!(
+        text.contains("6 node(s): 1 up to date, 5 drifted"),
+        "{text}"
+    );
+    assert!(text.contains("held by blockers of their own"), "{text}");
+    assert!(text.contains("Budgets (UTC, the next 7 days):"), "{text}");
+    kelp()
+        .args(["why", "nodepool", "nope", "--from", capture])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("NodePool nope not found"));
+}

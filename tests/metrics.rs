@@ -1006,3 +1006,36 @@ fn a_nominated_blocker_sets_the_gauge_until_it_resolves() {
     assert_eq!(sum.len(), 1, "{text}");
     assert!(sum[0].ends_with(" 2100.0"), "{}", sum[0]);
 }
+
+/// A pool's rollout on the real capture: cap-drift has one node on the current hash and
+/// five drifted ones, each held by a blocker of its own (so none waits, and the ETA is 0).
+#[test]
+fn the_rollout_gauges_count_a_pools_nodes_by_state() {
+    let seed = SeedMetrics::default();
+    let (c, now) = real_capture();
+    seed.update(&run(&c, now), &c, now);
+    let text = scrape(&seed);
+    let value = |state: &str| -> f64 {
+        let l = lines(
+            &text,
+            kelp::metrics::defs::NODEPOOL_ROLLOUT_NODES.name,
+            &["nodepool=\"cap-drift\"", &format!("state=\"{state}\"")],
+        );
+        assert_eq!(l.len(), 1, "{state}: {l:?}");
+        l[0].rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert_eq!(value("up-to-date"), 1.0);
+    assert_eq!(value("blocked"), 5.0);
+    assert_eq!(value("waiting"), 0.0);
+    assert_eq!(value("replacing"), 0.0);
+    let eta = lines(
+        &text,
+        kelp::metrics::defs::NODEPOOL_ROLLOUT_ETA.name,
+        &["nodepool=\"cap-drift\""],
+    );
+    assert_eq!(eta.len(), 1);
+    assert!(
+        eta[0].ends_with(" 0") || eta[0].ends_with(" 0.0"),
+        "{eta:?}"
+    );
+}

@@ -1,4 +1,4 @@
-//! `kelp why pod NAMESPACE/NAME` and `kelp why node NAME`.
+//! `kelp why pod NAMESPACE/NAME`, `kelp why node NAME` and `kelp why nodepool NAME`.
 
 use std::process::ExitCode;
 
@@ -19,7 +19,9 @@ Examples:
   kelp why node ip-10-0-1-23.ec2.internal
       drift, expiry, emptiness and every disruption blocker
   kelp why node ip-10-0-1-23.ec2.internal --state-dir /var/lib/kelp
-      and what happened before, from the history `kelp serve --state-dir` keeps")]
+      and what happened before, from the history `kelp serve --state-dir` keeps
+  kelp why nodepool default
+      its rollout (drifted, replacing, held and why, ETA) and budget calendar")]
 pub struct Args {
     #[command(subcommand)]
     pub target: Target,
@@ -117,6 +119,17 @@ pub enum Target {
         /// Node name (or its NodeClaim's name)
         name: String,
     },
+    /// A NodePool's rollout (up to date, drifted, being replaced, what holds the rest, an
+    /// ETA) and its budget calendar: what the budgets allow for each reason now and at each
+    /// change over the next 7 days (UTC, as Karpenter reads the cron schedules)
+    Nodepool {
+        /// NodePool name
+        name: String,
+        /// How long one drift wave takes, for the ETA: a Go duration (the default is what
+        /// the real Karpenter took with kwok's instant nodes; a cloud's take minutes)
+        #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::cli::what_if::wave_time)]
+        wave_time: chrono::Duration,
+    },
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -145,6 +158,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 &crate::history::Ask::Node(name.clone()),
             );
             why_node(c, &pass, &name, args.output.into(), history.as_deref())
+        }
+        Target::Nodepool { name, wave_time } => {
+            let answer = explain::nodepool_answer(c, &pass, &name, wave_time)?;
+            let style = Style::detect();
+            let text = match Format::from(args.output) {
+                Format::Table => explain::nodepool_text(&answer, style),
+                f => output::structured(f, &answer)?,
+            };
+            output::emit(&text, style)?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -4,10 +4,12 @@
 //! answers through this room, and [`text`] renders for all of them.
 
 pub mod node;
+pub mod nodepool;
 pub mod pod;
 pub mod text;
 
 pub use node::{node_answer, node_text, NodeAnswer};
+pub use nodepool::{nodepool_answer, nodepool_text};
 pub use pod::{change_for, pod_answer, pod_text, PodAnswer};
 
 /// What `why` was asked about does not exist.
@@ -22,4 +24,6 @@ pub enum NotFound {
         text::clean(.0)
     )]
     ClaimWithoutNode(String),
+    #[error("NodePool {} not found", text::clean(.0))]
+    NodePool(String),
 }

@@ -220,6 +220,22 @@ pub const NODEPOOL_NODES: MetricDef = MetricDef {
     labels: &["nodepool"],
 };
 
+pub const NODEPOOL_ROLLOUT_NODES: MetricDef = MetricDef {
+    name: "karpenter_helper_nodepool_rollout_nodes",
+    title: "Rollout",
+    kind: MetricKind::Gauge,
+    help: "A NodePool's nodes by where its drift rollout has them: up-to-date (not drifted), replacing (drifted and being replaced), waiting (drifted, waiting on the budget), blocked (drifted, held by a blocker of its own: a do-not-disrupt pod, a PDB allowing none).",
+    labels: &["nodepool", "state"],
+};
+
+pub const NODEPOOL_ROLLOUT_ETA: MetricDef = MetricDef {
+    name: "karpenter_helper_nodepool_rollout_eta_seconds",
+    title: "Rollout ETA",
+    kind: MetricKind::Gauge,
+    help: "Rough seconds until a NodePool's waiting drifted nodes are replaced: the wait for a budget window, then waves of what the budgets allow at 15 s a wave (what the real Karpenter took with kwok's instant nodes: compare across time, not as a promise). 0 while none wait (blocked nodes have no ETA: see the rollout nodes' blocked state); absent while the budgets allow no drift for 7 days.",
+    labels: &["nodepool"],
+};
+
 /// Buckets of the pod provisioning latency histogram, in seconds; one is the SLO threshold.
 pub const POD_LATENCY_BUCKETS: &[f64] = &[
     5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 240.0, 300.0, 420.0, 600.0, 900.0,
@@ -261,6 +277,8 @@ pub const SLI: &[MetricDef] = &[
     NODEPOOL_USAGE_RATIO,
     NODEPOOL_COST,
     NODEPOOL_NODES,
+    NODEPOOL_ROLLOUT_NODES,
+    NODEPOOL_ROLLOUT_ETA,
 ];
 
 /// Every metric kelp serves.
@@ -285,6 +303,8 @@ pub const ALL: &[MetricDef] = &[
     NODEPOOL_USAGE_RATIO,
     NODEPOOL_COST,
     NODEPOOL_NODES,
+    NODEPOOL_ROLLOUT_NODES,
+    NODEPOOL_ROLLOUT_ETA,
 ];
 
 /// docs/metrics.md's table, generated.

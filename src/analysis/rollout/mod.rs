@@ -27,8 +27,10 @@ use crate::karpenter::requirements::{labels_fit, Requirements};
 use crate::model::*;
 
 pub mod pods;
+pub mod progress;
 
 pub use pods::{PodChange, PodsImpact};
+pub use progress::{progress, Progress};
 
 /// A NodePool as a change would leave it, with its template's hash (or why kelp cannot
 /// compute it).

@@ -104,7 +104,8 @@ pub struct Args {
     pub wave_time: chrono::Duration,
 }
 
-fn wave_time(s: &str) -> Result<chrono::Duration, String> {
+/// A `--wave-time`: a positive Go duration.
+pub fn wave_time(s: &str) -> Result<chrono::Duration, String> {
     let d = crate::karpenter::duration::parse_go_duration(s)?;
     if d <= chrono::Duration::zero() {
         return Err(format!("{s:?} is not a positive duration"));

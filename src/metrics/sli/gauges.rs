@@ -98,6 +98,8 @@ pub fn gauges(
     let mut usage = family(defs::NODEPOOL_USAGE_RATIO);
     let mut cost = family(defs::NODEPOOL_COST);
     let mut nodes = family(defs::NODEPOOL_NODES);
+    let mut rollout = family(defs::NODEPOOL_ROLLOUT_NODES);
+    let mut eta = family(defs::NODEPOOL_ROLLOUT_ETA);
 
     // Summed over borrowed labels first: a family's sample is keyed by owned strings, made
     // once per sample rather than once per pod or node.
@@ -152,6 +154,30 @@ pub fn gauges(
         drifted.add(&[name], 0.0);
         let count = nodes_now(c, pool);
         nodes.add(&[name], count);
+        let r = crate::analysis::rollout::progress::rollout(
+            c,
+            &pass.nodes,
+            pool,
+            pass.now,
+            crate::analysis::rollout::WAVE_TIME,
+            &[crate::karpenter::budgets::DisruptionReason::Drifted],
+        );
+        let waiting = (r.held.len() - r.blocked) as f64;
+        for (state, n) in [
+            ("up-to-date", r.up_to_date as f64),
+            ("replacing", r.replacing.len() as f64),
+            ("waiting", waiting),
+            ("blocked", r.blocked as f64),
+        ] {
+            rollout.add(&[name, state], n);
+        }
+        // 0 while none wait (done, or only blocked nodes left: those have no ETA); absent
+        // while the budgets allow no drift for a week.
+        match r.eta_seconds {
+            Some(s) => eta.add(&[name], s as f64),
+            None if waiting == 0.0 => eta.add(&[name], 0.0),
+            None => {}
+        }
         let Ok(limits) = Resources::from_quantities(&pool.spec.limits) else {
             continue;
         };
@@ -181,5 +207,7 @@ pub fn gauges(
         usage,
         cost,
         nodes,
+        rollout,
+        eta,
     ]
 }

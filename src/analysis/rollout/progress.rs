@@ -1,0 +1,301 @@
+//! A pool's rollout as it runs: how many of its nodes are up to date, drifted, or being
+//! replaced now, what holds the drifted ones (the budget, with the next window, and each
+//! node's blockers), an ETA, and the budget calendar: what the pool's budgets allow for
+//! each reason now and whenever that changes over the next 7 days, as Karpenter reads its
+//! cron schedules (UTC).
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::super::disruption::budget::budget_counts;
+use super::super::disruption::NodeStates;
+use crate::karpenter::budgets::{allowed_disruptions, DisruptionReason};
+use crate::model::*;
+
+/// A drifted node Karpenter has not started to replace, and what holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Held {
+    pub node: String,
+    /// Karpenter's drift reason.
+    pub reason: String,
+    /// Its blockers, in kelp's words (a do-not-disrupt pod, a PDB allowing none, ...).
+    pub blockers: Vec<String>,
+}
+
+/// One change in what the budgets allow for a reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    pub at: DateTime<Utc>,
+    /// Nodes the budgets allow from then (before the nodes already unavailable are taken
+    /// off); None: no budget limits the reason.
+    pub nodes: Option<usize>,
+}
+
+/// What the budgets allow for one reason, now and over the next 7 days.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Calendar {
+    pub reason: &'static str,
+    /// What may start now (the nodes already unavailable taken off).
+    pub allowed_now: usize,
+    /// The budgets' count now; None: unbounded.
+    pub nodes_now: Option<usize>,
+    /// Each change within the next 7 days, in order.
+    pub changes: Vec<Step>,
+    /// A budget Karpenter cannot read: it allows none for any reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A pool's rollout and its budget calendar.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    pub nodepool: String,
+    pub nodes: usize,
+    pub up_to_date: usize,
+    pub drifted: usize,
+    /// Drifted nodes being replaced (deleting, or picked by a disruption command).
+    pub replacing: Vec<String>,
+    /// Drifted nodes waiting, with what holds each.
+    pub held: Vec<Held>,
+    /// Rough time to replace the drifted nodes nothing of their own holds, at
+    /// `wave_seconds` a wave; None while there are none, or while the budgets allow no
+    /// drift for the next 7 days.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eta_seconds: Option<i64>,
+    /// Held nodes with blockers of their own (a do-not-disrupt pod, a PDB allowing none):
+    /// no ETA until those let go.
+    pub blocked: usize,
+    pub wave_seconds: i64,
+    pub calendar: Vec<Calendar>,
+}
+
+/// How far the calendar looks ahead.
+const AHEAD: Duration = Duration::days(7);
+
+/// The rollout of `pool` at `now`, from the pass's node states, with its whole calendar.
+pub fn progress(
+    c: &Cluster,
+    nodes: &NodeStates,
+    pool: &NodePool,
+    now: DateTime<Utc>,
+    wave: Duration,
+) -> Progress {
+    rollout(c, nodes, pool, now, wave, &DisruptionReason::ALL)
+}
+
+/// As [`progress`], with the calendar of `reasons` only (serve's metrics need Drifted's,
+/// and only for the ETA).
+pub fn rollout(
+    c: &Cluster,
+    nodes: &NodeStates,
+    pool: &NodePool,
+    now: DateTime<Utc>,
+    wave: Duration,
+    reasons: &[DisruptionReason],
+) -> Progress {
+    let name = &pool.metadata.name;
+    let mut p = Progress {
+        nodepool: name.clone(),
+        nodes: 0,
+        up_to_date: 0,
+        drifted: 0,
+        replacing: Vec::new(),
+        held: Vec::new(),
+        eta_seconds: None,
+        blocked: 0,
+        wave_seconds: wave.num_seconds(),
+        calendar: Vec::new(),
+    };
+    for (node, state) in nodes.iter() {
+        if state.nodepool.as_deref() != Some(name.as_str()) {
+            continue;
+        }
+        p.nodes += 1;
+        match &state.drifted {
+            None if !state.deleting => p.up_to_date += 1,
+            None => {}
+            Some(reason) => {
+                p.drifted += 1;
+                if state.deleting {
+                    p.replacing.push(node.to_string());
+                } else {
+                    p.held.push(Held {
+                        node: node.to_string(),
+                        reason: reason.clone(),
+                        blockers: state.blockers.iter().map(|b| b.message.clone()).collect(),
+                    });
+                }
+            }
+        }
+    }
+    p.blocked = p.held.iter().filter(|h| !h.blockers.is_empty()).count();
+    let free = p.held.len() - p.blocked;
+    let (total, unavailable) = budget_counts(c, name);
+    p.calendar = reasons
+        .iter()
+        .filter(|&&r| r != DisruptionReason::Drifted || free > 0 || reasons.len() > 1)
+        .map(|&r| calendar(pool, r, now, total, unavailable))
+        .collect();
+    if free > 0 {
+        let drift = p
+            .calendar
+            .iter()
+            .find(|k| k.reason == DisruptionReason::Drifted.as_str());
+        p.eta_seconds = drift.and_then(|k| eta(k, free, now, wave));
+    }
+    p
+}
+
+/// The time to replace `left` nodes: the wait until the budgets allow one, then waves of
+/// what they allow from then.
+fn eta(k: &Calendar, left: usize, now: DateTime<Utc>, wave: Duration) -> Option<i64> {
+    if k.error.is_some() {
+        return None;
+    }
+    let (wait, per) = if k.allowed_now > 0 {
+        (0, k.nodes_now)
+    } else {
+        let open = k.changes.iter().find(|s| s.nodes != Some(0))?;
+        ((open.at - now).num_seconds(), open.nodes)
+    };
+    let waves = match per {
+        None => 1,
+        Some(0) => return None,
+        Some(n) => left.div_ceil(n) as i64,
+    };
+    Some(wait + waves * wave.num_seconds())
+}
+
+fn calendar(
+    pool: &NodePool,
+    reason: DisruptionReason,
+    now: DateTime<Utc>,
+    total: usize,
+    unavailable: usize,
+) -> Calendar {
+    let budgets = pool.spec.disruption.budgets.as_deref();
+    let at = |t| allowed_disruptions(budgets, reason, t, total, unavailable);
+    let first = at(now);
+    let mut k = Calendar {
+        reason: reason.as_str(),
+        allowed_now: first.allowed,
+        nodes_now: first.limit,
+        changes: Vec::new(),
+        error: first.error.clone(),
+    };
+    if first.error.is_some() || !budgets.is_some_and(|b| b.iter().any(|b| b.schedule.is_some())) {
+        return k;
+    }
+    // Minute by minute, as the schedules are: each minute whose count differs.
+    let mut t = now
+        - Duration::nanoseconds(now.timestamp_subsec_nanos().into())
+        - Duration::seconds(now.timestamp() % 60);
+    let mut last = first.limit;
+    let end = now + AHEAD;
+    while t < end {
+        t += Duration::minutes(1);
+        let a = at(t);
+        if a.limit != last {
+            k.changes.push(Step {
+                at: t,
+                nodes: a.limit,
+            });
+            last = a.limit;
+        }
+    }
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(budgets: serde_json::Value) -> NodePool {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {"disruption": {"budgets": budgets}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_calendar_lists_each_change_of_the_week_in_utc() {
+        // Drift only on weekdays 09:00-17:00: 0 outside, 2 inside.
+        let p = pool(serde_json::json!([
+            {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 17 * * *", "duration": "16h"},
+            {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 0 * * sat", "duration": "48h"},
+            {"nodes": "2"}
+        ]));
+        let monday_evening: DateTime<Utc> = "2026-12-07T18:30:00Z".parse().unwrap();
+        let k = calendar(&p, DisruptionReason::Drifted, monday_evening, 10, 0);
+        assert_eq!((k.allowed_now, k.nodes_now), (0, Some(0)));
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(
+            k.changes[0],
+            Step {
+                at: at("2026-12-08T09:00:00Z"),
+                nodes: Some(2)
+            }
+        );
+        assert_eq!(
+            k.changes[1],
+            Step {
+                at: at("2026-12-08T17:00:00Z"),
+                nodes: Some(0)
+            }
+        );
+        // Saturday and Sunday stay closed: Friday 17:00 closes until Monday 09:00.
+        let friday_close = k
+            .changes
+            .iter()
+            .position(|s| s.at == at("2026-12-11T17:00:00Z"))
+            .unwrap();
+        assert_eq!(
+            k.changes[friday_close + 1],
+            Step {
+                at: at("2026-12-14T09:00:00Z"),
+                nodes: Some(2)
+            }
+        );
+        // Other reasons are not limited by the Drifted budgets: 2 always.
+        let e = calendar(&p, DisruptionReason::Empty, monday_evening, 10, 0);
+        assert_eq!(
+            (e.allowed_now, e.nodes_now, e.changes.len()),
+            (2, Some(2), 0)
+        );
+        // The ETA waits for Tuesday 09:00, then three waves of two for five nodes.
+        assert_eq!(
+            eta(&k, 5, monday_evening, Duration::seconds(60)),
+            Some(14 * 3600 + 1800 + 3 * 60)
+        );
+    }
+
+    #[test]
+    fn unscheduled_budgets_have_no_changes_and_a_bad_one_allows_none() {
+        let k = calendar(
+            &pool(serde_json::json!([{"nodes": "20%"}])),
+            DisruptionReason::Drifted,
+            Utc::now(),
+            10,
+            1,
+        );
+        assert_eq!(
+            (k.allowed_now, k.nodes_now, k.changes.len()),
+            (1, Some(2), 0)
+        );
+        let bad = calendar(
+            &pool(serde_json::json!([{"nodes": "x"}])),
+            DisruptionReason::Drifted,
+            Utc::now(),
+            10,
+            0,
+        );
+        assert!(bad.error.is_some());
+        assert_eq!(bad.allowed_now, 0);
+        assert_eq!(eta(&bad, 3, Utc::now(), Duration::seconds(60)), None);
+    }
+}
