@@ -76,8 +76,8 @@ weight and disruption settings drift nothing. Drifting nodes are replaced as man
 as the pool's budgets allow for Drifted, their cron windows included. Pending pods whose
 answer changes are listed, and the pods of drifting nodes that another pool, or none, takes
 after the change (Karpenter does not replace a node whose pods would not schedule). Exit
-status: 0, 1 a rollout the budgets block for the next 7 days or pods left with no pool, 2
-kelp could not run, 3 some node's drift cannot be told.")]
+status: 0, 1 a rollout the budgets block for a week or pods left with no pool (--fail-on),
+2 kelp could not run, 3 some node's drift cannot be told.")]
 pub struct Args {
     /// The pod or workload manifest (YAML or JSON), or - for stdin. Without it, kelp
     /// judges the impact of the --nodepools changes on the cluster (--from, or live)
