@@ -80,15 +80,7 @@ pub fn replacement(
     let Some(price) = own.or(price) else {
         return Replacement::Unknown("the node's own price is unknown".into());
     };
-    // Karpenter simulates without the candidate: its capacity no longer counts against
-    // its own pool's limits.
-    let freed = node
-        .pool()
-        .zip(Resources::from_quantities(&node.status.capacity).ok())
-        .map(|(pool, mut capacity)| {
-            capacity.0.insert("nodes".into(), 1.0);
-            (pool, capacity)
-        });
+    let freed = freed(node);
     let freed = freed.as_ref().map(|(p, r)| (*p, r));
     let Some(launch) = claim_for(pools, pods, freed, relax) else {
         // Each alone, then: does every pod have some pool?
@@ -137,6 +129,38 @@ pub fn replacement(
         },
         None => Replacement::Unknown("the catalogue has no price for the types that hold them".into()),
     }
+}
+
+/// Karpenter simulates without the candidate: its capacity (and one node) no longer counts
+/// against its own pool's limits.
+fn freed(node: &Node) -> Option<(&str, Resources)> {
+    node.pool()
+        .zip(Resources::from_quantities(&node.status.capacity).ok())
+        .map(|(pool, mut capacity)| {
+            capacity.0.insert("nodes".into(), 1.0);
+            (pool, capacity)
+        })
+}
+
+/// The one new node that would hold all of `node`'s `pods` (the first pool that takes them
+/// all, the cheapest type the catalogue is sure of), as (pool, instance type, $/h): what a
+/// drift replacement costs when they all go on one new node. None without a catalogue, a
+/// price, or a single node that holds them.
+pub fn cheapest_claim(
+    pools: &PoolSet,
+    node: &Node,
+    pods: &[&Pod],
+) -> Option<(String, String, f64)> {
+    pools.catalog.as_ref()?;
+    let freed = freed(node);
+    let freed = freed.as_ref().map(|(p, r)| (*p, r));
+    let (pool, launch, _) = claim_for(pools, pods, freed, true)?;
+    let (o, price) = launch
+        .cheapest
+        .iter()
+        .filter_map(|o| Some((o, o.price_per_hour?.0)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some((pool, o.instance_type.clone(), price))
 }
 
 /// One NodeClaim for `pods` ([`one_claim`]): held to the pools' PreferNoSchedule taints

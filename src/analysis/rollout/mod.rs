@@ -26,9 +26,11 @@ use crate::karpenter::hash::{self, Unhashable};
 use crate::karpenter::requirements::{labels_fit, Requirements};
 use crate::model::*;
 
+pub mod cost;
 pub mod pods;
 pub mod progress;
 
+pub use cost::Cost;
 pub use pods::{PodChange, PodsImpact};
 pub use progress::{progress, Progress};
 
@@ -131,6 +133,9 @@ pub struct PoolImpact {
     pub drifting: usize,
     pub unknown: usize,
     pub waves: Option<Waves>,
+    /// The drifting nodes' $/h against their replacements'.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
 }
 
 /// The whole answer, each pool once and each of their nodes once.
@@ -192,6 +197,7 @@ pub fn impact_with(
             drifting,
             unknown,
             waves: (drifting > 0).then(|| waves(c, &p.pool, drifting, now, wave)),
+            cost: None,
         });
         out.nodes.extend(nodes);
     }
@@ -227,6 +233,15 @@ pub fn impact_with(
         .map(|n| n.name.as_str())
         .collect();
     out.pods = pods::pods(c, &before_set, &after_set, &drifting);
+    for p in out.nodepools.iter_mut().filter(|p| p.drifting > 0) {
+        let mine: Vec<&str> = out
+            .nodes
+            .iter()
+            .filter(|n| n.nodepool == p.name && n.drift.is_some())
+            .map(|n| n.name.as_str())
+            .collect();
+        p.cost = Some(cost::cost(c, &after_set, &mine));
+    }
     out
 }
 

@@ -296,3 +296,34 @@ fn pods_a_change_leaves_without_a_pool_are_stranded_and_pending_answers_move() {
         }]
     );
 }
+
+#[test]
+fn the_cost_weighs_the_drifting_nodes_against_their_replacements() {
+    let (c, list) = capture("karpenter-v1.15.0");
+    let mut raw = raw_pool(&list, "cap-drift").clone();
+    raw["spec"]["template"]["metadata"]["labels"]["team"] = json!("payments");
+    let i = impact(&c, &[proposed(&raw)], now());
+    let cost = i.nodepools[0].cost.as_ref().unwrap();
+    // Every kwok node carries its price; the kwok types price the replacements.
+    assert_eq!(
+        (cost.priced, cost.replaced, cost.unknown),
+        (6, 6, 0),
+        "{cost:?}"
+    );
+    assert!(
+        cost.drifting_per_hour > 0.0 && cost.replacements_per_hour > 0.0,
+        "{cost:?}"
+    );
+    // A replacement is never dearer than the node it replaces here: the pods fit the
+    // smallest types the pool allows.
+    assert!(
+        cost.replacements_per_hour <= cost.drifting_per_hour,
+        "{cost:?}"
+    );
+    // Nothing drifts: no cost.
+    let mut limits = raw_pool(&list, "cap-limits").clone();
+    limits["spec"]["limits"] = json!({"cpu": "1000"});
+    assert!(impact(&c, &[proposed(&limits)], now()).nodepools[0]
+        .cost
+        .is_none());
+}

@@ -274,7 +274,29 @@ fn pool_lines(p: &PoolImpact, s: Style) -> String {
         };
         out.push_str(&format!("  {line}\n"));
     }
+    if let Some(c) = &p.cost {
+        out.push_str(&format!("  {}\n", cost_words(c, p.drifting)));
+    }
     out
+}
+
+/// `$/h 1.23 now → 0.98 after (5 of 6 priced; ...)`: the drifting nodes against their
+/// replacements, over what kelp could price.
+pub fn cost_words(c: &rollout::Cost, drifting: usize) -> String {
+    if c.priced == 0 && c.replaced == 0 {
+        return "cost: unknown (no prices: --catalog or --metrics-file)".into();
+    }
+    let mut s = format!(
+        "cost: ${:.4}/h for the drifting nodes ({} of {drifting} priced), ${:.4}/h for their replacements ({} of {drifting}",
+        c.drifting_per_hour, c.priced, c.replacements_per_hour, c.replaced
+    );
+    s.push_str(if c.unknown > 0 {
+        "; the rest cannot be priced)"
+    } else {
+        ")"
+    });
+    s.push_str(", each node's pods on one new node at most");
+    s
 }
 
 fn table(i: &Impact, origin: &str, s: Style) -> String {

@@ -108,6 +108,15 @@ pub fn markdown(i: &Impact) -> String {
         ));
     }
     for p in &i.nodepools {
+        if let Some(c) = &p.cost {
+            out.push_str(&format!(
+                "\n{}: {}\n",
+                md(&p.name),
+                md(&super::impact::cost_words(c, p.drifting))
+            ));
+        }
+    }
+    for p in &i.nodepools {
         if let Some(b) = p.waves.as_ref().and_then(|w| w.blocked.as_ref()) {
             out.push_str(&format!(
                 "\n:no_entry: **{}**: rollout blocked: {}\n",
