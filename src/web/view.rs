@@ -243,7 +243,15 @@ pub fn overview(c: &Cluster, pass: &Pass, i: Inputs) -> Overview {
         cost: cost_per_hour.map(money).unwrap_or_default(),
         cost_per_hour,
         nodepools,
-        rollout: rollout(c, &nodeclaims),
+        rollout: rollout(c, &nodeclaims)
+            .into_iter()
+            .map(|mut r| {
+                if let Some(p) = c.nodepools.get(&r.nodepool) {
+                    r.progress = pools::rollout_line(c, pass, p);
+                }
+                r
+            })
+            .collect(),
         nodeclaims,
         pending,
         capacity: capacity_panel(c, pass),

@@ -29,6 +29,33 @@ describe('kelp demo dashboard', () => {
     return { context, page, w };
   }
 
+  it('shows each scheduled pool\'s budget week and where each rollout stands', { timeout: 60_000 }, async () => {
+    const { context, page, w } = await open();
+    try {
+      // arm64 and default have scheduled budgets: a week strip, an hour a cell (the first
+      // day padded to its hour), each cell titled with what the budgets allow.
+      for (const pool of ['arm64', 'default']) {
+        const week = page.locator(`#nodepools tr.pool[data-pool="${pool}"] .week`);
+        assert.equal(await week.count(), 1, `${pool} week strip`);
+        const hours = week.locator('.h:not(.past)');
+        assert.equal(await hours.count(), 168, `${pool}: 7 days of hours`);
+        const title = await hours.first().getAttribute('title');
+        assert.match(title, /^\w{3} \d{2}:00 UTC: Underutilized \S+, Empty \S+, Drifted \S+$/);
+        assert.ok(await week.isVisible(), `${pool} strip visible`);
+      }
+      // arm64's Drifted budget is 0 from 06:00 for 8 hours each day: some hours are partly shut.
+      assert.ok(await page.locator('#nodepools tr.pool[data-pool="arm64"] .week .h.some').count() > 0);
+      // Pools whose budgets have no schedule have no strip.
+      assert.equal(await page.locator('#nodepools tr.pool[data-pool="gpu"] .week').count(), 0);
+      // The rollout panel says where each drifted pool's rollout stands.
+      const progress = await page.locator('#rollout tr.rollout[data-pool="default"] td.progress').innerText();
+      assert.match(progress, /waiting/, progress);
+      assert.deepEqual(await w.all({ favicon: false }), []);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('renders every panel, with no console error and no CSP violation', { timeout: 60_000 }, async () => {
     const { context, page, w } = await open();
     try {

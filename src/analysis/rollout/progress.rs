@@ -210,6 +210,43 @@ fn calendar(
     k
 }
 
+/// One hour of a pool's week: what its budgets allow for Underutilized, Empty and Drifted
+/// (in [`DisruptionReason::ALL`]'s order) at the hour's start; None: unbounded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hour {
+    pub at: DateTime<Utc>,
+    pub nodes: [Option<usize>; 3],
+}
+
+/// The next 7 days of `pool`'s budgets, hour by hour from the current hour (UTC): the
+/// dashboard's week strip. None when no budget has a schedule (the week is the same as now).
+pub fn week(pool: &NodePool, now: DateTime<Utc>, total: usize) -> Option<Vec<Hour>> {
+    let budgets = pool.spec.disruption.budgets.as_deref()?;
+    if !budgets.iter().any(|b| b.schedule.is_some()) {
+        return None;
+    }
+    let start = now
+        - Duration::nanoseconds(now.timestamp_subsec_nanos().into())
+        - Duration::seconds(now.timestamp() % 3600);
+    Some(
+        (0..7 * 24)
+            .map(|h| {
+                let at = start + Duration::hours(h);
+                let nodes = DisruptionReason::ALL.map(|r| {
+                    let a = allowed_disruptions(Some(budgets), r, at, total, 0);
+                    if a.error.is_some() {
+                        Some(0)
+                    } else {
+                        a.limit
+                    }
+                });
+                Hour { at, nodes }
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +309,25 @@ mod tests {
             eta(&k, 5, monday_evening, Duration::seconds(60)),
             Some(14 * 3600 + 1800 + 3 * 60)
         );
+    }
+
+    #[test]
+    fn the_week_is_hourly_from_this_hour_and_absent_without_schedules() {
+        let p = pool(serde_json::json!([
+            {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 17 * * *", "duration": "16h"},
+            {"nodes": "2"}
+        ]));
+        let t: DateTime<Utc> = "2026-12-07T18:30:00Z".parse().unwrap();
+        let w = week(&p, t, 10).unwrap();
+        assert_eq!(w.len(), 168);
+        assert_eq!(
+            w[0].at,
+            "2026-12-07T18:00:00Z".parse::<DateTime<Utc>>().unwrap()
+        );
+        // Drift shut until 09:00, the others open.
+        assert_eq!(w[0].nodes, [Some(2), Some(2), Some(0)]);
+        assert_eq!(w[15].nodes, [Some(2), Some(2), Some(2)]); // Tue 09:00
+        assert!(week(&pool(serde_json::json!([{"nodes": "1"}])), t, 10).is_none());
     }
 
     #[test]

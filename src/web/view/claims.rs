@@ -91,6 +91,9 @@ pub struct Rollout {
     /// [`OLD_AMIS_SHOWN`] most claims run on (then by ID), and how many more there are.
     pub old: Vec<String>,
     pub old_more: usize,
+    /// Where the rollout stands: `1 replacing, 2 waiting (about 15s), 1 held by their own
+    /// blockers` (see [`super::pools::rollout_line`]).
+    pub progress: String,
 }
 
 /// How many of the AMIs being replaced a rollout row names: a pool whose nodes run on
@@ -368,6 +371,7 @@ pub(super) fn rollout(c: &Cluster, groups: &[ClaimGroup]) -> Vec<Rollout> {
                 target,
                 old,
                 old_more,
+                progress: String::new(),
             }
         })
         .collect()

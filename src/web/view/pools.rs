@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::*;
 use crate::analysis::disruption::{self, consolidation};
 use crate::analysis::provisioning::{self};
-use crate::analysis::{capacity, Pass};
+use crate::analysis::{capacity, rollout, Pass};
 use crate::findings::Severity;
 use crate::karpenter::budgets::{self, DisruptionReason};
 use crate::karpenter::labels;
@@ -45,6 +45,116 @@ pub struct PoolRow {
     pub could_save: String,
     /// The worst finding about this pool: critical, warning, info or "".
     pub severity: String,
+    /// The next 7 days of its budgets, a day a row, an hour a cell; empty when no budget
+    /// has a schedule.
+    pub week: Vec<WeekDay>,
+}
+
+/// One day of a pool's week strip.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WeekDay {
+    /// `Tue 12-08`
+    pub day: String,
+    /// `Tu`
+    pub short: String,
+    pub hours: Vec<WeekHour>,
+}
+
+/// One hour of the strip: `open` (every reason allowed), `some`, or `shut` (none).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WeekHour {
+    pub state: &'static str,
+    /// `Tue 09:00 UTC: Underutilized 0, Empty 2, Drifted 0`
+    pub title: String,
+}
+
+/// The week strip from the hourly calendar.
+fn week_strip(hours: &[rollout::progress::Hour]) -> Vec<WeekDay> {
+    let mut days: Vec<WeekDay> = Vec::new();
+    for h in hours {
+        let day = h.at.format("%a %m-%d").to_string();
+        if days.last().is_none_or(|d| d.day != day) {
+            // The first day starts at this hour: the hours gone by are blank cells, so each
+            // column is the same hour of the day.
+            let gone = if days.is_empty() {
+                chrono::Timelike::hour(&h.at) as usize
+            } else {
+                0
+            };
+            days.push(WeekDay {
+                short: day.chars().take(2).collect(),
+                day,
+                hours: (0..gone)
+                    .map(|_| WeekHour {
+                        state: "past",
+                        title: String::new(),
+                    })
+                    .collect(),
+            });
+        }
+        let open = |n: &Option<usize>| n.is_none_or(|n| n > 0);
+        let state = if h.nodes.iter().all(open) {
+            "open"
+        } else if h.nodes.iter().any(open) {
+            "some"
+        } else {
+            "shut"
+        };
+        let words: Vec<String> = DisruptionReason::ALL
+            .iter()
+            .zip(&h.nodes)
+            .map(|(r, n)| {
+                format!(
+                    "{} {}",
+                    r.as_str(),
+                    n.map_or("unbounded".into(), |n| n.to_string())
+                )
+            })
+            .collect();
+        if let Some(d) = days.last_mut() {
+            d.hours.push(WeekHour {
+                state,
+                title: format!("{} UTC: {}", h.at.format("%a %H:%M"), words.join(", ")),
+            });
+        }
+    }
+    days
+}
+
+/// Where a pool's drift rollout stands: `1 replacing, 2 waiting (about 15s), 1 held by
+/// their own blockers`, or "" while nothing is drifted.
+pub(super) fn rollout_line(c: &Cluster, pass: &Pass, pool: &NodePool) -> String {
+    let r = rollout::progress::rollout(
+        c,
+        &pass.nodes,
+        pool,
+        pass.now,
+        rollout::WAVE_TIME,
+        &[DisruptionReason::Drifted],
+    );
+    if r.drifted == 0 {
+        return String::new();
+    }
+    let waiting = r.held.len() - r.blocked;
+    let mut parts = Vec::new();
+    if !r.replacing.is_empty() {
+        parts.push(format!("{} replacing", r.replacing.len()));
+    }
+    if waiting > 0 {
+        parts.push(match r.eta_seconds {
+            Some(eta) => format!(
+                "{waiting} waiting (about {})",
+                crate::karpenter::duration::human(chrono::Duration::seconds(eta))
+            ),
+            None => format!("{waiting} waiting: no budget window in 7 days"),
+        });
+    }
+    if r.blocked > 0 {
+        parts.push(format!("{} held by their own blockers", r.blocked));
+    }
+    parts.join(", ")
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -282,6 +392,9 @@ pub(super) fn pool_row(
         drifted: drifted.get(&name).copied().unwrap_or(0),
         claims: c.claims_in_pool(&name).count(),
         severity: words::worst([worst.get(&select_key("NodePool", None, &name)).copied()]),
+        week: rollout::progress::week(p, now, disruption::budget_counts(c, &name).0)
+            .map(|h| week_strip(&h))
+            .unwrap_or_default(),
         name,
     }
 }
