@@ -328,8 +328,10 @@ fn the_impact_of_a_change_lists_each_node_once_with_its_drift() {
         assert!(n["name"].as_str().unwrap().starts_with("kwok-"), "{n}");
     }
     let drift = &v["nodepools"][0];
+    // Five of the six are held by blockers of their own: the waves are the sixth's.
     assert_eq!(drift["waves"]["perWave"], 2);
-    assert_eq!(drift["waves"]["count"], 3);
+    assert_eq!(drift["waves"]["count"], 1);
+    assert_eq!(drift["waves"]["blockedNodes"], 5);
     assert_eq!(v["nodepools"][1]["changes"][0]["field"], "spec.limits");
     assert_eq!(v["nodepools"][1]["changes"][0]["drifts"], "nothing");
 
@@ -342,7 +344,8 @@ fn the_impact_of_a_change_lists_each_node_once_with_its_drift() {
         text.contains("NodePool cap-drift · 6 node(s) · 6 will drift"),
         "{text}"
     );
-    assert!(text.contains("2 node(s) at a time, 3 wave(s)"), "{text}");
+    assert!(text.contains("2 node(s) at a time, 1 wave(s)"), "{text}");
+    assert!(text.contains("5 held by blockers of their own"), "{text}");
     assert!(text.contains("spec.limits (drifts nothing)"), "{text}");
 }
 
@@ -428,7 +431,7 @@ fn markdown_is_a_pull_request_comment() {
         "{md}"
     );
     assert!(
-        md.contains("| cap-drift | 6 | 6 | 1 at a time, 6 wave(s), ~1m30s |"),
+        md.contains("| cap-drift | 6 | 6 | 1 at a time, 1 wave(s), ~15s; 5 held by blockers |"),
         "{md}"
     );
     assert!(

@@ -48,7 +48,7 @@ describe('kelp demo dashboard', () => {
       // Pools whose budgets have no schedule have no strip.
       assert.equal(await page.locator('#nodepools tr.pool[data-pool="gpu"] .week').count(), 0);
       // The rollout panel says where each drifted pool's rollout stands.
-      const progress = await page.locator('#rollout tr.rollout[data-pool="default"] td.progress').innerText();
+      const progress = await page.locator('#rollout tr.rollout[data-pool="default"] .progress').innerText();
       assert.match(progress, /waiting/, progress);
       assert.deepEqual(await w.all({ favicon: false }), []);
     } finally {

@@ -68,6 +68,10 @@ pub struct NodeImpact {
     /// For requirement drift: the labels that no longer fit, in Karpenter's words.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub because: Vec<String>,
+    /// For a node that will drift: what will hold its replacement besides the budget (a
+    /// do-not-disrupt pod or node, a PDB allowing none, a nomination), in kelp's words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held_by: Vec<String>,
     /// Karpenter judges drift only once the claim is launched.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub not_launched: bool,
@@ -105,6 +109,10 @@ pub struct Waves {
     pub eta_seconds: Option<i64>,
     /// The time one wave takes, as the estimate assumed.
     pub wave_seconds: i64,
+    /// Drifting nodes held by blockers of their own: not in `count` nor the ETA, which hold
+    /// for the others; they wait until their blockers let go (or the
+    /// terminationGracePeriod forces them).
+    pub blocked_nodes: usize,
 }
 
 /// What one drift wave takes by default: a replacement launched and initialized, the old
@@ -136,6 +144,10 @@ pub struct PoolImpact {
     /// The drifting nodes' $/h against their replacements'.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
+    /// The pool's terminationGracePeriod after the change: a held node is drained anyway
+    /// that long after its replacement starts (PDBs and do-not-disrupt give way).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period: Option<String>,
 }
 
 /// The whole answer, each pool once and each of their nodes once.
@@ -175,11 +187,27 @@ pub fn impact_with(
         nodes: Vec::new(),
         pods: PodsImpact::default(),
     };
+    // What holds each drifting node besides the budget (the waves count that).
+    let inputs = super::disruption::NodeInputs::new(c, now);
     for p in proposed {
         let name = &p.pool.metadata.name;
         let current = c.nodepools.get(name);
-        let nodes: Vec<NodeImpact> = claims_of(c, name).map(|claim| judge(claim, p)).collect();
+        let mut nodes: Vec<NodeImpact> = claims_of(c, name).map(|claim| judge(claim, p)).collect();
+        for n in nodes.iter_mut().filter(|n| n.drift.is_some()) {
+            if let Some(node) = c.nodes.get(&n.name) {
+                n.held_by = super::disruption::node_disruption(c, node, now, &inputs)
+                    .blockers
+                    .iter()
+                    .filter(|b| b.kind != crate::karpenter::events::BlockerKind::Budget)
+                    .map(|b| b.message.clone())
+                    .collect();
+            }
+        }
         let drifting = nodes.iter().filter(|n| n.drift.is_some()).count();
+        let blocked = nodes
+            .iter()
+            .filter(|n| n.drift.is_some() && !n.held_by.is_empty())
+            .count();
         let unknown = nodes.iter().filter(|n| n.unknown.is_some()).count();
         let hash_now = current.and_then(|cur| {
             cur.metadata
@@ -196,8 +224,16 @@ pub fn impact_with(
             nodes: nodes.len(),
             drifting,
             unknown,
-            waves: (drifting > 0).then(|| waves(c, &p.pool, drifting, now, wave)),
+            waves: (drifting > 0).then(|| {
+                let mut w = waves(c, &p.pool, drifting - blocked, now, wave);
+                w.blocked_nodes = blocked;
+                if blocked == drifting {
+                    w.eta_seconds = None;
+                }
+                w
+            }),
             cost: None,
+            termination_grace_period: p.pool.spec.template.spec.termination_grace_period.clone(),
         });
         out.nodes.extend(nodes);
     }
@@ -269,6 +305,7 @@ fn judge(claim: &NodeClaim, p: &Proposed) -> NodeImpact {
             .filter(|c| c.is_true())
             .map(|c| c.reason.clone().unwrap_or_else(|| "Drifted".into())),
         because: Vec::new(),
+        held_by: Vec::new(),
         not_launched: !is_true(conds, "Launched"),
     };
     if n.not_launched {
@@ -395,6 +432,7 @@ fn waves(
             )),
             eta_seconds: None,
             wave_seconds: wave.num_seconds(),
+            blocked_nodes: 0,
         };
     }
     let mut w = Waves {
@@ -405,6 +443,7 @@ fn waves(
         blocked: None,
         eta_seconds: None,
         wave_seconds: wave.num_seconds(),
+        blocked_nodes: 0,
     };
     let scheduled = budgets.is_some_and(|b| b.iter().any(|b| b.schedule.is_some()));
     if (allowed.limit == Some(0) || allowed.allowed == 0) && scheduled {
@@ -436,6 +475,7 @@ fn waves(
         }
     }
     w.count = match w.per_wave {
+        _ if drifting == 0 => 0,
         None => 1,
         Some(0) => 0,
         Some(k) => drifting.div_ceil(k),

@@ -198,19 +198,23 @@ fn waves_follow_the_budgets_and_a_closed_window_says_when_it_opens() {
     let p = &i.nodepools[0];
     assert_eq!(p.drifting, 6);
     let w = p.waves.as_ref().unwrap();
-    assert_eq!((w.per_wave, w.count), (Some(1), 6));
-    assert_eq!(w.eta_seconds, Some(6 * WAVE_TIME.num_seconds()));
+    // Four of the six are held by blockers of their own (a do-not-disrupt pod, a PDB, the
+    // node's annotation, two PDBs; the 2h do-not-disrupt has run out by now): the waves and
+    // the ETA are the other two's.
+    assert_eq!(w.blocked_nodes, 4);
+    assert_eq!((w.per_wave, w.count), (Some(1), 2));
+    assert_eq!(w.eta_seconds, Some(2 * WAVE_TIME.num_seconds()));
     let slow = impact_with(&c, &[proposed(&raw)], now(), Duration::minutes(5));
     assert_eq!(
         slow.nodepools[0].waves.as_ref().unwrap().eta_seconds,
-        Some(6 * 300)
+        Some(2 * 300)
     );
     raw["spec"]["disruption"]["budgets"] = json!([{"nodes": "2"}]);
     let w = impact(&c, &[proposed(&raw)], now()).nodepools[0]
         .waves
         .clone()
         .unwrap();
-    assert_eq!((w.per_wave, w.count), (Some(2), 3));
+    assert_eq!((w.per_wave, w.count), (Some(2), 1));
     // No drift from 17:00 to 09:00: at 18:30 nothing may start, and the window opens at
     // 09:00 the next morning.
     raw["spec"]["disruption"]["budgets"] = json!([
@@ -225,10 +229,10 @@ fn waves_follow_the_budgets_and_a_closed_window_says_when_it_opens() {
     assert_eq!(w.allowed_now, 0);
     assert_eq!(w.opens_at, Some("2026-12-08T09:00:00Z".parse().unwrap()));
     assert!(w.blocked.is_none());
-    // 14.5 hours' wait, then two waves of three.
+    // 14.5 hours' wait, then one wave for the two free nodes.
     assert_eq!(
         w.eta_seconds,
-        Some(14 * 3600 + 1800 + 2 * WAVE_TIME.num_seconds())
+        Some(14 * 3600 + 1800 + WAVE_TIME.num_seconds())
     );
     // Budgets that never allow drift block the rollout.
     raw["spec"]["disruption"]["budgets"] = json!([{"nodes": "0", "reasons": ["Drifted"]}]);
@@ -326,4 +330,44 @@ fn the_cost_weighs_the_drifting_nodes_against_their_replacements() {
     assert!(impact(&c, &[proposed(&limits)], now()).nodepools[0]
         .cost
         .is_none());
+}
+
+#[test]
+fn a_drifting_node_says_what_will_hold_its_replacement() {
+    let (c, list) = capture("karpenter-v1.15.0");
+    let mut raw = raw_pool(&list, "cap-drift").clone();
+    raw["spec"]["template"]["metadata"]["labels"]["team"] = json!("payments");
+    let i = impact(&c, &[proposed(&raw)], now());
+    let n = by_claim(&i);
+    // The capture's blockers: a do-not-disrupt pod, a PDB allowing none, a node annotation.
+    assert!(
+        n["cap-drift-9rn9l"]
+            .held_by
+            .iter()
+            .any(|b| b.contains("do-not-disrupt")),
+        "{:?}",
+        n["cap-drift-9rn9l"]
+    );
+    assert!(
+        n["cap-drift-9tv29"]
+            .held_by
+            .iter()
+            .any(|b| b.contains("PDB")),
+        "{:?}",
+        n["cap-drift-9tv29"]
+    );
+    assert!(
+        n["cap-drift-kxngl"]
+            .held_by
+            .iter()
+            .any(|b| b.contains("the node has")),
+        "{:?}",
+        n["cap-drift-kxngl"]
+    );
+    // The node on the current hash has nothing of its own.
+    assert!(
+        n["cap-drift-x276c"].held_by.is_empty(),
+        "{:?}",
+        n["cap-drift-x276c"]
+    );
 }

@@ -182,6 +182,9 @@ fn why(n: &NodeImpact) -> String {
     if let Some(a) = &n.already {
         parts.push(format!("already Drifted ({a})"));
     }
+    if !n.held_by.is_empty() {
+        parts.push(format!("held by {}", n.held_by.join("; ")));
+    }
     if n.drift == Some(rollout::DriftReason::NodePoolDrifted) && n.already.is_none() {
         parts.push("the template's hash changes".into());
     }
@@ -263,19 +266,33 @@ fn pool_lines(p: &PoolImpact, s: Style) -> String {
                     w.allowed_now.min(p.drifting)
                 ),
             };
-            match w.eta_seconds {
+            let line = match w.eta_seconds {
                 Some(eta) => format!(
                     "{line}; done in about {} at {} a wave (--wave-time)",
                     crate::karpenter::duration::human(chrono::Duration::seconds(eta)),
                     crate::karpenter::duration::human(chrono::Duration::seconds(w.wave_seconds))
                 ),
                 None => line,
+            };
+            if w.blocked_nodes > 0 {
+                format!(
+                    "{line}; {} held by blockers of their own, with no ETA until those let go",
+                    w.blocked_nodes
+                )
+            } else {
+                line
             }
         };
         out.push_str(&format!("  {line}\n"));
     }
     if let Some(c) = &p.cost {
         out.push_str(&format!("  {}\n", cost_words(c, p.drifting)));
+    }
+    if let (true, Some(t)) = (p.drifting > 0, &p.termination_grace_period) {
+        out.push_str(&format!(
+            "  terminationGracePeriod {}: a held node is drained anyway that long after Karpenter starts replacing it\n",
+            output::clean(t)
+        ));
     }
     out
 }

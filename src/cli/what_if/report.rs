@@ -56,9 +56,14 @@ fn rollout_words(p: &PoolImpact) -> String {
                     )
                 })
                 .unwrap_or_default();
+            let held = if w.blocked_nodes > 0 {
+                format!("; {} held by blockers", w.blocked_nodes)
+            } else {
+                String::new()
+            };
             match w.opens_at {
-                Some(t) => format!("{size}{eta}; opens {}", t.format("%a %H:%M UTC")),
-                None => format!("{size}{eta}"),
+                Some(t) => format!("{size}{eta}; opens {}{held}", t.format("%a %H:%M UTC")),
+                None => format!("{size}{eta}{held}"),
             }
         }
     }
@@ -153,12 +158,18 @@ pub fn markdown(i: &Impact) -> String {
             i.nodes.len()
         ));
         for n in &i.nodes {
-            let note = match (&n.unknown, &n.already, n.because.is_empty()) {
+            let mut note = match (&n.unknown, &n.already, n.because.is_empty()) {
                 (Some(u), _, _) => format!("cannot tell: {u}"),
                 (None, Some(a), _) => format!("already Drifted ({a})"),
                 (None, None, false) => n.because.join("; "),
                 _ => String::new(),
             };
+            if !n.held_by.is_empty() {
+                if !note.is_empty() {
+                    note.push_str("; ");
+                }
+                note.push_str(&format!("held by {}", n.held_by.join("; ")));
+            }
             out.push_str(&format!(
                 "| {} | {} | {} | {} |\n",
                 md(&n.name),
