@@ -14,6 +14,9 @@
 
 use std::path::PathBuf;
 
+#[path = "common/dump.rs"]
+mod dump;
+
 // The allocator kelp's binaries run with.
 #[global_allocator]
 static HEAP: kelp::heap::Heap = kelp::heap::Heap;
@@ -38,29 +41,7 @@ fn dump() -> (PathBuf, usize) {
         env("KELP_BENCH_PODS", scale(150_000)),
         env("KELP_BENCH_EVENTS", scale(50_000)),
     );
-    let dir = PathBuf::from(std::env::var("KELP_BENCH_DIR").unwrap_or("/tmp/kelp-bench".into()));
-    let file = dir.join(format!("dump-n{nodes}-p{pods}-e{events}-np20-s1.json"));
-    if !file.exists() {
-        std::fs::create_dir_all(&dir).expect("bench dir");
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench/gen-dump.py");
-        let ok = std::process::Command::new("python3")
-            .arg(script)
-            .args(["--nodes", &nodes.to_string(), "--pods", &pods.to_string()])
-            .args([
-                "--events",
-                &events.to_string(),
-                "--nodepools",
-                "20",
-                "--seed",
-                "1",
-            ])
-            .arg("-o")
-            .arg(&file)
-            .status()
-            .expect("python3 runs bench/gen-dump.py")
-            .success();
-        assert!(ok, "bench/gen-dump.py failed");
-    }
+    let file = dump::generated(nodes, pods, events);
     (file, pods)
 }
 

@@ -9,6 +9,9 @@
 
 use std::path::PathBuf;
 
+#[path = "common/dump.rs"]
+mod dump;
+
 #[global_allocator]
 static HEAP: kelp::heap::Heap = kelp::heap::Heap;
 
@@ -17,38 +20,14 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use kelp::analysis::rollout::{impact, Proposed};
 use kelp::karpenter::hash;
 
-/// The generated dump, made once; `cargo test` runs the bench once on a small one.
+/// The generated dump; `cargo test` runs the bench once on a small one.
 fn dump() -> PathBuf {
     let benching = std::env::args().any(|a| a == "--bench");
-    let (nodes, pods, events) = if benching {
-        (1000, 30_000, 10_000)
+    if benching {
+        dump::generated(1000, 30_000, 10_000)
     } else {
-        (50, 1500, 500)
-    };
-    let dir = PathBuf::from(std::env::var("KELP_BENCH_DIR").unwrap_or("/tmp/kelp-bench".into()));
-    let file = dir.join(format!("dump-n{nodes}-p{pods}-e{events}-np20-s1.json"));
-    if !file.exists() {
-        std::fs::create_dir_all(&dir).expect("bench dir");
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench/gen-dump.py");
-        let ok = std::process::Command::new("python3")
-            .arg(script)
-            .args(["--nodes", &nodes.to_string(), "--pods", &pods.to_string()])
-            .args([
-                "--events",
-                &events.to_string(),
-                "--nodepools",
-                "20",
-                "--seed",
-                "1",
-            ])
-            .arg("-o")
-            .arg(&file)
-            .status()
-            .expect("python3 runs bench/gen-dump.py")
-            .success();
-        assert!(ok, "bench/gen-dump.py failed");
+        dump::generated(50, 1500, 500)
     }
-    file
 }
 
 /// A pool with a new template label, hashed as a manifest would be.

@@ -175,6 +175,24 @@ fn kelps_hash_is_the_one_the_real_controller_writes_for_generated_nodepools() {
     );
 }
 
+/// A scenario pool's manifest ([`pool_with`]) with one more template label (`key: value`).
+fn with_label(yaml: &str, name: &str, label: &str) -> String {
+    let line = format!("        e2e.kelp.dev/scenario: {name}\n");
+    yaml.replace(&line, &format!("{line}        {label}\n"))
+}
+
+/// `kelp snapshot` of the cluster now, into `dir`.
+fn snapshot(e: &Env, dir: &std::path::Path) -> std::path::PathBuf {
+    let file = dir.join("before.json");
+    let out = e.kelp(&["snapshot", "-f", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    file
+}
+
 /// Each NodeClaim of `pool` and Karpenter's Drifted reason on it (None: not drifted).
 fn drifted(e: &Env, pool: &str) -> BTreeMap<String, Option<String>> {
     let claims = e.json(&[
@@ -266,12 +284,7 @@ fn what_if_names_the_nodes_karpenter_drifts_before_the_change_is_applied() {
     let manifest = |requirements: &str, limits: &str, label: bool| {
         let y = pool_with(&name, &name, requirements, "", limits, disruption);
         if label {
-            y.replace(
-                &format!("        e2e.kelp.dev/scenario: {name}\n"),
-                &format!(
-                    "        e2e.kelp.dev/scenario: {name}\n        e2e.kelp.dev/team: payments\n"
-                ),
-            )
+            with_label(&y, &name, "e2e.kelp.dev/team: payments")
         } else {
             y
         }
@@ -313,13 +326,7 @@ fn what_if_names_the_nodes_karpenter_drifts_before_the_change_is_applied() {
         (launched.len() == 2 && launched[0].1 != launched[1].1).then_some(launched)
     });
     let dir = tempfile::tempdir().unwrap();
-    let snapshot = dir.path().join("before.json");
-    let out = e.kelp(&["snapshot", "-f", snapshot.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let snapshot = snapshot(&e, dir.path());
     let none: BTreeMap<String, Option<String>> =
         claims.iter().map(|(c, _)| (c.clone(), None)).collect();
 
@@ -388,10 +395,7 @@ fn a_budget_of_one_rolls_out_in_waves_of_one_as_predicted() {
     let manifest = |label: bool| {
         let y = pool_with(&name, &name, "", "", "32", disruption);
         if label {
-            y.replace(
-                &format!("        e2e.kelp.dev/scenario: {name}\n"),
-                &format!("        e2e.kelp.dev/scenario: {name}\n        e2e.kelp.dev/wave: two\n"),
-            )
+            with_label(&y, &name, "e2e.kelp.dev/wave: two")
         } else {
             y
         }
@@ -426,13 +430,7 @@ fn a_budget_of_one_rolls_out_in_waves_of_one_as_predicted() {
         })
     });
     let dir = tempfile::tempdir().unwrap();
-    let snapshot = dir.path().join("before.json");
-    let out = e.kelp(&["snapshot", "-f", snapshot.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let snapshot = snapshot(&e, dir.path());
     let (v, kelp) = predicted(&manifest(true), &snapshot);
     assert_eq!(kelp.len(), 3);
     assert!(

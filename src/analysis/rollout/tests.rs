@@ -340,30 +340,17 @@ fn a_drifting_node_says_what_will_hold_its_replacement() {
     let i = impact(&c, &[proposed(&raw)], now());
     let n = by_claim(&i);
     // The capture's blockers: a do-not-disrupt pod, a PDB allowing none, a node annotation.
-    assert!(
-        n["cap-drift-9rn9l"]
-            .held_by
-            .iter()
-            .any(|b| b.contains("do-not-disrupt")),
-        "{:?}",
-        n["cap-drift-9rn9l"]
-    );
-    assert!(
-        n["cap-drift-9tv29"]
-            .held_by
-            .iter()
-            .any(|b| b.contains("PDB")),
-        "{:?}",
-        n["cap-drift-9tv29"]
-    );
-    assert!(
-        n["cap-drift-kxngl"]
-            .held_by
-            .iter()
-            .any(|b| b.contains("the node has")),
-        "{:?}",
-        n["cap-drift-kxngl"]
-    );
+    for (claim, words) in [
+        ("cap-drift-9rn9l", "do-not-disrupt"),
+        ("cap-drift-9tv29", "PDB"),
+        ("cap-drift-kxngl", "the node has"),
+    ] {
+        assert!(
+            n[claim].held_by.iter().any(|b| b.contains(words)),
+            "{:?}",
+            n[claim]
+        );
+    }
     // The node on the current hash has nothing of its own.
     assert!(
         n["cap-drift-x276c"].held_by.is_empty(),
