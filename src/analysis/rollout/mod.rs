@@ -34,6 +34,19 @@ pub use cost::Cost;
 pub use pods::{PodChange, PodsImpact};
 pub use progress::{progress, Progress};
 
+/// A blocker that holds a drifting node until it lets go: a do-not-disrupt pod or node, a
+/// PDB allowing none. (A nomination or an uninitialized node passes in seconds, and the
+/// budget is what the waves count.)
+pub fn holds(b: &super::disruption::Blocker) -> bool {
+    use crate::karpenter::events::BlockerKind as K;
+    matches!(b.kind, K::DoNotDisruptPod | K::DoNotDisruptNode | K::Pdb)
+}
+
+/// A blocker worth naming beside a drifting node: any but the budget.
+pub fn named(b: &super::disruption::Blocker) -> bool {
+    b.kind != crate::karpenter::events::BlockerKind::Budget
+}
+
 /// A NodePool as a change would leave it, with its template's hash (or why kelp cannot
 /// compute it).
 #[derive(Debug, Clone)]
@@ -69,7 +82,8 @@ pub struct NodeImpact {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub because: Vec<String>,
     /// For a node that will drift: what will hold its replacement besides the budget (a
-    /// do-not-disrupt pod or node, a PDB allowing none, a nomination), in kelp's words.
+    /// do-not-disrupt pod or node, a PDB allowing none; a nomination, for seconds), in
+    /// kelp's words.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub held_by: Vec<String>,
     /// Karpenter judges drift only once the claim is launched.
@@ -193,21 +207,20 @@ pub fn impact_with(
         let name = &p.pool.metadata.name;
         let current = c.nodepools.get(name);
         let mut nodes: Vec<NodeImpact> = claims_of(c, name).map(|claim| judge(claim, p)).collect();
+        let mut blocked = 0;
         for n in nodes.iter_mut().filter(|n| n.drift.is_some()) {
             if let Some(node) = c.nodes.get(&n.name) {
-                n.held_by = super::disruption::node_disruption(c, node, now, &inputs)
+                let state = super::disruption::node_disruption(c, node, now, &inputs);
+                n.held_by = state
                     .blockers
                     .iter()
-                    .filter(|b| b.kind != crate::karpenter::events::BlockerKind::Budget)
+                    .filter(|b| named(b))
                     .map(|b| b.message.clone())
                     .collect();
+                blocked += usize::from(state.blockers.iter().any(holds));
             }
         }
         let drifting = nodes.iter().filter(|n| n.drift.is_some()).count();
-        let blocked = nodes
-            .iter()
-            .filter(|n| n.drift.is_some() && !n.held_by.is_empty())
-            .count();
         let unknown = nodes.iter().filter(|n| n.unknown.is_some()).count();
         let hash_now = current.and_then(|cur| {
             cur.metadata

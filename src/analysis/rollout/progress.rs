@@ -19,8 +19,12 @@ pub struct Held {
     pub node: String,
     /// Karpenter's drift reason.
     pub reason: String,
-    /// Its blockers, in kelp's words (a do-not-disrupt pod, a PDB allowing none, ...).
+    /// Its blockers besides the budget, in kelp's words (a do-not-disrupt pod, a PDB
+    /// allowing none, a nomination for seconds).
     pub blockers: Vec<String>,
+    /// Whether one of them holds it until it lets go ([`super::holds`]).
+    #[serde(skip)]
+    pub holds: bool,
 }
 
 /// One change in what the budgets allow for a reason.
@@ -126,13 +130,19 @@ pub fn rollout(
                     p.held.push(Held {
                         node: node.to_string(),
                         reason: reason.clone(),
-                        blockers: state.blockers.iter().map(|b| b.message.clone()).collect(),
+                        blockers: state
+                            .blockers
+                            .iter()
+                            .filter(|b| super::named(b))
+                            .map(|b| b.message.clone())
+                            .collect(),
+                        holds: state.blockers.iter().any(super::holds),
                     });
                 }
             }
         }
     }
-    p.blocked = p.held.iter().filter(|h| !h.blockers.is_empty()).count();
+    p.blocked = p.held.iter().filter(|h| h.holds).count();
     let free = p.held.len() - p.blocked;
     let (total, unavailable) = budget_counts(c, name);
     p.calendar = reasons

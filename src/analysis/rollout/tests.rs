@@ -358,3 +358,21 @@ fn a_drifting_node_says_what_will_hold_its_replacement() {
         n["cap-drift-x276c"]
     );
 }
+
+#[test]
+fn a_nomination_is_named_but_only_lasting_blockers_hold_a_node() {
+    use crate::analysis::disruption::Blocker;
+    use crate::karpenter::events::BlockerKind as K;
+    let b = |kind| Blocker {
+        kind,
+        object: None,
+        message: String::new(),
+    };
+    for k in [K::DoNotDisruptPod, K::DoNotDisruptNode, K::Pdb] {
+        assert!(holds(&b(k)) && named(&b(k)), "{k:?}");
+    }
+    // A nomination passes in seconds (Karpenter's nomination window): named, not held.
+    assert!(named(&b(K::Nominated)) && !holds(&b(K::Nominated)));
+    // The budget is what the waves count.
+    assert!(!named(&b(K::Budget)) && !holds(&b(K::Budget)));
+}
