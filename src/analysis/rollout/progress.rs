@@ -145,10 +145,14 @@ pub fn rollout(
     p.blocked = p.held.iter().filter(|h| h.holds).count();
     let free = p.held.len() - p.blocked;
     let (total, unavailable) = budget_counts(c, name);
+    // The whole week for `why nodepool`; for the ETA alone (serve's metrics and the
+    // dashboard, each pass), Drifted's calendar only while nodes wait, and only up to the
+    // window that opens.
+    let whole = reasons.len() > 1;
     p.calendar = reasons
         .iter()
-        .filter(|&&r| r != DisruptionReason::Drifted || free > 0 || reasons.len() > 1)
-        .map(|&r| calendar(pool, r, now, total, unavailable))
+        .filter(|_| whole || free > 0)
+        .map(|&r| calendar(pool, r, now, total, unavailable, !whole))
         .collect();
     if free > 0 {
         let drift = p
@@ -180,12 +184,15 @@ fn eta(k: &Calendar, left: usize, now: DateTime<Utc>, wave: Duration) -> Option<
     Some(wait + waves * wave.num_seconds())
 }
 
+/// What the budgets allow for `reason` now and at each change of the week; with
+/// `to_opening`, no change while some are allowed now, else only up to the first opening.
 fn calendar(
     pool: &NodePool,
     reason: DisruptionReason,
     now: DateTime<Utc>,
     total: usize,
     unavailable: usize,
+    to_opening: bool,
 ) -> Calendar {
     let budgets = pool.spec.disruption.budgets.as_deref();
     let at = |t| allowed_disruptions(budgets, reason, t, total, unavailable);
@@ -197,7 +204,8 @@ fn calendar(
         changes: Vec::new(),
         error: first.error.clone(),
     };
-    if first.error.is_some() || !budgets.is_some_and(|b| b.iter().any(|b| b.schedule.is_some())) {
+    let scheduled = budgets.is_some_and(|b| b.iter().any(|b| b.schedule.is_some()));
+    if first.error.is_some() || !scheduled || to_opening && first.allowed > 0 {
         return k;
     }
     // Minute by minute, as the schedules are: each minute whose count differs.
@@ -215,6 +223,9 @@ fn calendar(
                 nodes: a.limit,
             });
             last = a.limit;
+            if to_opening && a.limit != Some(0) {
+                break;
+            }
         }
     }
     k
@@ -278,7 +289,7 @@ mod tests {
             {"nodes": "2"}
         ]));
         let monday_evening: DateTime<Utc> = "2026-12-07T18:30:00Z".parse().unwrap();
-        let k = calendar(&p, DisruptionReason::Drifted, monday_evening, 10, 0);
+        let k = calendar(&p, DisruptionReason::Drifted, monday_evening, 10, 0, false);
         assert_eq!((k.allowed_now, k.nodes_now), (0, Some(0)));
         let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
         assert_eq!(
@@ -308,8 +319,14 @@ mod tests {
                 nodes: Some(2)
             }
         );
+        // For an ETA alone: up to the first opening, and nothing while drift is allowed.
+        let quick = calendar(&p, DisruptionReason::Drifted, monday_evening, 10, 0, true);
+        assert_eq!(quick.changes, k.changes[..1].to_vec());
+        let tuesday_noon: DateTime<Utc> = "2026-12-08T12:00:00Z".parse().unwrap();
+        let open = calendar(&p, DisruptionReason::Drifted, tuesday_noon, 10, 0, true);
+        assert_eq!((open.allowed_now, open.changes.len()), (2, 0));
         // Other reasons are not limited by the Drifted budgets: 2 always.
-        let e = calendar(&p, DisruptionReason::Empty, monday_evening, 10, 0);
+        let e = calendar(&p, DisruptionReason::Empty, monday_evening, 10, 0, false);
         assert_eq!(
             (e.allowed_now, e.nodes_now, e.changes.len()),
             (2, Some(2), 0)
@@ -348,6 +365,7 @@ mod tests {
             Utc::now(),
             10,
             1,
+            false,
         );
         assert_eq!(
             (k.allowed_now, k.nodes_now, k.changes.len()),
@@ -359,6 +377,7 @@ mod tests {
             Utc::now(),
             10,
             0,
+            false,
         );
         assert!(bad.error.is_some());
         assert_eq!(bad.allowed_now, 0);
