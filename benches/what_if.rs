@@ -3,7 +3,8 @@
 //! `$KELP_BENCH_DIR`, default /tmp/kelp-bench, if missing): one pool's template label
 //! changed (its nodes drift, their pods are judged against the pools after), and every
 //! pool's. The goal is an answer under 2 s; the whole command also reads the dump, which
-//! `doctor --from` pays too (see the README's figures).
+//! `doctor --from` pays too (see the README's figures). Beside it, the dashboard's budget
+//! week strips for every pool (what a page build adds).
 //!
 //!     cargo bench --bench what_if
 
@@ -65,6 +66,21 @@ fn benches(c: &mut Criterion) {
         b.iter(|| impact(&cluster, &all, now))
     });
     g.finish();
+    // The dashboard's week strips: every pool's budgets, hour by hour for 7 days (what a
+    // page build adds per pool with scheduled budgets).
+    let total = |p: &kelp::model::NodePool| cluster.pool_node_count(&p.metadata.name);
+    c.bench_function(
+        &format!("week-strips-{}-pools", cluster.nodepools.len()),
+        |b| {
+            b.iter(|| {
+                cluster
+                    .nodepools
+                    .values()
+                    .filter_map(|p| kelp::analysis::rollout::progress::week(p, now, total(p)))
+                    .count()
+            })
+        },
+    );
 }
 
 criterion_group!(group, benches);

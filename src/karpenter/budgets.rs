@@ -350,9 +350,29 @@ pub fn allowed_disruptions(
     total: usize,
     unavailable: usize,
 ) -> Allowed {
+    let i = DisruptionReason::ALL
+        .iter()
+        .position(|r| *r == reason)
+        .unwrap_or_default();
+    let [a, b, c] = allowed_for_each(budgets, now, total, unavailable);
+    match i {
+        0 => a,
+        1 => b,
+        _ => c,
+    }
+}
+
+/// [`allowed_disruptions`] for every reason, in [`DisruptionReason::ALL`]'s order, each
+/// budget's schedule read once.
+pub fn allowed_for_each(
+    budgets: Option<&[Budget]>,
+    now: DateTime<Utc>,
+    total: usize,
+    unavailable: usize,
+) -> [Allowed; 3] {
     let default = [Budget::default()];
     let budgets = budgets.unwrap_or(&default);
-    let mut min: Option<(usize, usize)> = None;
+    let mut min: [Option<(usize, usize)>; 3] = [None; 3];
     let mut errors = Vec::new();
     for (index, budget) in budgets.iter().enumerate() {
         let count = match is_active(budget, now) {
@@ -367,12 +387,14 @@ pub fn allowed_disruptions(
                 continue;
             }
         };
-        let applies = budget
-            .reasons
-            .as_ref()
-            .is_none_or(|r| r.iter().any(|r| r == reason.as_str()));
-        if applies && min.is_none_or(|(m, _)| count < m) {
-            min = Some((count, index));
+        for (slot, reason) in min.iter_mut().zip(DisruptionReason::ALL) {
+            let applies = budget
+                .reasons
+                .as_ref()
+                .is_none_or(|r| r.iter().any(|r| r == reason.as_str()));
+            if applies && slot.is_none_or(|(m, _)| count < m) {
+                *slot = Some((count, index));
+            }
         }
     }
     if let Some(&(first, _)) = errors.first() {
@@ -381,21 +403,22 @@ pub fn allowed_disruptions(
             .map(|(_, e)| e)
             .collect::<Vec<_>>()
             .join("; ");
-        return Allowed {
+        let failed = || Allowed {
             allowed: 0,
             limit: Some(0),
             active_budget: Some(first),
-            error: Some(message),
+            error: Some(message.clone()),
         };
+        return [failed(), failed(), failed()];
     }
-    Allowed {
+    min.map(|min| Allowed {
         allowed: min
             .map_or(UNBOUNDED, |(n, _)| n)
             .saturating_sub(unavailable),
         limit: min.map(|(n, _)| n),
         active_budget: min.map(|(_, i)| i),
         error: None,
-    }
+    })
 }
 
 /// How the pod annotation `karpenter.sh/do-not-disrupt` protects a pod at some instant.
@@ -437,6 +460,53 @@ pub fn pod_do_not_disrupt(value: &str, since: DateTime<Utc>, now: DateTime<Utc>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_reason_at_once_reads_each_budget_for_the_reasons_it_names() {
+        let b = |nodes: &str, schedule: Option<&str>, reasons: Option<&[&str]>| Budget {
+            nodes: nodes.into(),
+            schedule: schedule.map(Into::into),
+            duration: schedule.map(|_| "8h".into()),
+            reasons: reasons.map(|r| r.iter().map(|s| s.to_string()).collect()),
+        };
+        let limits = |set: &[Budget], t: &str| {
+            allowed_for_each(Some(set), t.parse().unwrap(), 12, 1).map(|a| (a.allowed, a.limit))
+        };
+        // Underutilized, Empty, Drifted: 3 for the first two (one unavailable), 1 for drift.
+        let split = [
+            b("3", None, Some(&["Empty", "Underutilized"])),
+            b("1", None, Some(&["Drifted"])),
+        ];
+        assert_eq!(
+            limits(&split, "2026-12-07T10:00:00Z"),
+            [(2, Some(3)), (2, Some(3)), (0, Some(1))]
+        );
+        // 20% of 12 is 3 (rounded up) for all; a window of 0 for Drifted from 09:00 to 17:00.
+        let window = [
+            b("20%", None, None),
+            b("0", Some("0 9 * * *"), Some(&["Drifted"])),
+        ];
+        assert_eq!(
+            limits(&window, "2026-12-07T10:00:00Z"),
+            [(2, Some(3)), (2, Some(3)), (0, Some(0))]
+        );
+        assert_eq!(
+            limits(&window, "2026-12-07T20:00:00Z"),
+            [(2, Some(3)), (2, Some(3)), (2, Some(3))]
+        );
+        // A bad budget, even one for another reason, stops every reason.
+        let bad = allowed_for_each(
+            Some(&[b("x", None, Some(&["Empty"])), b("2", None, None)]),
+            Utc::now(),
+            12,
+            0,
+        );
+        assert!(
+            bad.iter().all(|a| a.allowed == 0 && a.error.is_some()),
+            "{bad:?}"
+        );
+    }
+
     use chrono::TimeZone;
     use proptest::prelude::*;
 

@@ -50,12 +50,16 @@ impl PoolBudgets {
 
     /// A pool's budgets from its (total, unavailable) counts ([`budget_counts`]).
     pub fn with_counts(counts: (usize, usize), pool: &NodePool, now: DateTime<Utc>) -> Self {
+        let (total, unavailable) = counts;
         PoolBudgets {
             counts,
-            allowed: DisruptionReason::ALL
-                .iter()
-                .map(|&r| allowed_of(counts, pool, r, now))
-                .collect(),
+            allowed: budgets::allowed_for_each(
+                pool.spec.disruption.budgets.as_deref(),
+                now,
+                total,
+                unavailable,
+            )
+            .into(),
         }
     }
 

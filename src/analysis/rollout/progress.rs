@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::super::disruption::budget::budget_counts;
 use super::super::disruption::NodeStates;
-use crate::karpenter::budgets::{allowed_disruptions, DisruptionReason};
+use crate::karpenter::budgets::{allowed_disruptions, allowed_for_each, DisruptionReason};
 use crate::model::*;
 
 /// A drifted node Karpenter has not started to replace, and what holds it.
@@ -254,8 +254,7 @@ pub fn week(pool: &NodePool, now: DateTime<Utc>, total: usize) -> Option<Vec<Hou
         (0..7 * 24)
             .map(|h| {
                 let at = start + Duration::hours(h);
-                let nodes = DisruptionReason::ALL.map(|r| {
-                    let a = allowed_disruptions(Some(budgets), r, at, total, 0);
+                let nodes = allowed_for_each(Some(budgets), at, total, 0).map(|a| {
                     if a.error.is_some() {
                         Some(0)
                     } else {
