@@ -408,19 +408,24 @@ fn run(args: &[&str]) -> (String, i32) {
     )
 }
 
+/// `what-if --nodepools FILE --from CAPTURE -o OUTPUT`: stdout and the exit status.
+fn impact(file: &str, output: &str) -> (String, i32) {
+    run(&[
+        "what-if",
+        "--nodepools",
+        file,
+        "--from",
+        CAPTURE,
+        "-o",
+        output,
+    ])
+}
+
 /// The pull-request comment: a summary table, what breaks, the nodes collapsed.
 #[test]
 fn markdown_is_a_pull_request_comment() {
     let file = format!("{IMPACT}/stranded.yaml");
-    let (md, code) = run(&[
-        "what-if",
-        "--nodepools",
-        &file,
-        "--from",
-        CAPTURE,
-        "-o",
-        "markdown",
-    ]);
+    let (md, code) = impact(&file, "markdown");
     assert_eq!(code, 1, "{md}");
     assert!(
         md.starts_with("### kelp: the impact of this NodePool change\n"),
@@ -452,15 +457,7 @@ fn markdown_is_a_pull_request_comment() {
 #[test]
 fn sarif_points_at_the_changed_pool() {
     let file = format!("{IMPACT}/label-and-limit.yaml");
-    let (text, code) = run(&[
-        "what-if",
-        "--nodepools",
-        &file,
-        "--from",
-        CAPTURE,
-        "-o",
-        "sarif",
-    ]);
+    let (text, code) = impact(&file, "sarif");
     assert_eq!(code, 0, "{text}");
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["version"], "2.1.0");

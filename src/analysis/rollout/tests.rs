@@ -37,6 +37,13 @@ fn proposed(raw: &Value) -> Proposed {
     }
 }
 
+/// `pool` of the capture with a new template label (`team: payments`): every node drifts.
+fn relabelled(list: &Value, pool: &str) -> Value {
+    let mut raw = raw_pool(list, pool).clone();
+    raw["spec"]["template"]["metadata"]["labels"]["team"] = json!("payments");
+    raw
+}
+
 fn by_claim(i: &Impact) -> BTreeMap<&str, &NodeImpact> {
     i.nodes.iter().map(|n| (n.nodeclaim.as_str(), n)).collect()
 }
@@ -191,8 +198,7 @@ fn an_unhashable_template_is_unknown_unless_requirements_decide() {
 #[test]
 fn waves_follow_the_budgets_and_a_closed_window_says_when_it_opens() {
     let (c, list) = capture("karpenter-v1.15.0");
-    let mut raw = raw_pool(&list, "cap-drift").clone();
-    raw["spec"]["template"]["metadata"]["labels"]["team"] = json!("payments");
+    let mut raw = relabelled(&list, "cap-drift");
     raw["spec"]["disruption"]["budgets"] = json!([{"nodes": "1"}]);
     let i = impact(&c, &[proposed(&raw)], now());
     let p = &i.nodepools[0];
@@ -304,8 +310,7 @@ fn pods_a_change_leaves_without_a_pool_are_stranded_and_pending_answers_move() {
 #[test]
 fn the_cost_weighs_the_drifting_nodes_against_their_replacements() {
     let (c, list) = capture("karpenter-v1.15.0");
-    let mut raw = raw_pool(&list, "cap-drift").clone();
-    raw["spec"]["template"]["metadata"]["labels"]["team"] = json!("payments");
+    let raw = relabelled(&list, "cap-drift");
     let i = impact(&c, &[proposed(&raw)], now());
     let cost = i.nodepools[0].cost.as_ref().unwrap();
     // Every kwok node carries its price; the kwok types price the replacements.
@@ -335,8 +340,7 @@ fn the_cost_weighs_the_drifting_nodes_against_their_replacements() {
 #[test]
 fn a_drifting_node_says_what_will_hold_its_replacement() {
     let (c, list) = capture("karpenter-v1.15.0");
-    let mut raw = raw_pool(&list, "cap-drift").clone();
-    raw["spec"]["template"]["metadata"]["labels"]["team"] = json!("payments");
+    let raw = relabelled(&list, "cap-drift");
     let i = impact(&c, &[proposed(&raw)], now());
     let n = by_claim(&i);
     // The capture's blockers: a do-not-disrupt pod, a PDB allowing none, a node annotation.
