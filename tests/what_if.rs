@@ -335,11 +335,7 @@ fn the_impact_of_a_change_lists_each_node_once_with_its_drift() {
     assert_eq!(v["nodepools"][1]["changes"][0]["field"], "spec.limits");
     assert_eq!(v["nodepools"][1]["changes"][0]["drifts"], "nothing");
 
-    let out = kelp()
-        .args(["what-if", "--nodepools", &file, "--from", CAPTURE])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (text, _) = impact(&file, "table");
     assert!(
         text.contains("NodePool cap-drift · 6 node(s) · 6 will drift"),
         "{text}"
@@ -389,11 +385,7 @@ fn pods_left_without_a_pool_exit_1() {
     assert!(stranded
         .iter()
         .all(|s| s["after"] == "nowhere" && s["before"] == "cap-drift"));
-    let out = kelp()
-        .args(["what-if", "--nodepools", &file, "--from", CAPTURE])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (text, _) = impact(&file, "table");
     assert!(
         text.contains("Karpenter will not replace their nodes"),
         "{text}"

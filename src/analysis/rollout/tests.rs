@@ -44,6 +44,14 @@ fn relabelled(list: &Value, pool: &str) -> Value {
     raw
 }
 
+/// One more requirement on a raw pool's template.
+fn require(raw: &mut Value, requirement: Value) {
+    raw["spec"]["template"]["spec"]["requirements"]
+        .as_array_mut()
+        .expect("the captured pool has requirements")
+        .push(requirement);
+}
+
 fn by_claim(i: &Impact) -> BTreeMap<&str, &NodeImpact> {
     i.nodes.iter().map(|n| (n.nodeclaim.as_str(), n)).collect()
 }
@@ -119,10 +127,10 @@ fn a_template_label_drifts_every_node_and_a_limit_drifts_none() {
 fn a_narrowed_requirement_drifts_only_the_nodes_outside_it() {
     let (c, list) = capture("karpenter-v1.15.0");
     let mut raw = raw_pool(&list, "cap-drift").clone();
-    let reqs = raw["spec"]["template"]["spec"]["requirements"]
-        .as_array_mut()
-        .unwrap();
-    reqs.push(json!({"key": "topology.kubernetes.io/zone", "operator": "NotIn", "values": ["test-zone-c"]}));
+    require(
+        &mut raw,
+        json!({"key": "topology.kubernetes.io/zone", "operator": "NotIn", "values": ["test-zone-c"]}),
+    );
     let i = impact(&c, &[proposed(&raw)], now());
     let n = by_claim(&i);
     // The one claim on the current hash is in zone c: requirement drift, with the label.
@@ -159,15 +167,15 @@ fn a_narrowed_requirement_drifts_only_the_nodes_outside_it() {
 fn an_undefined_custom_key_drifts_but_notin_of_it_does_not() {
     let (c, list) = capture("karpenter-v1.15.0");
     let mut raw = raw_pool(&list, "cap-limits").clone();
-    let reqs = raw["spec"]["template"]["spec"]["requirements"]
-        .as_array_mut()
-        .unwrap();
-    reqs.push(json!({"key": "example.com/team", "operator": "NotIn", "values": ["x"]}));
+    require(
+        &mut raw,
+        json!({"key": "example.com/team", "operator": "NotIn", "values": ["x"]}),
+    );
     assert_eq!(impact(&c, &[proposed(&raw)], now()).drifting(), 0);
-    let reqs = raw["spec"]["template"]["spec"]["requirements"]
-        .as_array_mut()
-        .unwrap();
-    reqs.push(json!({"key": "example.com/tier", "operator": "Exists"}));
+    require(
+        &mut raw,
+        json!({"key": "example.com/tier", "operator": "Exists"}),
+    );
     let i = impact(&c, &[proposed(&raw)], now());
     assert_eq!(i.nodes[0].drift, Some(DriftReason::RequirementsDrifted));
 }
@@ -186,10 +194,10 @@ fn an_unhashable_template_is_unknown_unless_requirements_decide() {
         i.nodes[0]
     );
     assert!(i.nodepools[0].hash_unknown.is_some());
-    let reqs = raw["spec"]["template"]["spec"]["requirements"]
-        .as_array_mut()
-        .unwrap();
-    reqs.push(json!({"key": "example.com/tier", "operator": "Exists"}));
+    require(
+        &mut raw,
+        json!({"key": "example.com/tier", "operator": "Exists"}),
+    );
     let i = impact(&c, &[proposed(&raw)], now());
     assert_eq!(i.nodes[0].drift, Some(DriftReason::RequirementsDrifted));
     assert!(i.nodes[0].unknown.is_none());
