@@ -1,14 +1,16 @@
 //! Which instance-type catalogue a pass judges with, in order: one given to kelp
 //! (`--catalog`, or embedded in a dump); the AWS provider's
-//! `karpenter_cloudprovider_instance_type_*` metrics, with the labels and allocatable of
-//! a node of each type where the cluster has one; the kwok provider's built-in types when
-//! the pools use KWOKNodeClass. Else none, and instance types stay "unknown".
+//! `karpenter_cloudprovider_instance_type_*` metrics, each type computed as the provider
+//! computes it from the EC2 facts kelp carries ([`aws::facts`]), per EC2NodeClass where
+//! its settings move the figures; the kwok provider's built-in types when the pools use
+//! KWOKNodeClass. Else none, and instance types stay "unknown".
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::provisioning::instance_types::type_key;
-use crate::karpenter::instance_types::{self as rules, GI};
+use crate::karpenter::aws::{self, Facts, Settings};
+use crate::karpenter::instance_types::MI;
 use crate::karpenter::labels;
 use crate::karpenter::requirements::Provider;
 use crate::karpenter::resources::Resources;
@@ -22,7 +24,7 @@ pub fn resolve(c: &Cluster, provider: Provider) -> Option<Arc<Catalog>> {
         return Some(given.clone());
     }
     if let Some(m) = c.metrics.as_ref().filter(|m| !m.instance_cpu.is_empty()) {
-        let catalog = from_metrics(c, m);
+        let mut catalog = from_metrics(c, m);
         // Types with no available offering at all would reject every pool: a scrape
         // without offering series is no catalogue.
         if catalog
@@ -30,18 +32,46 @@ pub fn resolve(c: &Cluster, provider: Provider) -> Option<Arc<Catalog>> {
             .iter()
             .any(|t| t.offerings.iter().any(|o| o.available))
         {
+            let default = Settings::default();
+            for nc in c.nodeclasses.values() {
+                if let Some(settings) = nc.aws_settings().filter(|s| *s != default) {
+                    let variant = with_settings(c, m, &settings);
+                    catalog
+                        .variants
+                        .insert(nc.metadata.name.clone(), Arc::new(variant));
+                }
+            }
             return Some(Arc::new(catalog));
         }
     }
     (provider == Provider::Kwok).then(|| Arc::new(Catalog::kwok_builtin()))
 }
 
-/// The AWS provider's types from its metrics. A type a node of the cluster runs gets that
-/// node's labels, capacity and allocatable (exact). Any other gets what the metrics say
-/// (vCPUs, memory, offerings) and the provider's overhead as a range: its pods (and so
-/// its kube-reserved memory) depend on ENI limits kelp does not know; its architecture
-/// is amd64 or arm64, kelp cannot tell which; extended resources are unknown.
+/// The AWS provider's types from its metrics, under an EC2NodeClass with the default
+/// settings (AL2023, no kubelet settings). See [`with_settings`].
 pub fn from_metrics(c: &Cluster, m: &ControllerMetrics) -> Catalog {
+    with_settings(c, m, &Settings::default())
+}
+
+/// The AWS provider's types from its metrics under `settings`. A type kelp carries the
+/// facts of is computed as the provider computes it (exact), with the memory capacity of
+/// a node of the type Karpenter launched where the cluster has one (the provider learns
+/// it from such a node). Any other type is taken from such a node as it reports itself,
+/// else estimated from the metrics' vCPUs and memory: its architecture (amd64 or arm64)
+/// and pods (its ENI limits) unknown, so its allocatable is a range and its labels
+/// incomplete.
+pub fn with_settings(c: &Cluster, m: &ControllerMetrics, settings: &Settings) -> Catalog {
+    with_facts(c, m, settings, aws::facts::get)
+}
+
+/// [`with_settings`], with the facts of each type from `facts` (a test judges kelp's
+/// estimates by giving it none).
+pub fn with_facts(
+    c: &Cluster,
+    m: &ControllerMetrics,
+    settings: &Settings,
+    facts: fn(&str) -> Option<&'static Facts>,
+) -> Catalog {
     // A node Karpenter launched carries every label of its type; prefer one.
     let mut sample: BTreeMap<&str, &Node> = BTreeMap::new();
     for n in c.nodes.values() {
@@ -77,13 +107,50 @@ pub fn from_metrics(c: &Cluster, m: &ControllerMetrics) -> Catalog {
                 .filter(|v| v.is_finite() && *v > 0.0);
             let mut offerings = offerings.remove(name.as_str()).unwrap_or_default();
             offerings.retain(|o| o.price.is_none_or(f64::is_finite));
+            let node = sample.get(name.as_str()).filter(|n| n.pool().is_some());
+            if let Some(facts) = facts(name) {
+                return computed(facts, cores, raw, settings, node.copied(), offerings);
+            }
             sample
                 .get(name.as_str())
                 .and_then(|node| from_node(name, node, offerings.clone()))
-                .unwrap_or_else(|| estimated(name, cores, raw, offerings))
+                .unwrap_or_else(|| estimated(name, cores, raw, settings, offerings))
         })
         .collect();
     Catalog::new(CatalogSource::KarpenterMetrics, types)
+}
+
+/// A type kelp has the facts of, as the provider computes it. The metrics' vCPUs and
+/// memory win over the facts where they differ (the cluster's EC2 says so).
+fn computed(
+    facts: &Facts,
+    cores: f64,
+    raw: Option<f64>,
+    settings: &Settings,
+    node: Option<&Node>,
+    offerings: Vec<TypeOffering>,
+) -> InstanceType {
+    let mut f = std::borrow::Cow::Borrowed(facts);
+    if cores.fract() == 0.0 && cores as u32 != facts.vcpus {
+        f.to_mut().vcpus = cores as u32;
+    }
+    if let Some(mib) = raw.map(|r| r / MI).filter(|m| m.fract() == 0.0) {
+        if mib as u64 != facts.memory_mib {
+            f.to_mut().memory_mib = mib as u64;
+        }
+    }
+    let discovered = node
+        .and_then(|n| n.status.capacity.get("memory"))
+        .and_then(|q| crate::karpenter::resources::quantity_value(&q.0).ok());
+    let r = aws::resolve(&f, settings, discovered);
+    InstanceType::exact(
+        &f.name,
+        r.labels,
+        r.capacity,
+        r.allocatable,
+        true,
+        offerings,
+    )
 }
 
 /// A type as a node of it shows it: None when the node's quantities do not all read.
@@ -113,69 +180,95 @@ fn from_node(name: &str, node: &Node, offerings: Vec<TypeOffering>) -> Option<In
     ))
 }
 
+/// A type kelp has no facts of: what the provider derives from its name and the figures
+/// the metrics carry, and its allocatable as the range the provider's rules give over
+/// what kelp does not know (amd64 or arm64; the fewest or most pods its ENIs allow).
 fn estimated(
     name: &str,
     cores: f64,
     raw: Option<f64>,
+    settings: &Settings,
     offerings: Vec<TypeOffering>,
 ) -> InstanceType {
     let (family, size) = name.split_once('.').unwrap_or((name, ""));
+    let os = match settings.family {
+        aws::AmiFamily::Windows(_) => "windows",
+        _ => "linux",
+    };
     let mut labels = BTreeMap::from([
         (labels::INSTANCE_TYPE.to_string(), vec![name.to_string()]),
         (
             labels::ARCH.to_string(),
             vec!["amd64".into(), "arm64".into()],
         ),
-        (labels::OS.to_string(), vec!["linux".into()]),
-        (rules::AWS_FAMILY.to_string(), vec![family.to_string()]),
+        (labels::OS.to_string(), vec![os.into()]),
+        (aws::FAMILY.to_string(), vec![family.to_string()]),
     ]);
     if !size.is_empty() {
-        labels.insert(rules::AWS_SIZE.to_string(), vec![size.to_string()]);
+        labels.insert(aws::SIZE.to_string(), vec![size.to_string()]);
     }
-    // What the AWS provider derives from the name and the figures the metrics carry.
-    if let Some((category, generation)) = rules::aws_category_generation(name) {
-        labels.insert(rules::AWS_CATEGORY.to_string(), vec![category.to_string()]);
-        labels.insert(
-            rules::AWS_GENERATION.to_string(),
-            vec![generation.to_string()],
-        );
+    if let Some((category, generation)) = aws::category_generation(name) {
+        labels.insert(aws::CATEGORY.to_string(), vec![category.to_string()]);
+        labels.insert(aws::GENERATION.to_string(), vec![generation.to_string()]);
     }
     if cores.fract() == 0.0 {
-        labels.insert(rules::AWS_CPU.to_string(), vec![format!("{cores}")]);
+        labels.insert(aws::CPU.to_string(), vec![format!("{cores}")]);
     }
-    if let Some(mib) = raw.map(|r| r / rules::MI).filter(|m| m.fract() == 0.0) {
-        labels.insert(rules::AWS_MEMORY.to_string(), vec![format!("{mib}")]);
+    let mib = raw.map(|r| (r / MI).floor() as u64);
+    if let Some(mib) = raw.map(|r| r / MI).filter(|m| m.fract() == 0.0) {
+        labels.insert(aws::MEMORY.to_string(), vec![format!("{mib}")]);
     }
-    let cpu = cores - rules::aws_kube_reserved_cpu(cores);
-    let (fewest, most) = rules::aws_pods_range(cores);
-    let mut capacity = BTreeMap::from([("cpu".to_string(), cores)]);
-    let mut low = BTreeMap::from([
-        ("cpu".to_string(), cpu),
-        ("pods".to_string(), fewest),
-        // The AMI's default 20Gi root volume, less 1Gi kube-reserved and 10% eviction.
-        ("ephemeral-storage".to_string(), 17.0 * GI),
-    ]);
-    let mut high = BTreeMap::from([
-        ("cpu".to_string(), cpu),
-        ("pods".to_string(), most),
-        ("ephemeral-storage".to_string(), 64.0 * 1024.0 * GI),
-    ]);
-    if let Some(raw) = raw {
-        let memory = rules::aws_memory_capacity(raw);
-        capacity.insert("memory".into(), memory);
-        // An arm64 type has 64Mi less; kelp does not know which this one is.
-        let left = |memory: f64, pods| {
-            (memory - rules::aws_kube_reserved_memory(pods) - rules::AWS_EVICTION_MEMORY).max(0.0)
+    // The four corners of what kelp does not know, each computed as the provider would.
+    let (fewest, most) = aws::pods_range(cores);
+    let corner = |arch: &str, pods: f64| {
+        let f = Facts {
+            name: name.to_string(),
+            architectures: vec![arch.to_string()],
+            vcpus: cores.max(0.0) as u32,
+            memory_mib: mib.unwrap_or(0),
+            enis: 1,
+            ipv4_per_eni: pods as u32 - 1,
+            ..Facts::default()
         };
-        low.insert("memory".into(), left(memory - 64.0 * rules::MI, most));
-        high.insert("memory".into(), left(memory, fewest));
+        aws::resolve(&f, settings, None)
+    };
+    let corners = [
+        corner("x86_64", fewest),
+        corner("x86_64", most),
+        corner("arm64", fewest),
+        corner("arm64", most),
+    ];
+    let bound = |pick: fn(f64, f64) -> f64| {
+        let mut out = corners[0].allocatable.clone();
+        for c in &corners[1..] {
+            for (k, v) in &mut out.0 {
+                *v = pick(*v, c.allocatable.get(k));
+            }
+        }
+        // Not floored at 0, as the provider does not: what is below fits nothing.
+        out.0.retain(|k, _| k != "memory" || mib.is_some());
+        out
+    };
+    let mut low = bound(f64::min);
+    // Instance storage may be the ephemeral storage (RAID0): kelp cannot tell how much.
+    let mut high = bound(f64::max);
+    if settings.raid0 {
+        low.0.insert("ephemeral-storage".into(), 0.0);
+        high.0.insert(
+            "ephemeral-storage".into(),
+            64.0 * 1024.0 * crate::karpenter::instance_types::GI,
+        );
+    }
+    let mut capacity = BTreeMap::from([("cpu".to_string(), cores)]);
+    if mib.is_some() {
+        capacity.insert("memory".into(), corners[0].capacity.get("memory"));
     }
     InstanceType {
         name: name.into(),
         labels,
         capacity: Resources(capacity),
-        allocatable: Resources(low),
-        allocatable_most: Some(Resources(high)),
+        allocatable: low,
+        allocatable_most: Some(high),
         uncertain: vec![labels::ARCH.to_string()],
         complete: false,
         offerings,
@@ -187,13 +280,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_type_no_node_runs_is_a_range_and_one_a_node_runs_is_exact() {
+    fn a_type_kelp_has_the_facts_of_is_exact_and_another_is_a_range() {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/metrics/aws-instance-types.txt"
         ))
         .unwrap();
-        let m = crate::source::metrics::parse("aws", &text).unwrap();
+        let mut m = crate::source::metrics::parse("aws", &text).unwrap();
+        // A type newer than kelp's facts: only what the metrics say of it.
+        m.instance_cpu.insert("z9q.xlarge".into(), 4.0);
+        m.instance_memory
+            .insert("z9q.xlarge".into(), 8.0 * 1024.0 * MI);
         let mut c = Cluster::default();
         let node: Node = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "ip-10-0-1-5.ec2.internal", "labels": {
@@ -207,22 +304,64 @@ mod tests {
         c.apply_node(node);
         let cat = from_metrics(&c, &m);
         let m5 = cat.get("m5.large").unwrap();
-        assert!(m5.complete && m5.uncertain.is_empty());
+        assert!(m5.complete && m5.uncertain.is_empty() && m5.allocatable_most.is_none());
         assert_eq!(m5.allocatable.get("pods"), 29.0);
+        // The node's memory capacity, less the provider's overhead: what the node says.
+        assert_eq!(m5.allocatable.get("memory"), 7220144.0 * 1024.0);
         assert!(m5
             .offerings
             .iter()
             .any(|o| o.capacity_type == "spot" && o.price.is_some()));
+        // No node runs c6g.xlarge: the facts give it all the same.
         let c6g = cat.get("c6g.xlarge").unwrap();
-        assert!(!c6g.complete);
-        assert_eq!(c6g.labels[labels::ARCH], vec!["amd64", "arm64"]);
-        assert_eq!(c6g.labels[rules::AWS_FAMILY], vec!["c6g"]);
-        assert_eq!(c6g.labels[rules::AWS_CATEGORY], vec!["c"]);
-        assert_eq!(c6g.labels[rules::AWS_GENERATION], vec!["6"]);
-        assert_eq!(c6g.labels[rules::AWS_CPU], vec!["4"]);
-        assert_eq!(c6g.labels[rules::AWS_MEMORY], vec!["8192"]);
-        // 4 vCPU: 80m reserved; 8 GiB less 7.5%.
-        assert!((c6g.allocatable.get("cpu") - 3.92).abs() < 1e-9);
-        assert!(c6g.allocatable.get("memory") < c6g.allocatable_most("memory"));
+        assert!(c6g.complete);
+        assert_eq!(c6g.labels[labels::ARCH], vec!["arm64"]);
+        assert_eq!(c6g.allocatable.get("pods"), 58.0);
+        let z9q = cat.get("z9q.xlarge").unwrap();
+        assert!(!z9q.complete);
+        assert_eq!(z9q.labels[labels::ARCH], vec!["amd64", "arm64"]);
+        assert_eq!(z9q.labels[aws::FAMILY], vec!["z9q"]);
+        assert_eq!(z9q.labels[aws::CATEGORY], vec!["z"]);
+        assert_eq!(z9q.labels[aws::GENERATION], vec!["9"]);
+        assert_eq!(z9q.labels[aws::CPU], vec!["4"]);
+        assert_eq!(z9q.labels[aws::MEMORY], vec!["8192"]);
+        // 4 vCPU: 80m reserved.
+        assert!((z9q.allocatable.get("cpu") - 3.92).abs() < 1e-9);
+        assert!(z9q.allocatable.get("memory") < z9q.allocatable_most("memory"));
+        assert!(z9q.allocatable.get("pods") < z9q.allocatable_most("pods"));
+    }
+
+    #[test]
+    fn an_ec2nodeclass_with_kubelet_settings_gets_its_own_figures() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/metrics/aws-instance-types.txt"
+        ))
+        .unwrap();
+        let mut c = Cluster::default();
+        c.metrics = Some(crate::source::metrics::parse("aws", &text).unwrap());
+        for (name, spec) in [
+            (
+                "plain",
+                serde_json::json!({"amiSelectorTerms": [{"alias": "al2023@latest"}]}),
+            ),
+            (
+                "dense",
+                serde_json::json!({"amiSelectorTerms": [{"alias": "al2023@latest"}],
+                                         "kubelet": {"maxPods": 110}}),
+            ),
+        ] {
+            let mut nc: crate::model::NodeClass = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name}, "spec": spec}))
+            .unwrap();
+            nc.kind = "EC2NodeClass".into();
+            c.apply_nodeclass(nc);
+        }
+        let cat = resolve(&c, Provider::Aws).unwrap();
+        assert!(!cat.variants.contains_key("plain"));
+        let pods = |cat: &Arc<Catalog>| cat.get("m5.large").unwrap().allocatable.get("pods");
+        assert_eq!(pods(cat.for_node_class(Some("plain"))), 29.0);
+        assert_eq!(pods(cat.for_node_class(Some("dense"))), 110.0);
+        assert_eq!(pods(cat.for_node_class(None)), 29.0);
     }
 }

@@ -1,7 +1,6 @@
 //! Karpenter's instance-type rules as plain numbers: the kwok provider's built-in types
-//! (Karpenter v1.14.1's generator: sizes, families, prices and labels), each provider's
-//! overhead (kwok's fixed kube-reserved; the AWS provider's kube-reserved, eviction
-//! threshold and VM memory overhead), and the words of the scheduler's instance-type
+//! (Karpenter v1.14.1's generator: sizes, families, prices and labels), its fixed
+//! kube-reserved (the AWS provider's rules are in [`super::aws`]), and the words of the scheduler's instance-type
 //! filter errors (`filterInstanceTypesByRequirements`).
 
 pub const MI: f64 = 1024.0 * 1024.0;
@@ -12,23 +11,6 @@ pub const KWOK_SIZE: &str = "karpenter.kwok.sh/instance-size";
 pub const KWOK_FAMILY: &str = "karpenter.kwok.sh/instance-family";
 pub const KWOK_CPU: &str = "karpenter.kwok.sh/instance-cpu";
 pub const KWOK_MEMORY: &str = "karpenter.kwok.sh/instance-memory";
-/// The AWS provider's family and size labels.
-pub const AWS_FAMILY: &str = "karpenter.k8s.aws/instance-family";
-pub const AWS_SIZE: &str = "karpenter.k8s.aws/instance-size";
-pub const AWS_CATEGORY: &str = "karpenter.k8s.aws/instance-category";
-pub const AWS_GENERATION: &str = "karpenter.k8s.aws/instance-generation";
-pub const AWS_CPU: &str = "karpenter.k8s.aws/instance-cpu";
-/// In MiB of the EC2 memory figure.
-pub const AWS_MEMORY: &str = "karpenter.k8s.aws/instance-memory";
-
-/// An AWS type's category and generation as the AWS provider reads them from its name
-/// (`m5.large`: `m`, `5`; `u-6tb1.metal`: `u`, `1`); None for a name that does not say.
-pub fn aws_category_generation(name: &str) -> Option<(&str, &str)> {
-    re!(SCHEME = r"^([a-z]+)(-[0-9]+tb)?([0-9]+)[^.]*\.");
-    let c = SCHEME.captures(name)?;
-    Some((c.get(1)?.as_str(), c.get(3)?.as_str()))
-}
-
 /// The zones of the kwok provider's built-in offerings.
 pub const KWOK_ZONES: [&str; 4] = ["test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d"];
 
@@ -89,48 +71,6 @@ pub fn kwok_overhead() -> [(&'static str, f64); 2] {
 /// A kwok type's family label: its name up to the first `.` or `-`.
 pub fn kwok_family(name: &str) -> &str {
     name.split(['.', '-']).next().unwrap_or(name)
-}
-
-/// The AWS provider's kube-reserved CPU (cores) for a type of `cores` vCPUs: 6% of the
-/// first core, 1% of the second, 0.5% of the third and fourth, 0.25% of each above four.
-pub fn aws_kube_reserved_cpu(cores: f64) -> f64 {
-    let band = |from: f64, to: f64, share: f64| (cores.min(to) - from).max(0.0) * share;
-    band(0.0, 1.0, 0.06)
-        + band(1.0, 2.0, 0.01)
-        + band(2.0, 4.0, 0.005)
-        + band(4.0, f64::MAX, 0.0025)
-}
-
-/// The AWS provider's kube-reserved memory (bytes) for `pods` pods: 11Mi each plus 255Mi.
-pub fn aws_kube_reserved_memory(pods: f64) -> f64 {
-    (11.0 * pods + 255.0) * MI
-}
-
-/// The AWS provider's default hard eviction threshold for memory.
-pub const AWS_EVICTION_MEMORY: f64 = 100.0 * MI;
-
-/// The AWS provider's default VM memory overhead (`VM_MEMORY_OVERHEAD_PERCENT`).
-pub const AWS_VM_MEMORY_OVERHEAD: f64 = 0.075;
-
-/// The memory capacity the AWS provider gives a type of `raw` bytes (the EC2 figure,
-/// `karpenter_cloudprovider_instance_type_memory_bytes`): less the VM overhead, rounded up
-/// to whole MiB.
-pub fn aws_memory_capacity(raw: f64) -> f64 {
-    let mib = (raw / MI).floor();
-    (mib - (raw * AWS_VM_MEMORY_OVERHEAD / MI).ceil()) * MI
-}
-
-/// The range of pods an AWS type of `cores` vCPUs runs under its ENI limits (what
-/// Karpenter's kube-reserved memory counts), when kelp has no node of the type to read:
-/// the fewest any such type allows, and the most.
-pub fn aws_pods_range(cores: f64) -> (f64, f64) {
-    let most = match cores {
-        c if c <= 2.0 => 29.0,
-        c if c <= 8.0 => 58.0,
-        c if c <= 48.0 => 234.0,
-        _ => 737.0,
-    };
-    (4.0, most)
 }
 
 /// Which of the instance-type filter's checks any one type passed (Karpenter's
@@ -194,22 +134,6 @@ mod tests {
         assert!((m192.on_demand - 6.449267441664).abs() < 1e-9);
         assert_eq!(kwok_family("c-2x-amd64-linux"), "c");
         assert_eq!(kwok_family("m5.large"), "m5");
-    }
-
-    #[test]
-    fn aws_overheads_follow_the_providers_formulas() {
-        // 2 vCPU: 60m + 10m; 4: +2 x 5m; 8: +4 x 2.5m.
-        assert!((aws_kube_reserved_cpu(2.0) - 0.070).abs() < 1e-9);
-        assert!((aws_kube_reserved_cpu(4.0) - 0.080).abs() < 1e-9);
-        assert!((aws_kube_reserved_cpu(8.0) - 0.090).abs() < 1e-9);
-        assert_eq!(aws_kube_reserved_memory(29.0), 574.0 * MI);
-        // m5.large: 8 GiB raw, 7.5% off rounded up: 8192 - 615 = 7577 MiB.
-        assert_eq!(aws_memory_capacity(8.0 * GI), 7577.0 * MI);
-        assert_eq!(aws_category_generation("m5.large"), Some(("m", "5")));
-        assert_eq!(aws_category_generation("c7gn.xlarge"), Some(("c", "7")));
-        assert_eq!(aws_category_generation("u-6tb1.metal"), Some(("u", "1")));
-        assert_eq!(aws_category_generation("inf2.xlarge"), Some(("inf", "2")));
-        assert_eq!(aws_category_generation("weird"), None);
     }
 
     #[test]

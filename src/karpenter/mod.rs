@@ -2,7 +2,8 @@
 //! taints and tolerations, budgets, durations, quantities, and the event message parsers
 //! (consolidation decisions in [`consolidation`]), a pod's eviction cost ([`eviction`]), and
 //! which release does what ([`version`]), node repair's conditions and breaker
-//! ([`repair`]), and the NodePool hash that static drift compares ([`hash`]).
+//! ([`repair`]), the NodePool hash that static drift compares ([`hash`]), and the AWS provider's
+//! instance types ([`aws`]).
 
 /// `re!(NAME = "pattern")`: a static regex, compiled on first use; the event parsers'
 /// patterns are literals, so compiling one cannot fail.
@@ -13,6 +14,7 @@ macro_rules! re {
     };
 }
 
+pub mod aws;
 pub mod budgets;
 pub mod consolidation;
 pub mod duration;

@@ -59,6 +59,10 @@ pub struct Catalog {
     pub from: Option<CatalogSource>,
     #[serde(default)]
     pub instance_types: Vec<InstanceType>,
+    /// Per EC2NodeClass whose settings (kubelet, AMI family, root volume) move its types'
+    /// figures: the same types as that class gets them. Not part of the file.
+    #[serde(skip)]
+    pub variants: BTreeMap<String, std::sync::Arc<Catalog>>,
 }
 
 fn file() -> CatalogSource {
@@ -131,7 +135,18 @@ impl Catalog {
             source,
             from: None,
             instance_types,
+            variants: BTreeMap::new(),
         }
+    }
+
+    /// The catalogue a pool of `node_class` (an EC2NodeClass's name) is judged with.
+    pub fn for_node_class<'a>(
+        self: &'a std::sync::Arc<Self>,
+        node_class: Option<&str>,
+    ) -> &'a std::sync::Arc<Catalog> {
+        node_class
+            .and_then(|n| self.variants.get(n))
+            .unwrap_or(self)
     }
 
     /// The kwok provider's built-in types.

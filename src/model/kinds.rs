@@ -239,6 +239,8 @@ pub struct NodeClass {
     #[serde(skip)]
     pub group: String,
     #[serde(default)]
+    pub spec: super::nodeclass::NodeClassSpec,
+    #[serde(default)]
     pub status: NodeClassStatus,
 }
 

@@ -7,6 +7,7 @@ pub mod event;
 pub mod kinds;
 pub mod memo;
 pub mod meta;
+pub mod nodeclass;
 pub mod object_kind;
 pub mod pod;
 pub mod shared;

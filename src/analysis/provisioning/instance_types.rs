@@ -1045,15 +1045,26 @@ spec:
         .unwrap();
         let mut c = cluster("{}", &pod("web", "1", ""));
         c.metrics = Some(crate::source::metrics::parse("aws", &text).unwrap());
-        let catalog = Arc::new(crate::analysis::catalog::from_metrics(
+        let m = c.metrics.as_ref().unwrap();
+        let verdict = |catalog: Catalog| {
+            let catalog = Arc::new(catalog);
+            let pools = PoolSet::new(&c).with_catalog(Some(&catalog));
+            let p = c.pods.values().next().unwrap();
+            diagnose(&c, &pools, p, Utc::now()).nodepools[0].clone()
+        };
+        // The pool pins amd64. Types newer than kelp's facts: the metrics do not say
+        // which are amd64.
+        let settings = crate::karpenter::aws::Settings::default();
+        let v = verdict(crate::analysis::catalog::with_facts(
             &c,
-            c.metrics.as_ref().unwrap(),
+            m,
+            &settings,
+            |_| None,
         ));
-        let pools = PoolSet::new(&c).with_catalog(Some(&catalog));
-        let p = c.pods.values().next().unwrap();
-        let v = diagnose(&c, &pools, p, Utc::now()).nodepools[0].clone();
-        // The pool pins amd64; no node says which types are amd64.
         assert_eq!(v.verdict, Verdict::Unknown, "{v:?}");
+        // With the facts kelp carries, it knows.
+        let v = verdict(crate::analysis::catalog::from_metrics(&c, m));
+        assert_eq!(v.verdict, Verdict::Compatible, "{v:?}");
     }
 
     #[test]

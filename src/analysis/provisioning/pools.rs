@@ -299,8 +299,11 @@ impl<'a> PoolSet<'a> {
         let daemons = &self.daemons;
         for p in &mut self.ordered {
             let Ok(reqs) = &p.requirements else { continue };
+            // An EC2NodeClass's kubelet and AMI family move its types' figures.
+            let class = p.pool.spec.template.spec.node_class_ref.as_ref();
+            let class = class.filter(|r| r.kind == "EC2NodeClass");
             p.types = Some(PoolTypes::of(
-                catalog,
+                catalog.for_node_class(class.map(|r| r.name.as_str())),
                 p.pool,
                 reqs,
                 p.limits.as_ref().ok(),

@@ -1,0 +1,235 @@
+//! kelp's AWS catalogue against the AWS provider's own code: every type of
+//! `tests/fixtures/aws/provider-catalog.jsonl.gz` (written by `testenv/aws-truth`, which
+//! runs karpenter-provider-aws's resolver over EC2's DescribeInstanceTypes data), at each
+//! of its kubelet settings, judged type by type as kelp builds it from Karpenter's
+//! `karpenter_cloudprovider_instance_type_*` metrics: with the facts kelp carries (must
+//! be exact) and without them (the provider's figure must lie in kelp's range).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+
+use kelp::analysis::catalog;
+use kelp::karpenter::aws::{self, Facts, Settings};
+use kelp::model::{Cluster, ControllerMetrics, InstanceType, Offering};
+use serde::Deserialize;
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/aws/provider-catalog.jsonl.gz"
+);
+
+#[derive(Deserialize)]
+struct Header {
+    provider: String,
+    settings: BTreeMap<String, Option<serde_json::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Resolved {
+    setting: String,
+    name: String,
+    capacity: BTreeMap<String, i64>,
+    allocatable: BTreeMap<String, i64>,
+    #[serde(default)]
+    labels: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    absent: Vec<String>,
+}
+
+fn provider() -> (Header, Vec<Resolved>) {
+    let file = std::fs::File::open(FIXTURE).expect("run testenv/aws-truth");
+    let mut lines = BufReader::new(flate2::read::GzDecoder::new(file)).lines();
+    let header: Header = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let types = lines
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    (header, types)
+}
+
+fn settings(kubelet: &Option<serde_json::Value>) -> Settings {
+    Settings {
+        kubelet: kubelet
+            .as_ref()
+            .map(aws::Kubelet::from_json)
+            .unwrap_or_default(),
+        ..Settings::default()
+    }
+}
+
+/// The metrics the provider exports for these types: vCPUs, EC2 memory, one offering.
+fn metrics(types: &[&Resolved]) -> ControllerMetrics {
+    let mut m = ControllerMetrics::default();
+    for t in types {
+        let f = aws::facts::get(&t.name).expect("the table has every type the provider lists");
+        m.instance_cpu.insert(t.name.clone(), f64::from(f.vcpus));
+        m.instance_memory
+            .insert(t.name.clone(), f.memory_mib as f64 * 1024.0 * 1024.0);
+        m.offerings.push(Offering {
+            instance_type: t.name.clone(),
+            zone: "us-west-2a".into(),
+            capacity_type: "on-demand".into(),
+            price: Some(0.1),
+            available: Some(true),
+        });
+    }
+    m
+}
+
+/// A quantity in milli-units as kelp holds it.
+fn milli(v: f64) -> i64 {
+    (v * 1000.0).round() as i64
+}
+
+#[derive(Default, Debug)]
+struct Tally {
+    exact: usize,
+    in_range: usize,
+    /// Figures kelp gives as a range (counted per type and setting).
+    ranges: usize,
+    wrong: Vec<String>,
+}
+
+fn judge_exact(t: &Resolved, it: &InstanceType, tally: &mut Tally) {
+    let mut wrong = Vec::new();
+    if !it.complete || it.allocatable_most.is_some() || !it.uncertain.is_empty() {
+        wrong.push("not exact".to_string());
+    }
+    for (what, want, got) in [
+        ("capacity", &t.capacity, &it.capacity),
+        ("allocatable", &t.allocatable, &it.allocatable),
+    ] {
+        let got: BTreeMap<String, i64> = got
+            .0
+            .iter()
+            .map(|(k, v)| (k.clone(), milli(*v)))
+            .filter(|(_, v)| *v != 0)
+            .collect();
+        if &got != want {
+            wrong.push(format!("{what}: provider {want:?}, kelp {got:?}"));
+        }
+    }
+    if t.setting == "default" {
+        let mut labels = it.labels.clone();
+        labels.retain(|k, _| !t.absent.contains(k));
+        if labels != t.labels {
+            wrong.push(format!(
+                "labels: provider {:?}, kelp {:?}",
+                t.labels, it.labels
+            ));
+        }
+        for k in &t.absent {
+            if it.labels.contains_key(k) {
+                wrong.push(format!("label {k}: the provider has none, kelp has one"));
+            }
+        }
+    }
+    if wrong.is_empty() {
+        tally.exact += 1;
+    } else {
+        tally
+            .wrong
+            .push(format!("{} ({}): {}", t.name, t.setting, wrong.join("; ")));
+    }
+}
+
+fn judge_range(t: &Resolved, it: &InstanceType, tally: &mut Tally) {
+    let mut wrong = Vec::new();
+    for (k, &want) in &t.allocatable {
+        let (low, high) = (it.allocatable.get(k), it.allocatable_most(k));
+        if !it.allocatable.0.contains_key(k) {
+            // An extended resource kelp does not know of: it says the type is incomplete.
+            if it.complete {
+                wrong.push(format!("{k}: kelp says complete without it"));
+            }
+            continue;
+        }
+        if milli(low) != milli(high) {
+            tally.ranges += 1;
+        }
+        if want < milli(low) || want > milli(high) {
+            wrong.push(format!(
+                "allocatable {k}: provider {want}, kelp {low}..{high}"
+            ));
+        }
+    }
+    if t.setting == "default" {
+        for (k, values) in &it.labels {
+            let Some(want) = t.labels.get(k) else {
+                wrong.push(format!("label {k}: kelp has {values:?}, the provider none"));
+                continue;
+            };
+            let fits = if it.uncertain.contains(k) {
+                want.iter().all(|w| values.contains(w))
+            } else {
+                values == want
+            };
+            if !fits {
+                wrong.push(format!("label {k}: provider {want:?}, kelp {values:?}"));
+            }
+        }
+    }
+    if wrong.is_empty() {
+        tally.in_range += 1;
+    } else {
+        tally
+            .wrong
+            .push(format!("{} ({}): {}", t.name, t.setting, wrong.join("; ")));
+    }
+}
+
+fn no_facts(_: &str) -> Option<&'static Facts> {
+    None
+}
+
+#[test]
+fn every_type_the_provider_lists_is_exact_with_the_facts_and_in_range_without() {
+    let (header, types) = provider();
+    assert!(header.provider.contains("karpenter-provider-aws"));
+    let c = Cluster::default();
+    let mut exact = Tally::default();
+    let mut estimated = Tally::default();
+    let mut counts = Vec::new();
+    for (name, kubelet) in &header.settings {
+        let of: Vec<&Resolved> = types.iter().filter(|t| &t.setting == name).collect();
+        assert!(of.len() > 1000, "{name}: {} types", of.len());
+        let m = metrics(&of);
+        let s = settings(kubelet);
+        let with = catalog::with_settings(&c, &m, &s);
+        let without = catalog::with_facts(&c, &m, &s, no_facts);
+        for t in &of {
+            judge_exact(t, with.get(&t.name).unwrap(), &mut exact);
+            judge_range(t, without.get(&t.name).unwrap(), &mut estimated);
+        }
+        counts.push(format!("{name}: {} types", of.len()));
+    }
+    println!(
+        "{}: with the facts {} exact, {} wrong; without them {} in range ({} figures a range), {} wrong ({})",
+        header.provider,
+        exact.exact,
+        exact.wrong.len(),
+        estimated.in_range,
+        estimated.ranges,
+        estimated.wrong.len(),
+        counts.join(", ")
+    );
+    let first = |w: &[String]| w.iter().take(5).cloned().collect::<Vec<_>>().join("\n");
+    assert!(exact.wrong.is_empty(), "{}", first(&exact.wrong));
+    assert!(estimated.wrong.is_empty(), "{}", first(&estimated.wrong));
+}
+
+#[test]
+fn the_facts_table_reads_whole_and_names_its_sources() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/aws-instance-types.tsv"
+    ))
+    .unwrap();
+    let rows: Vec<_> = aws::facts::rows(&text).collect();
+    let bad: Vec<_> = rows.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(rows.len(), aws::facts::count());
+    let sources = aws::facts::sources();
+    assert!(sources.iter().any(|s| s.contains("karpenter-provider-aws")));
+    assert!(sources.iter().any(|s| s.contains("moto")));
+}
