@@ -20,8 +20,8 @@
 //!   domain with required anti-affinity, or a change of when nodes settle (their pool's
 //!   consolidateAfter) or which still are, re-judges every plan that read the room;
 //! - if it priced a replacement: every pool (its spec and usage) and the instance-type
-//!   catalogue (the AWS one takes a type's labels from a node of that type, so a node's
-//!   coming or going can change it);
+//!   catalogue (the AWS one takes a type's memory, or a type kelp has no facts of whole,
+//!   from a node of that type, so a node's coming or going can change it);
 //! - the clock has not reached the first instant its answer changes with time alone
 //!   ([`super::clock::Clock`]).
 //!
