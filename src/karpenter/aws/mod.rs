@@ -4,9 +4,11 @@
 //! kubelet settings, the root volume), its capacity, Karpenter's overhead (kube-reserved,
 //! system-reserved, eviction threshold), its allocatable and its labels. The same rules
 //! hold from v1.0; only the kubelet's open map and CEL expressions (off unless the
-//! `NodeClassCEL` gate is on) are new in v1.15.
+//! `NodeClassCEL` gate is on) are new in v1.15. EC2NodeClass conditions and drift are in
+//! [`nodeclass`].
 
 pub mod facts;
+pub mod nodeclass;
 #[cfg(test)]
 mod tests;
 

@@ -9,7 +9,11 @@
 //	               scheduler sees each type);
 //	-table FILE    the raw facts of each type (tab-separated) that kelp carries as data:
 //	               what DescribeInstanceTypes says, plus the provider's generated
-//	               network-bandwidth and branch-ENI tables.
+//	               network-bandwidth and branch-ENI tables;
+//	-hash-cases IN -hash-out OUT
+//	               for each case of IN (a name and two EC2NodeClass specs, a and b), the
+//	               provider's EC2NodeClass hash of each (the karpenter.k8s.aws/ec2nodeclass-hash
+//	               its static drift compares, with no CA bundle) and whether they differ.
 //
 // It talks to no AWS endpoint: the provider's resolver takes the data directly.
 package main
@@ -95,9 +99,22 @@ func main() {
 	providerVersion := flag.String("provider-version", "v1.15.2", "the karpenter-provider-aws release built in")
 	catalogPath := flag.String("catalog", "", "write the resolved catalogue here")
 	tablePath := flag.String("table", "", "write the facts table here")
+	hashCases := flag.String("hash-cases", "", "EC2NodeClass spec pairs to hash")
+	hashOut := flag.String("hash-out", "", "write the hashes of -hash-cases here")
 	flag.Parse()
+	if (*hashCases == "") != (*hashOut == "") {
+		fail("-hash-cases and -hash-out go together")
+	}
+	if *hashCases != "" {
+		if err := hashAll(*hashCases, *hashOut); err != nil {
+			fail(err.Error())
+		}
+		if *catalogPath == "" && *tablePath == "" {
+			return
+		}
+	}
 	if *catalogPath == "" && *tablePath == "" {
-		fail("nothing to do: give -catalog and/or -table")
+		fail("nothing to do: give -catalog, -table or -hash-cases")
 	}
 	infos, sources, err := load(*motoPath, *motoVersion, *providerVersion)
 	if err != nil {
@@ -130,6 +147,65 @@ func main() {
 			fail(err.Error())
 		}
 	}
+}
+
+type hashCase struct {
+	Name string          `json:"name"`
+	A    json.RawMessage `json:"a"`
+	B    json.RawMessage `json:"b"`
+}
+
+type hashed struct {
+	Name    string `json:"name"`
+	A       string `json:"a"`
+	B       string `json:"b"`
+	Drifted bool   `json:"drifted"`
+	Version string `json:"version"`
+}
+
+func hashAll(in, out string) error {
+	raw, err := os.ReadFile(in)
+	if err != nil {
+		return err
+	}
+	var cases []hashCase
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	hash := func(spec json.RawMessage) (string, error) {
+		// As the controller reads it from the API server: a custom resource is stored and
+		// served through generic maps, so its objects' keys come back sorted.
+		var generic any
+		if err := json.Unmarshal(spec, &generic); err != nil {
+			return "", err
+		}
+		served, err := json.Marshal(generic)
+		if err != nil {
+			return "", err
+		}
+		nc := &v1.EC2NodeClass{}
+		if err := json.Unmarshal(served, &nc.Spec); err != nil {
+			return "", err
+		}
+		return nc.Hash(nil), nil
+	}
+	var results []hashed
+	for _, c := range cases {
+		a, err := hash(c.A)
+		if err != nil {
+			return fmt.Errorf("%s a: %w", c.Name, err)
+		}
+		b, err := hash(c.B)
+		if err != nil {
+			return fmt.Errorf("%s b: %w", c.Name, err)
+		}
+		results = append(results, hashed{Name: c.Name, A: a, B: b, Drifted: a != b, Version: v1.EC2NodeClassHashVersion})
+	}
+	raw, err = json.MarshalIndent(results, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, append(raw, '\n'), 0o644)
 }
 
 func fail(msg string) {

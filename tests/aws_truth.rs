@@ -1,9 +1,13 @@
-//! kelp's AWS catalogue against the AWS provider's own code: every type of
+//! kelp's AWS answers against the AWS provider's own code (all written by
+//! `testenv/aws-truth`). The catalogue: every type of
 //! `tests/fixtures/aws/provider-catalog.jsonl.gz` (written by `testenv/aws-truth`, which
 //! runs karpenter-provider-aws's resolver over EC2's DescribeInstanceTypes data), at each
 //! of its kubelet settings, judged type by type as kelp builds it from Karpenter's
 //! `karpenter_cloudprovider_instance_type_*` metrics: with the facts kelp carries (must
-//! be exact) and without them (the provider's figure must lie in kelp's range).
+//! be exact) and without them (the provider's figure must lie in kelp's range). The
+//! EC2NodeClass hash: whether a change drifts, on every pair of
+//! `nodeclass-hash-cases.json`. The conditions, reasons and drift reasons kelp names:
+//! each one the provider's source has.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -232,4 +236,100 @@ fn the_facts_table_reads_whole_and_names_its_sources() {
     let sources = aws::facts::sources();
     assert!(sources.iter().any(|s| s.contains("karpenter-provider-aws")));
     assert!(sources.iter().any(|s| s.contains("moto")));
+}
+
+#[derive(Deserialize)]
+struct HashCase {
+    name: String,
+    a: serde_json::Value,
+    b: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+struct Hashed {
+    name: String,
+    drifted: bool,
+    version: String,
+}
+
+#[test]
+fn an_ec2nodeclass_change_drifts_exactly_when_the_providers_hash_changes() {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!(
+            "{}/tests/fixtures/aws/{f}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    let cases: Vec<HashCase> = serde_json::from_str(&read("nodeclass-hash-cases.json")).unwrap();
+    let hashed: Vec<Hashed> = serde_json::from_str(&read("nodeclass-hashes.json")).unwrap();
+    assert_eq!(cases.len(), hashed.len(), "run testenv/aws-truth");
+    let (mut drifts, mut wrong) = (0, Vec::new());
+    for (c, h) in cases.iter().zip(&hashed) {
+        assert_eq!(c.name, h.name);
+        assert_eq!(h.version, "v6");
+        let kelp = aws::nodeclass::static_drift(&c.a, &c.b);
+        drifts += usize::from(h.drifted);
+        if kelp != h.drifted {
+            wrong.push(format!("{}: provider {}, kelp {kelp}", c.name, h.drifted));
+        }
+    }
+    assert!(drifts > 10 && drifts < cases.len() - 10, "{drifts}");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn every_condition_and_reason_kelp_names_is_the_providers() {
+    use aws::nodeclass::{advice, drift_meaning, CONDITIONS, DRIFT_REASONS, REASONS};
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/aws/provider-reasons.tsv"
+    ))
+    .unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('\t').collect())
+        .collect();
+    let of = |kind: &str| -> Vec<&Vec<&str>> { rows.iter().filter(|r| r[0] == kind).collect() };
+    let conditions: Vec<&str> = of("condition").iter().map(|r| r[1]).collect();
+    let mut ours = CONDITIONS.to_vec();
+    ours.sort_unstable();
+    assert_eq!(ours, conditions);
+    // Each reason the provider sets has kelp's advice ...
+    for r in of("reason") {
+        assert!(
+            advice(r[1], r[2]).is_some(),
+            "no advice for {} {}",
+            r[1],
+            r[2]
+        );
+    }
+    // ... and each kelp gives is one the provider sets (or the generic ones of the
+    // condition library it uses).
+    for (condition, reason, _) in REASONS {
+        let generic = matches!(*reason, "AwaitingReconciliation" | "UnhealthyDependents");
+        assert!(
+            generic
+                || of("reason")
+                    .iter()
+                    .any(|r| r[1] == *condition && r[2] == *reason),
+            "{condition} {reason} is not the provider's"
+        );
+    }
+    let drift: Vec<&str> = of("drift").iter().map(|r| r[1]).collect();
+    for r in &drift {
+        assert!(drift_meaning(r).is_some(), "no meaning for {r}");
+    }
+    let core = [
+        "NodePoolDrifted",
+        "RequirementsDrifted",
+        "InstanceTypeNotFound",
+    ];
+    for (r, _) in DRIFT_REASONS {
+        assert!(
+            core.contains(r) || drift.contains(r),
+            "{r} is not the provider's"
+        );
+    }
 }
