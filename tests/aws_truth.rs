@@ -308,7 +308,10 @@ fn every_condition_and_reason_kelp_names_is_the_providers() {
     // ... and each kelp gives is one the provider sets (or the generic ones of the
     // condition library it uses).
     for (condition, reason, _) in REASONS {
-        let generic = matches!(*reason, "AwaitingReconciliation" | "UnhealthyDependents");
+        let generic = matches!(
+            *reason,
+            "AwaitingReconciliation" | "UnhealthyDependents" | "ReconcilingDependents"
+        );
         assert!(
             generic
                 || of("reason")
@@ -332,4 +335,45 @@ fn every_condition_and_reason_kelp_names_is_the_providers() {
             "{r} is not the provider's"
         );
     }
+}
+
+#[test]
+fn a_pool_on_an_ec2nodeclass_that_is_not_ready_says_which_condition_and_what_to_do() {
+    let path = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/aws/ec2nodeclass-not-ready.yaml"
+    ));
+    let mut c = Cluster::default();
+    kelp::source::load_paths(&[path.to_path_buf()], &mut c).unwrap();
+    let now = chrono::DateTime::parse_from_rfc3339("2026-12-07T11:00:00Z")
+        .unwrap()
+        .into();
+    let report = kelp::analysis::analyze(&c, now);
+    let mut seen = 0;
+    for class in c.nodeclasses.values() {
+        let name = &class.metadata.name;
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.code == kelp::findings::Code::NodepoolNotReady && f.object.name == *name)
+            .unwrap_or_else(|| panic!("{name}: no nodepool-not-ready"));
+        // The dependent that failed, not the summary; DependenciesNotReady only when
+        // nothing before it failed.
+        let failing = aws::nodeclass::CONDITIONS
+            .iter()
+            .filter_map(|t| kelp::model::condition(&class.status.conditions, t))
+            .find(|c| c.status != "True")
+            .unwrap();
+        let reason = failing.reason.as_deref().unwrap();
+        let advice = aws::nodeclass::advice(&failing.type_, reason).unwrap();
+        let want = format!(
+            "EC2NodeClass {name}: {}={} ({reason}",
+            failing.type_, failing.status
+        );
+        assert!(f.message.contains(&want), "{name}: {}", f.message);
+        assert!(f.message.contains(advice), "{name}: {}", f.message);
+        assert_ne!(reason, "DependenciesNotReady", "{name}");
+        seen += 1;
+    }
+    assert_eq!(seen, 15);
 }

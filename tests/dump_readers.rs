@@ -5,7 +5,8 @@
 //! below; when the analysis itself changes, they are rewritten from `kelp doctor` on that
 //! dump (the consolidation answer added one `consolidation-blocked` finding; a pending pod's
 //! summary now quotes only the first three of Karpenter's reasons; an expired NodeClaim not
-//! yet deleting is held by nothing, as Karpenter's expiry deletes it at once). The dump is generated
+//! yet deleting is held by nothing, as Karpenter's expiry deletes it at once; a drifted
+//! NodeClaim's finding says what its reason means). The dump is generated
 //! here, compact and with kubectl's indentation, then read mapped, streamed from stdin,
 //! gzipped (as a file, in a folder and on stdin). A mapped file has the parts replicas
 //! share read once per distinct text (src/model/memo.rs); a stream parses each.

@@ -113,6 +113,10 @@ pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
     for claim in c.nodeclaims.values() {
         if let Some(d) = condition(&claim.status.conditions, "Drifted").filter(|d| d.is_true()) {
             let reason = d.reason.clone().unwrap_or_else(|| "Drifted".into());
+            // What the reason means, where it is one Karpenter or the AWS provider sets.
+            let meaning = crate::karpenter::aws::nodeclass::drift_meaning(&reason)
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
             let pool = claim_pool(c, &claim.metadata.name);
             out.push(Arc::new(
                 Finding::new(
@@ -120,7 +124,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
                     Severity::Info,
                     ObjectRef::of(ObjectKind::NodeClaim, &claim.metadata),
                     format!(
-                        "Drifted ({reason}){}; {}",
+                        "Drifted ({reason}){}{meaning}; {}",
                         d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.now, t))).unwrap_or_default(),
                         drift_outcome(c, claim, pool.as_deref())
                     ),

@@ -63,6 +63,37 @@ impl NotReady {
     }
 }
 
+/// Why a pool's node class is not Ready, from its own conditions: for an EC2NodeClass,
+/// the first the provider's Ready depends on that is not True, with what its reason
+/// means.
+fn class_problem(c: &Cluster, pool: &NodePool) -> Option<String> {
+    use crate::karpenter::aws::nodeclass::{advice, CONDITIONS};
+    let class = c.nodeclass_of(pool)?;
+    let conds = &class.status.conditions;
+    let failing = CONDITIONS
+        .iter()
+        .filter(|_| class.kind == "EC2NodeClass")
+        .filter_map(|t| condition(conds, t))
+        .find(|c| !c.is_true() && !c.status.is_empty())
+        .or_else(|| condition(conds, "Ready").filter(|c| !c.is_true()))?;
+    let reason = failing.reason.as_deref().unwrap_or_default();
+    let mut s = format!(
+        " {} {}: {}={}",
+        class.kind, class.metadata.name, failing.type_, failing.status
+    );
+    match failing.message.as_deref().filter(|m| !m.is_empty()) {
+        Some(m) => s.push_str(&format!(" ({reason}: {m})")),
+        None if !reason.is_empty() => s.push_str(&format!(" ({reason})")),
+        None => {}
+    }
+    if let Some(a) = advice(&failing.type_, reason) {
+        s.push_str(&format!(": {a}."));
+    } else {
+        s.push('.');
+    }
+    Some(s)
+}
+
 /// The pool's readiness the way Karpenter filters pools before scheduling.
 pub fn pool_not_ready(pool: &NodePool) -> Option<NotReady> {
     let nr = |condition: &str,
@@ -570,10 +601,13 @@ pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
             Some(nr) => {
                 let since = condition(&pool.status.conditions, &nr.condition)
                     .and_then(|c| c.last_transition_time);
-                let hint = match nr.reason.as_deref() {
-                    Some("NodeClassNotFound") => " Create the node class it references, or fix spec.template.spec.nodeClassRef.",
-                    Some("NodeClassNotReady" | "NodeClassReadinessUnknown") => " Check the node class's own conditions.",
-                    _ => "",
+                let hint = match (nr.condition.as_str(), nr.reason.as_deref()) {
+                    (_, Some("NodeClassNotFound")) => " Create the node class it references, or fix spec.template.spec.nodeClassRef.".to_string(),
+                    (_, Some("NodeClassTerminating")) => " Its node class is being deleted: point the pool at another.".to_string(),
+                    // Karpenter copies the class's Ready reason here; its own conditions say why.
+                    ("NodeClassReady", _) => class_problem(c, pool)
+                        .unwrap_or_else(|| " Check the node class's own conditions.".to_string()),
+                    _ => String::new(),
                 };
                 out.push(
                     Finding::new(

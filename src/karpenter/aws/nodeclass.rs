@@ -45,7 +45,8 @@ pub const REASONS: &[(&str, &str, &str)] = &[
     ("ValidationSucceeded", "DRADisabled", "the NVIDIA consumable-capacity annotation asks for GPU sharing but the controller's DRANVIDIAGPU feature gate is off"),
     ("ValidationSucceeded", "ClusterCIDRResolutionFailed", "the controller could not find the cluster's service CIDR (eks:DescribeCluster): check its permission, or set it"),
     ("*", "AwaitingReconciliation", "the controller has not reconciled this condition yet: is it running, and can it reach AWS?"),
-    ("Ready", "UnhealthyDependents", "a condition Ready depends on is not True: see it"),
+    ("Ready", "UnhealthyDependents", "a condition Ready depends on is False: see it"),
+    ("Ready", "ReconcilingDependents", "a condition Ready depends on is not settled yet"),
 ];
 
 /// What a condition's reason means and what to do, if the provider sets it.
@@ -59,15 +60,42 @@ pub fn advice(condition: &str, reason: &str) -> Option<&'static str> {
 /// Every drift reason a NodeClaim's Drifted condition can carry on AWS, in the order
 /// Karpenter checks them (the first that holds is the one it sets), with what it means.
 pub const DRIFT_REASONS: &[(&str, &str)] = &[
-    ("NodePoolDrifted", "the NodePool's template changed since the node was launched (karpenter.sh/nodepool-hash)"),
-    ("RequirementsDrifted", "the node's labels no longer meet the NodePool's requirements"),
-    ("InstanceTypeNotFound", "the node's instance type, or an offering matching its zone and capacity type, is no longer offered (checked an hour after launch, then every 30 minutes)"),
-    ("NodeClassDrift", "a field of the EC2NodeClass its hash reads changed since launch (karpenter.k8s.aws/ec2nodeclass-hash)"),
-    ("AMIDrift", "the node's AMI is no longer among the EC2NodeClass's resolved AMIs for its instance type"),
-    ("SecurityGroupDrift", "the instance's security groups are not exactly the EC2NodeClass's resolved ones"),
-    ("SubnetDrift", "the instance's subnet is not among the EC2NodeClass's resolved subnets"),
-    ("CapacityReservationDrift", "the instance's capacity reservation is not among the EC2NodeClass's resolved ones"),
-    ("PlacementGroupDrift", "the instance's placement group is not the one the EC2NodeClass resolves to"),
+    (
+        "NodePoolDrifted",
+        "the NodePool's template changed since the node was launched",
+    ),
+    (
+        "RequirementsDrifted",
+        "the node's labels no longer meet the NodePool's requirements",
+    ),
+    (
+        "InstanceTypeNotFound",
+        "its instance type, or an offering in its zone and capacity type, is no longer offered",
+    ),
+    (
+        "NodeClassDrift",
+        "a field of the EC2NodeClass that its hash reads changed since the node was launched",
+    ),
+    (
+        "AMIDrift",
+        "the node's AMI is no longer among the EC2NodeClass's resolved AMIs for its instance type",
+    ),
+    (
+        "SecurityGroupDrift",
+        "the instance's security groups are not exactly the EC2NodeClass's resolved ones",
+    ),
+    (
+        "SubnetDrift",
+        "the instance's subnet is not among the EC2NodeClass's resolved subnets",
+    ),
+    (
+        "CapacityReservationDrift",
+        "the instance's capacity reservation is not among the EC2NodeClass's resolved ones",
+    ),
+    (
+        "PlacementGroupDrift",
+        "the instance's placement group is not the one the EC2NodeClass resolves to",
+    ),
 ];
 
 /// What a drift reason means, if kelp knows it.
