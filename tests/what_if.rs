@@ -547,3 +547,100 @@ fn impact_input_mistakes_are_one_line_and_exit_2() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
 }
+
+/// `--nodeclasses`: a hashed field of the demo's EC2NodeClass drifts every node launched
+/// from it with its hash, in every pool on it; a subnet selector makes them unknown (exit
+/// 3); a mistake is one line and exit 2.
+#[test]
+fn a_changed_ec2nodeclass_drifts_the_nodes_of_every_pool_on_it() {
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/demo/cluster.yaml");
+    let tags = format!("{IMPACT}/nodeclass-tags.yaml");
+    let (v, code) = json(&["what-if", "--nodeclasses", &tags, "--from", demo]);
+    assert_ne!(code, 2, "{v:#}");
+    let class = &v["nodeclasses"][0];
+    assert_eq!(class["name"], "default");
+    assert_eq!(class["hashChanges"], true);
+    assert_eq!(class["changes"][0]["field"], "spec.tags");
+    let on: Vec<&str> = class["nodepools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(on.contains(&"default") && !on.contains(&"gpu"), "{on:?}");
+    let nodes = v["nodes"].as_array().unwrap();
+    assert!(!nodes.is_empty());
+    for n in nodes {
+        assert!(on.contains(&n["nodepool"].as_str().unwrap()), "{n}");
+        assert_eq!(n["drift"], "NodeClassDrift", "{n}");
+    }
+    for p in v["nodepools"].as_array().unwrap() {
+        assert_eq!(p["viaNodeclass"], "default");
+        assert!(p["changes"].as_array().unwrap().is_empty());
+    }
+
+    let subnets = format!("{IMPACT}/nodeclass-subnets.yaml");
+    let (v, code) = json(&["what-if", "--nodeclasses", &subnets, "--from", demo]);
+    assert_eq!(code, 3, "{v:#}");
+    assert_eq!(v["nodeclasses"][0]["hashChanges"], false);
+    // Its metadataOptions left to the API server's defaults: not a change.
+    assert_eq!(v["nodeclasses"][0]["changes"].as_array().unwrap().len(), 1);
+    for n in v["nodes"].as_array().unwrap() {
+        assert!(n["drift"].is_null());
+        assert!(
+            n["unknown"].as_str().unwrap().contains("SubnetDrift"),
+            "{n}"
+        );
+    }
+
+    let (md, _) = run(&[
+        "what-if",
+        "--nodeclasses",
+        &tags,
+        "--from",
+        demo,
+        "-o",
+        "markdown",
+    ]);
+    assert!(
+        md.contains("| EC2NodeClass | hash | NodePools | changed |"),
+        "{md}"
+    );
+    assert!(md.contains("its EC2NodeClass default"), "{md}");
+    let (sarif, _) = run(&[
+        "what-if",
+        "--nodeclasses",
+        &tags,
+        "--from",
+        demo,
+        "-o",
+        "sarif",
+    ]);
+    let sarif: Value = serde_json::from_str(&sarif).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let at_class = results
+        .iter()
+        .find(|r| {
+            r["message"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("EC2NodeClass default")
+        })
+        .expect("a result at the class");
+    assert_eq!(
+        at_class["locations"][0]["physicalLocation"]["region"]["startLine"],
+        3
+    );
+
+    let err = one_line_error(&[
+        "what-if",
+        "--nodeclasses",
+        &format!("{IMPACT}/label-and-limit.yaml"),
+        "--from",
+        demo,
+    ]);
+    assert!(
+        err.contains("no karpenter.k8s.aws/v1 EC2NodeClasses"),
+        "{err}"
+    );
+}

@@ -238,8 +238,10 @@ pub struct NodeClass {
     pub kind: String,
     #[serde(skip)]
     pub group: String,
-    #[serde(default)]
-    pub spec: super::nodeclass::NodeClassSpec,
+    /// The spec as the cluster holds it (a NodeClass is small and there are few): what
+    /// an EC2NodeClass's instance types and its hash depend on ([`super::nodeclass`]).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub spec: serde_json::Value,
     #[serde(default)]
     pub status: NodeClassStatus,
 }

@@ -1,6 +1,7 @@
-//! What kelp reads of a NodeClass's spec: for an EC2NodeClass, the fields the AWS
-//! provider's instance types depend on (AMI family, kubelet settings, block devices,
-//! instance store policy), turned into [`aws::Settings`].
+//! What kelp reads of a NodeClass's spec (kept whole, as JSON, on [`NodeClass`]): for an
+//! EC2NodeClass, the fields the AWS provider's instance types depend on (AMI family,
+//! kubelet settings, block devices, instance store policy), turned into
+//! [`aws::Settings`].
 
 use serde::{Deserialize, Serialize};
 
@@ -8,7 +9,7 @@ use super::kinds::NodeClass;
 use crate::karpenter::aws;
 use crate::karpenter::resources::quantity_value;
 
-/// The spec fields kelp reads; the rest is not kept.
+/// The spec fields the instance types depend on.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeClassSpec {
@@ -53,8 +54,20 @@ pub struct Ebs {
 impl NodeClass {
     /// For an EC2NodeClass, what its instance types' figures depend on.
     pub fn aws_settings(&self) -> Option<aws::Settings> {
-        (self.kind == "EC2NodeClass").then(|| self.spec.aws_settings())
+        if self.kind != "EC2NodeClass" {
+            return None;
+        }
+        Some(aws_settings_of(&self.spec))
     }
+}
+
+/// An EC2NodeClass spec's settings. A spec that does not read (a field of the wrong
+/// type) is taken as the defaults, as far as the instance types go; the controller's
+/// validation says what is wrong with it.
+pub fn aws_settings_of(spec: &serde_json::Value) -> aws::Settings {
+    NodeClassSpec::deserialize(spec)
+        .unwrap_or_default()
+        .aws_settings()
 }
 
 impl NodeClassSpec {

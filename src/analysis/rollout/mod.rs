@@ -9,8 +9,9 @@
 //! - **requirement drift** (`RequirementsDrifted`): the claim's labels no longer satisfy the
 //!   pool's requirements ([`labels_fit`]).
 //!
-//! Then the provider's own drift (AMI, subnets, a NodeClass's hash), which a NodePool change
-//! does not touch. A claim Karpenter already marked Drifted stays so, with its reason.
+//! Then the provider's own drift, which only an EC2NodeClass change touches
+//! ([`nodeclass`]): its hash (`NodeClassDrift`), then what it resolves in EC2. A claim
+//! Karpenter already marked Drifted stays so, with its reason.
 //!
 //! A drifted node is replaced one command at a time, as many at once as the pool's budgets
 //! allow for `Drifted` (Karpenter's drift commands carry a single candidate): the rollout
@@ -27,10 +28,12 @@ use crate::karpenter::requirements::{labels_fit, Requirements};
 use crate::model::*;
 
 pub mod cost;
+pub mod nodeclass;
 pub mod pods;
 pub mod progress;
 
 pub use cost::Cost;
+pub use nodeclass::{ClassImpact, ProposedClass};
 pub use pods::{PodChange, PodsImpact};
 pub use progress::{progress, Progress};
 
@@ -60,6 +63,8 @@ pub struct Proposed {
 pub enum DriftReason {
     NodePoolDrifted,
     RequirementsDrifted,
+    /// The AWS provider's: a field of the EC2NodeClass its hash reads changed.
+    NodeClassDrift,
 }
 
 /// What the change does to one NodeClaim of a changed pool.
@@ -95,9 +100,10 @@ pub struct NodeImpact {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FieldChange {
-    pub field: &'static str,
+    pub field: String,
     /// `static` (in the hash: every node), `requirements` (nodes whose labels no longer
-    /// fit), or `nothing`.
+    /// fit), `provider` (an EC2NodeClass selector: what EC2 resolves it to decides), or
+    /// `nothing`.
     pub drifts: &'static str,
 }
 
@@ -143,6 +149,9 @@ pub struct PoolImpact {
     pub name: String,
     /// Not in the cluster yet: nothing to drift.
     pub new: bool,
+    /// Judged because the EC2NodeClass it launches from changes (the pool itself does not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via_nodeclass: Option<String>,
     pub changes: Vec<FieldChange>,
     /// The hash Karpenter holds for the pool now, and the one the change gives.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -169,6 +178,9 @@ pub struct PoolImpact {
 #[serde(rename_all = "camelCase")]
 pub struct Impact {
     pub nodepools: Vec<PoolImpact>,
+    /// The EC2NodeClasses changed, with the pools that launch from them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodeclasses: Vec<ClassImpact>,
     pub nodes: Vec<NodeImpact>,
     pub pods: PodsImpact,
 }
@@ -196,17 +208,61 @@ pub fn impact_with(
     now: DateTime<Utc>,
     wave: Duration,
 ) -> Impact {
+    impact_of(c, proposed, &[], now, wave)
+}
+
+/// The impact of NodePool and EC2NodeClass changes together: the changed pools, and every
+/// pool that launches from a changed class (as it is, unless it changes too).
+pub fn impact_of(
+    c: &Cluster,
+    pools: &[Proposed],
+    classes: &[ProposedClass],
+    now: DateTime<Utc>,
+    wave: Duration,
+) -> Impact {
     let mut out = Impact {
         nodepools: Vec::new(),
+        nodeclasses: Vec::new(),
         nodes: Vec::new(),
         pods: PodsImpact::default(),
     };
+    let class_changes: Vec<nodeclass::ClassChange> = classes
+        .iter()
+        .map(|p| nodeclass::ClassChange::new(c, p))
+        .collect();
+    let class_of = |pool: &NodePool| {
+        let r = pool.spec.template.spec.node_class_ref.as_ref()?;
+        let r = Some(r).filter(|r| r.kind == "EC2NodeClass")?;
+        class_changes.iter().find(|ch| ch.proposed.name == r.name)
+    };
+    // The pools a class change reaches that do not change themselves, as they stand.
+    let mut proposed: Vec<Proposed> = pools.to_vec();
+    for pool in c.nodepools.values() {
+        let name = &pool.metadata.name;
+        if class_of(pool).is_some() && !pools.iter().any(|p| &p.pool.metadata.name == name) {
+            proposed.push(Proposed {
+                pool: pool.clone(),
+                hash: unchanged_hash(pool),
+            });
+        }
+    }
+    for ch in &class_changes {
+        let on: Vec<String> = proposed
+            .iter()
+            .filter(|p| class_of(&p.pool).is_some_and(|x| x.proposed.name == ch.proposed.name))
+            .map(|p| p.pool.metadata.name.clone())
+            .collect();
+        out.nodeclasses.push(ch.impact(on));
+    }
     // What holds each drifting node besides the budget (the waves count that).
     let inputs = super::disruption::NodeInputs::new(c, now);
-    for p in proposed {
+    for p in &proposed {
         let name = &p.pool.metadata.name;
         let current = c.nodepools.get(name);
-        let mut nodes: Vec<NodeImpact> = claims_of(c, name).map(|claim| judge(claim, p)).collect();
+        let class = class_of(&p.pool);
+        let mut nodes: Vec<NodeImpact> = claims_of(c, name)
+            .map(|claim| judge(claim, p, class))
+            .collect();
         let mut blocked = 0;
         for n in nodes.iter_mut().filter(|n| n.drift.is_some()) {
             if let Some(node) = c.nodes.get(&n.name) {
@@ -227,9 +283,13 @@ pub fn impact_with(
                 .annotation(hash::HASH_ANNOTATION)
                 .map(str::to_string)
         });
+        let via_nodeclass = class
+            .filter(|_| !pools.iter().any(|q| &q.pool.metadata.name == name))
+            .map(|ch| ch.proposed.name.clone());
         out.nodepools.push(PoolImpact {
             name: name.clone(),
             new: current.is_none(),
+            via_nodeclass,
             changes: current.map(|cur| changes(cur, &p.pool)).unwrap_or_default(),
             hash_after: p.hash.as_ref().ok().map(u64::to_string),
             hash_unknown: p.hash.as_ref().err().map(ToString::to_string),
@@ -252,7 +312,7 @@ pub fn impact_with(
     }
     // The pools as the change leaves them keep their status until Karpenter reconciles
     // them; a new pool is taken as Ready, as a manifest without status is.
-    let after: Vec<NodePool> = proposed
+    let after: Vec<NodePool> = pools
         .iter()
         .map(|p| {
             let mut pool = p.pool.clone();
@@ -274,7 +334,8 @@ pub fn impact_with(
         .collect();
     let catalog = super::catalog::resolve(c, super::provisioning::cluster_provider(c));
     let before_set = PoolSet::new(c).with_catalog(catalog.as_ref());
-    let after_set = PoolSet::with_changed(c, &after).with_catalog(catalog.as_ref());
+    let after_catalog = with_classes(c, catalog.as_ref(), classes);
+    let after_set = PoolSet::with_changed(c, &after).with_catalog(after_catalog.as_ref());
     let drifting: Vec<&str> = out
         .nodes
         .iter()
@@ -294,6 +355,49 @@ pub fn impact_with(
     out
 }
 
+/// A pool the change does not touch keeps the hash Karpenter stamped on it (so no claim
+/// is called drifted by kelp's own hashing), else kelp computes it.
+fn unchanged_hash(pool: &NodePool) -> Result<u64, Unhashable> {
+    if let Some(h) = pool
+        .metadata
+        .annotation(hash::HASH_ANNOTATION)
+        .and_then(|h| h.parse().ok())
+    {
+        return Ok(h);
+    }
+    let template = serde_json::to_value(&pool.spec.template).unwrap_or_default();
+    hash::template_hash(&hash::with_defaults(&template))
+}
+
+/// The catalogue after the class changes: each changed class's types under its new
+/// settings (kubelet, AMI family, root volume).
+fn with_classes(
+    c: &Cluster,
+    catalog: Option<&std::sync::Arc<Catalog>>,
+    classes: &[ProposedClass],
+) -> Option<std::sync::Arc<Catalog>> {
+    let catalog = catalog?;
+    let metrics = c.metrics.as_ref();
+    if classes.is_empty() || catalog.source != CatalogSource::KarpenterMetrics || metrics.is_none()
+    {
+        return Some(catalog.clone());
+    }
+    let mut after = (**catalog).clone();
+    let default = crate::karpenter::aws::Settings::default();
+    for p in classes {
+        let settings = crate::model::nodeclass::aws_settings_of(&p.spec);
+        if settings == default {
+            after.variants.remove(&p.name);
+        } else if let Some(m) = metrics {
+            let variant = super::catalog::with_settings(c, m, &settings);
+            after
+                .variants
+                .insert(p.name.clone(), std::sync::Arc::new(variant));
+        }
+    }
+    Some(std::sync::Arc::new(after))
+}
+
 /// The NodeClaims Karpenter counts in a pool (its `karpenter.sh/nodepool` label), by name.
 fn claims_of<'a>(c: &'a Cluster, pool: &'a str) -> impl Iterator<Item = &'a NodeClaim> + 'a {
     c.nodeclaims
@@ -302,7 +406,7 @@ fn claims_of<'a>(c: &'a Cluster, pool: &'a str) -> impl Iterator<Item = &'a Node
         .filter(move |claim| Cluster::pool_of(&claim.metadata.labels) == Some(pool))
 }
 
-fn judge(claim: &NodeClaim, p: &Proposed) -> NodeImpact {
+fn judge(claim: &NodeClaim, p: &Proposed, class: Option<&nodeclass::ClassChange>) -> NodeImpact {
     let conds = &claim.status.conditions;
     let mut n = NodeImpact {
         name: claim
@@ -355,6 +459,19 @@ fn judge(claim: &NodeClaim, p: &Proposed) -> NodeImpact {
             static_unknown.get_or_insert(format!("the new requirements: {e}"));
         }
     }
+    // Then the provider's, where the pool's EC2NodeClass changes.
+    if let Some(class) = class {
+        match class.judge(claim) {
+            Ok(true) => {
+                n.drift = Some(DriftReason::NodeClassDrift);
+                return n;
+            }
+            Ok(false) => {}
+            Err(why) => {
+                static_unknown.get_or_insert(why);
+            }
+        }
+    }
     n.unknown = static_unknown;
     n
 }
@@ -372,7 +489,10 @@ fn changes(now: &NodePool, after: &NodePool) -> Vec<FieldChange> {
     let mut out = Vec::new();
     let mut add = |changed: bool, field: &'static str, drifts: &'static str| {
         if changed {
-            out.push(FieldChange { field, drifts });
+            out.push(FieldChange {
+                field: field.to_string(),
+                drifts,
+            });
         }
     };
     add(

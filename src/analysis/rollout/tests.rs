@@ -96,7 +96,7 @@ fn a_template_label_drifts_every_node_and_a_limit_drifts_none() {
     assert_eq!(
         i.nodepools[0].changes,
         vec![FieldChange {
-            field: "spec.limits",
+            field: "spec.limits".into(),
             drifts: "nothing"
         }]
     );
@@ -157,7 +157,7 @@ fn a_narrowed_requirement_drifts_only_the_nodes_outside_it() {
     assert_eq!(
         i.nodepools[0].changes,
         vec![FieldChange {
-            field: "spec.template.spec.requirements",
+            field: "spec.template.spec.requirements".into(),
             drifts: "requirements"
         }]
     );
@@ -387,4 +387,157 @@ fn a_nomination_is_named_but_only_lasting_blockers_hold_a_node() {
     assert!(named(&b(K::Nominated)) && !holds(&b(K::Nominated)));
     // The budget is what the waves count.
     assert!(!named(&b(K::Budget)) && !holds(&b(K::Budget)));
+}
+
+/// An EC2NodeClass `default` (its hash stamped, version v6), a pool on it, and three
+/// launched claims: one stamped with the class's hash, one stamped with an older one, one
+/// not stamped at all.
+const ON_A_CLASS: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: karpenter.k8s.aws/v1
+  kind: EC2NodeClass
+  metadata:
+    name: default
+    annotations: {karpenter.k8s.aws/ec2nodeclass-hash: "111", karpenter.k8s.aws/ec2nodeclass-hash-version: v6}
+  spec:
+    role: KarpenterNodeRole
+    amiSelectorTerms: [{alias: al2023@latest}]
+    subnetSelectorTerms: [{tags: {karpenter.sh/discovery: kelp}}]
+    securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: kelp}}]
+    metadataOptions: {httpEndpoint: enabled, httpProtocolIPv6: disabled, httpPutResponseHopLimit: 1, httpTokens: required}
+    tags: {team: platform}
+- apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata: {name: general}
+  spec:
+    template:
+      spec:
+        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+        requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand, reserved]}]
+- apiVersion: karpenter.sh/v1
+  kind: NodeClaim
+  metadata:
+    name: stamped
+    labels: {karpenter.sh/nodepool: general, karpenter.sh/capacity-type: on-demand}
+    annotations: {karpenter.k8s.aws/ec2nodeclass-hash: "111", karpenter.k8s.aws/ec2nodeclass-hash-version: v6}
+  status: {nodeName: n1, conditions: [{type: Launched, status: "True"}]}
+- apiVersion: karpenter.sh/v1
+  kind: NodeClaim
+  metadata:
+    name: older
+    labels: {karpenter.sh/nodepool: general, karpenter.sh/capacity-type: on-demand}
+    annotations: {karpenter.k8s.aws/ec2nodeclass-hash: "100", karpenter.k8s.aws/ec2nodeclass-hash-version: v6}
+  status: {nodeName: n2, conditions: [{type: Launched, status: "True"}]}
+- apiVersion: karpenter.sh/v1
+  kind: NodeClaim
+  metadata:
+    name: unstamped
+    labels: {karpenter.sh/nodepool: general, karpenter.sh/capacity-type: reserved}
+  status: {nodeName: n3, conditions: [{type: Launched, status: "True"}]}
+"#;
+
+fn on_a_class() -> Cluster {
+    let mut c = Cluster::default();
+    crate::source::load_str("class.yaml", ON_A_CLASS, &mut c).unwrap();
+    c
+}
+
+/// The class as a change leaves it: `edit` applied to its spec, the CRD's defaults in.
+fn class_change(c: &Cluster, edit: impl FnOnce(&mut Value)) -> ProposedClass {
+    let mut spec = c.nodeclasses[&("EC2NodeClass".into(), "default".into())]
+        .spec
+        .clone();
+    edit(&mut spec);
+    crate::karpenter::aws::nodeclass::with_defaults(&mut spec);
+    ProposedClass {
+        name: "default".into(),
+        spec,
+    }
+}
+
+#[test]
+fn a_hashed_class_field_drifts_the_claims_stamped_with_its_hash() {
+    let c = on_a_class();
+    let change = class_change(&c, |s| s["tags"]["team"] = json!("data"));
+    let i = impact_of(&c, &[], &[change], now(), WAVE_TIME);
+    let class = &i.nodeclasses[0];
+    assert!(class.hash_changes && !class.new);
+    assert_eq!(class.nodepools, vec!["general"]);
+    assert_eq!(
+        class.changes,
+        vec![FieldChange {
+            field: "spec.tags".into(),
+            drifts: "static"
+        }]
+    );
+    let n = by_claim(&i);
+    assert_eq!(n["stamped"].drift, Some(DriftReason::NodeClassDrift));
+    // Stamped with another hash, or none: the hash does not judge them.
+    assert_eq!(n["older"].drift, None);
+    assert_eq!(n["unstamped"].drift, None);
+    assert!(n.values().all(|n| n.unknown.is_none()));
+    // The pool itself does not change, and its waves count the one drifting node.
+    assert!(i.nodepools[0].changes.is_empty());
+    assert_eq!(i.nodepools[0].drifting, 1);
+}
+
+#[test]
+fn a_selector_ec2_resolves_is_unknown_and_one_no_hash_reads_drifts_nothing() {
+    let c = on_a_class();
+    let subnets = class_change(&c, |s| {
+        s["subnetSelectorTerms"] = json!([{"id": "subnet-0123"}]);
+    });
+    let i = impact_of(&c, &[], &[subnets], now(), WAVE_TIME);
+    assert!(!i.nodeclasses[0].hash_changes);
+    assert_eq!(i.nodeclasses[0].changes[0].drifts, "provider");
+    for n in &i.nodes {
+        assert_eq!(n.drift, None);
+        assert!(
+            n.unknown.as_deref().unwrap().contains("SubnetDrift"),
+            "{n:?}"
+        );
+    }
+    // Capacity reservations only drift a node in one.
+    let reservations = class_change(&c, |s| {
+        s["capacityReservationSelectorTerms"] = json!([{"id": "cr-0123"}]);
+    });
+    let i = impact_of(&c, &[], &[reservations], now(), WAVE_TIME);
+    let n = by_claim(&i);
+    assert!(n["unstamped"].unknown.is_some());
+    assert!(n["stamped"].unknown.is_none() && n["stamped"].drift.is_none());
+    // Not hashed, not resolved: nothing.
+    let prefixes = class_change(&c, |s| s["ipPrefixCount"] = json!(2));
+    let i = impact_of(&c, &[], &[prefixes], now(), WAVE_TIME);
+    assert_eq!(i.nodeclasses[0].changes[0].drifts, "nothing");
+    assert!(i
+        .nodes
+        .iter()
+        .all(|n| n.drift.is_none() && n.unknown.is_none()));
+    // The CRD's defaults spelled out or left to the API server: the same class.
+    let defaults = class_change(&c, |s| {
+        s.as_object_mut().unwrap().remove("metadataOptions");
+    });
+    let i = impact_of(&c, &[], &[defaults], now(), WAVE_TIME);
+    assert!(i.nodeclasses[0].changes.is_empty() && i.drifting() == 0);
+}
+
+#[test]
+fn the_pools_own_drift_comes_before_its_classs() {
+    let c = on_a_class();
+    let mut raw = serde_json::to_value(&c.nodepools["general"]).unwrap();
+    require(
+        &mut raw,
+        json!({"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}),
+    );
+    raw["spec"]["template"]["spec"]["requirements"]
+        .as_array_mut()
+        .unwrap()
+        .remove(0);
+    let change = class_change(&c, |s| s["role"] = json!("OtherRole"));
+    let i = impact_of(&c, &[proposed(&raw)], &[change], now(), WAVE_TIME);
+    let n = by_claim(&i);
+    assert_eq!(n["stamped"].drift, Some(DriftReason::RequirementsDrifted));
+    assert_eq!(i.nodepools.len(), 1);
 }

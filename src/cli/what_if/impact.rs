@@ -1,14 +1,14 @@
-//! `kelp what-if --nodepools CHANGED... [--from DUMP]` (no `--pod`): the impact of merging
-//! NodePool changes on a running cluster (a dump, or the live cluster): which nodes
-//! Karpenter will mark Drifted and why, and the waves its budgets allow
-//! ([`crate::analysis::rollout`]).
+//! `kelp what-if --nodepools CHANGED... --nodeclasses CHANGED... [--from DUMP]` (no
+//! `--pod`): the impact of merging NodePool and EC2NodeClass changes on a running cluster
+//! (a dump, or the live cluster): which nodes Karpenter will mark Drifted and why, and the
+//! waves its budgets allow ([`crate::analysis::rollout`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::analysis::rollout::{self, Impact, NodeImpact, PoolImpact, Proposed};
+use crate::analysis::rollout::{self, Impact, NodeImpact, PoolImpact, Proposed, ProposedClass};
 use crate::cli::output::{self, Format, Style};
 use crate::cli::source::SourceArgs;
 use crate::karpenter::hash;
@@ -22,42 +22,106 @@ pub struct Origin {
     pub line: usize,
 }
 
-/// The NodePools in the manifests, each with its template's hash as the API server would
-/// store it (the CRD's defaults filled in), and where it was read.
-pub fn proposed(paths: &[PathBuf]) -> anyhow::Result<(Vec<Proposed>, Vec<Origin>)> {
+/// Every object of the manifests under `paths` (a List's items one by one), as JSON with
+/// the file and line it was read at.
+fn objects(paths: &[PathBuf]) -> anyhow::Result<Vec<(serde_json::Value, Origin)>> {
     let inputs = crate::lint::read_inputs(paths)?;
-    let (mut out, mut origins): (Vec<Proposed>, Vec<Origin>) = (Vec::new(), Vec::new());
+    let mut out = Vec::new();
     for input in &inputs {
         if let Some((line, why)) = &input.unreadable {
             anyhow::bail!("{}: line {line}: {why}", input.name);
         }
         let docs = yaml::parse(&input.text)
             .map_err(|e| anyhow::anyhow!("{}: line {}: {}", input.name, e.line, e.message))?;
-        let mut objects: Vec<&yaml::Node> = Vec::new();
         for doc in &docs {
-            match doc.get("kind").and_then(|k| k.as_str()) {
-                Some("List") | Some("NodePoolList") => {
-                    objects.extend(doc.get("items").map(|i| i.items()).unwrap_or_default())
-                }
-                _ => objects.push(doc),
+            let kind = doc.get("kind").and_then(|k| k.as_str()).unwrap_or_default();
+            let items: Vec<&yaml::Node> = if kind == "List" || kind.ends_with("List") {
+                doc.get("items")
+                    .map(|i| i.items().iter().collect())
+                    .unwrap_or_default()
+            } else {
+                vec![doc]
+            };
+            for node in items {
+                let origin = Origin {
+                    file: input.name.clone(),
+                    line: node.line,
+                };
+                out.push((node.to_json(), origin));
             }
         }
-        for node in objects {
-            let v = node.to_json();
+    }
+    Ok(out)
+}
+
+/// The EC2NodeClasses in the manifests, each with its spec as the API server would store
+/// it (the CRD's defaults filled in).
+pub fn proposed_classes(paths: &[PathBuf]) -> anyhow::Result<(Vec<ProposedClass>, Vec<Origin>)> {
+    let (mut out, mut origins): (Vec<ProposedClass>, Vec<Origin>) = (Vec::new(), Vec::new());
+    if paths.is_empty() {
+        return Ok((out, origins));
+    }
+    for (v, origin) in objects(paths)? {
+        if v["kind"] != "EC2NodeClass" || v["apiVersion"] != "karpenter.k8s.aws/v1" {
+            continue;
+        }
+        let name = v["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if name.is_empty() {
+            anyhow::bail!(
+                "{}: line {}: an EC2NodeClass without metadata.name",
+                origin.file,
+                origin.line
+            );
+        }
+        if !v["spec"].is_object() {
+            anyhow::bail!(
+                "{}: line {}: EC2NodeClass {name} has no spec",
+                origin.file,
+                origin.line
+            );
+        }
+        if out.iter().any(|p| p.name == name) {
+            anyhow::bail!("EC2NodeClass {name} is given twice in --nodeclasses");
+        }
+        let mut spec = v["spec"].clone();
+        crate::karpenter::aws::nodeclass::with_defaults(&mut spec);
+        out.push(ProposedClass { name, spec });
+        origins.push(origin);
+    }
+    if out.is_empty() {
+        anyhow::bail!("no karpenter.k8s.aws/v1 EC2NodeClasses found in --nodeclasses");
+    }
+    Ok((out, origins))
+}
+
+/// The NodePools in the manifests, each with its template's hash as the API server would
+/// store it (the CRD's defaults filled in), and where it was read.
+pub fn proposed(paths: &[PathBuf]) -> anyhow::Result<(Vec<Proposed>, Vec<Origin>)> {
+    let (mut out, mut origins): (Vec<Proposed>, Vec<Origin>) = (Vec::new(), Vec::new());
+    if paths.is_empty() {
+        return Ok((out, origins));
+    }
+    for (v, origin) in objects(paths)? {
+        let input_name = &origin.file;
+        let node_line = origin.line;
+        {
             if v["kind"] != "NodePool" || v["apiVersion"] != "karpenter.sh/v1" {
                 continue;
             }
             let pool: NodePool = serde_json::from_value(v.clone()).with_context(|| {
                 format!(
                     "{}: line {}: NodePool {}",
-                    input.name, node.line, v["metadata"]["name"]
+                    input_name, node_line, v["metadata"]["name"]
                 )
             })?;
             if pool.metadata.name.is_empty() {
                 anyhow::bail!(
                     "{}: line {}: a NodePool without metadata.name",
-                    input.name,
-                    node.line
+                    input_name,
+                    node_line
                 );
             }
             if out
@@ -74,10 +138,7 @@ pub fn proposed(paths: &[PathBuf]) -> anyhow::Result<(Vec<Proposed>, Vec<Origin>
                 hash: hash::template_hash(&hash::with_defaults(&template)),
                 pool,
             });
-            origins.push(Origin {
-                file: input.name.clone(),
-                line: node.line,
-            });
+            origins.push(origin);
         }
     }
     if out.is_empty() {
@@ -122,14 +183,16 @@ pub fn status(impact: &Impact, fail_on: FailOn) -> ExitCode {
 
 pub fn run(
     nodepools: &[PathBuf],
+    nodeclasses: &[PathBuf],
     source: &SourceArgs,
     format: ImpactFormat,
     fail_on: FailOn,
     wave: chrono::Duration,
 ) -> anyhow::Result<ExitCode> {
     let (proposed, origins) = proposed(nodepools)?;
+    let (classes, class_origins) = proposed_classes(nodeclasses)?;
     let loaded = source.load()?;
-    let impact = rollout::impact_with(&loaded.cluster, &proposed, loaded.now, wave);
+    let impact = rollout::impact_of(&loaded.cluster, &proposed, &classes, loaded.now, wave);
     loaded.progress.finish();
     let style = Style::detect();
     let rendered = match format {
@@ -138,7 +201,8 @@ pub fn run(
         ImpactFormat::Yaml => output::structured(Format::Yaml, &impact)?,
         ImpactFormat::Markdown => super::report::markdown(&impact),
         ImpactFormat::Sarif => {
-            serde_json::to_string_pretty(&super::report::sarif(&impact, &origins))? + "\n"
+            serde_json::to_string_pretty(&super::report::sarif(&impact, &origins, &class_origins))?
+                + "\n"
         }
     };
     output::emit(&rendered, style)?;
@@ -185,8 +249,16 @@ fn why(n: &NodeImpact) -> String {
     if !n.held_by.is_empty() {
         parts.push(format!("held by {}", n.held_by.join("; ")));
     }
-    if n.drift == Some(rollout::DriftReason::NodePoolDrifted) && n.already.is_none() {
-        parts.push("the template's hash changes".into());
+    if n.already.is_none() {
+        match n.drift {
+            Some(rollout::DriftReason::NodePoolDrifted) => {
+                parts.push("the template's hash changes".into())
+            }
+            Some(rollout::DriftReason::NodeClassDrift) => {
+                parts.push("the EC2NodeClass's hash changes".into())
+            }
+            _ => {}
+        }
     }
     parts.join("; ")
 }
@@ -210,7 +282,12 @@ fn pool_lines(p: &PoolImpact, s: Style) -> String {
     };
     out.push_str(&head);
     out.push('\n');
-    if !p.new {
+    if let Some(class) = &p.via_nodeclass {
+        out.push_str(&format!(
+            "  changed: nothing; it launches from EC2NodeClass {}, which changes\n",
+            output::clean(class)
+        ));
+    } else if !p.new {
         if p.changes.is_empty() {
             out.push_str("  changed: nothing kelp compares");
             if p.hash_now.is_some() && p.hash_now != p.hash_after {
@@ -234,6 +311,7 @@ fn pool_lines(p: &PoolImpact, s: Style) -> String {
         }
     }
     match (&p.hash_now, &p.hash_after, &p.hash_unknown) {
+        _ if p.via_nodeclass.is_some() => {}
         (_, _, Some(why)) => out.push_str(&format!(
             "  {}\n",
             s.severity(
@@ -316,8 +394,53 @@ pub fn cost_words(c: &rollout::Cost, drifting: usize) -> String {
     s
 }
 
+/// One changed EC2NodeClass: what changed, what each change drifts, the pools it reaches.
+fn class_lines(c: &rollout::ClassImpact, s: Style) -> String {
+    let mut out = format!("EC2NodeClass {}", s.bold(&output::clean(&c.name)));
+    if c.new {
+        out.push_str(" · new: no node was launched from it\n");
+        return out;
+    }
+    out.push_str(&format!(
+        " · hash {} · {}\n",
+        if c.hash_changes {
+            "changes"
+        } else {
+            "unchanged"
+        },
+        match c.nodepools.len() {
+            0 => "no NodePool launches from it".to_string(),
+            _ => format!("NodePools {}", output::clean(&c.nodepools.join(", "))),
+        }
+    ));
+    let fields: Vec<String> = c
+        .changes
+        .iter()
+        .map(|f| {
+            let what = match f.drifts {
+                "static" => "every node: in its hash",
+                "provider" => "nodes on what EC2 resolves it to: unknown",
+                _ => "drifts nothing",
+            };
+            format!("{} ({what})", output::clean(&f.field))
+        })
+        .collect();
+    out.push_str(&format!(
+        "  changed: {}\n\n",
+        if fields.is_empty() {
+            "nothing the provider reads".to_string()
+        } else {
+            fields.join(", ")
+        }
+    ));
+    out
+}
+
 fn table(i: &Impact, origin: &str, s: Style) -> String {
     let mut out = String::new();
+    for c in &i.nodeclasses {
+        out.push_str(&class_lines(c, s));
+    }
     for p in &i.nodepools {
         out.push_str(&pool_lines(p, s));
         let mut rows: Vec<Vec<String>> = vec![["NODE", "NODECLAIM", "DRIFT", "WHY"]
@@ -338,8 +461,13 @@ fn table(i: &Impact, origin: &str, s: Style) -> String {
         out.push('\n');
     }
     out.push_str(&pods_lines(&i.pods, s));
+    let how = if i.nodeclasses.is_empty() {
+        "(its NodePool hash, then requirements); a NodeClass's own drift (AMI, subnets) is not changed by a NodePool"
+    } else {
+        "(its NodePool hash, then requirements, then the EC2NodeClass hash; what EC2 resolves a changed selector to is not known offline)"
+    };
     out.push_str(&s.dim(&format!(
-        "{} of {} node(s) will drift, judged against {} as Karpenter judges drift (its NodePool hash, then requirements); a NodeClass's own drift (AMI, subnets) is not changed by a NodePool.\n",
+        "{} of {} node(s) will drift, judged against {} as Karpenter judges drift {how}.\n",
         i.drifting(),
         i.nodes.len(),
         if origin == "dump" { "the dump" } else { origin }

@@ -45,6 +45,8 @@ Examples:
       a changed NodePool on a snapshot: which nodes drift, and in what waves
   kelp what-if --nodepools karpenter/ -o json
       the same on the live cluster: each node of a changed pool once
+  kelp what-if --nodeclasses karpenter/ec2nodeclass.yaml -o markdown
+      a changed EC2NodeClass: the nodes of every pool that launches from it
   kelp what-if --pod web.yaml --nodepools karpenter/
       a Deployment against a folder of pools
   kelp what-if --pod job.yaml --nodepools pools.yaml -o json
@@ -77,7 +79,16 @@ as the pool's budgets allow for Drifted, their cron windows included. Pending po
 answer changes are listed, and the pods of drifting nodes that another pool, or none, takes
 after the change (Karpenter does not replace a node whose pods would not schedule). Exit
 status: 0, 1 a rollout the budgets block for a week or pods left with no pool (--fail-on),
-2 kelp could not run, 3 some node's drift cannot be told.")]
+2 kelp could not run, 3 some node's drift cannot be told.
+
+--nodeclasses adds changed EC2NodeClasses (with or without --nodepools): after Karpenter's
+own checks, a node launched from one drifts (NodeClassDrift) when the change moves a field
+the AWS provider's karpenter.k8s.aws/ec2nodeclass-hash reads (tags, role, userData, block
+devices, metadata options, kubelet, the AMI family, ...; not the selectors nor
+ipPrefixCount), if its NodeClaim carries the class's current hash. A changed AMI, subnet,
+security-group or capacity-reservation selector drifts nodes by what EC2 resolves it to,
+which kelp cannot see offline: those nodes are \"unknown\". The class's new kubelet settings
+judge the pending pods after the change.")]
 pub struct Args {
     /// The pod or workload manifest (YAML or JSON), or - for stdin. Without it, kelp
     /// judges the impact of the --nodepools changes on the cluster (--from, or live)
@@ -85,8 +96,12 @@ pub struct Args {
     pub pod: Option<PathBuf>,
     /// NodePool manifests: files or folders (recursive *.yaml|*.yml|*.json). Repeatable.
     /// With --pod: the pools to judge it against; without: the changed pools
-    #[arg(long, value_name = "PATH", required = true, num_args = 1..)]
+    #[arg(long, value_name = "PATH", num_args = 1.., required_unless_present = "nodeclasses")]
     pub nodepools: Vec<PathBuf>,
+    /// Without --pod: changed EC2NodeClass manifests (files or folders). Repeatable. The
+    /// pools that launch from them are judged too
+    #[arg(long, value_name = "PATH", num_args = 1.., conflicts_with = "pod")]
+    pub nodeclasses: Vec<PathBuf>,
     #[command(flatten)]
     pub source: crate::cli::source::SourceArgs,
     /// Output format (markdown and sarif: for the impact of a change, without --pod)
@@ -383,6 +398,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some(pod) = &args.pod else {
         return impact::run(
             &args.nodepools,
+            &args.nodeclasses,
             &args.source,
             args.output,
             args.fail_on,

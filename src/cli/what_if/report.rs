@@ -71,7 +71,11 @@ fn rollout_words(p: &PoolImpact) -> String {
 
 /// The pull-request comment.
 pub fn markdown(i: &Impact) -> String {
-    let mut out = String::from("### kelp: the impact of this NodePool change\n\n");
+    let mut out = String::from(if i.nodeclasses.is_empty() {
+        "### kelp: the impact of this NodePool change\n\n"
+    } else {
+        "### kelp: the impact of this change\n\n"
+    });
     let breaks = !i.pods.stranded.is_empty()
         || i.nodepools
             .iter()
@@ -86,12 +90,43 @@ pub fn markdown(i: &Impact) -> String {
             ""
         }
     ));
+    if !i.nodeclasses.is_empty() {
+        out.push_str("| EC2NodeClass | hash | NodePools | changed |\n|---|---|---|---|\n");
+        for c in &i.nodeclasses {
+            let changed: Vec<String> = c
+                .changes
+                .iter()
+                .map(|f| format!("{} ({})", md(&f.field), f.drifts))
+                .collect();
+            out.push_str(&format!(
+                "| {}{} | {} | {} | {} |\n",
+                md(&c.name),
+                if c.new { " (new)" } else { "" },
+                if c.hash_changes {
+                    "changes"
+                } else {
+                    "unchanged"
+                },
+                if c.nodepools.is_empty() {
+                    "-".to_string()
+                } else {
+                    md(&c.nodepools.join(", "))
+                },
+                if changed.is_empty() {
+                    "-".into()
+                } else {
+                    changed.join(", ")
+                }
+            ));
+        }
+        out.push('\n');
+    }
     out.push_str("| NodePool | nodes | drift | rollout | changed |\n|---|---:|---:|---|---|\n");
     for p in &i.nodepools {
         let changed: Vec<String> = p
             .changes
             .iter()
-            .map(|f| format!("{} ({})", md(f.field), f.drifts))
+            .map(|f| format!("{} ({})", md(&f.field), f.drifts))
             .collect();
         out.push_str(&format!(
             "| {}{} | {} | {}{} | {} | {} |\n",
@@ -105,10 +140,10 @@ pub fn markdown(i: &Impact) -> String {
                 String::new()
             },
             rollout_words(p),
-            if changed.is_empty() {
-                "-".into()
-            } else {
-                changed.join(", ")
+            match &p.via_nodeclass {
+                Some(class) => format!("its EC2NodeClass {}", md(class)),
+                None if changed.is_empty() => "-".into(),
+                None => changed.join(", "),
             }
         ));
     }
@@ -180,7 +215,11 @@ pub fn markdown(i: &Impact) -> String {
         }
         out.push_str("\n</details>\n");
     }
-    out.push_str("\n<sub>Judged as Karpenter judges drift: the NodePool hash, then requirements. `kelp what-if -o markdown`.</sub>\n");
+    out.push_str(if i.nodeclasses.is_empty() {
+        "\n<sub>Judged as Karpenter judges drift: the NodePool hash, then requirements. `kelp what-if -o markdown`.</sub>\n"
+    } else {
+        "\n<sub>Judged as Karpenter judges drift: the NodePool hash, then requirements, then the EC2NodeClass hash; what EC2 resolves a changed selector to is unknown offline. `kelp what-if -o markdown`.</sub>\n"
+    });
     out
 }
 
@@ -204,8 +243,25 @@ const RULES: [(&str, &str); 4] = [
     ),
 ];
 
-/// The SARIF log: results at each changed pool's manifest line.
-pub fn sarif(i: &Impact, origins: &[Origin]) -> Sarif {
+/// A SARIF location: a manifest's line.
+fn at(o: &Origin) -> Location {
+    Location::builder()
+        .physical_location(
+            PhysicalLocation::builder()
+                .artifact_location(
+                    ArtifactLocation::builder()
+                        .uri(crate::lint::sarif::uri(&o.file))
+                        .build(),
+                )
+                .region(Region::builder().start_line(o.line.max(1) as i64).build())
+                .build(),
+        )
+        .build()
+}
+
+/// The SARIF log: results at each changed pool's manifest line, and at each changed
+/// EC2NodeClass's (`class_origins`) for the nodes it drifts.
+pub fn sarif(i: &Impact, origins: &[Origin], class_origins: &[Origin]) -> Sarif {
     let rules: Vec<ReportingDescriptor> = RULES
         .iter()
         .map(|(id, text)| {
@@ -217,29 +273,44 @@ pub fn sarif(i: &Impact, origins: &[Origin]) -> Sarif {
         })
         .collect();
     let mut results = Vec::new();
-    for (p, o) in i.nodepools.iter().zip(origins) {
-        let location = Location::builder()
-            .physical_location(
-                PhysicalLocation::builder()
-                    .artifact_location(
-                        ArtifactLocation::builder()
-                            .uri(crate::lint::sarif::uri(&o.file))
-                            .build(),
-                    )
-                    .region(Region::builder().start_line(o.line.max(1) as i64).build())
-                    .build(),
-            )
-            .build();
-        let mut push = |rule: usize, level: ResultLevel, text: String| {
-            results.push(
-                SarifResult::builder()
-                    .rule_id(RULES[rule].0)
-                    .rule_index(rule as i64)
-                    .level(level)
-                    .message(Message::builder().text(text).build())
-                    .locations(vec![location.clone()])
-                    .build(),
+    let result = |rule: usize, level: ResultLevel, text: String, location: &Location| {
+        SarifResult::builder()
+            .rule_id(RULES[rule].0)
+            .rule_index(rule as i64)
+            .level(level)
+            .message(Message::builder().text(text).build())
+            .locations(vec![location.clone()])
+            .build()
+    };
+    for (c, o) in i.nodeclasses.iter().zip(class_origins) {
+        let of = |pred: fn(&crate::analysis::rollout::NodeImpact) -> bool| {
+            i.nodes
+                .iter()
+                .filter(|n| c.nodepools.contains(&n.nodepool) && pred(n))
+                .count()
+        };
+        let drifting =
+            of(|n| n.drift == Some(crate::analysis::rollout::DriftReason::NodeClassDrift));
+        let unknown = of(|n| n.unknown.is_some());
+        if drifting > 0 {
+            let text = format!(
+                "EC2NodeClass {}: {drifting} node(s) will drift (NodeClassDrift: its hash changes)",
+                c.name
             );
+            results.push(result(2, ResultLevel::Note, text, &at(o)));
+        }
+        if unknown > 0 {
+            let text = format!(
+                "EC2NodeClass {}: kelp cannot tell whether {unknown} node(s) drift (a changed selector: what EC2 resolves it to decides)",
+                c.name
+            );
+            results.push(result(3, ResultLevel::Warning, text, &at(o)));
+        }
+    }
+    for (p, o) in i.nodepools.iter().zip(origins) {
+        let location = at(o);
+        let mut push = |rule: usize, level: ResultLevel, text: String| {
+            results.push(result(rule, level, text, &location));
         };
         let stranded: Vec<String> = i
             .pods
@@ -293,7 +364,7 @@ pub fn sarif(i: &Impact, origins: &[Origin]) -> Sarif {
     }
     let driver = ToolComponent::builder()
         .name("kelp")
-        .full_name("kelp what-if: the impact of a NodePool change")
+        .full_name("kelp what-if: the impact of a NodePool or EC2NodeClass change")
         .version(env!("CARGO_PKG_VERSION"))
         .semantic_version(env!("CARGO_PKG_VERSION"))
         .rules(rules)
