@@ -6,8 +6,13 @@
 //! - a pool on a Ready EC2NodeClass: kelp's `what-if`, before the pod exists, calls it
 //!   compatible from the controller's own metrics; the controller launches through moto's
 //!   CreateFleet; the launched type's allocatable in kelp's catalogue is the NodeClaim's, as
-//!   the controller computed it; then `what-if --nodeclasses` with a new tag predicts
-//!   NodeClassDrift for that node, and the controller marks it so once the change is applied.
+//!   the controller computed it;
+//! - an AMI change by id (not in the class's hash): `what-if --nodeclasses` says the node's
+//!   drift is unknown (AMIDrift turns on what EC2 resolves), the controller then marks it
+//!   AMIDrift, and kelp's `nodeclaim-drifted` says what that means; the controller replaces
+//!   it on the new AMI;
+//! - a new tag (in the hash): `what-if --nodeclasses` predicts NodeClassDrift for the
+//!   replacement, and the controller marks it so once the change is applied.
 //!
 //! Needs a testenv up and `testenv/aws-controller up` on it; skipped (with a note) without
 //! them unless KELP_E2E is set.
@@ -15,7 +20,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
@@ -103,6 +107,26 @@ fn condition<'a>(obj: &'a Value, t: &str) -> Option<&'a Value> {
         .as_array()?
         .iter()
         .find(|c| c["type"] == t)
+}
+
+/// One claim's entry in `what-if`'s JSON.
+fn judged<'a>(impact: &'a Value, claim: &str) -> &'a Value {
+    impact["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["nodeclaim"] == claim)
+        .unwrap_or_else(|| panic!("{claim} not judged: {impact:#}"))
+}
+
+/// The claim's Drifted condition, once the controller sets it.
+fn drifted(e: &Env, claim: &str) -> Value {
+    wait_for("the controller's Drifted condition", 3 * MINUTES, || {
+        let c = e.json(&["get", "nodeclaim", claim]);
+        condition(&c, "Drifted")
+            .filter(|d| d["status"] == "True")
+            .cloned()
+    })
 }
 
 /// The controller's /metrics once it lists instance types, written to a file for kelp.
@@ -256,26 +280,79 @@ fn a_launch_through_moto_has_kelps_allocatable_and_a_class_change_drifts_as_pred
             .then_some(())
     });
 
-    // A tag the class's hash reads: kelp predicts NodeClassDrift for the node, live, before
-    // the change; the controller then marks it so.
-    let changed = class(name, "kelp", "  tags: {team: payments}\n");
-    let changed_file = files("class.yaml", &changed);
-    let impact = e.kelp_json(&["what-if", "--nodeclasses", &changed_file]);
-    let node = impact["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["nodeclaim"] == claim_name.as_str())
-        .unwrap_or_else(|| panic!("{claim_name} not judged: {impact:#}"));
-    assert_eq!(node["drift"], "NodeClassDrift", "{impact:#}");
-    e.apply(&changed);
-    let drifted = wait_for("the controller's Drifted condition", 3 * MINUTES, || {
-        let c = e.json(&["get", "nodeclaim", &claim_name]);
-        condition(&c, "Drifted")
-            .filter(|d| d["status"] == "True")
+    // Another AMI, by id, for the same family: not in the class's hash; the node drifts by
+    // what EC2 resolves the new term to, which kelp cannot see: unknown (exit 3) before,
+    // then the controller's AMIDrift, which kelp explains.
+    let other_ami = "  amiFamily: AL2023\n";
+    let by_id = class(name, "kelp", other_ami).replace(
+        "amiSelectorTerms: [{alias: al2023@latest}]",
+        "amiSelectorTerms: [{id: ami-04681a1dbd79675a5}]",
+    );
+    let by_id_file = files("class-ami.yaml", &by_id);
+    let out = e.kelp(&["what-if", "--nodeclasses", &by_id_file, "-o", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let impact: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let node = judged(&impact, &claim_name);
+    assert!(node["drift"].is_null(), "{impact:#}");
+    assert!(
+        node["unknown"].as_str().unwrap().contains("AMIDrift"),
+        "{impact:#}"
+    );
+    e.apply(&by_id);
+    let ami = drifted(&e, &claim_name);
+    assert_eq!(ami["reason"], "AMIDrift", "{ami}");
+    let explained = wait_for("kelp's nodeclaim-drifted", MINUTES, || {
+        find(&e.doctor(), "nodeclaim-drifted", &claim_name)
+            .and_then(|f| f["message"].as_str().map(str::to_string))
+    });
+    let meaning = kelp::karpenter::aws::nodeclass::drift_meaning("AMIDrift").unwrap();
+    assert!(
+        explained.contains("(AMIDrift)") && explained.contains(meaning),
+        "{explained}"
+    );
+
+    // The controller replaces it with a node on the new AMI, which nothing drifts.
+    let claim = wait_for("the replacement on the new AMI", 4 * MINUTES, || {
+        let list = e.json(&[
+            "get",
+            "nodeclaims",
+            "-l",
+            &format!("karpenter.sh/nodepool={name}"),
+        ]);
+        list["items"]
+            .as_array()?
+            .iter()
+            .find(|c| {
+                c["status"]["imageID"] == "ami-04681a1dbd79675a5"
+                    && condition(c, "Initialized").is_some_and(|l| l["status"] == "True")
+            })
             .cloned()
     });
-    assert_eq!(drifted["reason"], "NodeClassDrift", "{drifted}");
+    let claim_name = claim["metadata"]["name"].as_str().unwrap().to_string();
+
+    // A tag the class's hash reads: kelp predicts NodeClassDrift for the node, live, before
+    // the change; the controller then marks it so.
+    let changed = class(
+        name,
+        "kelp",
+        &format!("{other_ami}  tags: {{team: payments}}\n"),
+    )
+    .replace(
+        "amiSelectorTerms: [{alias: al2023@latest}]",
+        "amiSelectorTerms: [{id: ami-04681a1dbd79675a5}]",
+    );
+    let changed_file = files("class.yaml", &changed);
+    let impact = e.kelp_json(&["what-if", "--nodeclasses", &changed_file]);
+    let node = judged(&impact, &claim_name);
+    assert_eq!(node["drift"], "NodeClassDrift", "{impact:#}");
+    e.apply(&changed);
+    let hashed = drifted(&e, &claim_name);
+    assert_eq!(hashed["reason"], "NodeClassDrift", "{hashed}");
 
     e.ok(&["delete", "namespace", ns, "--wait=false"]);
     e.ok(&["delete", "nodepool", name]);
