@@ -12,7 +12,11 @@
 //!   AMIDrift, and kelp's `nodeclaim-drifted` says what that means; the controller replaces
 //!   it on the new AMI;
 //! - a new tag (in the hash): `what-if --nodeclasses` predicts NodeClassDrift for the
-//!   replacement, and the controller marks it so once the change is applied.
+//!   replacement, and the controller marks it so once the change is applied;
+//! - CreateFleet with no capacity for a pool's only type (moto answers as EC2 does, through
+//!   `testenv/aws/moto/server.py`'s hook): kelp calls the pool compatible before; the
+//!   controller marks the offerings unavailable in every zone; kelp, reading its metrics,
+//!   then rejects the pool for instance types and reports insufficient capacity.
 //!
 //! Needs a testenv up and `testenv/aws-controller up` on it; skipped (with a note) without
 //! them unless KELP_E2E is set.
@@ -354,6 +358,120 @@ fn a_launch_through_moto_has_kelps_allocatable_and_a_class_change_drifts_as_pred
     let hashed = drifted(&e, &claim_name);
     assert_eq!(hashed["reason"], "NodeClassDrift", "{hashed}");
 
+    e.ok(&["delete", "namespace", ns, "--wait=false"]);
+    e.ok(&["delete", "nodepool", name]);
+    e.ok(&["delete", "ec2nodeclass", name, "--wait=false"]);
+}
+
+/// How many zones the controller's metrics give `itype`'s on-demand offering as `value`
+/// (" 1" available, " 0" not).
+fn offerings(metrics_url: &str, itype: &str, value: &str) -> usize {
+    let out = std::process::Command::new("curl")
+        .args(["-fs", metrics_url])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| {
+            l.starts_with("karpenter_cloudprovider_instance_type_offering_available{")
+                && l.contains(&format!("instance_type=\"{itype}\""))
+                && l.contains("capacity_type=\"on-demand\"")
+                && l.ends_with(value)
+        })
+        .count()
+}
+
+/// Tell moto to answer CreateFleet for these types as EC2 does with no capacity.
+fn ice(moto: &str, types: &[&str]) {
+    let out = std::process::Command::new("curl")
+        .args([
+            "-fs",
+            "-X",
+            "POST",
+            "--data",
+            &serde_json::to_string(types).unwrap(),
+        ])
+        .arg(format!("{moto}/_kelp/ice"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "moto's /_kelp/ice");
+}
+
+#[test]
+fn an_offering_createfleet_has_no_capacity_for_is_unavailable_to_kelp_too() {
+    let Some((e, metrics_url)) = aws_env() else {
+        return;
+    };
+    let dir = std::env::var("KELP_TESTENV_DIR").unwrap_or_else(|_| "/tmp/kelp-testenv".into());
+    let text = std::fs::read_to_string(PathBuf::from(&dir).join("aws-env")).unwrap();
+    let moto = text
+        .lines()
+        .find_map(|l| l.strip_prefix("export AWS_MOTO_URL="))
+        .unwrap()
+        .to_string();
+    let (name, ns, itype) = ("aws-ice", "kelp-aws-ice", "m5.large");
+    // What an earlier run left: its pending pod would keep asking for the type.
+    ice(&moto, &[]);
+    e.ok(&["delete", "namespace", ns, "--ignore-not-found"]);
+    e.apply(&class(name, "kelp", ""));
+    let pool = aws_pool(name, name).replace(
+        "      - {key: karpenter.k8s.aws/instance-category, operator: In, values: [m, c]}\n",
+        &format!(
+            "      - {{key: node.kubernetes.io/instance-type, operator: In, values: [{itype}]}}\n"
+        ),
+    );
+    e.apply(&pool);
+    wait_for("the EC2NodeClass Ready", 2 * MINUTES, || {
+        let c = e.json(&["get", "ec2nodeclass", name]);
+        condition(&c, "Ready")
+            .filter(|r| r["status"] == "True")
+            .map(|_| ())
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let metrics = scrape(&metrics_url, tmp.path());
+    let m = metrics.to_string_lossy().into_owned();
+    // Offered in every zone (an earlier run's ICE stays in the controller's cache 3 min).
+    wait_for("the offerings available", 4 * MINUTES, || {
+        (offerings(&metrics_url, itype, " 1") >= 3).then(|| scrape(&metrics_url, tmp.path()))
+    });
+    ice(&moto, &[itype]);
+    namespace(&e, ns);
+    e.apply(&workload(ns, name));
+    let pod = wait_for("the pod", MINUTES, || {
+        let pods = e.json(&["get", "pods", "-n", ns, "-l", "app=inflate"]);
+        pods["items"].as_array()?.first()?["metadata"]["name"]
+            .as_str()
+            .map(str::to_string)
+    });
+    let target = format!("{ns}/{pod}");
+    // Before the launch: the offering is there, the pool takes the pod.
+    let before = e.kelp_json(&["why", "pod", &target, "--metrics-file", &m]);
+    assert_eq!(
+        verdict(&before, name)["verdict"],
+        "compatible",
+        "{before:#}"
+    );
+
+    // The controller's CreateFleet gets InsufficientInstanceCapacity in every zone; it
+    // marks the offerings unavailable, which its metrics say and kelp reads.
+    wait_for(
+        "the offerings unavailable in the controller's metrics",
+        3 * MINUTES,
+        || (offerings(&metrics_url, itype, " 0") >= 3).then(|| scrape(&metrics_url, tmp.path())),
+    );
+    let after = e.kelp_json(&["why", "pod", &target, "--metrics-file", &m]);
+    let v = verdict(&after, name);
+    assert_eq!(v["verdict"], "rejected", "{after:#}");
+    // In Karpenter's words for a pool none of whose types has an available offering left.
+    let reasons = v["reasons"].to_string();
+    assert!(reasons.contains("instance-types"), "{reasons}");
+    assert!(reasons.contains("available instance types"), "{reasons}");
+    let report = e.kelp_json(&["doctor", "--metrics-file", &m]);
+    assert!(
+        !findings(&report, "insufficient-capacity").is_empty(),
+        "{report:#}"
+    );
+    ice(&moto, &[]);
     e.ok(&["delete", "namespace", ns, "--wait=false"]);
     e.ok(&["delete", "nodepool", name]);
     e.ok(&["delete", "ec2nodeclass", name, "--wait=false"]);

@@ -1,6 +1,10 @@
 """moto's server for the AWS controller on testenv, with one JSON line per AWS call (service,
-operation, HTTP status, and the error body of a failure) in CALL_LOG, and POST
-/_kelp/ssm-put to write /aws/... SSM parameters (PutParameter refuses those names).
+operation, HTTP status, and the error body of a failure) in CALL_LOG, and two test hooks:
+- POST /_kelp/ssm-put {"name": "value"}: writes /aws/... SSM parameters (PutParameter
+  refuses those names);
+- POST /_kelp/ice ["c6a.large", ...]: from then on, a CreateFleet whose overrides are all of
+  these types gets EC2's answer for no capacity (InsufficientInstanceCapacity for each
+  override, no instance), which moto never gives on its own.
 usage: server.py PORT CALL_LOG"""
 import io, json, os, re, sys, time, threading, urllib.parse
 from moto.server import DomainDispatcherApplication, create_backend_app, MotoRequestHandler
@@ -29,9 +33,55 @@ def put_reserved_ssm(environ, start_response):
     start_response("200 OK", [("Content-Type", "application/json")])
     return [json.dumps(sorted(params)).encode()]
 
+ICE = set()
+
+
+def set_ice(environ, start_response):
+    n = int(environ.get("CONTENT_LENGTH") or 0)
+    ICE.clear()
+    ICE.update(json.loads(environ["wsgi.input"].read(n)))
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [json.dumps(sorted(ICE)).encode()]
+
+
+def iced_fleet(q):
+    """EC2's CreateFleet answer when every override is of a type in ICE, else None."""
+    overrides = {}
+    for key, values in q.items():
+        m = re.match(r"LaunchTemplateConfigs\.(\d+)\.(LaunchTemplateSpecification\.\w+|Overrides\.(\d+)\.(\w+))$", key)
+        if m:
+            overrides.setdefault(m.group(1), {"spec": {}, "overrides": {}})
+            entry = overrides[m.group(1)]
+            if m.group(3):
+                entry["overrides"].setdefault(m.group(3), {})[m.group(4)] = values[0]
+            else:
+                entry["spec"][m.group(2).split(".")[1]] = values[0]
+    items = [(c, o) for c in overrides.values() for o in c["overrides"].values()]
+    if not ICE or not items or any(o.get("InstanceType") not in ICE for _, o in items):
+        return None
+    capacity_type = (q.get("TargetCapacitySpecification.DefaultTargetCapacityType") or ["on-demand"])[0]
+    esc = lambda v: v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    errors = []
+    for c, o in items:
+        spec = "".join(f"<{k[0].lower() + k[1:]}>{esc(v)}</{k[0].lower() + k[1:]}>" for k, v in c["spec"].items())
+        over = "".join(f"<{k[0].lower() + k[1:]}>{esc(v)}</{k[0].lower() + k[1:]}>" for k, v in o.items())
+        errors.append(
+            "<item><launchTemplateAndOverrides>"
+            f"<launchTemplateSpecification>{spec}</launchTemplateSpecification><overrides>{over}</overrides>"
+            f"</launchTemplateAndOverrides><lifecycle>{esc(capacity_type)}</lifecycle>"
+            "<errorCode>InsufficientInstanceCapacity</errorCode>"
+            f"<errorMessage>We currently do not have sufficient {esc(o.get('InstanceType', ''))} capacity in the Availability Zone you requested.</errorMessage></item>")
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<CreateFleetResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
+            f"<requestId>kelp-ice-{int(time.time() * 1000)}</requestId><fleetId>fleet-kelp-ice</fleetId>"
+            f"<errorSet>{''.join(errors)}</errorSet><fleetInstanceSet/></CreateFleetResponse>").encode()
+
+
 def logged(environ, start_response):
     if environ.get("PATH_INFO") == "/_kelp/ssm-put":
         return put_reserved_ssm(environ, start_response)
+    if environ.get("PATH_INFO") == "/_kelp/ice":
+        return set_ice(environ, start_response)
     n = int(environ.get("CONTENT_LENGTH") or 0)
     body = environ["wsgi.input"].read(n) if n else b""
     environ["wsgi.input"] = io.BytesIO(body)
@@ -39,6 +89,7 @@ def logged(environ, start_response):
     m = re.search(r"Credential=([^/]+)/\d+/([^/]+)/([^/]+)/", auth)
     who, region, service = (m.group(1), m.group(2), m.group(3)) if m else ("?", "?", "?")
     op = environ.get("HTTP_X_AMZ_TARGET", "")
+    q = {}
     if not op:
         q = urllib.parse.parse_qs(body.decode("utf-8", "replace")) if body else {}
         q.update(urllib.parse.parse_qs(environ.get("QUERY_STRING", "")))
@@ -48,6 +99,14 @@ def logged(environ, start_response):
         dry = ""
     if not op:
         op = environ["REQUEST_METHOD"] + " " + environ.get("PATH_INFO", "")
+    if op == "CreateFleet" and dry != "true":
+        answer = iced_fleet(q)
+        if answer is not None:
+            with lock:
+                logf.write(json.dumps({"t": time.strftime("%H:%M:%S"), "key": who, "service": service, "region": region,
+                                       "op": op, "status": 200, "ice": sorted(ICE)}) + "\n")
+            start_response("200 OK", [("Content-Type", "text/xml")])
+            return [answer]
     st = {}
     def sr(status, headers, exc_info=None):
         st["status"] = status
