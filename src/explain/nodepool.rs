@@ -74,6 +74,15 @@ pub fn nodepool_text(p: &Progress, s: Style) -> String {
             p.blocked
         ));
     }
+    if let Some(why) = &p.no_capacity {
+        out.push_str(&format!(
+            "  {}\n",
+            s.severity(
+                crate::findings::Severity::Warning,
+                &format!("replacements may find none either: {}", clean(why))
+            )
+        ));
+    }
     if !p.held.is_empty() {
         let mut rows = vec![["DRIFTED NODE", "REASON", "HELD BY"]
             .map(String::from)

@@ -1,6 +1,7 @@
 //! A pool's rollout as it runs: how many of its nodes are up to date, drifted, or being
-//! replaced now, what holds the drifted ones (the budget, with the next window, and each
-//! node's blockers), an ETA, and the budget calendar: what the pool's budgets allow for
+//! replaced now, what holds the drifted ones (the budget, with the next window, each node's
+//! blockers, and a replacement the pool's last launch found no capacity for), an ETA, and
+//! the budget calendar: what the pool's budgets allow for
 //! each reason now and whenever that changes over the next 7 days, as Karpenter reads its
 //! cron schedules (UTC).
 
@@ -73,9 +74,17 @@ pub struct Progress {
     /// Held nodes with blockers of their own (a do-not-disrupt pod, a PDB allowing none):
     /// no ETA until those let go.
     pub blocked: usize,
+    /// The pool's last launch found no capacity (Karpenter's InsufficientCapacityError on
+    /// one of its NodeClaims in the last 15 minutes), while drifted nodes wait: their
+    /// replacements launch from the same pool and may find none either. In kelp's words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_capacity: Option<String>,
     pub wave_seconds: i64,
     pub calendar: Vec<Calendar>,
 }
+
+/// How long a launch that found no capacity is taken to hold a pool's replacements.
+const NO_CAPACITY_FOR: Duration = Duration::minutes(15);
 
 /// How far the calendar looks ahead.
 const AHEAD: Duration = Duration::days(7);
@@ -111,6 +120,7 @@ pub fn rollout(
         held: Vec::new(),
         eta_seconds: None,
         blocked: 0,
+        no_capacity: None,
         wave_seconds: wave.num_seconds(),
         calendar: Vec::new(),
     };
@@ -143,6 +153,14 @@ pub fn rollout(
         }
     }
     p.blocked = p.held.iter().filter(|h| h.holds).count();
+    if !p.held.is_empty() {
+        p.no_capacity = no_capacity(c, name, now);
+        if let Some(why) = &p.no_capacity {
+            for h in &mut p.held {
+                h.blockers.push(format!("its replacement: {why}"));
+            }
+        }
+    }
     let free = p.held.len() - p.blocked;
     let (total, unavailable) = budget_counts(c, name);
     // The whole week for `why nodepool`; for the ETA alone (serve's metrics and the
@@ -162,6 +180,31 @@ pub fn rollout(
         p.eta_seconds = drift.and_then(|k| eta(k, free, now, wave));
     }
     p
+}
+
+/// The pool's latest launch that found no capacity within [`NO_CAPACITY_FOR`], in words.
+fn no_capacity(c: &Cluster, pool: &str, now: DateTime<Utc>) -> Option<String> {
+    let e = c
+        .events
+        .values()
+        .filter(|e| {
+            e.from_karpenter()
+                && e.reason == "InsufficientCapacityError"
+                && e.regarding.kind == ObjectKind::NodeClaim.as_str()
+                && e.seen().is_some_and(|t| now - t <= NO_CAPACITY_FOR)
+        })
+        .filter(|e| {
+            super::super::provisioning::claim_pool(c, &e.regarding.name).as_deref() == Some(pool)
+        })
+        .max_by_key(|e| e.seen())?;
+    let ago = e
+        .seen()
+        .map(|t| crate::karpenter::duration::human(now - t))
+        .unwrap_or_default();
+    Some(format!(
+        "the pool's last launch (NodeClaim {}, {ago} ago) found no capacity",
+        e.regarding.name
+    ))
 }
 
 /// The time to replace `left` nodes: the wait until the budgets allow one, then waves of

@@ -541,3 +541,68 @@ fn the_pools_own_drift_comes_before_its_classs() {
     assert_eq!(n["stamped"].drift, Some(DriftReason::RequirementsDrifted));
     assert_eq!(i.nodepools.len(), 1);
 }
+
+#[test]
+fn a_launch_with_no_capacity_holds_the_pools_drifted_nodes_replacements() {
+    let yaml = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata: {name: general}
+  spec:
+    template:
+      spec:
+        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+        requirements: []
+- apiVersion: karpenter.sh/v1
+  kind: NodeClaim
+  metadata:
+    name: general-old
+    labels: {karpenter.sh/nodepool: general}
+  status:
+    nodeName: n1
+    providerID: aws:///us-west-2a/i-1
+    conditions: [{type: Launched, status: "True"}, {type: Initialized, status: "True"},
+                 {type: Drifted, status: "True", reason: AMIDrift}]
+- apiVersion: v1
+  kind: Node
+  metadata:
+    name: n1
+    labels: {karpenter.sh/nodepool: general, karpenter.sh/registered: "true", karpenter.sh/initialized: "true"}
+  spec: {providerID: aws:///us-west-2a/i-1}
+  status: {conditions: [{type: Ready, status: "True"}]}
+- apiVersion: v1
+  kind: Event
+  metadata: {name: ice, namespace: default}
+  reason: InsufficientCapacityError
+  type: Warning
+  source: {component: karpenter}
+  involvedObject: {kind: NodeClaim, name: general-x7k2p, apiVersion: karpenter.sh/v1}
+  message: 'NodeClaim general-x7k2p event: Failed to launch node, InsufficientInstanceCapacity'
+  lastTimestamp: "2026-12-07T11:55:00Z"
+"#;
+    let mut c = Cluster::default();
+    crate::source::load_str("ice.yaml", yaml, &mut c).unwrap();
+    let pass = crate::analysis::run(&c, now());
+    let pool = &c.nodepools["general"];
+    let p = progress(&c, &pass.nodes, pool, now(), WAVE_TIME);
+    assert_eq!(p.drifted, 1, "{p:?}");
+    let why = p
+        .no_capacity
+        .as_deref()
+        .expect("the launch's ICE holds the replacement");
+    assert!(
+        why.contains("general-x7k2p") && why.contains("5m ago"),
+        "{why}"
+    );
+    assert!(p.held[0]
+        .blockers
+        .iter()
+        .any(|b| b.starts_with("its replacement: ")));
+    // Longer ago than 15 minutes, it holds nothing.
+    let later = now() + Duration::minutes(30);
+    let p = progress(&c, &pass.nodes, pool, later, WAVE_TIME);
+    assert!(p.no_capacity.is_none());
+}
