@@ -16,7 +16,10 @@
 //! - CreateFleet with no capacity for a pool's only type (moto answers as EC2 does, through
 //!   `testenv/aws/moto/server.py`'s hook): kelp calls the pool compatible before; the
 //!   controller marks the offerings unavailable in every zone; kelp, reading its metrics,
-//!   then rejects the pool for instance types and reports insufficient capacity.
+//!   then rejects the pool for instance types and reports insufficient capacity;
+//! - a spot node the controller launched gets EC2's interruption warning on the
+//!   controller's SQS queue (moto's): the controller writes SpotInterrupted and replaces it,
+//!   and kelp's `spot-interruption` counts it for the pool (none before).
 //!
 //! Needs a testenv up and `testenv/aws-controller up` on it; skipped (with a note) without
 //! them unless KELP_E2E is set.
@@ -111,6 +114,16 @@ fn condition<'a>(obj: &'a Value, t: &str) -> Option<&'a Value> {
         .as_array()?
         .iter()
         .find(|c| c["type"] == t)
+}
+
+/// moto's URL, from the AWS controller's env.
+fn moto_url() -> String {
+    let dir = std::env::var("KELP_TESTENV_DIR").unwrap_or_else(|_| "/tmp/kelp-testenv".into());
+    let text = std::fs::read_to_string(PathBuf::from(&dir).join("aws-env")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("export AWS_MOTO_URL="))
+        .unwrap()
+        .to_string()
 }
 
 /// One claim's entry in `what-if`'s JSON.
@@ -402,13 +415,7 @@ fn an_offering_createfleet_has_no_capacity_for_is_unavailable_to_kelp_too() {
     let Some((e, metrics_url)) = aws_env() else {
         return;
     };
-    let dir = std::env::var("KELP_TESTENV_DIR").unwrap_or_else(|_| "/tmp/kelp-testenv".into());
-    let text = std::fs::read_to_string(PathBuf::from(&dir).join("aws-env")).unwrap();
-    let moto = text
-        .lines()
-        .find_map(|l| l.strip_prefix("export AWS_MOTO_URL="))
-        .unwrap()
-        .to_string();
+    let moto = moto_url();
     let (name, ns, itype) = ("aws-ice", "kelp-aws-ice", "m5.large");
     // What an earlier run left: its pending pod would keep asking for the type.
     ice(&moto, &[]);
@@ -472,6 +479,73 @@ fn an_offering_createfleet_has_no_capacity_for_is_unavailable_to_kelp_too() {
         "{report:#}"
     );
     ice(&moto, &[]);
+    e.ok(&["delete", "namespace", ns, "--wait=false"]);
+    e.ok(&["delete", "nodepool", name]);
+    e.ok(&["delete", "ec2nodeclass", name, "--wait=false"]);
+}
+
+/// Put EC2's spot interruption warning for `instance` on the controller's queue.
+fn interrupt(moto: &str, instance: &str) {
+    let body = serde_json::json!({"queue": "kelp", "instance": instance}).to_string();
+    let out = std::process::Command::new("curl")
+        .args(["-fs", "-X", "POST", "--data", &body])
+        .arg(format!("{moto}/_kelp/interrupt"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "moto's /_kelp/interrupt");
+}
+
+#[test]
+fn a_spot_interruption_warning_is_one_kelp_counts_for_the_pool() {
+    let Some((e, _)) = aws_env() else { return };
+    let moto = moto_url();
+    let (name, ns) = ("aws-spot", "kelp-aws-spot");
+    e.apply(&class(name, "kelp", ""));
+    let pool = aws_pool(name, name).replace("values: [on-demand]", "values: [spot]");
+    e.apply(&pool);
+    namespace(&e, ns);
+    e.apply(&workload(ns, name));
+    let claim = wait_for(
+        "a spot NodeClaim launched through moto",
+        3 * MINUTES,
+        || {
+            let list = e.json(&[
+                "get",
+                "nodeclaims",
+                "-l",
+                &format!("karpenter.sh/nodepool={name}"),
+            ]);
+            list["items"]
+                .as_array()?
+                .iter()
+                .find(|c| condition(c, "Initialized").is_some_and(|l| l["status"] == "True"))
+                .cloned()
+        },
+    );
+    let claim_name = claim["metadata"]["name"].as_str().unwrap().to_string();
+    assert_eq!(
+        claim["metadata"]["labels"]["karpenter.sh/capacity-type"],
+        "spot"
+    );
+    // Before: nothing interrupted.
+    assert!(find(&e.doctor(), "spot-interruption", name).is_none());
+    let instance = claim["status"]["providerID"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    interrupt(&moto, &instance);
+    // The controller writes SpotInterrupted and replaces the node; kelp counts one
+    // interruption for the pool.
+    let f = wait_for("kelp's spot-interruption", 2 * MINUTES, || {
+        find(&e.doctor(), "spot-interruption", name).cloned()
+    });
+    let message = f["message"].as_str().unwrap();
+    assert!(message.contains("1 SpotInterrupted"), "{message}");
+    assert!(message.contains("(1 node)"), "{message}");
+    assert_eq!(f["details"]["objects"][0], claim_name.as_str(), "{f:#}");
     e.ok(&["delete", "namespace", ns, "--wait=false"]);
     e.ok(&["delete", "nodepool", name]);
     e.ok(&["delete", "ec2nodeclass", name, "--wait=false"]);

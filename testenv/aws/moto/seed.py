@@ -1,6 +1,6 @@
 """Seed moto with what an EC2NodeClass needs: a VPC, three subnets and a security group
 tagged karpenter.sh/discovery=kelp, the node role, the AL2023 SSM parameter (1.34, x86_64)
-pointing at one of moto's AMIs, and the EKS cluster "kelp" (its service CIDR is what the
+pointing at one of moto's AMIs, the interruption queue "kelp", and the EKS cluster "kelp" (its service CIDR is what the
 EC2NodeClass validation reads: without it, ValidationSucceeded=False
 ClusterCIDRResolutionFailed).
 
@@ -20,6 +20,7 @@ ec2 = boto3.client("ec2", **kw)
 ssm = boto3.client("ssm", **kw)
 iam = boto3.client("iam", **kw)
 eks = boto3.client("eks", **kw)
+sqs = boto3.client("sqs", **kw)
 out = {}
 vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": tag}])["Vpc"]["VpcId"]
 out["vpc"] = vpc
@@ -39,6 +40,7 @@ name = "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/standard/re
 urllib.request.urlopen(urllib.request.Request(f"{ep}/_kelp/ssm-put?region={region}",
                                               data=json.dumps({name: ami}).encode(), method="POST")).read()
 out["ssm"] = {name: ssm.get_parameter(Name=name)["Parameter"]["Value"]}
+out["queue"] = sqs.create_queue(QueueName="kelp")["QueueUrl"]
 subnets = [s[0] for s in out["subnets"]]
 c = eks.create_cluster(name="kelp", version="1.34", roleArn="arn:aws:iam::123456789012:role/kelp-cluster",
                        resourcesVpcConfig={"subnetIds": subnets},

@@ -4,7 +4,9 @@ operation, HTTP status, and the error body of a failure) in CALL_LOG, and two te
   refuses those names);
 - POST /_kelp/ice ["c6a.large", ...]: from then on, a CreateFleet whose overrides are all of
   these types gets EC2's answer for no capacity (InsufficientInstanceCapacity for each
-  override, no instance), which moto never gives on its own.
+  override, no instance), which moto never gives on its own;
+- POST /_kelp/interrupt {"queue": "kelp", "instance": "i-..."}: puts EC2's two-minute spot
+  interruption warning for the instance on the interruption queue, as EventBridge would.
 usage: server.py PORT CALL_LOG"""
 import io, json, os, re, sys, time, threading, urllib.parse
 from moto.server import DomainDispatcherApplication, create_backend_app, MotoRequestHandler
@@ -77,11 +79,31 @@ def iced_fleet(q):
             f"<errorSet>{''.join(errors)}</errorSet><fleetInstanceSet/></CreateFleetResponse>").encode()
 
 
+def interrupt(environ, start_response):
+    from moto.sqs.models import sqs_backends
+    n = int(environ.get("CONTENT_LENGTH") or 0)
+    req = json.loads(environ["wsgi.input"].read(n))
+    region = req.get("region", "us-west-2")
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    body = {
+        "version": "0", "id": f"kelp-{int(time.time() * 1000)}",
+        "detail-type": "EC2 Spot Instance Interruption Warning", "source": "aws.ec2",
+        "account": "123456789012", "time": now, "region": region,
+        "resources": [f"arn:aws:ec2:{region}:123456789012:instance/{req['instance']}"],
+        "detail": {"instance-id": req["instance"], "instance-action": "terminate"},
+    }
+    sqs_backends["123456789012"][region].send_message(req["queue"], json.dumps(body))
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [json.dumps(body).encode()]
+
+
 def logged(environ, start_response):
     if environ.get("PATH_INFO") == "/_kelp/ssm-put":
         return put_reserved_ssm(environ, start_response)
     if environ.get("PATH_INFO") == "/_kelp/ice":
         return set_ice(environ, start_response)
+    if environ.get("PATH_INFO") == "/_kelp/interrupt":
+        return interrupt(environ, start_response)
     n = int(environ.get("CONTENT_LENGTH") or 0)
     body = environ["wsgi.input"].read(n) if n else b""
     environ["wsgi.input"] = io.BytesIO(body)
