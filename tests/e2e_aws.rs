@@ -126,6 +126,31 @@ fn moto_url() -> String {
         .to_string()
 }
 
+/// The first NodeClaim of `pool` that `pick` accepts, once there is one.
+fn claim_where(
+    e: &Env,
+    pool: &str,
+    what: &str,
+    timeout: std::time::Duration,
+    pick: impl Fn(&Value) -> bool,
+) -> Value {
+    wait_for(what, timeout, || {
+        let selector = format!("karpenter.sh/nodepool={pool}");
+        let list = e.json(&["get", "nodeclaims", "-l", &selector]);
+        list["items"].as_array()?.iter().find(|c| pick(c)).cloned()
+    })
+}
+
+/// Wait until the controller calls the EC2NodeClass Ready.
+fn class_ready(e: &Env, name: &str) {
+    wait_for("the EC2NodeClass Ready", 2 * MINUTES, || {
+        let c = e.json(&["get", "ec2nodeclass", name]);
+        condition(&c, "Ready")
+            .filter(|r| r["status"] == "True")
+            .map(|_| ())
+    });
+}
+
 /// One claim's entry in `what-if`'s JSON.
 fn judged<'a>(impact: &'a Value, claim: &str) -> &'a Value {
     impact["nodes"]
@@ -209,12 +234,7 @@ fn a_launch_through_moto_has_kelps_allocatable_and_a_class_change_drifts_as_pred
     let pool_yaml = aws_pool(name, name);
     e.apply(&class_yaml);
     e.apply(&pool_yaml);
-    wait_for("the EC2NodeClass Ready", 2 * MINUTES, || {
-        let c = e.json(&["get", "ec2nodeclass", name]);
-        condition(&c, "Ready")
-            .filter(|r| r["status"] == "True")
-            .map(|_| ())
-    });
+    class_ready(&e, name);
     let metrics = scrape(&metrics_url, dir.path());
 
     // Before the pod exists: the pool takes it, judged from the controller's own types.
@@ -239,22 +259,16 @@ fn a_launch_through_moto_has_kelps_allocatable_and_a_class_change_drifts_as_pred
 
     namespace(&e, ns);
     e.apply(&workload(ns, name));
-    let claim = wait_for("a NodeClaim launched through moto", 3 * MINUTES, || {
-        let list = e.json(&[
-            "get",
-            "nodeclaims",
-            "-l",
-            &format!("karpenter.sh/nodepool={name}"),
-        ]);
-        list["items"]
-            .as_array()?
-            .iter()
-            .find(|c| {
-                condition(c, "Launched").is_some_and(|l| l["status"] == "True")
-                    && c["status"]["providerID"].is_string()
-            })
-            .cloned()
-    });
+    let claim = claim_where(
+        &e,
+        name,
+        "a NodeClaim launched through moto",
+        3 * MINUTES,
+        |c| {
+            condition(c, "Launched").is_some_and(|l| l["status"] == "True")
+                && c["status"]["providerID"].is_string()
+        },
+    );
     let claim_name = claim["metadata"]["name"].as_str().unwrap().to_string();
     let itype = claim["metadata"]["labels"]["node.kubernetes.io/instance-type"]
         .as_str()
@@ -334,22 +348,16 @@ fn a_launch_through_moto_has_kelps_allocatable_and_a_class_change_drifts_as_pred
     );
 
     // The controller replaces it with a node on the new AMI, which nothing drifts.
-    let claim = wait_for("the replacement on the new AMI", 4 * MINUTES, || {
-        let list = e.json(&[
-            "get",
-            "nodeclaims",
-            "-l",
-            &format!("karpenter.sh/nodepool={name}"),
-        ]);
-        list["items"]
-            .as_array()?
-            .iter()
-            .find(|c| {
-                c["status"]["imageID"] == "ami-04681a1dbd79675a5"
-                    && condition(c, "Initialized").is_some_and(|l| l["status"] == "True")
-            })
-            .cloned()
-    });
+    let claim = claim_where(
+        &e,
+        name,
+        "the replacement on the new AMI",
+        4 * MINUTES,
+        |c| {
+            c["status"]["imageID"] == "ami-04681a1dbd79675a5"
+                && condition(c, "Initialized").is_some_and(|l| l["status"] == "True")
+        },
+    );
     let claim_name = claim["metadata"]["name"].as_str().unwrap().to_string();
 
     // A tag the class's hash reads: kelp predicts NodeClassDrift for the node, live, before
@@ -428,12 +436,7 @@ fn an_offering_createfleet_has_no_capacity_for_is_unavailable_to_kelp_too() {
         ),
     );
     e.apply(&pool);
-    wait_for("the EC2NodeClass Ready", 2 * MINUTES, || {
-        let c = e.json(&["get", "ec2nodeclass", name]);
-        condition(&c, "Ready")
-            .filter(|r| r["status"] == "True")
-            .map(|_| ())
-    });
+    class_ready(&e, name);
     let tmp = tempfile::tempdir().unwrap();
     let metrics = scrape(&metrics_url, tmp.path());
     let m = metrics.to_string_lossy().into_owned();
@@ -505,22 +508,12 @@ fn a_spot_interruption_warning_is_one_kelp_counts_for_the_pool() {
     e.apply(&pool);
     namespace(&e, ns);
     e.apply(&workload(ns, name));
-    let claim = wait_for(
+    let claim = claim_where(
+        &e,
+        name,
         "a spot NodeClaim launched through moto",
         3 * MINUTES,
-        || {
-            let list = e.json(&[
-                "get",
-                "nodeclaims",
-                "-l",
-                &format!("karpenter.sh/nodepool={name}"),
-            ]);
-            list["items"]
-                .as_array()?
-                .iter()
-                .find(|c| condition(c, "Initialized").is_some_and(|l| l["status"] == "True"))
-                .cloned()
-        },
+        |c| condition(c, "Initialized").is_some_and(|l| l["status"] == "True"),
     );
     let claim_name = claim["metadata"]["name"].as_str().unwrap().to_string();
     assert_eq!(
