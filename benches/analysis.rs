@@ -773,6 +773,59 @@ fn benches(c: &mut Criterion) {
     g.finish();
     drop(with_catalog);
 
+    // The AWS provider's catalogue as a pass builds it from Karpenter's metrics: every type
+    // kelp has the facts of (1,386), offered in 3 zones x 2 capacity types, each computed
+    // as the provider computes it; then the same under an EC2NodeClass with its own kubelet
+    // settings (one more variant per such class, each pass).
+    let mut metrics = kelp::model::ControllerMetrics::default();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/aws-instance-types.tsv"
+    ))
+    .unwrap();
+    for f in kelp::karpenter::aws::facts::rows(&text).map(Result::unwrap) {
+        metrics
+            .instance_cpu
+            .insert(f.name.clone(), f64::from(f.vcpus));
+        metrics
+            .instance_memory
+            .insert(f.name.clone(), f.memory_mib as f64 * 1024.0 * 1024.0);
+        for zone in ["us-west-2a", "us-west-2b", "us-west-2c"] {
+            for ct in ["on-demand", "spot"] {
+                metrics.offerings.push(kelp::model::Offering {
+                    instance_type: f.name.clone(),
+                    zone: zone.into(),
+                    capacity_type: ct.into(),
+                    price: Some(0.1),
+                    available: Some(true),
+                });
+            }
+        }
+    }
+    let empty = Cluster::default();
+    let tuned = kelp::karpenter::aws::Settings {
+        kubelet: kelp::karpenter::aws::Kubelet {
+            max_pods: Some(110),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut g = c.benchmark_group("catalog");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    g.bench_function("aws-metrics-1386-types", |b| {
+        b.iter_with_large_drop(|| {
+            kelp::analysis::catalog::from_metrics(black_box(&empty), black_box(&metrics))
+        })
+    });
+    g.bench_function("aws-metrics-1386-types-one-class-variant", |b| {
+        b.iter_with_large_drop(|| {
+            kelp::analysis::catalog::with_settings(black_box(&empty), &metrics, &tuned)
+        })
+    });
+    g.finish();
+
     let dump = dump_json(20_000_000);
     eprintln!("load_str input: {:.1} MB", dump.len() as f64 / 1e6);
     let mut g = c.benchmark_group("load_str");
