@@ -402,20 +402,19 @@ fn offerings(metrics_url: &str, itype: &str, value: &str) -> usize {
         .count()
 }
 
-/// Tell moto to answer CreateFleet for these types as EC2 does with no capacity.
-fn ice(moto: &str, types: &[&str]) {
+/// POST `body` to one of moto's test hooks (testenv/aws/moto/server.py).
+fn hook(moto: &str, path: &str, body: &str) {
     let out = std::process::Command::new("curl")
-        .args([
-            "-fs",
-            "-X",
-            "POST",
-            "--data",
-            &serde_json::to_string(types).unwrap(),
-        ])
-        .arg(format!("{moto}/_kelp/ice"))
+        .args(["-fs", "-X", "POST", "--data", body])
+        .arg(format!("{moto}/_kelp/{path}"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "moto's /_kelp/ice");
+    assert!(out.status.success(), "moto's /_kelp/{path}");
+}
+
+/// Tell moto to answer CreateFleet for these types as EC2 does with no capacity.
+fn ice(moto: &str, types: &[&str]) {
+    hook(moto, "ice", &serde_json::to_string(types).unwrap());
 }
 
 #[test]
@@ -489,13 +488,8 @@ fn an_offering_createfleet_has_no_capacity_for_is_unavailable_to_kelp_too() {
 
 /// Put EC2's spot interruption warning for `instance` on the controller's queue.
 fn interrupt(moto: &str, instance: &str) {
-    let body = serde_json::json!({"queue": "kelp", "instance": instance}).to_string();
-    let out = std::process::Command::new("curl")
-        .args(["-fs", "-X", "POST", "--data", &body])
-        .arg(format!("{moto}/_kelp/interrupt"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "moto's /_kelp/interrupt");
+    let body = serde_json::json!({"queue": "kelp", "instance": instance});
+    hook(moto, "interrupt", &body.to_string());
 }
 
 #[test]

@@ -593,30 +593,25 @@ fn a_changed_ec2nodeclass_drifts_the_nodes_of_every_pool_on_it() {
         );
     }
 
-    let (md, _) = run(&[
-        "what-if",
-        "--nodeclasses",
-        &tags,
-        "--from",
-        demo,
-        "-o",
-        "markdown",
-    ]);
+    let on_demo = |output: &str| {
+        run(&[
+            "what-if",
+            "--nodeclasses",
+            &tags,
+            "--from",
+            demo,
+            "-o",
+            output,
+        ])
+        .0
+    };
+    let md = on_demo("markdown");
     assert!(
         md.contains("| EC2NodeClass | hash | NodePools | changed |"),
         "{md}"
     );
     assert!(md.contains("its EC2NodeClass default"), "{md}");
-    let (sarif, _) = run(&[
-        "what-if",
-        "--nodeclasses",
-        &tags,
-        "--from",
-        demo,
-        "-o",
-        "sarif",
-    ]);
-    let sarif: Value = serde_json::from_str(&sarif).unwrap();
+    let sarif: Value = serde_json::from_str(&on_demo("sarif")).unwrap();
     let results = sarif["runs"][0]["results"].as_array().unwrap();
     let at_class = results
         .iter()

@@ -69,6 +69,18 @@ fn rollout_words(p: &PoolImpact) -> String {
     }
 }
 
+/// The changed fields with what each drifts, or `-`.
+fn changed(changes: &[crate::analysis::rollout::FieldChange]) -> String {
+    if changes.is_empty() {
+        return "-".into();
+    }
+    changes
+        .iter()
+        .map(|f| format!("{} ({})", md(&f.field), f.drifts))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The pull-request comment.
 pub fn markdown(i: &Impact) -> String {
     let mut out = String::from(if i.nodeclasses.is_empty() {
@@ -93,11 +105,6 @@ pub fn markdown(i: &Impact) -> String {
     if !i.nodeclasses.is_empty() {
         out.push_str("| EC2NodeClass | hash | NodePools | changed |\n|---|---|---|---|\n");
         for c in &i.nodeclasses {
-            let changed: Vec<String> = c
-                .changes
-                .iter()
-                .map(|f| format!("{} ({})", md(&f.field), f.drifts))
-                .collect();
             out.push_str(&format!(
                 "| {}{} | {} | {} | {} |\n",
                 md(&c.name),
@@ -112,22 +119,13 @@ pub fn markdown(i: &Impact) -> String {
                 } else {
                     md(&c.nodepools.join(", "))
                 },
-                if changed.is_empty() {
-                    "-".into()
-                } else {
-                    changed.join(", ")
-                }
+                changed(&c.changes)
             ));
         }
         out.push('\n');
     }
     out.push_str("| NodePool | nodes | drift | rollout | changed |\n|---|---:|---:|---|---|\n");
     for p in &i.nodepools {
-        let changed: Vec<String> = p
-            .changes
-            .iter()
-            .map(|f| format!("{} ({})", md(&f.field), f.drifts))
-            .collect();
         out.push_str(&format!(
             "| {}{} | {} | {}{} | {} | {} |\n",
             md(&p.name),
@@ -142,8 +140,7 @@ pub fn markdown(i: &Impact) -> String {
             rollout_words(p),
             match &p.via_nodeclass {
                 Some(class) => format!("its EC2NodeClass {}", md(class)),
-                None if changed.is_empty() => "-".into(),
-                None => changed.join(", "),
+                None => changed(&p.changes),
             }
         ));
     }
