@@ -1,75 +1,17 @@
 //! The dashboard's handlers, in process: the router is built on a loaded model and each
 //! page is checked with CSS selectors.
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use chrono::{DateTime, Utc};
 use http_body_util::BodyExt;
 use kelp::model::Cluster;
 use kelp::serve::loaded;
 use kelp::web::view::PriceProblem;
-use kelp::web::Board;
-use kelp::web::{self, Site};
 use scraper::{Html, Selector};
 use tower::ServiceExt;
 
-fn now() -> DateTime<Utc> {
-    kelp::demo::now()
-}
-
-fn demo() -> Cluster {
-    kelp::demo::cluster().unwrap()
-}
-
-fn load(yaml: &str) -> Cluster {
-    let mut c = Cluster::default();
-    kelp::source::load_str("test.yaml", yaml, &mut c).unwrap();
-    c
-}
-
-fn site_of(clusters: Vec<Arc<Board>>, token: Option<&str>) -> axum::Router {
-    web::router(Arc::new(Site {
-        clusters,
-        auth_token: token.map(str::to_string),
-        hosts: web::Hosts::loopback(),
-        secure_cookie: false,
-        streams: kelp::web::Streams::default(),
-    }))
-}
-
-fn site(c: Cluster) -> axum::Router {
-    site_of(vec![loaded("test", c, now()).1], None)
-}
-
-struct Got {
-    status: StatusCode,
-    headers: axum::http::HeaderMap,
-    body: String,
-}
-
-impl Got {
-    fn html(&self) -> Html {
-        Html::parse_document(&self.body)
-    }
-}
-
-async fn get(app: &axum::Router, uri: &str) -> Got {
-    get_with(app, Request::get(uri).body(Body::empty()).unwrap()).await
-}
-
-async fn get_with(app: &axum::Router, req: Request<Body>) -> Got {
-    let r = app.clone().oneshot(req).await.unwrap();
-    let status = r.status();
-    let headers = r.headers().clone();
-    let body = r.into_body().collect().await.unwrap().to_bytes();
-    Got {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    }
-}
+mod common;
+use common::web::*;
 
 fn sel(s: &str) -> Selector {
     Selector::parse(s).unwrap()
@@ -699,12 +641,12 @@ async fn a_token_guards_everything() {
         .header("authorization", "Bearer s3cret")
         .body(Body::empty())
         .unwrap();
-    assert_eq!(get_with(&app, bearer).await.status, StatusCode::OK);
+    assert_eq!(send(&app, bearer).await.status, StatusCode::OK);
     let wrong = Request::get(PAGE)
         .header("authorization", "Bearer s3cre")
         .body(Body::empty())
         .unwrap();
-    assert_eq!(get_with(&app, wrong).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(send(&app, wrong).await.status, StatusCode::UNAUTHORIZED);
     // ?token= once: a cookie, and the token leaves the URL.
     let r = get(&app, &format!("{PAGE}?token=s3cret&sel=NodePool/batch")).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
@@ -715,7 +657,7 @@ async fn a_token_guards_everything() {
         .header("cookie", "kelp_token=s3cret")
         .body(Body::empty())
         .unwrap();
-    assert_eq!(get_with(&app, with_cookie).await.status, StatusCode::OK);
+    assert_eq!(send(&app, with_cookie).await.status, StatusCode::OK);
 }
 
 #[tokio::test]
@@ -796,7 +738,7 @@ async fn tokens_and_context_names_survive_url_encoding() {
         .header("cookie", "kelp_token=a b/c")
         .body(Body::empty())
         .unwrap();
-    let r = get_with(&app, with_cookie).await;
+    let r = send(&app, with_cookie).await;
     assert_eq!(
         r.headers["location"],
         "/clusters/arn%3Aaws%3Aeks%3Aus-west-2%3A1%3Acluster%2Fprod/karpenter"
@@ -1147,7 +1089,7 @@ async fn the_pane_has_a_history_tab_when_serve_keeps_one() {
     let dir = tempfile::tempdir().unwrap();
     {
         let (mut s, _) = Store::open(dir.path(), true).unwrap();
-        let at = Utc::now() - chrono::Duration::hours(2);
+        let at = chrono::Utc::now() - chrono::Duration::hours(2);
         let mut launched = Record::new(
             "nodeclaim/c1/launched".into(),
             at,

@@ -5,40 +5,12 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::Request;
-use http_body_util::BodyExt;
 use kelp::serve::loaded;
-use kelp::web::Board;
-use kelp::web::{self, Site};
-use tower::ServiceExt;
+
+mod common;
+use common::web::*;
 
 const PAGE: &str = "/clusters/test/karpenter";
-
-async fn get_with(app: &axum::Router, req: Request<Body>) {
-    let r = app.clone().oneshot(req).await.unwrap();
-    r.into_body().collect().await.unwrap();
-}
-
-async fn get(app: &axum::Router, uri: &str) {
-    get_with(app, Request::get(uri).body(Body::empty()).unwrap()).await
-}
-
-fn site_of(clusters: Vec<Arc<Board>>, token: Option<&str>) -> axum::Router {
-    web::router(Arc::new(Site {
-        clusters,
-        auth_token: token.map(str::to_string),
-        hosts: web::Hosts::loopback(),
-        secure_cookie: false,
-        streams: kelp::web::Streams::default(),
-    }))
-}
-
-fn now() -> chrono::DateTime<chrono::Utc> {
-    kelp::demo::now()
-}
-
-fn demo() -> kelp::model::Cluster {
-    kelp::demo::cluster().unwrap()
-}
 
 #[tokio::test]
 async fn every_read_is_audited() {
@@ -66,7 +38,7 @@ async fn every_read_is_audited() {
         .header("authorization", "Bearer t")
         .body(Body::empty())
         .unwrap();
-    get_with(&app, ok).await;
+    send(&app, ok).await;
     get(&app, PAGE).await;
     let logs = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
     let lines: Vec<serde_json::Value> = logs

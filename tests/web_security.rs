@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use kelp::listener::{self, Limits};
 use kelp::model::Cluster;
 use kelp::serve::loaded;
@@ -18,60 +18,11 @@ use kelp::source::live::Connection;
 use kelp::web::Board;
 use kelp::web::{self, Hosts, Site, StreamLimits};
 use scraper::{Html, Selector};
-use tower::ServiceExt;
+
+mod common;
+use common::web::*;
 
 const PAGE: &str = "/clusters/test/karpenter";
-
-fn demo() -> Cluster {
-    kelp::demo::cluster().unwrap()
-}
-
-fn load(yaml: &str) -> Cluster {
-    let mut c = Cluster::default();
-    kelp::source::load_str("test.yaml", yaml, &mut c).unwrap();
-    c
-}
-
-fn site_with(shared: Arc<Board>, token: Option<&str>, hosts: Hosts, secure: bool) -> axum::Router {
-    web::router(Arc::new(Site {
-        clusters: vec![shared],
-        auth_token: token.map(str::to_string),
-        hosts,
-        secure_cookie: secure,
-        streams: kelp::web::Streams::default(),
-    }))
-}
-
-fn site(c: Cluster) -> axum::Router {
-    site_with(
-        loaded("test", c, kelp::demo::now()).1,
-        None,
-        Hosts::loopback(),
-        false,
-    )
-}
-
-struct Got {
-    status: StatusCode,
-    headers: axum::http::HeaderMap,
-    body: String,
-}
-
-async fn send(app: &axum::Router, req: Request<Body>) -> Got {
-    let r = app.clone().oneshot(req).await.unwrap();
-    let status = r.status();
-    let headers = r.headers().clone();
-    let body = r.into_body().collect().await.unwrap().to_bytes();
-    Got {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    }
-}
-
-async fn get(app: &axum::Router, uri: &str) -> Got {
-    send(app, Request::get(uri).body(Body::empty()).unwrap()).await
-}
 
 async fn get_host(app: &axum::Router, uri: &str, host: &str) -> Got {
     send(
@@ -155,7 +106,7 @@ async fn allowed_hosts_and_a_token_on_all_addresses() {
     let bound = "0.0.0.0:8081".parse().unwrap();
     // --allowed-host adds a name; others stay out.
     let app = site_with(
-        shared.clone(),
+        vec![shared.clone()],
         None,
         Hosts::new(bound, &["kelp.example.com".into()], false),
         false,
@@ -173,7 +124,7 @@ async fn allowed_hosts_and_a_token_on_all_addresses() {
         StatusCode::MISDIRECTED_REQUEST
     );
     // All addresses, a token, no --allowed-host: any name, but the token is required.
-    let app = site_with(shared, Some("t"), Hosts::new(bound, &[], true), false);
+    let app = site_with(vec![shared], Some("t"), Hosts::new(bound, &[], true), false);
     assert_eq!(
         get_host(&app, PAGE, "kelp.kelp.svc").await.status,
         StatusCode::UNAUTHORIZED
@@ -268,7 +219,7 @@ async fn the_yaml_tab_masks_env_values_and_last_applied() {
     let shared = loaded("test", load(POD), kelp::demo::now()).1;
     let (conn, seen) = fake_api(Some(live_pod()));
     shared.set_client(conn.client.clone());
-    let app = site_with(shared, None, Hosts::loopback(), false);
+    let app = site_with(vec![shared], None, Hosts::loopback(), false);
     let r = get(&app, &format!("{PAGE}/pane?sel=Pod/shop/api&tab=yaml")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(*seen.lock().unwrap(), ["/api/v1/namespaces/shop/pods/api"]);
@@ -301,7 +252,7 @@ async fn the_pane_asks_the_api_server_only_for_modelled_objects() {
     let shared = loaded("test", load(POD), kelp::demo::now()).1;
     let (conn, seen) = fake_api(Some(live_pod()));
     shared.set_client(conn.client.clone());
-    let app = site_with(shared, None, Hosts::loopback(), false);
+    let app = site_with(vec![shared], None, Hosts::loopback(), false);
     for sel in [
         "Pod/kube-system/coredns",
         "Pod/shop/other",
@@ -460,7 +411,7 @@ async fn a_context_name_with_a_slash_links_to_its_page() {
 #[tokio::test]
 async fn the_token_redirect_stays_on_this_site() {
     let shared = loaded("test", demo(), kelp::demo::now()).1;
-    let app = site_with(shared, Some("T"), Hosts::loopback(), false);
+    let app = site_with(vec![shared], Some("T"), Hosts::loopback(), false);
     for (uri, to) in [
         ("//evil.example/x?token=T", "/evil.example/x"),
         ("///evil.example/x?token=T&a=1", "/evil.example/x?a=1"),
@@ -486,7 +437,7 @@ async fn the_cookie_is_secure_behind_tls() {
         assert_eq!(r.status, StatusCode::SEE_OTHER);
         r.headers["set-cookie"].to_str().unwrap().to_string()
     };
-    let plain = site_with(shared.clone(), Some("T"), Hosts::loopback(), false);
+    let plain = site_with(vec![shared.clone()], Some("T"), Hosts::loopback(), false);
     let c = cookie(plain.clone(), None).await;
     assert!(
         c.contains("HttpOnly") && c.contains("SameSite=Strict"),
@@ -500,14 +451,14 @@ async fn the_cookie_is_secure_behind_tls() {
         .await
         .contains("Secure"));
     assert!(!cookie(plain, Some("http")).await.contains("Secure"));
-    let secure = site_with(shared, Some("T"), Hosts::loopback(), true);
+    let secure = site_with(vec![shared], Some("T"), Hosts::loopback(), true);
     assert!(cookie(secure, None).await.contains("; Secure"));
 }
 
 #[tokio::test]
 async fn the_bearer_scheme_is_case_insensitive() {
     let shared = loaded("test", demo(), kelp::demo::now()).1;
-    let app = site_with(shared, Some("s3cret"), Hosts::loopback(), false);
+    let app = site_with(vec![shared], Some("s3cret"), Hosts::loopback(), false);
     for (v, ok) in [
         ("Bearer s3cret", true),
         ("bearer s3cret", true),

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod half_empty;
+pub mod web;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
