@@ -1,4 +1,5 @@
-//! The findings contract (shared/reference/findings.md) as types: codes, severities,
+//! The findings contract ([docs/findings.md](../docs/findings.md), and
+//! docs/report.schema.json for the JSON) as types: codes, severities,
 //! the object a finding is about, and the report `kelp doctor -o json` prints.
 
 use std::fmt;
@@ -40,7 +41,7 @@ impl fmt::Display for Severity {
 }
 
 macro_rules! codes {
-    ($($variant:ident => $s:literal;)*) => {
+    ($($variant:ident => $s:literal, $meaning:literal;)*) => {
         /// Stable finding codes. Add freely; never rename.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Code { $($variant),* }
@@ -48,39 +49,41 @@ macro_rules! codes {
             pub const ALL: &'static [Code] = &[$(Code::$variant),*];
             pub fn as_str(self) -> &'static str { match self { $(Code::$variant => $s),* } }
             pub fn parse(s: &str) -> Option<Code> { match s { $($s => Some(Code::$variant),)* _ => None } }
+            /// What the finding says, in one line (docs/findings.md lists them).
+            pub fn meaning(self) -> &'static str { match self { $(Code::$variant => $meaning),* } }
         }
     };
 }
 
 codes! {
-    PodUnschedulable => "pod-unschedulable";
-    PodNominatedNotBound => "pod-nominated-not-bound";
-    NoNodepoolReady => "no-nodepool-ready";
-    NodepoolNotReady => "nodepool-not-ready";
-    NodepoolLimitsExhausted => "nodepool-limits-exhausted";
-    NodepoolLimitsNear => "nodepool-limits-near";
-    NodepoolNoInstanceTypes => "nodepool-no-instance-types";
-    NodepoolRegistrationUnhealthy => "nodepool-registration-unhealthy";
-    NodeclaimLaunchFailed => "nodeclaim-launch-failed";
-    NodeclaimNotRegistered => "nodeclaim-not-registered";
-    NodeclaimNotInitialized => "nodeclaim-not-initialized";
-    NodeNotReady => "node-not-ready";
-    InsufficientCapacity => "insufficient-capacity";
-    DaemonsetPodPending => "daemonset-pod-pending";
-    NodeclaimDrifted => "nodeclaim-drifted";
-    DisruptionBlocked => "disruption-blocked";
-    BudgetBlocking => "budget-blocking";
-    EmptyNodeNotReaped => "empty-node-not-reaped";
-    NodeExpiredNotReplaced => "node-expired-not-replaced";
-    ConsolidationBlocked => "consolidation-blocked";
-    NodeRepairBlocked => "node-repair-blocked";
-    SpotInterruption => "spot-interruption";
-    DaemonsetNodepoolMismatch => "daemonset-nodepool-mismatch";
-    KarpenterNotInstalled => "karpenter-not-installed";
-    KarpenterApiOutdated => "karpenter-api-outdated";
-    KarpenterOnManagedNode => "karpenter-on-managed-node";
-    KarpenterVersionUntested => "karpenter-version-untested";
-    HistoryNotKept => "history-not-kept";
+    PodUnschedulable => "pod-unschedulable", "a pod waits for a node: each NodePool's verdict on it, and why";
+    PodNominatedNotBound => "pod-nominated-not-bound", "Karpenter nominated a pod to a NodeClaim, and it is still not bound to that node";
+    NoNodepoolReady => "no-nodepool-ready", "Karpenter is installed but no NodePool is Ready, so it provisions nothing";
+    NodepoolNotReady => "nodepool-not-ready", "a NodePool is not Ready, so Karpenter launches nothing from it; with its node class's failing condition";
+    NodepoolLimitsExhausted => "nodepool-limits-exhausted", "a NodePool's limits leave less than any instance type it admits";
+    NodepoolLimitsNear => "nodepool-limits-near", "a NodePool's usage is near one of its limits";
+    NodepoolNoInstanceTypes => "nodepool-no-instance-types", "no instance type meets a NodePool's requirements with an available offering";
+    NodepoolRegistrationUnhealthy => "nodepool-registration-unhealthy", "most of a NodePool's recent NodeClaims failed to register (NodeRegistrationHealthy is False)";
+    NodeclaimLaunchFailed => "nodeclaim-launch-failed", "the cloud provider refused to launch a NodeClaim";
+    NodeclaimNotRegistered => "nodeclaim-not-registered", "a launched NodeClaim's node has not joined the cluster in time";
+    NodeclaimNotInitialized => "nodeclaim-not-initialized", "a registered node has not become Ready, or kept a startup taint, in time";
+    NodeNotReady => "node-not-ready", "a node Karpenter manages is not Ready";
+    InsufficientCapacity => "insufficient-capacity", "offerings the cloud has no capacity for, from Karpenter's events and the provider's metrics";
+    DaemonsetPodPending => "daemonset-pod-pending", "a DaemonSet pod cannot fit on a node Karpenter launched";
+    NodeclaimDrifted => "nodeclaim-drifted", "a NodeClaim is Drifted, with what its reason means and whether Karpenter can replace it";
+    DisruptionBlocked => "disruption-blocked", "something holds a node Karpenter wants to disrupt: a do-not-disrupt pod or node, a PDB, a budget";
+    BudgetBlocking => "budget-blocking", "a NodePool's disruption budgets allow none now while nodes wait to be disrupted";
+    EmptyNodeNotReaped => "empty-node-not-reaped", "a node with only DaemonSet pods stays well past its pool's consolidateAfter";
+    NodeExpiredNotReplaced => "node-expired-not-replaced", "a node past its expireAfter is still there, and what holds its drain";
+    ConsolidationBlocked => "consolidation-blocked", "a node Karpenter could consolidate, and why it does not";
+    NodeRepairBlocked => "node-repair-blocked", "node repair stops: more of a pool's nodes are unhealthy than its breaker allows";
+    SpotInterruption => "spot-interruption", "spot interruptions of a NodePool's nodes in the last 24 hours";
+    DaemonsetNodepoolMismatch => "daemonset-nodepool-mismatch", "a DaemonSet's pods run on a pool's nodes that its scheduling terms exclude, so Karpenter leaves them out of the pool's overhead";
+    KarpenterNotInstalled => "karpenter-not-installed", "Karpenter's CRDs or controller are missing";
+    KarpenterApiOutdated => "karpenter-api-outdated", "Karpenter's CRDs do not serve the karpenter.sh/v1 API kelp reads (a release before v1.0)";
+    KarpenterOnManagedNode => "karpenter-on-managed-node", "Karpenter's controller runs on a node it manages itself";
+    KarpenterVersionUntested => "karpenter-version-untested", "the Karpenter release is outside the window kelp is tested against";
+    HistoryNotKept => "history-not-kept", "kelp serve cannot write its history";
 }
 
 impl fmt::Display for Code {

@@ -226,3 +226,77 @@ fn a_nodes_disruption_details_are_its_state_in_their_old_shape() {
     }
     assert!(seen >= 1, "the fixture has an expired node: {seen}");
 }
+
+/// docs/findings.md, the findings contract users read: each code with what it means
+/// (`Code::meaning`), and the severities, objects and `details` keys its fixture's findings
+/// have, as kelp gives them. `KELP_BLESS=1` rewrites the file; else it must be equal.
+#[test]
+fn the_findings_doc_is_what_the_codes_and_their_fixtures_give() {
+    use std::collections::BTreeSet;
+    let mut rows = Vec::new();
+    for code in Code::ALL {
+        let dir = Path::new("tests/fixtures/findings").join(code.as_str());
+        let expect: Expect =
+            serde_norway::from_str(&std::fs::read_to_string(dir.join("expect.yaml")).unwrap())
+                .unwrap();
+        let fires = serde_json::to_value(report(
+            &dir,
+            "fires.yaml",
+            expect.metrics_file.as_ref(),
+            &expect,
+        ))
+        .unwrap();
+        let (mut severities, mut objects, mut keys) =
+            (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+        for f in fires["findings"].as_array().unwrap() {
+            if f["code"] != code.as_str() {
+                continue;
+            }
+            severities.insert(f["severity"].as_str().unwrap().to_string());
+            objects.insert(f["object"]["kind"].as_str().unwrap().to_string());
+            if let Some(d) = f["details"].as_object() {
+                keys.extend(d.keys().map(|k| format!("`{k}`")));
+            }
+        }
+        let list = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
+        rows.push(format!(
+            "| `{}` | {} | {} | {} | {} |",
+            code.as_str(),
+            code.meaning(),
+            list(&severities),
+            list(&objects),
+            if keys.is_empty() {
+                "-".into()
+            } else {
+                list(&keys)
+            }
+        ));
+    }
+    let doc = format!(
+        "# Findings\n\n\
+         What `kelp doctor` (and `serve`'s `/metrics`, its dashboard and its history) reports,\n\
+         one finding per problem, each with a stable `code`. A code is never renamed; new ones are\n\
+         added. The JSON shape of a finding and of the report is\n\
+         [report.schema.json](report.schema.json): `code`, `severity` (`info`, `warning`,\n\
+         `critical`), `object` (`kind`, `namespace` when namespaced, `name`), `nodepool` (the pool\n\
+         it concerns, or null), `message` (kelp's words), `since` (when it began, if known) and\n\
+         `details` (an object whose keys depend on the code).\n\n\
+         Below, each code with what it means, and the severities, objects and `details` keys\n\
+         its fixture (`tests/fixtures/findings/CODE/fires.yaml`) gives. A code's severity can\n\
+         depend on the situation (a pool not Ready is critical while pods wait); the table lists\n\
+         what the fixture shows. `tests/findings.rs` writes this table from the code and the\n\
+         fixtures and fails when the file differs (`KELP_BLESS=1` rewrites it).\n\n\
+         | code | what it means | severity | object | details keys |\n\
+         |---|---|---|---|---|\n{}\n",
+        rows.join("\n")
+    );
+    let path = Path::new("docs/findings.md");
+    if std::env::var_os("KELP_BLESS").is_some() {
+        std::fs::write(path, &doc).unwrap();
+    }
+    let have = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        have == doc,
+        "docs/findings.md is not what the codes and their fixtures give: run KELP_BLESS=1 cargo test --test findings"
+    );
+}
