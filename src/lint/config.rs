@@ -115,10 +115,7 @@ fn absolute(path: &Path) -> PathBuf {
 impl Config {
     /// Read and validate a configuration file.
     pub fn load(path: &Path) -> Result<Config, Error> {
-        let read = |source| Error::Read {
-            path: path.to_path_buf(),
-            source,
-        };
+        let read = |source| super::unreadable(path.to_path_buf(), source);
         let file = std::fs::File::open(path).map_err(read)?;
         let bytes = limits::read_at_most(file, limits::MAX_WHOLE_BYTES, 0)
             .map_err(read)?

@@ -25,11 +25,9 @@ use crate::source::limits;
 /// What stops `kelp lint` from running at all (a file it cannot parse is a result instead).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// A file or folder kelp cannot read: the library's own error for it.
+    #[error(transparent)]
+    Read(#[from] crate::error::Error),
     #[error("{path}: no *.yaml, *.yml or *.json files found")]
     NoFiles { path: PathBuf },
     #[error("{path}: {message}")]
@@ -42,6 +40,11 @@ pub enum Error {
     },
 }
 
+/// `path` cannot be read.
+fn unreadable(path: PathBuf, source: std::io::Error) -> Error {
+    Error::Read(crate::error::Error::Read { path, source })
+}
+
 /// At most [`limits::MAX_WHOLE_BYTES`] from `reader`, as an [`Input`] named `name`.
 fn read_input(
     name: String,
@@ -50,10 +53,7 @@ fn read_input(
     expected: u64,
 ) -> Result<Input, Error> {
     let bytes = limits::read_at_most(reader, limits::MAX_WHOLE_BYTES, expected)
-        .map_err(|source| Error::Read {
-            path: path.to_path_buf(),
-            source,
-        })?
+        .map_err(|source| unreadable(path.to_path_buf(), source))?
         .ok_or_else(|| Error::Limit {
             path: path.to_path_buf(),
             limit: limits::Limit::FileSize,
@@ -108,15 +108,12 @@ pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Error> {
             continue;
         }
         let files = crate::source::dump::manifest_files(path)
-            .map_err(|(path, source)| Error::Read { path, source })?;
+            .map_err(|(path, source)| unreadable(path, source))?;
         if files.is_empty() {
             return Err(Error::NoFiles { path: path.clone() });
         }
         for file in files {
-            let read = |source| Error::Read {
-                path: file.clone(),
-                source,
-            };
+            let read = |source| unreadable(file.clone(), source);
             let reader = std::fs::File::open(&file).map_err(read)?;
             let size = reader.metadata().map_err(read)?.len();
             out.push(read_input(file.display().to_string(), &file, reader, size)?);
