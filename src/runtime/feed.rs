@@ -82,13 +82,7 @@ async fn watch_cluster(
     first: crate::model::ApiInfo,
 ) -> anyhow::Result<()> {
     let mut started: Vec<ObjectKind> = Vec::new();
-    let core = [
-        live::NODES,
-        live::PODS,
-        live::DAEMONSETS,
-        live::PDBS,
-        live::EVENTS,
-    ];
+    let core: Vec<_> = kinds::core().collect();
     // Count every kind discovery already shows before any watch starts, so the first
     // analysis never runs on a model that has pods but not yet the NodePools.
     shared
@@ -100,8 +94,8 @@ async fn watch_cluster(
         shared: &shared,
         conn: &conn,
     };
-    for r in core {
-        kinds::with_kind(&r, spawn());
+    for r in &core {
+        kinds::with_kind(r, spawn());
     }
     // The NodePool CRD says which Karpenter release shipped it: read at start, and again
     // every 10 minutes (an upgrade replaces it).

@@ -179,6 +179,14 @@ pub fn listed(api: &ApiInfo) -> Vec<Resource> {
         .collect()
 }
 
+/// The core resources kelp lists on every cluster (whatever discovery finds), in order.
+pub fn core() -> impl Iterator<Item = Resource> {
+    TABLE
+        .iter()
+        .filter(|e| e.listed == Listed::Always)
+        .map(|e| e.resource)
+}
+
 /// The Karpenter resources kelp lists when a cluster serves them.
 pub fn karpenter() -> impl Iterator<Item = Resource> {
     TABLE
@@ -508,6 +516,12 @@ pub fn with_kind<F: ForKind>(r: &Resource, f: F) -> Option<F::Output> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_core_kinds_are_listed_on_every_cluster_in_the_tables_order() {
+        let core: Vec<Resource> = core().collect();
+        assert_eq!(core, vec![NODES, PODS, DAEMONSETS, PDBS, EVENTS]);
+    }
 
     /// The name of the projection each kind is read into.
     struct TypeName;
