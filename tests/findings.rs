@@ -84,6 +84,22 @@ fn matches(f: &Value, e: &Expected) -> Result<(), String> {
     Ok(())
 }
 
+/// A fixture folder's `expect.yaml`.
+fn expect_of(dir: &Path) -> Expect {
+    serde_norway::from_str(&std::fs::read_to_string(dir.join("expect.yaml")).unwrap()).unwrap()
+}
+
+/// The report on a fixture folder's `fires.yaml`, as JSON.
+fn fires_of(dir: &Path, expect: &Expect) -> Value {
+    serde_json::to_value(report(
+        dir,
+        "fires.yaml",
+        expect.metrics_file.as_ref(),
+        expect,
+    ))
+    .unwrap()
+}
+
 fn fixture_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir("tests/fixtures/findings")
         .unwrap()
@@ -100,22 +116,14 @@ fn every_finding_fires_on_its_fixture_and_not_on_its_near_miss() {
     let mut covered = std::collections::BTreeSet::new();
     for dir in fixture_dirs() {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        let expect: Expect =
-            serde_norway::from_str(&std::fs::read_to_string(dir.join("expect.yaml")).unwrap())
-                .unwrap();
+        let expect = expect_of(&dir);
         assert!(
             Code::parse(&expect.code).is_some(),
             "{name}: unknown code {}",
             expect.code
         );
         covered.insert(expect.code.clone());
-        let fires = serde_json::to_value(report(
-            &dir,
-            "fires.yaml",
-            expect.metrics_file.as_ref(),
-            &expect,
-        ))
-        .unwrap();
+        let fires = fires_of(&dir, &expect);
         let of_code: Vec<&Value> = fires["findings"]
             .as_array()
             .unwrap()
@@ -236,16 +244,8 @@ fn the_findings_doc_is_what_the_codes_and_their_fixtures_give() {
     let mut rows = Vec::new();
     for code in Code::ALL {
         let dir = Path::new("tests/fixtures/findings").join(code.as_str());
-        let expect: Expect =
-            serde_norway::from_str(&std::fs::read_to_string(dir.join("expect.yaml")).unwrap())
-                .unwrap();
-        let fires = serde_json::to_value(report(
-            &dir,
-            "fires.yaml",
-            expect.metrics_file.as_ref(),
-            &expect,
-        ))
-        .unwrap();
+        let expect = expect_of(&dir);
+        let fires = fires_of(&dir, &expect);
         let (mut severities, mut objects, mut keys) =
             (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
         for f in fires["findings"].as_array().unwrap() {
