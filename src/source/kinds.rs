@@ -9,10 +9,18 @@
 
 use serde::de::DeserializeOwned;
 
-use super::watch::Change;
 use crate::karpenter::labels::{AWS_GROUP, GROUP, KWOK_GROUP};
 use crate::model::event::{CoreEvent, EventsV1Event};
 use crate::model::*;
+
+/// A change for the model, per kind (what [`Kind`]'s handlers take): the linkerd-style apply / delete / reset.
+#[derive(Debug)]
+pub enum Change<T> {
+    Apply(T),
+    Delete(T),
+    /// A full relist: the complete current set.
+    Reset(Vec<T>),
+}
 
 /// A resource kelp reads: its API group, version, plural (the URL's last part) and kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,19 +17,10 @@ use kube::core::WatchEvent;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-pub use super::kinds::Object;
 use super::kinds::Resource;
+pub use super::kinds::{Change, Object};
 use super::live::{paged, Connection};
 use crate::model::*;
-
-/// A change for the model, per kind: the linkerd-style apply / delete / reset.
-#[derive(Debug)]
-pub enum Change<T> {
-    Apply(T),
-    Delete(T),
-    /// A full relist: the complete current set.
-    Reset(Vec<T>),
-}
 
 /// How long the API server keeps one watch open before ending it cleanly; the watch
 /// client's read timeout ([`super::live::WATCH_READ_TIMEOUT`]) is a little longer.
