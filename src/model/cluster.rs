@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use super::container::Container;
 use super::event::Event;
 use super::kinds::*;
 use super::meta::{Meta, OwnerRef};
+use super::pod::*;
 use super::shared::{FastMap, FastSet, Interner, Shared, Strings};
 
 /// `namespace/name` for namespaced objects.

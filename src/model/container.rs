@@ -4,11 +4,15 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::{Deserialize, Serialize};
 
-use super::kinds::ResourceList;
-use super::meta::null_default;
+use super::memo::null_default;
 use super::shared::Compact;
+
+/// Resource names and their quantities: a container's requests or limits, a node's
+/// capacity.
+pub type ResourceList = BTreeMap<String, Quantity>;
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -19,7 +23,7 @@ pub struct Container {
     #[serde(
         default,
         skip_serializing_if = "String::is_empty",
-        deserialize_with = "super::meta::null_default"
+        deserialize_with = "super::memo::null_default"
     )]
     pub image: String,
     #[serde(default)]

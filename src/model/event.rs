@@ -5,7 +5,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::meta::{null_default, Meta};
+use super::memo::null_default;
+use super::meta::Meta;
 
 /// The component name Karpenter's event recorder uses.
 pub const KARPENTER: &str = "karpenter";

@@ -9,19 +9,18 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Taint;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Serialize};
 
-use super::meta::{null_default, Condition, Meta};
+use super::memo::null_default;
+use super::meta::{Condition, Meta};
+use super::pod::PodSpec;
 use super::shared::{no_entries, no_items, Shared};
 use crate::karpenter::budgets::Budget;
 use crate::karpenter::requirements::Requirement;
 
-pub type ResourceList = BTreeMap<String, Quantity>;
-
-pub use super::container::{Container, ContainerResources, HostPort};
+pub use super::container::ResourceList;
 
 /// Lists the objects of one pool, instance type or workload mostly hold alike.
 pub type SharedRequirements = Shared<Vec<Requirement>>;
@@ -394,8 +393,6 @@ pub struct NodeStatus {
     )]
     pub conditions: Vec<Condition>,
 }
-
-pub use super::pod::*;
 
 // ---------------------------------------------------------------- apps, policy
 

@@ -129,6 +129,15 @@ impl Drop for Scope {
     }
 }
 
+/// Treat an explicit `null` like an absent field.
+pub fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
 /// Read a part that may be absent or null (its default then), once per distinct text
 /// under a [`Scope`]. For `deserialize_with`.
 pub fn read<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -137,7 +146,7 @@ where
     T: DeserializeOwned + Default + Clone + Compact + 'static,
 {
     if !TABLES.with(|t| t.borrow().is_some()) {
-        return super::meta::null_default(d);
+        return null_default(d);
     }
     let raw = match <Box<RawValue>>::deserialize(d) {
         Ok(raw) => raw,

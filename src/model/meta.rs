@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::memo::null_default;
 use super::shared::{no_entries, no_items, Shared};
 
 /// Labels or annotations; the replicas of one workload share one copy.
@@ -138,15 +139,6 @@ fn karpenter_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<StringMap, D
             })
             .collect(),
     ))
-}
-
-/// Treat an explicit `null` like an absent field.
-pub fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// An optional timestamp (RFC 3339), read as chrono reads it, with a fast path for the

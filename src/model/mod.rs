@@ -15,8 +15,10 @@ pub mod stamps;
 
 pub use catalog::{Catalog, CatalogSource, InstanceType, TypeOffering};
 pub use cluster::{ApiInfo, Cluster, ControllerMetrics, ObjKey, Offering};
+pub use container::{Container, ContainerResources, HostPort};
 pub use event::Event;
 pub use kinds::*;
 pub use meta::{condition, conditions_of, is_true, Condition, Meta, StringMap, POD_DELETION_COST};
 pub use object_kind::ObjectKind;
+pub use pod::*;
 pub use shared::Shared;

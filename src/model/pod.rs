@@ -9,8 +9,9 @@ use k8s_openapi::api::core::v1::{
 };
 use serde::{de, Deserialize, Serialize};
 
-use super::kinds::{Container, ResourceList};
-use super::meta::{null_default, Condition, Meta};
+use super::container::{Container, ResourceList};
+use super::memo::null_default;
+use super::meta::{Condition, Meta};
 use super::shared::{
     address_fingerprint, no_entries, no_items, serde_fingerprint, Compact, DefaultHasher,
     Fingerprint, Shared,
