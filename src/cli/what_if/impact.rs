@@ -8,19 +8,13 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
+use super::report::{cost_words, Origin};
 use crate::analysis::rollout::{self, Impact, NodeImpact, PoolImpact, Proposed, ProposedClass};
 use crate::cli::output::{self, Format, Style};
 use crate::cli::source::SourceArgs;
 use crate::karpenter::hash;
 use crate::lint::yaml;
 use crate::model::NodePool;
-
-/// Where a changed pool was read: the file and the line of its manifest (or its List item).
-#[derive(Debug, Clone)]
-pub struct Origin {
-    pub file: String,
-    pub line: usize,
-}
 
 /// Every object of the manifests under `paths` (a List's items one by one), as JSON with
 /// the file and line it was read at.
@@ -373,25 +367,6 @@ fn pool_lines(p: &PoolImpact, s: Style) -> String {
         ));
     }
     out
-}
-
-/// `$/h 1.23 now → 0.98 after (5 of 6 priced; ...)`: the drifting nodes against their
-/// replacements, over what kelp could price.
-pub fn cost_words(c: &rollout::Cost, drifting: usize) -> String {
-    if c.priced == 0 && c.replaced == 0 {
-        return "cost: unknown (no prices: --catalog or --metrics-file)".into();
-    }
-    let mut s = format!(
-        "cost: ${:.4}/h for the drifting nodes ({} of {drifting} priced), ${:.4}/h for their replacements ({} of {drifting}",
-        c.drifting_per_hour, c.priced, c.replacements_per_hour, c.replaced
-    );
-    s.push_str(if c.unknown > 0 {
-        "; the rest cannot be priced)"
-    } else {
-        ")"
-    });
-    s.push_str(", each node's pods on one new node at most");
-    s
 }
 
 /// One changed EC2NodeClass: what changed, what each change drifts, the pools it reaches.

@@ -9,8 +9,33 @@ use serde_sarif::sarif::{
     SCHEMA_URL,
 };
 
-use super::impact::Origin;
 use crate::analysis::rollout::{Impact, NodeImpact, PoolImpact};
+
+/// Where a changed pool was read: the file and the line of its manifest (or its List item).
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub file: String,
+    pub line: usize,
+}
+
+/// `$/h 1.23 now → 0.98 after (5 of 6 priced; ...)`: the drifting nodes against their
+/// replacements, over what kelp could price.
+pub fn cost_words(c: &crate::analysis::rollout::Cost, drifting: usize) -> String {
+    if c.priced == 0 && c.replaced == 0 {
+        return "cost: unknown (no prices: --catalog or --metrics-file)".into();
+    }
+    let mut s = format!(
+        "cost: ${:.4}/h for the drifting nodes ({} of {drifting} priced), ${:.4}/h for their replacements ({} of {drifting}",
+        c.drifting_per_hour, c.priced, c.replacements_per_hour, c.replaced
+    );
+    s.push_str(if c.unknown > 0 {
+        "; the rest cannot be priced)"
+    } else {
+        ")"
+    });
+    s.push_str(", each node's pods on one new node at most");
+    s
+}
 
 /// Text for a Markdown table cell or a line: what could start markup (`|`, backticks, `<`,
 /// `*`, `_`, `[`, `]`) escaped, line breaks and control characters made visible.
@@ -149,7 +174,7 @@ pub fn markdown(i: &Impact) -> String {
             out.push_str(&format!(
                 "\n{}: {}\n",
                 md(&p.name),
-                md(&super::impact::cost_words(c, p.drifting))
+                md(&cost_words(c, p.drifting))
             ));
         }
     }
