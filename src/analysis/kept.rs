@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::disruption::blocked::BlockedDetails;
-use super::disruption::consolidation::BlockedDetails as ConsolidationDetails;
+use super::disruption::consolidation_blocked::BlockedDetails as ConsolidationDetails;
 use super::provisioning::PodDiagnosis;
 use crate::findings::{Code, Finding, Report};
 use crate::model::shared::FastMap;

@@ -689,6 +689,11 @@ impl Cluster {
         self.pods_by_node.get(node).into_iter().flatten()
     }
 
+    /// Pods still active on a node: not finished, not being deleted.
+    pub fn active_pods_on<'a>(&'a self, node: &str) -> impl Iterator<Item = &'a Pod> + 'a {
+        self.pods_on(node).filter(|p| p.active())
+    }
+
     /// Events about an object, newest first. A non-empty `uid` must match when the event
     /// carries one (events of an earlier object with the same name are not this one's).
     pub fn events_for(

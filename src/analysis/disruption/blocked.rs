@@ -101,7 +101,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
                         ago(ctx.now, at),
                         s.age.clone().unwrap_or_default(),
                         s.expire_after.clone().unwrap_or_default(),
-                        expired_suffix(s, super::active_pods(c, &s.node).count())
+                        expired_suffix(s, c.active_pods_on(&s.node).count())
                     ),
                 )
                 .pool(s.nodepool.as_deref())

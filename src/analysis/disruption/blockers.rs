@@ -18,7 +18,7 @@
 use chrono::{DateTime, Utc};
 
 use super::super::{clock::Clock, selector};
-use super::state::{active_pods, Blocker, Want, WantReason};
+use super::verdict::{Blocker, Want, WantReason};
 use crate::findings::ObjectRef;
 use crate::karpenter::budgets::{self, DoNotDisrupt};
 use crate::karpenter::duration;
@@ -209,7 +209,7 @@ pub fn node_blockers(
 pub fn pod_blockers(c: &Cluster, node: &str, clock: &Clock) -> Vec<Blocker> {
     let mut out = Vec::new();
     // Karpenter lets every active pod block with do-not-disrupt, DaemonSet and mirror pods too.
-    for p in active_pods(c, node) {
+    for p in c.active_pods_on(node) {
         let Some(v) = p.metadata.annotation(labels::DO_NOT_DISRUPT) else {
             continue;
         };
@@ -245,7 +245,7 @@ pub fn pod_blockers(c: &Cluster, node: &str, clock: &Clock) -> Vec<Blocker> {
     // PDBs guard the pods Karpenter would evict: not mirror pods, nor pods that tolerate
     // the disrupted taint, nor pods a do-not-disrupt already holds (v1.14.1 `IsEvictable`).
     let held: Vec<ObjectRef> = out.iter().filter_map(|b| b.object.clone()).collect();
-    for p in active_pods(c, node).filter(|p| {
+    for p in c.active_pods_on(node).filter(|p| {
         !p.metadata.owned_by("Node")
             && !tolerates_disruption(p)
             && !held.contains(&ObjectRef::of(ObjectKind::Pod, &p.metadata))

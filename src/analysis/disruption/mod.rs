@@ -19,18 +19,22 @@ pub mod blocked;
 pub mod blockers;
 pub mod budget;
 pub mod consolidation;
+pub mod consolidation_blocked;
+pub mod pods;
 pub mod repair;
 pub mod replace;
 pub mod spot;
 pub mod state;
+pub mod verdict;
 
 pub use blocked::{BlockedDetails, NotReapedDetails};
 pub use budget::{budget_counts, pool_allowed, pool_budgets, pool_budgets_with, PoolBudgets};
+pub use pods::{karpenter_empty, workload_pods};
 pub use state::{
-    active_pods, karpenter_node, karpenter_node_with, node_disruption, node_disruption_at,
-    node_states, workload_pods, Blocker, NodeDisruption, NodeInputs, NodeStates, Nominations, Want,
-    WantReason, DEFAULT_EXPIRE_AFTER,
+    karpenter_node, karpenter_node_with, node_disruption, node_disruption_at, node_states,
+    NodeDisruption, NodeInputs, NodeStates, Nominations, DEFAULT_EXPIRE_AFTER,
 };
+pub use verdict::{Blocker, Want, WantReason};
 
 use std::sync::Arc;
 
@@ -40,7 +44,7 @@ use crate::findings::Finding;
 /// Every disruption finding, in one pass over the context's node states.
 pub fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
     let mut out = blocked::findings(ctx);
-    out.extend(consolidation::findings(ctx));
+    out.extend(consolidation_blocked::findings(ctx));
     for more in [
         budget::budget_blocking(ctx),
         spot::spot_interruptions(ctx),

@@ -14,6 +14,8 @@ use super::super::{ago, capacity, clock::Clock};
 use super::blockers::{drain_deadline, node_blockers, pod_blockers, Holds, Phase};
 use super::budget::{allowed_of, budget_counts, budget_message, PoolBudgets};
 use super::consolidation::{self, Consolidation, Facts};
+use super::pods::{karpenter_empty, workload_pods};
+use super::verdict::{Blocker, Want, WantReason};
 use crate::findings::ObjectRef;
 use crate::karpenter::budgets::DisruptionReason;
 use crate::karpenter::duration::{self, NillableDuration};
@@ -23,49 +25,6 @@ use crate::model::*;
 
 /// Karpenter's default `expireAfter` (the CRD default) when a dump omits it.
 pub const DEFAULT_EXPIRE_AFTER: &str = "720h";
-
-/// One thing that stops Karpenter from disrupting a node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Blocker {
-    pub kind: BlockerKind,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub object: Option<ObjectRef>,
-    pub message: String,
-}
-
-/// Why Karpenter wants to disrupt a node (serialised as Karpenter names it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum WantReason {
-    Drifted,
-    Expired,
-    Empty,
-    Underutilized,
-}
-
-impl WantReason {
-    /// The budget reason that counts this disruption; expiry has none (budgets never hold it).
-    pub fn budget(self) -> Option<DisruptionReason> {
-        match self {
-            Self::Drifted => Some(DisruptionReason::Drifted),
-            Self::Empty => Some(DisruptionReason::Empty),
-            Self::Underutilized => Some(DisruptionReason::Underutilized),
-            Self::Expired => None,
-        }
-    }
-
-    /// Drift and expiry are eventual: a terminationGracePeriod forces them through.
-    pub fn eventual(self) -> bool {
-        matches!(self, Self::Drifted | Self::Expired)
-    }
-}
-
-/// Why Karpenter wants to disrupt a node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Want {
-    pub reason: WantReason,
-    pub message: String,
-}
 
 /// Everything about one Karpenter node's disruption.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,38 +59,6 @@ pub struct NodeDisruption {
     pub drifted_since: Option<DateTime<Utc>>,
     #[serde(skip)]
     pub blocked_event: Option<String>,
-}
-
-/// Pods that count on a node, those Karpenter would have to place elsewhere (v1.14.1
-/// `IsReschedulable`): active ones, and a StatefulSet's pod still terminating (its
-/// successor cannot start until it is gone); not DaemonSet or mirror pods.
-pub fn workload_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
-    c.pods_on(node).filter(|p| {
-        let m = &p.metadata;
-        (p.active() || (m.deletion_timestamp.is_some() && m.owned_by("StatefulSet")))
-            && !m.owned_by("DaemonSet")
-            && !m.owned_by("Node")
-    })
-}
-
-/// Whether Karpenter counts a node as empty: none of its workload pods costs anything to
-/// evict (v1.14.1 `Candidate.IsEmpty`). Most pods cost 1; one of very low priority or
-/// deletion cost costs nothing, and a node of only such pods is deleted as empty.
-pub fn karpenter_empty(c: &Cluster, node: &str) -> bool {
-    use crate::karpenter::eviction;
-    eviction::empty(workload_pods(c, node).map(|p| {
-        let a = &p.metadata.annotations;
-        eviction::cost(
-            a.get(eviction::DISRUPTION_COST).map(String::as_str),
-            a.get(crate::model::POD_DELETION_COST).map(String::as_str),
-            p.spec.priority,
-        )
-    }))
-}
-
-/// Pods still active on a node: not finished, not being deleted.
-pub fn active_pods<'c>(c: &'c Cluster, node: &str) -> impl Iterator<Item = &'c Pod> + 'c {
-    c.pods_on(node).filter(|p| p.active())
 }
 
 /// How long Karpenter keeps a node nominated after it nominates a pod to it: twice its

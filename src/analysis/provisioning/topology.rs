@@ -187,7 +187,7 @@ impl SpreadIndex {
 
     /// Count the active pods of node `i` into their groups.
     fn add_pods(&mut self, c: &Cluster, i: usize, by_key: &mut HashMap<GroupKey, usize>) {
-        for p in super::super::disruption::active_pods(c, &self.nodes[i].0) {
+        for p in c.active_pods_on(&self.nodes[i].0) {
             let key = group_key(p.metadata.namespace.as_deref(), &p.metadata.labels);
             let groups = &mut self.groups;
             let g = *by_key.entry(key).or_insert_with(|| {
@@ -228,7 +228,7 @@ impl SpreadIndex {
             for i in nodes {
                 let (node, _, zone) = &self.nodes[i as usize];
                 let (count, names) = found.entry(*zone).or_default();
-                for p in super::super::disruption::active_pods(c, node).filter(|p| {
+                for p in c.active_pods_on(node).filter(|p| {
                     group_key(p.metadata.namespace.as_deref(), &p.metadata.labels) == key
                 }) {
                     *count += 1;
