@@ -703,7 +703,7 @@ fn term_words(sel: Option<&LabelSelector>, namespaces: &Scope) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::provisioning::diagnosis::{evaluate, Verdict};
+    use crate::analysis::provisioning::{evaluate, Verdict};
     use crate::analysis::provisioning::topology::ZoneSpread;
     use crate::analysis::provisioning::{pod_requests, pod_terms};
 

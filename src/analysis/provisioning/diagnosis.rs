@@ -12,10 +12,11 @@ use serde::Serialize;
 use super::super::Context;
 use super::affinity::{reads_pending, ZoneAffinity};
 use super::evidence::{cross_check, EventEvidence};
-use super::instance_types::{container_host_ports, Launch, Reject, TypeVerdict};
+use super::instance_types::{container_host_ports, Reject, TypeVerdict};
 use super::kept::{parse_event, KeptVerdicts, ParsedEvent, SharedVerdicts};
 use super::summary::verdict_summary;
 use super::topology::{SpreadVerdict, ZoneSpread};
+use super::verdict::{reason, PoolVerdict, Reason, Verdict, VerdictSource};
 use super::{no_instance_type_left, pod_requests, pod_terms, PodEvents, PoolInfo, PoolSet, GRACE};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::Category;
@@ -24,49 +25,6 @@ use crate::karpenter::resources::{format_quantity, Resources};
 use crate::karpenter::taints;
 use crate::model::shared::FastMap;
 use crate::model::*;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Rejected,
-    Compatible,
-    Unknown,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct Reason {
-    pub category: Category,
-    pub message: String,
-}
-
-/// Who decided a verdict (serialised `kelp` or `event`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VerdictSource {
-    /// kelp's own checks, the way Karpenter decides.
-    Kelp,
-    /// The reasons come from Karpenter's FailedScheduling event.
-    Event,
-}
-
-/// One NodePool's verdict for a pod.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PoolVerdict {
-    pub name: String,
-    pub verdict: Verdict,
-    pub reasons: Vec<Reason>,
-    /// Who decided: kelp's own checks, or Karpenter's event (instance types, topology,
-    /// volumes: what kelp cannot compute).
-    pub source: VerdictSource,
-    /// Whether Karpenter's event agrees with kelp's own verdict, where it speaks of this pool.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub event_agrees: Option<bool>,
-    /// What Karpenter would launch for the pod on this pool, where kelp has an
-    /// instance-type catalogue and the pool is compatible.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub launch: Option<Launch>,
-}
 
 /// Everything kelp knows about why a pod is pending.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -138,13 +96,6 @@ impl PodDiagnosis {
             words_hold,
             ..(**self).clone()
         })
-    }
-}
-
-pub(super) fn reason(category: Category, message: impl Into<String>) -> Reason {
-    Reason {
-        category,
-        message: message.into(),
     }
 }
 

@@ -9,8 +9,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::diagnosis::reason;
-use super::{PoolVerdict, Verdict, VerdictSource};
+use super::verdict::{reason, PoolVerdict, Verdict, VerdictSource};
 use crate::findings::rfc3339;
 use crate::karpenter::events::{Category, MessageFormat, Segment};
 

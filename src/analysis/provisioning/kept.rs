@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::affinity::{own_zone_terms, reads_pending, ZoneAffinity};
-use super::diagnosis::PoolVerdict;
 use super::topology::ZoneSpread;
+use super::verdict::PoolVerdict;
 use super::{pod_terms, PoolSet};
 use crate::karpenter::events::{self, MessageFormat, Segment};
 use crate::karpenter::requirements::Requirements;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::super::Context;
-use super::{PoolUsage, Verdict};
+use super::pools::PoolUsage;
+use super::verdict::Verdict;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::Category;
 use crate::karpenter::resources::{format_quantity, Resources};

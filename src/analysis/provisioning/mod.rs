@@ -36,11 +36,9 @@ pub mod pending;
 pub mod pools;
 pub mod summary;
 pub mod topology;
+pub mod verdict;
 
-pub use diagnosis::{
-    diagnose, diagnose_cached, evaluate, DiagnosisCache, PodDiagnosis, PoolVerdict, Reason,
-    Verdict, VerdictSource,
-};
+pub use diagnosis::{diagnose, diagnose_cached, evaluate, DiagnosisCache, PodDiagnosis};
 pub use evidence::EventEvidence;
 pub use instance_types::{describe_launch, Launch, LaunchOption, TypeVerdict};
 pub use kept::KeptVerdicts;
@@ -54,6 +52,7 @@ pub use pools::{
     cluster_provider, pool_not_ready, pool_usages, usages_without, NotReady, PoolAdmits, PoolInfo,
     PoolSet, PoolUsage,
 };
+pub use verdict::{PoolVerdict, Reason, Verdict, VerdictSource};
 
 use std::sync::Arc;
 

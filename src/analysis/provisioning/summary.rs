@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::diagnosis::{PoolVerdict, Verdict};
+use super::verdict::{PoolVerdict, Verdict};
 use crate::karpenter::events::{split_parts, without_requirements, Category};
 
 /// What holds a pod judged `nodepools`, with Karpenter's event `message`, without how
