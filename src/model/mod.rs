@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod cluster;
 pub mod container;
+pub mod controller;
 pub mod event;
 pub mod kinds;
 pub mod memo;
@@ -14,8 +15,9 @@ pub mod shared;
 pub mod stamps;
 
 pub use catalog::{Catalog, CatalogSource, InstanceType, TypeOffering};
-pub use cluster::{ApiInfo, Cluster, ControllerMetrics, ObjKey, Offering};
+pub use cluster::{Cluster, ObjKey};
 pub use container::{Container, ContainerResources, HostPort};
+pub use controller::{ApiInfo, ControllerMetrics, Offering};
 pub use event::Event;
 pub use kinds::*;
 pub use meta::{condition, conditions_of, is_true, Condition, Meta, StringMap, POD_DELETION_COST};

@@ -25,6 +25,7 @@
 //! paths such as `crate::analysis::provisioning::PoolSet` name them here.
 
 pub mod affinity;
+pub mod affinity_index;
 pub mod diagnosis;
 pub mod evidence;
 pub mod instance_types;
@@ -34,6 +35,7 @@ pub mod nodeclaims;
 pub mod nominations;
 pub mod pending;
 pub mod pools;
+pub mod spread_index;
 pub mod summary;
 pub mod topology;
 pub mod verdict;

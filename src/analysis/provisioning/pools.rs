@@ -177,19 +177,19 @@ pub struct PoolSet<'a> {
     pub daemons: Vec<instance_types::Daemon>,
     /// The bound pods as zone spread counts them, built on first use (or kept from an
     /// earlier pass, [`PoolSet::with_spread_index`]).
-    spread: std::sync::OnceLock<std::sync::Arc<super::topology::SpreadIndex>>,
+    spread: std::sync::OnceLock<std::sync::Arc<super::spread_index::SpreadIndex>>,
     /// An index kept from an earlier pass, with the stamp since which only pods changed:
     /// what `spread` is built from on first use.
-    spread_kept: Option<(std::sync::Arc<super::topology::SpreadIndex>, u64)>,
+    spread_kept: Option<(std::sync::Arc<super::spread_index::SpreadIndex>, u64)>,
     /// The bound pods whose anti-affinity may keep a pending pod out of a zone, found on
     /// first use (or kept from an earlier pass, [`PoolSet::with_guards`]).
-    guards: std::sync::OnceLock<std::sync::Arc<super::affinity::Guards>>,
+    guards: std::sync::OnceLock<std::sync::Arc<super::affinity_index::Guards>>,
     /// The pods Karpenter has to place, found on first use, afresh each pass.
-    pending: std::sync::OnceLock<super::affinity::Pending>,
+    pending: std::sync::OnceLock<super::affinity_index::Pending>,
     /// The bound pods a zone affinity term counts per zone, by the term's selector and
     /// namespaces in words: counted once per pass.
     zone_counts: std::sync::Mutex<
-        std::collections::HashMap<String, std::sync::Arc<super::affinity::ZoneCounts>>,
+        std::collections::HashMap<String, std::sync::Arc<super::affinity_index::ZoneCounts>>,
     >,
 }
 
@@ -247,15 +247,15 @@ impl<'a> PoolSet<'a> {
 
     /// The bound pods with required anti-affinity on a key other than the hostname
     /// (found once, on first use).
-    pub fn guards(&self) -> &super::affinity::Guards {
+    pub fn guards(&self) -> &super::affinity_index::Guards {
         self.guards
-            .get_or_init(|| std::sync::Arc::new(super::affinity::Guards::new(self.cluster)))
+            .get_or_init(|| std::sync::Arc::new(super::affinity_index::Guards::new(self.cluster)))
     }
 
     /// The pods Karpenter has to place in this pass (found once, on first use).
-    pub fn pending(&self) -> &super::affinity::Pending {
+    pub fn pending(&self) -> &super::affinity_index::Pending {
         self.pending
-            .get_or_init(|| super::affinity::Pending::new(self.cluster))
+            .get_or_init(|| super::affinity_index::Pending::new(self.cluster))
     }
 
     /// What a zone affinity term (`words`: its selector and namespaces) counts, counted
@@ -263,8 +263,8 @@ impl<'a> PoolSet<'a> {
     pub fn zone_counts(
         &self,
         words: &str,
-        count: impl FnOnce() -> super::affinity::ZoneCounts,
-    ) -> std::sync::Arc<super::affinity::ZoneCounts> {
+        count: impl FnOnce() -> super::affinity_index::ZoneCounts,
+    ) -> std::sync::Arc<super::affinity_index::ZoneCounts> {
         let mut kept = self.zone_counts.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(z) = kept.get(words) {
             return z.clone();
@@ -275,7 +275,7 @@ impl<'a> PoolSet<'a> {
     }
 
     /// Use the guards an earlier pass found, while they still hold (serve's engine says).
-    pub fn with_guards(self, kept: Option<std::sync::Arc<super::affinity::Guards>>) -> Self {
+    pub fn with_guards(self, kept: Option<std::sync::Arc<super::affinity_index::Guards>>) -> Self {
         if let Some(g) = kept {
             let _ = self.guards.set(g);
         }
@@ -283,30 +283,30 @@ impl<'a> PoolSet<'a> {
     }
 
     /// The guards, if this pass found or was given them: for a later pass to keep.
-    pub fn built_guards(&self) -> Option<std::sync::Arc<super::affinity::Guards>> {
+    pub fn built_guards(&self) -> Option<std::sync::Arc<super::affinity_index::Guards>> {
         self.guards.get().cloned()
     }
 
     /// The cluster's bound pods indexed for zone spread (built once, on first use: from
     /// the kept index [`PoolSet::with_spread_index`] gave, if any).
-    pub fn spread_index(&self) -> &super::topology::SpreadIndex {
+    pub fn spread_index(&self) -> &super::spread_index::SpreadIndex {
         self.spread.get_or_init(|| {
             std::sync::Arc::new(match &self.spread_kept {
                 Some((index, since)) => index.updated(self.cluster, *since),
-                None => super::topology::SpreadIndex::new(self.cluster),
+                None => super::spread_index::SpreadIndex::new(self.cluster),
             })
         })
     }
 
     /// Count zone spread with an index an earlier pass built: as it is, when the bound
     /// pods and nodes it counts are unchanged; else, on first use, brought up to date on
-    /// the nodes changed since (only pods may have: [`super::topology::SpreadIndex::updated`]).
-    pub fn with_spread_index(mut self, kept: Option<super::topology::KeptSpread>) -> Self {
+    /// the nodes changed since (only pods may have: [`super::spread_index::SpreadIndex::updated`]).
+    pub fn with_spread_index(mut self, kept: Option<super::spread_index::KeptSpread>) -> Self {
         match kept {
-            Some(super::topology::KeptSpread::Current(index)) => {
+            Some(super::spread_index::KeptSpread::Current(index)) => {
                 let _ = self.spread.set(index);
             }
-            Some(super::topology::KeptSpread::Since(index, since)) => {
+            Some(super::spread_index::KeptSpread::Since(index, since)) => {
                 self.spread_kept = Some((index, since));
             }
             None => {}
@@ -315,7 +315,7 @@ impl<'a> PoolSet<'a> {
     }
 
     /// The spread index, if this pass built or was given one: for a later pass to keep.
-    pub fn built_spread_index(&self) -> Option<std::sync::Arc<super::topology::SpreadIndex>> {
+    pub fn built_spread_index(&self) -> Option<std::sync::Arc<super::spread_index::SpreadIndex>> {
         self.spread.get().cloned()
     }
 
