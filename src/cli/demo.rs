@@ -1,6 +1,5 @@
 //! `kelp demo`: the dashboard (or the doctor report) of a bundled, realistic cluster dump.
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use super::output::Format;
@@ -25,29 +24,8 @@ pub struct Args {
     /// Print the bundled dump itself (YAML) instead
     #[arg(long)]
     pub dump: bool,
-    /// Where to serve the dashboard (as `kelp serve --dashboard-addr`)
-    #[arg(
-        long = "dashboard-addr",
-        alias = "addr",
-        value_name = "ADDR",
-        default_value = "127.0.0.1:8081"
-    )]
-    pub dashboard_addr: SocketAddr,
-    /// Also answer browsers that reach the demo by this name (repeat, or comma-separate)
-    ///
-    /// To defeat DNS rebinding, the dashboard answers only requests whose Host header is
-    /// localhost, a loopback address or the address it is bound to (any port; bound to
-    /// 0.0.0.0 or [::], any IP address), and 421 to anything else. Give the names you open
-    /// it by, e.g. a machine's DNS name (devbox.example.com, or devbox.example.com:8081 for
-    /// that port only).
-    #[arg(
-        long = "allowed-host",
-        value_name = "HOST[:PORT]",
-        env = "KELP_ALLOWED_HOSTS",
-        value_delimiter = ',',
-        value_parser = crate::web::guard::parse_allowed_host
-    )]
-    pub allowed_host: Vec<String>,
+    #[command(flatten)]
+    pub dashboard: super::serve::DashboardArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -69,9 +47,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         inputs: vec![serve::Input::Demo],
         metrics_addr: None,
         metrics_auth_token: None,
-        dashboard_addr: Some(args.dashboard_addr),
+        dashboard_addr: Some(args.dashboard.dashboard_addr),
         auth_token: None,
-        allowed_hosts: args.allowed_host,
+        allowed_hosts: args.dashboard.allowed_host,
         secure_cookie: false,
         karpenter_service: None,
         series_ttl: crate::metrics::common::DEFAULT_SERIES_TTL,

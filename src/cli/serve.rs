@@ -8,6 +8,37 @@ use super::LogFormat;
 use crate::serve::{self, Input, Options};
 use crate::source::live::Target;
 
+/// Where the dashboard listens and the names it answers to: `serve`'s and `demo`'s.
+#[derive(Debug, clap::Args)]
+pub struct DashboardArgs {
+    /// Where to serve the dashboard (keep it on loopback, or set serve's --auth-token)
+    #[arg(
+        long = "dashboard-addr",
+        alias = "addr",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8081"
+    )]
+    pub dashboard_addr: SocketAddr,
+    /// Also answer browsers that reach the dashboard by this name (repeat, or comma-separate)
+    ///
+    /// To defeat DNS rebinding, the dashboard answers only requests whose Host header is
+    /// localhost, a loopback address or the address it is bound to (any port), and 421 to
+    /// any other. List here the names you open it by: an Ingress or proxy host
+    /// (kelp.example.com), a Service name (kelp.kelp.svc:8081); with a port, only that
+    /// port. Bound to 0.0.0.0 or [::], any IP address is answered too, and, when
+    /// serve's --auth-token is set and no --allowed-host is given, any name (the token keeps
+    /// rebinding pages out). /metrics, /livez and /readyz have no Host check (Prometheus
+    /// and the kubelet reach them by pod IP).
+    #[arg(
+        long = "allowed-host",
+        value_name = "HOST[:PORT]",
+        env = "KELP_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_parser = crate::web::guard::parse_allowed_host
+    )]
+    pub allowed_host: Vec<String>,
+}
+
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
@@ -59,9 +90,8 @@ pub struct Args {
         hide_env_values = true
     )]
     pub metrics_auth_token: Option<String>,
-    /// Where to serve the dashboard (keep it on loopback, or set --auth-token)
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
-    pub dashboard_addr: SocketAddr,
+    #[command(flatten)]
+    pub dashboard: DashboardArgs,
     /// Karpenter's Service, scraped through the API server for prices (needs get on services/proxy)
     #[arg(long, value_name = "NS/SVC:PORT", default_value = crate::source::controller::DEFAULT_TARGET)]
     pub karpenter_service: crate::source::controller::ScrapeTarget,
@@ -83,24 +113,6 @@ pub struct Args {
         hide_env_values = true
     )]
     pub auth_token: Option<String>,
-    /// Also answer browsers that reach the dashboard by this name (repeat, or comma-separate)
-    ///
-    /// To defeat DNS rebinding, the dashboard answers only requests whose Host header is
-    /// localhost, a loopback address or the address it is bound to (any port), and 421 to
-    /// any other. List here the names you open it by: an Ingress or proxy host
-    /// (kelp.example.com), a Service name (kelp.kelp.svc:8081); with a port, only that
-    /// port. Bound to 0.0.0.0 or [::], any IP address is answered too, and, when
-    /// --auth-token is set and no --allowed-host is given, any name (the token keeps
-    /// rebinding pages out). /metrics, /livez and /readyz have no Host check (Prometheus
-    /// and the kubelet reach them by pod IP).
-    #[arg(
-        long = "allowed-host",
-        value_name = "HOST[:PORT]",
-        env = "KELP_ALLOWED_HOSTS",
-        value_delimiter = ',',
-        value_parser = crate::web::guard::parse_allowed_host
-    )]
-    pub allowed_host: Vec<String>,
     /// Mark the token cookie Secure, so browsers send it over HTTPS only
     ///
     /// kelp serves plain HTTP: set this when the dashboard is reached through a proxy that
@@ -177,9 +189,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )
         })),
         metrics_auth_token: args.metrics_auth_token.filter(|t| !t.is_empty()),
-        dashboard_addr: (!args.no_dashboard).then_some(args.dashboard_addr),
+        dashboard_addr: (!args.no_dashboard).then_some(args.dashboard.dashboard_addr),
         auth_token,
-        allowed_hosts: args.allowed_host,
+        allowed_hosts: args.dashboard.allowed_host,
         secure_cookie: args.secure_cookie,
         karpenter_service: (!args.no_cost_scrape).then_some(args.karpenter_service),
         series_ttl: args.series_ttl,
