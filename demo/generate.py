@@ -205,7 +205,7 @@ m("g3", "gpu", "g5.2xlarge", C, today("09:35:20"), capacity_type="on-demand", re
 # batch -- 96 of 96 vCPU; b1 expired at 09:18:30 and is draining
 m("b1", "batch", "c6i.8xlarge", A, parse_ts("2026-11-20T09:18:30Z"), capacity_type="spot",
   deleting=today("09:18:32"))
-m("b2", "batch", "c6i.8xlarge", B, today("02:10:44"), capacity_type="spot")
+m("b2", "batch", "m6i.8xlarge", B, today("02:10:44"), capacity_type="spot")
 m("b3", "batch", "m6i.8xlarge", C, today("05:41:19"), capacity_type="spot")
 
 claim = lambda k: N[k][0]  # noqa: E731

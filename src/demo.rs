@@ -57,3 +57,34 @@ pub fn dump() -> crate::Result<String> {
     out.push_str(&stamp);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::karpenter::resources::Resources;
+
+    /// A real node never runs more than its allocatable: the kubelet admits no pod past
+    /// it. Every demo node's active pods fit, resource by resource.
+    #[test]
+    fn every_demo_node_holds_its_pods_within_its_allocatable() {
+        let c = super::cluster().unwrap();
+        let mut over = Vec::new();
+        for n in c.nodes.values() {
+            let alloc = Resources::from_quantities(&n.status.allocatable).unwrap();
+            let mut used = Resources::default();
+            for p in c.active_pods_on(&n.metadata.name) {
+                used.add(p.spec.requests());
+            }
+            for (k, v) in &used.0 {
+                if *v > alloc.get(k) + 1e-9 {
+                    over.push(format!(
+                        "{}: {k} {v} requested of {} allocatable",
+                        n.metadata.name,
+                        alloc.get(k)
+                    ));
+                }
+            }
+        }
+        assert!(c.nodes.len() > 20, "the demo has its nodes");
+        assert!(over.is_empty(), "{}", over.join("\n"));
+    }
+}
