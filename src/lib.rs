@@ -7,7 +7,6 @@
 pub mod analysis;
 pub mod cli;
 pub mod demo;
-pub mod error;
 pub mod explain;
 pub mod findings;
 pub mod heap;
@@ -23,4 +22,4 @@ pub mod source;
 pub mod tui;
 pub mod web;
 
-pub use error::{Error, Result};
+pub use source::error::{Error, Result};

@@ -14,8 +14,8 @@
 //! tests of their own, whatever the table says: the web never imports `cli` or `serve`; the
 //! analysis never imports `source`, `web` or `metrics`.
 //!
-//! A room is a top-level module of `src/` (`src/analysis/**` is `analysis`); `error.rs`
-//! belongs to the sources, whose errors it names. An import is any path that names a room
+//! A room is a top-level module of `src/` (`src/analysis/**` is `analysis`); the crate
+//! root's `Error` and `Result` are the sources' (`source/error.rs`). An import is any path that names a room
 //! from the crate root: `crate::room`, each head of a group (`crate::{cli, web::x}`), and
 //! `super::room` from a room's top-level file (`super::super::room` one folder down, and so
 //! on). Test modules are not checked: a test may load a fixture through the sources.
@@ -115,12 +115,7 @@ fn room(file: &Path) -> String {
         .unwrap()
         .as_os_str()
         .to_string_lossy();
-    let name = first.trim_end_matches(".rs").to_string();
-    if name == "error" {
-        "source".into()
-    } else {
-        name
-    }
+    first.trim_end_matches(".rs").to_string()
 }
 
 /// The code before the first `#[cfg(test)]` item: tests come last in every file.
@@ -245,7 +240,7 @@ fn add(path: &str, out: &mut BTreeSet<String>) {
         .collect();
     // The crate root re-exports the sources' error type.
     let name = match name.as_str() {
-        "error" | "Error" | "Result" => "source".to_string(),
+        "Error" | "Result" => "source".to_string(),
         _ => name,
     };
     if !name.is_empty() && name != "self" {

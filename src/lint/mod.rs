@@ -27,7 +27,7 @@ use crate::source::limits;
 pub enum Error {
     /// A file or folder kelp cannot read: the library's own error for it.
     #[error(transparent)]
-    Read(#[from] crate::error::Error),
+    Read(#[from] crate::source::error::Error),
     #[error("{path}: no *.yaml, *.yml or *.json files found")]
     NoFiles { path: PathBuf },
     #[error("{path}: {message}")]
@@ -42,7 +42,7 @@ pub enum Error {
 
 /// `path` cannot be read.
 fn unreadable(path: PathBuf, source: std::io::Error) -> Error {
-    Error::Read(crate::error::Error::Read { path, source })
+    Error::Read(crate::source::error::Error::Read { path, source })
 }
 
 /// At most [`limits::MAX_WHOLE_BYTES`] from `reader`, as an [`Input`] named `name`.

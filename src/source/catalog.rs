@@ -8,11 +8,11 @@ use std::path::Path;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::Deserialize;
 
-use crate::error::{Error, Result};
 use crate::karpenter::labels;
 use crate::karpenter::resources::Resources;
 use crate::model::catalog::{CATALOG_API_VERSION, CATALOG_KIND};
 use crate::model::{Catalog, CatalogSource, InstanceType, TypeOffering};
+use crate::source::error::{Error, Result};
 
 /// The largest catalogue kelp reads: AWS has about 900 types, a catalogue of them is a few
 /// MiB. Counted while reading, so a pipe or a device is held to it too.

@@ -21,8 +21,8 @@ pub use super::ingest::{
 use super::json;
 use super::limits::{self, JsonGuard, Limit};
 use super::yaml;
-use crate::error::{Error, Result};
 use crate::model::*;
+use crate::source::error::{Error, Result};
 
 /// A `v1/List` of `items` as `kelp snapshot` writes it, stamped with its capture time.
 pub fn snapshot_list(

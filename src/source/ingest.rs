@@ -9,8 +9,8 @@ use serde::de::Deserializer;
 use serde::Deserialize;
 
 use super::kinds;
-use crate::error::{Error, Result};
 use crate::model::*;
+use crate::source::error::{Error, Result};
 
 /// The annotation on a `kelp snapshot` List that records when it was captured.
 pub const CAPTURED_AT: &str = "kelp.dev/captured-at";

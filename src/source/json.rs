@@ -21,8 +21,8 @@ use serde::de::{
 
 use super::ingest::{ingest, list_annotations, LoadNotes};
 use super::limits::Limit;
-use crate::error::Error;
 use crate::model::Cluster;
+use crate::source::error::Error;
 
 /// What a read goes into, and what it learns on the way.
 pub(super) struct Ctx<'a> {

@@ -13,9 +13,9 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use super::kinds;
-use crate::error::{Error, Result};
 use crate::model::event::CoreEvent;
 use crate::model::*;
+use crate::source::error::{Error, Result};
 
 /// How to reach a cluster.
 #[derive(Debug, Clone, Default)]

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
-use crate::error::{Error, Result};
 use crate::model::{ControllerMetrics, Offering};
+use crate::source::error::{Error, Result};
 
 const PRICE: &str = "karpenter_cloudprovider_instance_type_offering_price_estimate";
 const AVAILABLE: &str = "karpenter_cloudprovider_instance_type_offering_available";

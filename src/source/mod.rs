@@ -6,6 +6,7 @@
 pub mod catalog;
 pub mod controller;
 pub mod dump;
+pub mod error;
 mod ingest;
 mod json;
 pub mod kinds;

@@ -21,8 +21,8 @@ use serde::Deserialize;
 
 use super::ingest::{list_metadata, load_value, LoadNotes};
 use super::limits::{self, Limit, YamlStop};
-use crate::error::{Error, Result};
 use crate::model::Cluster;
+use crate::source::error::{Error, Result};
 
 pub(super) fn load(
     name: &str,

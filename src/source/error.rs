@@ -11,11 +11,11 @@ pub enum Error {
     },
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
-    /// An input over one of kelp's limits (depth, size): see [`crate::source::limits`].
+    /// An input over one of kelp's limits (depth, size): see [`super::limits`].
     #[error("{path}: {limit}")]
     Limit {
         path: String,
-        limit: crate::source::limits::Limit,
+        limit: super::limits::Limit,
     },
     #[error("{path}: no Kubernetes objects found (expected a v1/List, YAML documents or JSON objects as `kubectl get -o yaml|json` writes them)")]
     Empty { path: String },
