@@ -20,6 +20,7 @@ pub mod runtime;
 pub mod serve;
 pub mod source;
 pub mod tui;
+pub mod view;
 pub mod web;
 
 pub use source::error::{Error, Result};

@@ -7,16 +7,18 @@
 //! (`heap`); the `model`; the
 //! `findings` contract; the sources (`source`, which fill the model) beside the `analysis`
 //! (which reads it), neither importing the other; the demo dump (`demo`, through the
-//! sources); the views: `explain` over the analysis, `lint`, `metrics` and `web` over the
-//! analysis and the sources (the web also over `explain`), `tui` over the web's view model;
+//! sources); the views: `explain` over the analysis, `lint` and `metrics` over the
+//! analysis and the sources; `view`, the view model the dashboard and the terminal both
+//! read (over `explain` too); `web` and `tui` over it;
 //! the process (`runtime`, then `serve`); and the entry points ([`TOP`]), which may import
 //! anything. A room missing from the table fails the check. Some pairs are pinned apart by
-//! tests of their own, whatever the table says: the web never imports `cli` or `serve`; the
-//! analysis never imports `source`, `web` or `metrics`.
+//! tests of their own, whatever the table says: the web never imports `cli` or `serve`, the
+//! terminal never the web, the view model neither; the analysis never imports `source`,
+//! `web` or `metrics`. Inside a room, the files and sub-folders of one folder form no cycle.
 //!
 //! A room is a top-level module of `src/` (`src/analysis/**` is `analysis`); the crate
-//! root's `Error` and `Result` are the sources' (`source/error.rs`). An import is any path that names a room
-//! from the crate root: `crate::room`, each head of a group (`crate::{cli, web::x}`), and
+//! root's `Error` and `Result` are the sources' (`source/error.rs`). An import is any path
+//! that names a room from the crate root: `crate::room`, each head of a group (`crate::{cli, web::x}`), and
 //! `super::room` from a room's top-level file (`super::super::room` one folder down, and so
 //! on). Test modules are not checked: a test may load a fixture through the sources.
 
@@ -43,8 +45,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["analysis", "source", "model", "karpenter", "findings"],
     ),
     (
+        "view",
+        &[
+            "explain",
+            "history",
+            "analysis",
+            "source",
+            "model",
+            "karpenter",
+            "findings",
+        ],
+    ),
+    (
         "web",
         &[
+            "view",
             "explain",
             "history",
             "analysis",
@@ -58,7 +73,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "tui",
         &[
-            "web",
+            "view",
             "explain",
             "analysis",
             "model",
@@ -81,7 +96,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "serve",
         &[
-            "runtime", "web", "metrics", "history", "listener", "source", "model",
+            "runtime", "web", "view", "metrics", "history", "listener", "source", "model",
         ],
     ),
 ];
@@ -359,6 +374,11 @@ fn no_file_is_over_the_line_limit() {
 #[test]
 fn the_web_never_imports_cli_or_serve() {
     let wrong = pinned_apart("web", &["cli", "serve"]);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // Nor the terminal the dashboard, nor the view model either of them.
+    let wrong = pinned_apart("tui", &["web"]);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let wrong = pinned_apart("view", &["web", "tui"]);
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 

@@ -6,7 +6,7 @@ use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use kelp::model::Cluster;
 use kelp::serve::loaded;
-use kelp::web::view::PriceProblem;
+use kelp::view::PriceProblem;
 use scraper::{Html, Selector};
 use tower::ServiceExt;
 

@@ -17,7 +17,8 @@ use crate::history::History;
 use crate::metrics;
 use crate::model::Cluster;
 use crate::runtime::{self, Shared};
-use crate::web::{view, Board};
+use crate::view;
+use crate::web::Board;
 
 pub use crate::runtime::Input;
 

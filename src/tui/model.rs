@@ -1,6 +1,6 @@
 //! What `kelp top` shows, as plain data: pools, nodes and pending pods with their usage
 //! bars, prices and verdicts. Built from the dashboard's view model
-//! ([`crate::web::view::overview`], so the terminal and the page agree) plus what only
+//! ([`crate::view::overview`], so the terminal and the page agree) plus what only
 //! the terminal shows: requested vs allocatable cpu and memory per node and pool, each
 //! node's price and the spot share. A pure function of (model, analysis, now).
 
@@ -12,7 +12,7 @@ use crate::analysis::{self, capacity, provisioning, Pass};
 use crate::findings::Severity;
 use crate::karpenter::resources::Resources;
 use crate::model::Cluster;
-use crate::web::view;
+use crate::view;
 
 /// Requested vs allocatable, for one resource.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

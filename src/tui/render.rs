@@ -11,7 +11,7 @@ use ratatui::Frame;
 use super::model::{money, Usage};
 use super::{App, Pane};
 use crate::explain::text::clean;
-use crate::web::view::display_quantity;
+use crate::view::display_quantity;
 
 /// A bar of `width` cells and the percentage: `████░░░░  52%`.
 pub fn bar(ratio: Option<f64>, width: usize) -> String {

@@ -15,10 +15,11 @@
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use super::{build_page, view, Page};
+use super::{build_page, Page};
 use crate::analysis::Pass;
 use crate::model::Cluster;
 use crate::source::controller::PriceProblem;
+use crate::view;
 
 /// Whether the cluster's sources are ready (for `/api/v1/clusters`).
 pub type Ready = Box<dyn Fn() -> bool + Send + Sync>;

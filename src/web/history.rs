@@ -12,8 +12,9 @@ use serde::Deserialize;
 
 use super::fail::{audited, Fail};
 use super::pane::{self, Selection};
-use super::{html, json, latest, latest_pass, view, Board, St};
+use super::{html, json, latest, latest_pass, Board, St};
 use crate::history::{store, Ask, Record};
+use crate::view;
 
 /// `ask`'s rows of the board's history from `since` on (at most `limit`, oldest first),
 /// read off the async workers: 404 when serve keeps no history or it cannot be read.

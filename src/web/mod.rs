@@ -13,7 +13,6 @@ pub mod guard;
 mod history;
 pub mod pane;
 pub mod streams;
-pub mod view;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -33,13 +32,13 @@ use serde::Deserialize;
 
 use crate::analysis::Pass;
 use crate::model::Cluster;
+use crate::view::{self, ClaimRow, Overview};
 pub use board::Board;
 use encoded::Encoded;
 use fail::{audit, audited, Fail};
 pub use guard::Hosts;
 use pane::{Selection, TABS, TABS_WITH_HISTORY};
 pub use streams::{StreamLimits, Streams};
-use view::{ClaimRow, Overview};
 
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 pub const OPENAPI: &str = include_str!("../../docs/openapi.yaml");

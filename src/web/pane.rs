@@ -158,7 +158,7 @@ impl Selection {
         }
     }
     pub fn key(&self) -> String {
-        super::view::select_key(self.kind.as_str(), self.namespace.as_deref(), &self.name)
+        crate::view::select_key(self.kind.as_str(), self.namespace.as_deref(), &self.name)
     }
     /// The object's path on the API server.
     pub fn api_path(&self) -> Option<String> {
