@@ -1,6 +1,7 @@
-//! The dashboard's view model: a pure function of (model, one analysis pass, the sources'
-//! status). The HTML page and the JSON API both render it, so they cannot
-//! disagree, and it is built once per analysis pass, not per request.
+//! The view model of the dashboard and of `kelp top`: a pure function of (model, one
+//! analysis pass, the sources' status). The HTML page, the JSON API and the terminal all
+//! render it, so they cannot disagree, and it is built once per analysis pass, not per
+//! request.
 
 use std::collections::BTreeMap;
 
