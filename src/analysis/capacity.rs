@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::provisioning::{claim_pool, LAUNCH_ERRORS};
 use super::Context;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::events::Reason;
 use crate::karpenter::events::{self, LaunchError};
 use crate::karpenter::labels;
 use crate::model::*;
@@ -31,10 +32,7 @@ pub struct OfferingRef {
 pub fn launch_errors(c: &Cluster) -> HashMap<String, LaunchError> {
     c.events
         .values()
-        .filter(|e| {
-            LAUNCH_ERRORS.contains(&e.reason.as_str())
-                && e.regarding.kind == ObjectKind::NodeClaim.as_str()
-        })
+        .filter(|e| e.is_any(LAUNCH_ERRORS) && e.regarding.kind == ObjectKind::NodeClaim.as_str())
         .map(|e| (e.id.clone(), events::parse_launch_error(&e.message)))
         .collect()
 }
@@ -46,7 +44,7 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
     let mut by_pool: BTreeMap<Option<String>, (Vec<OfferingRef>, Vec<String>)> = BTreeMap::new();
     for e in c.events.values() {
         if !(e.from_karpenter()
-            && e.reason == "InsufficientCapacityError"
+            && e.is(Reason::InsufficientCapacityError)
             && ctx.within(e.seen(), Duration::hours(1)))
         {
             continue;

@@ -12,34 +12,35 @@ use chrono::{DateTime, Utc};
 use super::record::{Kind, Record, Subject};
 use crate::analysis::provisioning::LAUNCH_ERRORS;
 use crate::analysis::Pass;
+use crate::karpenter::events::Reason;
 use crate::model::*;
 
 /// Karpenter's events that go into the history (not `Nominated`: a pod's wait has a row
 /// of its own, and a nomination per pod per pass would drown the rest).
-const RECORDED: &[&str] = &[
-    "Unconsolidatable",
-    "ConsolidationCandidate",
-    "ConsolidationRejected",
-    "ConsolidationApproved",
-    "DisruptionBlocked",
-    "DisruptionLaunching",
-    "DisruptionWaitingReadiness",
-    "DisruptionTerminating",
-    "NodeRepairBlocked",
-    "RebootObserved",
-    "RebootFailed",
-    "Evicted",
-    "Disrupted",
-    "FailedDraining",
-    "TerminationGracePeriodExpiring",
-    "SpotInterrupted",
-    "SpotRebalanceRecommendation",
-    "InstanceStopping",
-    "InstanceTerminating",
-    "InstanceUnhealthy",
-    "TerminatingOnInterruption",
-    "CapacityReservationInstanceInterrupted",
-    "NoCompatibleInstanceTypes",
+const RECORDED: &[Reason] = &[
+    Reason::Unconsolidatable,
+    Reason::ConsolidationCandidate,
+    Reason::ConsolidationRejected,
+    Reason::ConsolidationApproved,
+    Reason::DisruptionBlocked,
+    Reason::DisruptionLaunching,
+    Reason::DisruptionWaitingReadiness,
+    Reason::DisruptionTerminating,
+    Reason::NodeRepairBlocked,
+    Reason::RebootObserved,
+    Reason::RebootFailed,
+    Reason::Evicted,
+    Reason::Disrupted,
+    Reason::FailedDraining,
+    Reason::TerminationGracePeriodExpiring,
+    Reason::SpotInterrupted,
+    Reason::SpotRebalanceRecommendation,
+    Reason::InstanceStopping,
+    Reason::InstanceTerminating,
+    Reason::InstanceUnhealthy,
+    Reason::TerminatingOnInterruption,
+    Reason::CapacityReservationInstanceInterrupted,
+    Reason::NoCompatibleInstanceTypes,
 ];
 
 /// A NodeClaim's conditions that are steps of its life, and the step's name.
@@ -319,10 +320,7 @@ impl Recorder {
     fn events(&mut self, c: &Cluster, pass: &Pass, out: &mut Vec<Record>) {
         let this = self.passes;
         for e in c.events.values() {
-            if !e.from_karpenter()
-                || !(RECORDED.contains(&e.reason.as_str())
-                    || LAUNCH_ERRORS.contains(&e.reason.as_str()))
-            {
+            if !e.from_karpenter() || !(e.is_any(RECORDED) || e.is_any(LAUNCH_ERRORS)) {
                 continue;
             }
             let now = (e.count, e.last_seen);

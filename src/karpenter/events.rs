@@ -7,6 +7,10 @@
 //! fleet and API errors) and the interruption event reasons. Every parser is total: any input,
 //! truncated or foreign, yields a best-effort answer and never panics.
 
+pub mod reason;
+
+pub use reason::Reason;
+
 use regex::Regex;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -561,14 +565,14 @@ fn hint(code: Option<&str>, lower: &str) -> Option<&'static str> {
 }
 
 /// Event reasons Karpenter (AWS provider) writes for interruptions of running capacity.
-pub const SPOT_INTERRUPTION_REASONS: &[&str] = &[
-    "SpotInterrupted",
-    "SpotRebalanceRecommendation",
-    "InstanceStopping",
-    "InstanceTerminating",
-    "InstanceUnhealthy",
-    "CapacityReservationInstanceInterrupted",
-    "TerminatingOnInterruption",
+pub const SPOT_INTERRUPTION_REASONS: &[Reason] = &[
+    Reason::SpotInterrupted,
+    Reason::SpotRebalanceRecommendation,
+    Reason::InstanceStopping,
+    Reason::InstanceTerminating,
+    Reason::InstanceUnhealthy,
+    Reason::CapacityReservationInstanceInterrupted,
+    Reason::TerminatingOnInterruption,
 ];
 
 #[cfg(test)]

@@ -24,9 +24,11 @@ use crate::analysis::provisioning::{claim_pool, NominationDetails};
 use crate::analysis::Pass;
 use crate::findings::{Code, Finding, Report};
 use crate::karpenter::duration;
+use crate::karpenter::events::Reason;
 use crate::karpenter::events::{self, BlockerKind, NominationTarget};
 use crate::model::shared::{FastMap, FastSet};
 use crate::model::Cluster;
+use crate::model::ObjectKind;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct MismatchLabels {
@@ -475,7 +477,7 @@ fn created_for_nominated(c: &Cluster, nominated: &mut PickedEvents) -> Vec<Occur
     let mut out = Vec::new();
     // Picked out of every event only when an event changed.
     for e in nominated.of(c, |e| {
-        e.from_karpenter() && e.reason == "Nominated" && e.regarding.kind == "Pod"
+        e.from_karpenter() && e.is(Reason::Nominated) && e.about(ObjectKind::Pod)
     }) {
         let ns = e.regarding.namespace.clone().unwrap_or_default();
         let p_uid = if e.regarding.uid.is_empty() {

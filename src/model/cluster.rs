@@ -12,6 +12,7 @@ use super::controller::{ApiInfo, ControllerMetrics};
 use super::event::Event;
 use super::kinds::*;
 use super::meta::{Meta, OwnerRef};
+use super::object_kind::ObjectKind;
 use super::pod::*;
 use super::shared::{FastMap, FastSet, Interner, Shared, Strings};
 
@@ -625,7 +626,7 @@ impl Cluster {
     /// carries one (events of an earlier object with the same name are not this one's).
     pub fn events_for(
         &self,
-        kind: &str,
+        kind: ObjectKind,
         namespace: Option<&str>,
         name: &str,
         uid: &str,
@@ -636,7 +637,7 @@ impl Cluster {
             .into_iter()
             .flatten()
             .map(|e| &**e)
-            .filter(|e| e.regarding.kind == kind && e.regarding.namespace.as_deref() == namespace)
+            .filter(|e| e.about(kind) && e.regarding.namespace.as_deref() == namespace)
             .filter(|e| uid.is_empty() || e.regarding.uid.is_empty() || e.regarding.uid == uid)
             .collect();
         // Ties (the same instant) by id, whatever order the events arrived in.
@@ -805,7 +806,7 @@ mod tests {
                 c.apply_event(event(id));
             }
             let got: Vec<String> = c
-                .events_for("Pod", Some("default"), "p", "")
+                .events_for(ObjectKind::Pod, Some("default"), "p", "")
                 .iter()
                 .map(|e| e.id.clone())
                 .collect();

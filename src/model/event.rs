@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::memo::null_default;
 use super::meta::Meta;
+use crate::karpenter::events::Reason;
 
 /// The component name Karpenter's event recorder uses.
 pub const KARPENTER: &str = "karpenter";
@@ -34,7 +35,19 @@ impl Event {
     }
     /// Whether kelp keeps this event at all.
     pub fn is_relevant(&self) -> bool {
-        self.from_karpenter() || self.reason == "FailedScheduling"
+        self.from_karpenter() || self.is(Reason::FailedScheduling)
+    }
+    /// Whether its reason is `r`.
+    pub fn is(&self, r: Reason) -> bool {
+        self.reason == r
+    }
+    /// Whether its reason is one of `rs`.
+    pub fn is_any(&self, rs: &[Reason]) -> bool {
+        rs.iter().any(|r| self.reason == *r)
+    }
+    /// Whether it is about an object of this kind.
+    pub fn about(&self, kind: super::ObjectKind) -> bool {
+        self.regarding.kind == kind.as_str()
     }
     /// The time the event was last seen, falling back to its first sighting.
     pub fn seen(&self) -> Option<DateTime<Utc>> {

@@ -848,7 +848,7 @@ mod tests {
         );
         assert!(c.crds.contains_key("nodepools.karpenter.sh"));
         assert_eq!(
-            c.events_for("Pod", Some("ml"), "p", "")[0].message,
+            c.events_for(ObjectKind::Pod, Some("ml"), "p", "")[0].message,
             "no nodes"
         );
         let class = &c.nodeclasses[&("EC2NodeClass".to_string(), "default".to_string())];

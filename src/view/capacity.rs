@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::{Capacity, IceRow, OfferingRow};
 use crate::analysis::provisioning::claim_pool;
 use crate::analysis::{ago, Pass};
+use crate::karpenter::events::Reason;
 use crate::karpenter::labels;
 use crate::model::Cluster;
 
@@ -24,7 +25,7 @@ pub(super) fn capacity_panel(c: &Cluster, pass: &Pass) -> Capacity {
         .collect();
     let mut errors: BTreeMap<(String, String, String, String), IceRow> = BTreeMap::new();
     for e in c.events.values() {
-        if e.reason != "InsufficientCapacityError" {
+        if !e.is(Reason::InsufficientCapacityError) {
             continue;
         }
         // The message as the analysis pass over this same model parsed it (it parses every

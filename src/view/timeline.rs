@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::{select_key, Mark, Timeline, TIMELINE_HOURS};
 use crate::history::{Kind, Record};
+use crate::karpenter::events::Reason;
 use crate::model::Cluster;
 
 /// The lane an event goes to, if it belongs on the timeline.
@@ -158,7 +159,7 @@ pub(super) fn timeline(c: &Cluster, now: DateTime<Utc>) -> Timeline {
             continue;
         };
         // Creation is already on the launch lane from the claim itself.
-        if e.reason == "Launched" && c.nodeclaims.contains_key(&e.regarding.name) {
+        if e.is(Reason::Launched) && c.nodeclaims.contains_key(&e.regarding.name) {
             continue;
         }
         if let Some(t) = e.seen() {

@@ -332,7 +332,7 @@ pub fn pane(
         ),
     };
     let events = c
-        .events_for(sel.kind.as_str(), sel.namespace.as_deref(), &sel.name, &uid)
+        .events_for(sel.kind, sel.namespace.as_deref(), &sel.name, &uid)
         .into_iter()
         .take(100)
         .map(|e| EventLine {

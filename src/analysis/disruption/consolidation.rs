@@ -22,7 +22,7 @@ use super::verdict::Blocker;
 use crate::karpenter::budgets::DisruptionReason;
 use crate::karpenter::consolidation::{self as karpenter, PodMiss, Reason};
 use crate::karpenter::duration::{self, NillableDuration};
-use crate::karpenter::events::BlockerKind;
+use crate::karpenter::events::{BlockerKind, Reason as EventReason};
 use crate::model::*;
 
 /// How far a node is from being consolidated.
@@ -103,11 +103,11 @@ pub struct Countdown {
 const EVENT_FRESH_MINUTES: i64 = 20;
 
 /// Karpenter's disruption events kelp reads as consolidation decisions.
-const DECISIONS: &[&str] = &[
-    "Unconsolidatable",
-    "ConsolidationRejected",
-    "ConsolidationCandidate",
-    "ConsolidationApproved",
+const DECISIONS: &[EventReason] = &[
+    EventReason::Unconsolidatable,
+    EventReason::ConsolidationRejected,
+    EventReason::ConsolidationCandidate,
+    EventReason::ConsolidationApproved,
 ];
 
 /// What the node's other analysis already found, for its consolidation answer.
@@ -549,14 +549,14 @@ fn from_event(e: &Evidence) -> Consolidation {
         source: Source::Karpenter,
         ..Consolidation::kelp(State::Blocked, None, e.message.clone())
     };
-    match e.reason.as_str() {
-        "Unconsolidatable" => {
+    match EventReason::parse(&e.reason) {
+        Some(EventReason::Unconsolidatable) => {
             let u = karpenter::parse_unconsolidatable(&e.message);
             x.reason = Some(u.reason);
             x.pods = u.pods;
             x.message = format!("Karpenter: {}", e.message.trim());
         }
-        "ConsolidationRejected" => {
+        Some(EventReason::ConsolidationRejected) => {
             x.reason = Some(Reason::Rejected);
             x.savings_per_hour = karpenter::savings(&e.message);
             x.message = format!(
@@ -580,9 +580,10 @@ fn from_event(e: &Evidence) -> Consolidation {
 fn newest_decision(f: &Facts, clock: &Clock) -> Option<Evidence> {
     f.events
         .iter()
-        .filter(|e| e.from_karpenter() && DECISIONS.contains(&e.reason.as_str()))
+        .filter(|e| e.from_karpenter() && e.is_any(DECISIONS))
         .filter(|e| {
-            e.reason != "ConsolidationCandidate" || karpenter::multi_node(&e.message).is_none()
+            !e.is(EventReason::ConsolidationCandidate)
+                || karpenter::multi_node(&e.message).is_none()
         })
         .filter(|e| {
             e.seen()

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::super::Context;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::events::Reason;
 use crate::karpenter::labels::NODEPOOL;
 use crate::karpenter::repair::{self, RepairBlocked};
 use crate::model::{Cluster, Node, ObjectKind};
@@ -53,7 +54,7 @@ fn recent_blocked_events<'c>(ctx: &Context<'c>) -> Vec<(String, &'c str)> {
     let c: &'c Cluster = ctx.cluster;
     c.events
         .values()
-        .filter(|e| e.from_karpenter() && e.reason == "NodeRepairBlocked")
+        .filter(|e| e.from_karpenter() && e.is(Reason::NodeRepairBlocked))
         .filter(|e| ctx.within(e.seen(), Duration::minutes(EVENT_FRESH_MINUTES)))
         .filter_map(|e| {
             let pool = match repair::parse_repair_blocked(&e.message) {

@@ -17,7 +17,7 @@ pub(super) fn spot_interruptions(ctx: &Context) -> Vec<Finding> {
     let mut by_pool: BTreeMap<String, Vec<(&Event, String)>> = BTreeMap::new();
     for e in c.events.values() {
         if !(e.from_karpenter()
-            && events::SPOT_INTERRUPTION_REASONS.contains(&e.reason.as_str())
+            && e.is_any(events::SPOT_INTERRUPTION_REASONS)
             && ctx.within(e.seen(), Duration::hours(24)))
         {
             continue;

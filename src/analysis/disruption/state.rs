@@ -19,6 +19,7 @@ use super::verdict::{Blocker, Want, WantReason};
 use crate::findings::ObjectRef;
 use crate::karpenter::budgets::DisruptionReason;
 use crate::karpenter::duration::{self, NillableDuration};
+use crate::karpenter::events::Reason;
 use crate::karpenter::events::{self, BlockerKind, NominationTarget};
 use crate::model::shared::FastMap;
 use crate::model::*;
@@ -107,7 +108,7 @@ impl Nominations {
         let mut n = Nominations::default();
         let recent = c.events.values().filter(|e| {
             e.from_karpenter()
-                && e.reason == "Nominated"
+                && e.is(Reason::Nominated)
                 && e.seen().is_some_and(|t| still_nominated(c, e, t, now))
         });
         for e in recent {
@@ -344,15 +345,25 @@ pub fn node_disruption_at(
 
     // The events about the node and its claim, read once for its blockers and its
     // consolidation answer.
-    let mut events = c.events_for("Node", None, &node.metadata.name, &node.metadata.uid);
+    let mut events = c.events_for(
+        ObjectKind::Node,
+        None,
+        &node.metadata.name,
+        &node.metadata.uid,
+    );
     if let Some(cl) = claim {
-        events.extend(c.events_for("NodeClaim", None, &cl.metadata.name, &cl.metadata.uid));
+        events.extend(c.events_for(
+            ObjectKind::NodeClaim,
+            None,
+            &cl.metadata.name,
+            &cl.metadata.uid,
+        ));
     }
     let blocked_event = events
         .iter()
         .filter(|e| {
             e.from_karpenter()
-                && e.reason == "DisruptionBlocked"
+                && e.is(Reason::DisruptionBlocked)
                 && e.seen()
                     .is_some_and(|t| clock.within(t, Duration::hours(1)))
         })

@@ -11,6 +11,7 @@ use super::super::{ago, Context};
 use super::GRACE;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events;
+use crate::karpenter::events::Reason;
 use crate::model::*;
 
 #[derive(Serialize)]
@@ -37,11 +38,11 @@ pub fn claim_pool(c: &Cluster, name: &str) -> Option<String> {
 }
 
 /// Event reasons Karpenter writes on a NodeClaim whose launch failed.
-pub const LAUNCH_ERRORS: &[&str] = &[
-    "InsufficientCapacityError",
-    "NodeClassNotReady",
-    "LaunchFailed",
-    "FailedLaunch",
+pub const LAUNCH_ERRORS: &[Reason] = &[
+    Reason::InsufficientCapacityError,
+    Reason::NodeClassNotReady,
+    Reason::LaunchFailed,
+    Reason::FailedLaunch,
 ];
 
 pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
@@ -202,8 +203,8 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
     let mut latest: BTreeMap<&str, &Event> = BTreeMap::new();
     for e in c.events.values() {
         if e.from_karpenter()
-            && e.regarding.kind == "NodeClaim"
-            && LAUNCH_ERRORS.contains(&e.reason.as_str())
+            && e.about(ObjectKind::NodeClaim)
+            && e.is_any(LAUNCH_ERRORS)
             && ctx.within(e.seen(), Duration::hours(1))
         {
             let slot = latest.entry(e.regarding.name.as_str()).or_insert(e);

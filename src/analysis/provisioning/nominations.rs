@@ -11,6 +11,7 @@ use super::super::{ago, Context};
 use super::pending::is_unschedulable;
 use super::{claim_pool, PodEvents, GRACE};
 use crate::findings::{Code, Finding, ObjectRef, Severity};
+use crate::karpenter::events::Reason;
 use crate::karpenter::events::{self, NominationTarget};
 use crate::model::*;
 
@@ -33,7 +34,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
     for e in c
         .events
         .values()
-        .filter(|e| e.from_karpenter() && e.reason == "Nominated" && e.regarding.kind == "Pod")
+        .filter(|e| e.from_karpenter() && e.is(Reason::Nominated) && e.about(ObjectKind::Pod))
     {
         let key = (e.regarding.namespace.clone(), e.regarding.name.clone());
         by_pod.entry(key).or_default().push(e);

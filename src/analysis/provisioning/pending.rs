@@ -4,6 +4,7 @@
 //! does not validate). Also DaemonSet pods pinned to a Karpenter node with no room, which
 //! Karpenter never provisions for.
 
+use crate::karpenter::events::Reason;
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::core::v1::NodeSelectorTerm;
 
@@ -42,11 +43,11 @@ impl<'c> PodEvents<'c> {
         let m = &pod.metadata;
         let mut out = PodEvents::default();
         // Newest first, so the first of each kind is the latest.
-        for e in c.events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid) {
-            let slot = match (e.from_karpenter(), e.reason.as_str()) {
-                (true, "FailedScheduling") => &mut out.failed,
-                (true, "Nominated") => &mut out.nominated,
-                (false, "FailedScheduling") => &mut out.scheduler,
+        for e in c.events_for(ObjectKind::Pod, m.namespace.as_deref(), &m.name, &m.uid) {
+            let slot = match (e.from_karpenter(), Reason::parse(&e.reason)) {
+                (true, Some(Reason::FailedScheduling)) => &mut out.failed,
+                (true, Some(Reason::Nominated)) => &mut out.nominated,
+                (false, Some(Reason::FailedScheduling)) => &mut out.scheduler,
                 _ => continue,
             };
             slot.get_or_insert(e);

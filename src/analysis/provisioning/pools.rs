@@ -15,6 +15,7 @@ use super::instance_types::{self, PoolTypes};
 use super::pending::pod_terms;
 use crate::findings::{Code, Finding, ObjectRef, Severity};
 use crate::karpenter::events::Category;
+use crate::karpenter::events::Reason;
 use crate::karpenter::requirements::{self, Provider, Requirements};
 use crate::karpenter::resources::Resources;
 use crate::karpenter::taints;
@@ -352,11 +353,11 @@ impl<'a> PoolSet<'a> {
         for p in &mut self.ordered {
             let m = &p.pool.metadata;
             p.no_instance_types = c
-                .events_for("NodePool", None, &m.name, &m.uid)
+                .events_for(ObjectKind::NodePool, None, &m.name, &m.uid)
                 .into_iter()
                 .find(|e| {
                     e.from_karpenter()
-                        && e.reason == "NoCompatibleInstanceTypes"
+                        && e.is(Reason::NoCompatibleInstanceTypes)
                         && e.seen().is_some_and(|t| now - t <= Duration::hours(1))
                 })
                 .map(|e| e.message.clone());
@@ -681,11 +682,11 @@ pub(super) fn no_instance_types(ctx: &Context) -> Vec<Finding> {
         .filter_map(|pool| {
             let m = &pool.metadata;
             let e = c
-                .events_for("NodePool", None, &m.name, &m.uid)
+                .events_for(ObjectKind::NodePool, None, &m.name, &m.uid)
                 .into_iter()
                 .find(|e| {
                     e.from_karpenter()
-                        && e.reason == "NoCompatibleInstanceTypes"
+                        && e.is(Reason::NoCompatibleInstanceTypes)
                         && ctx.within(e.seen(), Duration::hours(1))
                 });
             // kelp's own answer from the catalogue, where it has one; Karpenter's event

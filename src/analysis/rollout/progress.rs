@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::super::disruption::budget::budget_counts;
 use super::super::disruption::NodeStates;
 use crate::karpenter::budgets::{allowed_disruptions, allowed_for_each, DisruptionReason};
+use crate::karpenter::events::Reason;
 use crate::model::*;
 
 /// A drifted node Karpenter has not started to replace, and what holds it.
@@ -189,7 +190,7 @@ fn no_capacity(c: &Cluster, pool: &str, now: DateTime<Utc>) -> Option<String> {
         .values()
         .filter(|e| {
             e.from_karpenter()
-                && e.reason == "InsufficientCapacityError"
+                && e.is(Reason::InsufficientCapacityError)
                 && e.regarding.kind == ObjectKind::NodeClaim.as_str()
                 && e.seen().is_some_and(|t| now - t <= NO_CAPACITY_FOR)
         })

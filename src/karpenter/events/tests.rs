@@ -506,9 +506,10 @@ fn interruption_reasons() {
         "SpotRebalanceRecommendation",
         "CapacityReservationInstanceInterrupted",
     ] {
+        let reason = Reason::parse(reason).unwrap();
         assert!(SPOT_INTERRUPTION_REASONS.contains(&reason));
     }
-    assert!(!SPOT_INTERRUPTION_REASONS.contains(&"DisruptionBlocked"));
+    assert!(!SPOT_INTERRUPTION_REASONS.contains(&Reason::DisruptionBlocked));
 }
 
 const FRAGMENTS: &[&str] = &[

@@ -4,6 +4,7 @@
 
 use crate::analysis::provisioning::{claim_pool, LAUNCH_ERRORS};
 use crate::karpenter::duration::{self, NillableDuration};
+use crate::karpenter::events::Reason;
 use crate::karpenter::labels;
 use crate::metrics::common::{label_value, uid, uid_ref};
 use crate::model::stamps::PerNode;
@@ -81,8 +82,8 @@ pub(super) fn regarding_id(c: &Cluster, e: &Event) -> String {
 /// last seen.
 pub(super) fn karpenter_events<'c>(
     c: &'c Cluster,
-    kind: &'c str,
-    reasons: &'c [&'c str],
+    kind: ObjectKind,
+    reasons: &'c [Reason],
     now: DateTime<Utc>,
 ) -> impl Iterator<Item = (&'c Event, Option<DateTime<Utc>>)> + 'c {
     recent_events(
@@ -95,8 +96,8 @@ pub(super) fn karpenter_events<'c>(
 }
 
 /// Whether `e` is Karpenter's, about an object of `kind`, for one of these reasons.
-fn karpenter_event(e: &Event, kind: &str, reasons: &[&str]) -> bool {
-    e.from_karpenter() && e.regarding.kind == kind && reasons.contains(&e.reason.as_str())
+fn karpenter_event(e: &Event, kind: ObjectKind, reasons: &[Reason]) -> bool {
+    e.from_karpenter() && e.about(kind) && e.is_any(reasons)
 }
 
 /// The recent ones of `events`, with when each was last seen (an event with no time at
@@ -112,7 +113,7 @@ fn recent_events<'e>(
 }
 
 /// The reasons of Karpenter's events about a pod it evicted or disrupted.
-const EVICTIONS: &[&str] = &["Evicted", "Disrupted"];
+const EVICTIONS: &[Reason] = &[Reason::Evicted, Reason::Disrupted];
 
 // ------------------------------------------------------------------ occurrences
 
@@ -344,11 +345,11 @@ fn read_node(
             continue;
         };
         let waited = node_created.is_some_and(|t| t > created)
-            || c.events_for("Pod", m.namespace.as_deref(), &m.name, &m.uid)
+            || c.events_for(ObjectKind::Pod, m.namespace.as_deref(), &m.name, &m.uid)
                 .iter()
                 .any(|e| {
-                    e.reason == "FailedScheduling"
-                        || (e.from_karpenter() && e.reason == "Nominated")
+                    e.is(Reason::FailedScheduling)
+                        || (e.from_karpenter() && e.is(Reason::Nominated))
                 });
         if !waited {
             continue;
@@ -430,7 +431,7 @@ pub fn launch_failures(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
             value: 1.0,
         });
     }
-    for (e, seen) in karpenter_events(c, "NodeClaim", LAUNCH_ERRORS, now) {
+    for (e, seen) in karpenter_events(c, ObjectKind::NodeClaim, LAUNCH_ERRORS, now) {
         out.push(Occurrence {
             key: format!("launch-failure/{}", regarding_id(c, e)),
             series: SliSeries::LaunchFailure(PoolReasonLabels {
@@ -531,11 +532,14 @@ pub fn churn(c: &Cluster, now: DateTime<Utc>) -> Vec<Occurrence> {
     }
     for (e, seen) in karpenter_events(
         c,
-        "NodeClaim",
-        &["DisruptionTerminating", "TerminatingOnInterruption"],
+        ObjectKind::NodeClaim,
+        &[
+            Reason::DisruptionTerminating,
+            Reason::TerminatingOnInterruption,
+        ],
         now,
     ) {
-        let reason = if e.reason == "TerminatingOnInterruption" {
+        let reason = if e.is(Reason::TerminatingOnInterruption) {
             "interrupted".to_string()
         } else {
             // "Disrupting NodeClaim: Drifted"
@@ -633,11 +637,11 @@ pub(super) fn evictions(st: &mut SliState, c: &Cluster, now: DateTime<Utc>) -> V
     // Picked out of every event only when an event changed.
     let picked = st
         .evictions
-        .of(c, |e| karpenter_event(e, "Pod", EVICTIONS))
+        .of(c, |e| karpenter_event(e, ObjectKind::Pod, EVICTIONS))
         .to_vec();
     for (e, seen) in recent_events(picked.iter().map(|e| &**e), now) {
         let id = regarding_id(c, e);
-        let reason = if e.reason == "Disrupted" {
+        let reason = if e.is(Reason::Disrupted) {
             "termination-grace-period".to_string()
         } else {
             match e.message.trim().strip_prefix("Evicted pod:") {
