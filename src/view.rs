@@ -59,10 +59,46 @@ pub const TIMELINE_HOURS: i64 = 3;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Install {
-    /// ok, not-installed, v1beta1-only, forbidden
-    pub state: &'static str,
+    pub state: InstallState,
     pub title: String,
     pub fix: String,
+}
+
+/// Whether Karpenter can be shown (serialised `ok`, `not-installed`, `v1beta1-only`,
+/// `forbidden`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum InstallState {
+    #[serde(rename = "ok")]
+    Ok,
+    #[serde(rename = "not-installed")]
+    NotInstalled,
+    #[serde(rename = "v1beta1-only")]
+    V1beta1Only,
+    #[serde(rename = "forbidden")]
+    Forbidden,
+}
+
+impl InstallState {
+    /// Its name, as the JSON API and the page's CSS write it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            InstallState::Ok => "ok",
+            InstallState::NotInstalled => "not-installed",
+            InstallState::V1beta1Only => "v1beta1-only",
+            InstallState::Forbidden => "forbidden",
+        }
+    }
+
+    /// Whether the page can show Karpenter.
+    pub fn is_ok(self) -> bool {
+        self == InstallState::Ok
+    }
+}
+
+impl std::fmt::Display for InstallState {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -297,7 +333,7 @@ pub fn select_key(kind: &str, namespace: Option<&str>, name: &str) -> String {
 fn install(c: &Cluster, report: &Report, forbidden: Option<&str>) -> Install {
     if let Some(f) = forbidden {
         return Install {
-            state: "forbidden",
+            state: InstallState::Forbidden,
             title: format!("kelp may not read Karpenter's objects: {f}"),
             fix: "Grant kelp's ServiceAccount get, list and watch on nodepools, nodeclaims (karpenter.sh) and ec2nodeclasses (karpenter.k8s.aws): the ClusterRole in charts/kelp has exactly these.".into(),
         };
@@ -305,20 +341,20 @@ fn install(c: &Cluster, report: &Report, forbidden: Option<&str>) -> Install {
     let has = |code: Code| report.findings.iter().find(|f| f.code == code);
     if let Some(f) = has(Code::KarpenterApiOutdated) {
         return Install {
-            state: "v1beta1-only",
+            state: InstallState::V1beta1Only,
             title: f.message.clone(),
             fix: "Upgrade Karpenter to v1 and migrate your v1beta1 NodePools, NodeClaims and EC2NodeClasses to karpenter.sh/v1 (see Karpenter's v1 migration guide).".into(),
         };
     }
     if has(Code::KarpenterNotInstalled).is_some() && !c.karpenter_seen() {
         return Install {
-            state: "not-installed",
+            state: InstallState::NotInstalled,
             title: "Karpenter is not installed in this cluster: the karpenter.sh/v1 API is not served.".into(),
             fix: "Install Karpenter (its Helm chart installs the CRDs), or point kelp at the right cluster with --context.".into(),
         };
     }
     Install {
-        state: "ok",
+        state: InstallState::Ok,
         title: String::new(),
         fix: String::new(),
     }

@@ -53,7 +53,9 @@ pub struct ClaimRow {
     pub consolidation_detail: String,
     pub deleting: bool,
     /// The worst finding about the claim or its node: critical, warning, info or "".
-    pub severity: String,
+    /// The worst finding about it, if any.
+    #[serde(serialize_with = "super::words::severity_or_empty")]
+    pub severity: Option<Severity>,
     /// The node's price, when known.
     pub price_per_hour: Option<f64>,
     pub price: String,

@@ -38,7 +38,9 @@ pub struct PendingRow {
     /// has no catalogue or no pool is compatible).
     pub launch: String,
     /// The worst finding about the pod: critical, warning, info or "".
-    pub severity: String,
+    /// The worst finding about it, if any.
+    #[serde(serialize_with = "super::words::severity_or_empty")]
+    pub severity: Option<Severity>,
     /// In the page (expanded row) and `.../pods/{ns}/{name}/why`, not the overview API.
     #[serde(skip_serializing)]
     pub verdicts: Vec<VerdictRow>,

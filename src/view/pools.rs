@@ -44,7 +44,9 @@ pub struct PoolRow {
     /// `up to $0.34/h from 2 candidate nodes`, or "".
     pub could_save: String,
     /// The worst finding about this pool: critical, warning, info or "".
-    pub severity: String,
+    /// The worst finding about it, if any.
+    #[serde(serialize_with = "super::words::severity_or_empty")]
+    pub severity: Option<Severity>,
     /// The next 7 days of its budgets, a day a row, an hour a cell; empty when no budget
     /// has a schedule.
     pub week: Vec<WeekDay>,

@@ -146,13 +146,17 @@ pub fn worst_by_object(report: &Report) -> BTreeMap<String, Severity> {
     out
 }
 
-/// The worst of some severities, as the CSS class and label the rows use ("" for none).
-pub fn worst(sevs: impl IntoIterator<Item = Option<Severity>>) -> String {
-    sevs.into_iter()
-        .flatten()
-        .max()
-        .map(|s| s.to_string())
-        .unwrap_or_default()
+/// The worst of some severities (none without findings): a row's mark.
+pub fn worst(sevs: impl IntoIterator<Item = Option<Severity>>) -> Option<Severity> {
+    sevs.into_iter().flatten().max()
+}
+
+/// A row's worst severity as the JSON API has always written it: its name, or "" for none.
+pub fn severity_or_empty<S: serde::Serializer>(
+    sev: &Option<Severity>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.serialize_str(sev.map_or("", Severity::as_str))
 }
 
 #[cfg(test)]
