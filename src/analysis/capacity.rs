@@ -49,7 +49,7 @@ pub fn findings(ctx: &Context) -> Vec<Finding> {
         {
             continue;
         }
-        let Some(parsed) = ctx.launch_errors.get(&e.id) else {
+        let Some(parsed) = ctx.pass.launch_errors.get(&e.id) else {
             continue;
         };
         let pool = claim_pool(c, &e.regarding.name);

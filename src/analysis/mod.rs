@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod catalog;
 pub mod clock;
 pub mod disruption;
+pub mod engine;
 pub mod fit;
 pub mod history;
 pub mod hold;
@@ -32,37 +33,28 @@ use crate::karpenter::events::LaunchError;
 use crate::model::shared::FastMap;
 use crate::model::{Catalog, Cluster};
 use disruption::PoolBudgets;
+pub use engine::{Engine, Fresh};
 use hold::Hold;
 pub use kept::KeptFindings;
 use provisioning::{PodDiagnosis, PoolUsage};
 
 /// Everything one analysis pass needs, each computed once and shared by the findings that
-/// depend on it: per-pool usage, the pending pods' diagnoses, each node's disruption state,
-/// the launch errors' messages parsed.
+/// depend on it: the [`Pass`] the views will read (its report written last), and what only
+/// the findings read.
 pub struct Context<'a> {
     pub cluster: &'a Cluster,
-    pub now: DateTime<Utc>,
-    pub pending: Vec<Arc<PodDiagnosis>>,
-    /// Every pool's usage against its limits, by name.
-    pub pools: BTreeMap<String, PoolUsage>,
-    /// Every pool's disruption budgets now: its node counts and what they allow, by name.
-    pub budgets: BTreeMap<String, PoolBudgets>,
-    /// The disruption state of every Karpenter node (a NodePool label or a NodeClaim), by name.
-    pub nodes: disruption::NodeStates,
-    /// The instance-type catalogue the verdicts were judged with ([`catalog::resolve`]).
-    pub catalog: Option<Arc<Catalog>>,
+    /// Per-pool usage, the pending pods' diagnoses and holds, the budgets, each node's
+    /// disruption state, the catalogue and the launch errors' messages parsed; its report
+    /// is empty until [`run`] writes it.
+    pub pass: Pass,
     /// With a catalogue: per pool, the least of each limited resource a type it admits
     /// has (what the limits findings compare what is left with).
     pub smallest_types: BTreeMap<String, BTreeMap<String, f64>>,
     /// With a catalogue: the pools it offers no type for at all (Karpenter drops them
     /// before scheduling), with why in Karpenter's words.
     pub without_types: BTreeMap<String, String>,
-    /// Every launch-error event's message parsed, by event id.
-    pub launch_errors: HashMap<String, LaunchError>,
     /// The `daemonset-nodepool-mismatch` findings ([`placement::daemonset_mismatch`]).
     pub daemonset_mismatch: Vec<Finding>,
-    /// What holds each pending pod, in `pending`'s order ([`hold::holds`]).
-    pub holds: Vec<Arc<Hold>>,
     /// The last pass's findings a finding written from the same answer can be handed
     /// on from (only an incremental pass has them).
     pub kept: Option<&'a KeptFindings>,
@@ -70,21 +62,13 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub fn new(cluster: &'a Cluster, now: DateTime<Utc>) -> Self {
-        Self::build(cluster, now, None)
+        Self::build(cluster, now, &mut Fresh)
     }
 
-    /// As [`Context::new`], reusing what `engine` kept of the previous pass where nothing
-    /// it read has changed (see [`incremental`]).
-    pub fn build(
-        cluster: &'a Cluster,
-        now: DateTime<Utc>,
-        engine: Option<&mut incremental::Incremental>,
-    ) -> Self {
-        let mut engine = engine;
-        let usages = match engine.as_deref_mut() {
-            Some(e) => e.pool_usages(cluster),
-            None => provisioning::pool_usages(cluster),
-        };
+    /// Each part of the pass as `engine` gives it: worked out afresh, or kept from the
+    /// previous pass where nothing it read has changed (see [`engine`]).
+    pub fn build<E: Engine>(cluster: &'a Cluster, now: DateTime<Utc>, engine: &mut E) -> Self {
+        let usages = engine.pool_usages(cluster);
         let catalog = catalog::resolve(cluster, provisioning::cluster_provider(cluster));
         let pools = provisioning::PoolSet::with_usage(cluster, &usages)
             .with_instance_type_events(cluster, now)
@@ -108,64 +92,45 @@ impl<'a> Context<'a> {
             .filter_map(|p| Some((p.name.to_string(), p.types.as_ref()?.smallest.clone())))
             .collect();
         let pools = pools
-            .with_spread_index(engine.as_deref_mut().and_then(|e| e.spread_index(cluster)))
-            .with_guards(engine.as_deref_mut().and_then(|e| e.guards(cluster)));
-        let pending = match engine.as_deref_mut() {
-            Some(e) => e.pending(cluster, now, &pools),
-            None => {
-                let mut cache = provisioning::DiagnosisCache::default();
-                provisioning::unschedulable_pods(cluster, now)
-                    .map(|(p, events)| {
-                        Arc::new(provisioning::diagnose_cached(
-                            &pools, p, events, now, &mut cache,
-                        ))
-                    })
-                    .collect()
-            }
-        };
-        let budgets = match engine.as_deref_mut() {
-            Some(e) => e.pool_budgets(cluster, now),
-            None => disruption::pool_budgets(cluster, now),
-        };
-        let holds = match engine.as_deref_mut() {
-            Some(e) => e.holds(cluster, &pending),
-            None => hold::holds(cluster, &pending),
-        };
+            .with_spread_index(engine.spread_index(cluster))
+            .with_guards(engine.guards(cluster));
+        let pending = engine.pending(cluster, now, &pools);
+        let budgets = engine.pool_budgets(cluster, now);
+        let holds = engine.holds(cluster, &pending);
         // Read only where Karpenter is (as every finding of its part of the pass).
-        let daemonset_mismatch = match engine.as_deref_mut() {
-            _ if !cluster.karpenter_seen() => Vec::new(),
-            Some(e) => e.daemonset_mismatch(cluster, &usages),
-            None => placement::daemonset_mismatch(cluster, &usages),
+        let daemonset_mismatch = if cluster.karpenter_seen() {
+            engine.daemonset_mismatch(cluster, &usages)
+        } else {
+            Vec::new()
         };
-        let nodes = match engine {
-            Some(e) => {
-                let nodes = e.node_states(cluster, now, Some(&pools), &budgets);
-                e.keep_spread_index(cluster, pools.built_spread_index());
-                e.keep_guards(cluster, pools.built_guards());
-                nodes
-            }
-            None => disruption::node_states(cluster, now, Some(&pools), &budgets),
-        };
+        let nodes = engine.node_states(cluster, now, &pools, &budgets);
         Context {
             cluster,
-            now,
-            pending,
-            pools: usages,
-            nodes,
-            budgets,
-            catalog,
+            pass: Pass {
+                now,
+                report: Arc::new(Report {
+                    generated_at: now,
+                    karpenter: install::info(cluster),
+                    findings: Vec::new(),
+                }),
+                pending,
+                holds,
+                pools: usages,
+                budgets,
+                nodes,
+                catalog,
+                launch_errors: capacity::launch_errors(cluster),
+            },
             smallest_types,
             without_types,
-            launch_errors: capacity::launch_errors(cluster),
             daemonset_mismatch,
-            holds,
             kept: None,
         }
     }
 
     /// Whether `t` is within `window` before now.
     pub fn within(&self, t: Option<DateTime<Utc>>, window: Duration) -> bool {
-        t.is_some_and(|t| self.now - t <= window)
+        t.is_some_and(|t| self.pass.now - t <= window)
     }
 }
 
@@ -230,18 +195,18 @@ pub fn run_incremental(
     engine: &mut incremental::Incremental,
 ) -> Pass {
     engine.begin(now);
-    let mut ctx = Context::build(cluster, now, Some(engine));
+    let mut ctx = Context::build(cluster, now, engine);
     ctx.kept = Some(engine.kept_findings());
     let pass = pass(ctx);
     engine.keep_findings(&pass.report);
     pass
 }
 
-fn pass(ctx: Context) -> Pass {
-    let (cluster, now) = (ctx.cluster, ctx.now);
-    let karpenter = install::info(cluster);
+/// The findings of a pass, worst first, written into its report.
+fn pass(mut ctx: Context) -> Pass {
+    let cluster = ctx.cluster;
     let mut findings: Vec<Arc<Finding>> = shared(install::findings(&ctx)).collect();
-    findings.extend(shared(version::findings(&karpenter)));
+    findings.extend(shared(version::findings(&ctx.pass.report.karpenter)));
     findings.extend(shared(history::findings(cluster)));
     if cluster.karpenter_seen() {
         findings.extend(provisioning::findings(&ctx));
@@ -256,22 +221,8 @@ fn pass(ctx: Context) -> Pass {
             .then_with(|| a.object.cmp(&b.object))
             .then_with(|| a.nodepool.cmp(&b.nodepool))
     });
-    let report = Report {
-        generated_at: now,
-        karpenter,
-        findings,
-    };
-    Pass {
-        now,
-        report: Arc::new(report),
-        holds: ctx.holds,
-        pending: ctx.pending,
-        pools: ctx.pools,
-        budgets: ctx.budgets,
-        nodes: ctx.nodes,
-        catalog: ctx.catalog,
-        launch_errors: ctx.launch_errors,
-    }
+    Arc::make_mut(&mut ctx.pass.report).findings = findings;
+    ctx.pass
 }
 
 /// Findings made whole by a check that hands none on, shared as a report holds them.

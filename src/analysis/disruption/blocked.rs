@@ -73,7 +73,7 @@ pub struct NotReapedDetails {
 pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
     let c = ctx.cluster;
     let mut out = Vec::new();
-    for s in ctx.nodes.values().filter(|s| s.nodepool.is_some()) {
+    for s in ctx.pass.nodes.values().filter(|s| s.nodepool.is_some()) {
         if !s.wants.is_empty() && !s.blockers.is_empty() {
             match ctx.kept.and_then(|k| k.get(Code::DisruptionBlocked, s)) {
                 Some(kept) => out.push(kept.clone()),
@@ -89,7 +89,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
         // Only a NodeClaim expires: `expired` is false for a node without one.
         if let Some(at) = s
             .expires_at
-            .filter(|t| s.expired && ctx.now - *t > Duration::minutes(10))
+            .filter(|t| s.expired && ctx.pass.now - *t > Duration::minutes(10))
         {
             out.push(Arc::new(
                 Finding::new(
@@ -98,7 +98,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
                     ObjectRef::cluster(ObjectKind::Node, &s.node),
                     format!(
                         "Expired {} ago (age {}, expireAfter {}) and still here{}",
-                        ago(ctx.now, at),
+                        ago(ctx.pass.now, at),
                         s.age.clone().unwrap_or_default(),
                         s.expire_after.clone().unwrap_or_default(),
                         expired_suffix(s, c.active_pods_on(&s.node).count())
@@ -125,7 +125,7 @@ pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
                     ObjectRef::of(ObjectKind::NodeClaim, &claim.metadata),
                     format!(
                         "Drifted ({reason}){}{meaning}; {}",
-                        d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.now, t))).unwrap_or_default(),
+                        d.last_transition_time.map(|t| format!(" {} ago", ago(ctx.pass.now, t))).unwrap_or_default(),
                         drift_outcome(c, claim, pool.as_deref())
                     ),
                 )
@@ -251,7 +251,7 @@ fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
         .into_iter()
         .flatten()
         .max()?;
-    if ctx.now - actionable <= Duration::minutes(5) {
+    if ctx.pass.now - actionable <= Duration::minutes(5) {
         return None;
     }
     // Nominations first: the most common reason an empty node stays.
@@ -268,9 +268,9 @@ fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
                     0 => "no pods but DaemonSets".to_string(),
                     n => format!("its {n} pod(s) cost nothing to evict"),
                 },
-                ago(ctx.now, since),
+                ago(ctx.pass.now, since),
                 d.consolidate_after.as_deref().unwrap_or("0s"),
-                ago(ctx.now, actionable),
+                ago(ctx.pass.now, actionable),
                 blockers_suffix(&blockers)
             ),
         )
@@ -279,7 +279,7 @@ fn empty_not_reaped(ctx: &Context, s: &NodeDisruption) -> Option<Finding> {
         .details(NotReapedDetails {
             blockers,
             consolidate_after: d.consolidate_after.clone(),
-            empty_for: ago(ctx.now, since),
+            empty_for: ago(ctx.pass.now, since),
         }),
     )
 }

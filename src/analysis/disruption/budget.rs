@@ -146,7 +146,7 @@ pub(super) fn budget_blocking(ctx: &Context) -> Vec<Finding> {
     // Per pool, in one look at every node: (drifted, consolidatable, consolidatable and
     // empty). Nodes Karpenter is already deleting wait for no budget.
     let mut counts: FastMap<&str, (usize, usize, usize)> = FastMap::default();
-    for s in ctx.nodes.values().filter(|s| !s.deleting) {
+    for s in ctx.pass.nodes.values().filter(|s| !s.deleting) {
         let Some(pool) = s.nodepool.as_deref() else {
             continue;
         };
@@ -174,9 +174,9 @@ pub(super) fn budget_blocking(ctx: &Context) -> Vec<Finding> {
             if n == 0 {
                 continue;
             }
-            let a = match ctx.budgets.get(name) {
+            let a = match ctx.pass.budgets.get(name) {
                 Some(b) => b.allowed(reason).clone(),
-                None => pool_allowed(c, pool, reason, ctx.now),
+                None => pool_allowed(c, pool, reason, ctx.pass.now),
             };
             if a.allowed == 0 && (a.limit == Some(0) || a.error.is_some()) {
                 blocked.push((reason, a, n));

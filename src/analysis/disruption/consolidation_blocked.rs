@@ -65,20 +65,20 @@ impl Serialize for BlockedDetails {
 /// handed on while its node's state is the same and its words and severity stand.
 pub(super) fn findings(ctx: &Context) -> Vec<Arc<Finding>> {
     let mut out = Vec::new();
-    for s in ctx.nodes.values() {
+    for s in ctx.pass.nodes.values() {
         let x = &s.consolidation;
         let (State::Blocked, Some(_)) = (x.state, x.reason) else {
             continue;
         };
         let long = x
             .considered_since
-            .is_some_and(|t| ctx.now - t > Duration::hours(1));
+            .is_some_and(|t| ctx.pass.now - t > Duration::hours(1));
         let severity = if long {
             Severity::Warning
         } else {
             Severity::Info
         };
-        let since_words = x.considered_since.map(|t| ago(ctx.now, t));
+        let since_words = x.considered_since.map(|t| ago(ctx.pass.now, t));
         let kept = ctx
             .kept
             .and_then(|k| k.get(Code::ConsolidationBlocked, s))

@@ -211,6 +211,19 @@ fn age_until(now: DateTime<Utc>, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
     Some(t + chrono::Duration::seconds((secs / unit + 1) * unit))
 }
 
+/// A Karpenter node as this pass finds it: what a kept entry of it is checked against.
+#[derive(Clone, Copy)]
+struct NodeNow<'a> {
+    c: &'a Cluster,
+    node: &'a Node,
+    pool: Option<&'a str>,
+    claim: Option<&'a NodeClaim>,
+    now: DateTime<Utc>,
+    nominated: &'a Option<ObjectRef>,
+    /// The change count of its pool's budgets.
+    budgets: u64,
+}
+
 impl Incremental {
     /// The last pass's findings a pass may hand on.
     pub fn kept_findings(&self) -> &KeptFindings {
@@ -493,13 +506,15 @@ impl Incremental {
                 Self::current(
                     e,
                     (self.room.1, &moved, self.usage.1),
-                    c,
-                    n,
-                    pool,
-                    claim,
-                    now,
-                    &nominated,
-                    budgets,
+                    &NodeNow {
+                        c,
+                        node: n,
+                        pool,
+                        claim,
+                        now,
+                        nominated: &nominated,
+                        budgets,
+                    },
                 )
             });
             let state = if let Some(entry) = kept {
@@ -549,20 +564,18 @@ impl Incremental {
         out.into_iter().collect()
     }
 
-    /// Whether entry `e` of node `n` (of `pool`) still holds, given the room's change
-    /// count and the nodes that moved in it, and the usage's change count now.
-    #[allow(clippy::too_many_arguments)]
-    fn current(
-        e: &Entry,
-        (room, moved, usage): (u64, &[Moved], u64),
-        c: &Cluster,
-        n: &Node,
-        pool: Option<&str>,
-        claim: Option<&NodeClaim>,
-        now: DateTime<Utc>,
-        nominated: &Option<ObjectRef>,
-        budgets: u64,
-    ) -> bool {
+    /// Whether entry `e` still holds for the node as it is now (`at`), given the room's
+    /// change count and the nodes that moved in it, and the usage's change count now.
+    fn current(e: &Entry, (room, moved, usage): (u64, &[Moved], u64), at: &NodeNow) -> bool {
+        let NodeNow {
+            c,
+            node: n,
+            pool,
+            claim,
+            now,
+            nominated,
+            budgets,
+        } = *at;
         let st = c.stamps();
         let name = &n.metadata.name;
         let claim_name = claim.map(|cl| cl.metadata.name.as_str());

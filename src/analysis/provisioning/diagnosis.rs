@@ -608,7 +608,8 @@ pub const EVENT_GRACE_SECONDS: i64 = 20;
 /// are the diagnosis's and its severity the clock's: a kept diagnosis hands on the last
 /// pass's finding while its severity stands ([`crate::analysis::KeptFindings`]).
 pub(super) fn unschedulable(ctx: &Context) -> Vec<Arc<Finding>> {
-    ctx.pending
+    ctx.pass
+        .pending
         .iter()
         // Karpenter batches pending pods (up to 10 s) before it nominates or writes its
         // event: a pod kelp finds a pool for and Karpenter has not answered yet is only
@@ -616,10 +617,10 @@ pub(super) fn unschedulable(ctx: &Context) -> Vec<Arc<Finding>> {
         .filter(|d| {
             d.event.is_some()
                 || d.compatible().next().is_none()
-                || d.pending(ctx.now) >= Duration::seconds(EVENT_GRACE_SECONDS)
+                || d.pending(ctx.pass.now) >= Duration::seconds(EVENT_GRACE_SECONDS)
         })
         .map(|d| {
-            let sev = if d.pending(ctx.now) > Duration::minutes(GRACE) {
+            let sev = if d.pending(ctx.pass.now) > Duration::minutes(GRACE) {
                 Severity::Critical
             } else {
                 Severity::Warning

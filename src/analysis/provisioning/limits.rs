@@ -50,7 +50,7 @@ pub(super) fn limits(ctx: &Context) -> Vec<Finding> {
     // verdicts: a list the pod before held is not looked at again. Stops at the first.
     let waiting_on = |pool: &str| {
         let mut last = std::ptr::null();
-        ctx.pending.iter().any(|d| {
+        ctx.pass.pending.iter().any(|d| {
             let list = Arc::as_ptr(&d.nodepools);
             if list == last {
                 return false;
@@ -68,7 +68,7 @@ pub(super) fn limits(ctx: &Context) -> Vec<Finding> {
         let Ok(limits) = Resources::from_quantities(&pool.spec.limits) else {
             continue;
         };
-        let usage = match ctx.pools.get(name) {
+        let usage = match ctx.pass.pools.get(name) {
             Some(u) => u.counted(),
             None => PoolUsage::of(c, pool).counted(),
         };

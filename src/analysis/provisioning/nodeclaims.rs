@@ -72,7 +72,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                     .as_deref()
                     .is_some_and(|r| !r.is_empty() && r != "AwaitingReconciliation")
             });
-            let late = created.is_some_and(|t| ctx.now - t > Duration::minutes(GRACE));
+            let late = created.is_some_and(|t| ctx.pass.now - t > Duration::minutes(GRACE));
             if failing.is_some() || late {
                 let msg = launched.and_then(|l| l.message.clone());
                 let hint = msg
@@ -84,15 +84,15 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                     .or(created)
                     .map(|t| t + Duration::minutes(5));
                 let message = match (failing, deleted_at) {
-                    (Some(l), Some(at)) if at > ctx.now => format!(
+                    (Some(l), Some(at)) if at > ctx.pass.now => format!(
                         "Launch failing ({}){}; Karpenter retries it, and deletes the claim and provisions again in {}",
                         l.reason.as_deref().unwrap_or_default(),
                         msg.as_deref().map(|m| format!(": {m}")).unwrap_or_default(),
-                        ago(at, ctx.now)
+                        ago(at, ctx.pass.now)
                     ),
                     _ => format!(
                         "Not launched {} after creation{}",
-                        created.map(|t| ago(ctx.now, t)).unwrap_or_default(),
+                        created.map(|t| ago(ctx.pass.now, t)).unwrap_or_default(),
                         msg.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
                     ),
                 };
@@ -116,7 +116,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
         }
         let after = |cond: Option<&Condition>, mins| {
             cond.and_then(|c| c.last_transition_time)
-                .filter(|t| ctx.now - *t > Duration::minutes(mins))
+                .filter(|t| ctx.pass.now - *t > Duration::minutes(mins))
         };
         if !registered.is_some_and(Condition::is_true) {
             if let Some(t) = after(launched, 10) {
@@ -125,11 +125,11 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                 let deleted = registered
                     .and_then(|r| r.last_transition_time)
                     .map(|r| r + Duration::minutes(15))
-                    .filter(|at| *at > ctx.now)
+                    .filter(|at| *at > ctx.pass.now)
                     .map(|at| {
                         format!(
                             "; Karpenter deletes the claim and launches again in {}",
-                            ago(at, ctx.now)
+                            ago(at, ctx.pass.now)
                         )
                     })
                     .unwrap_or_default();
@@ -144,7 +144,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                         Code::NodeclaimNotRegistered,
                         Severity::Critical,
                         obj(),
-                        format!("Launched {} ago but {why}{deleted}", ago(ctx.now, t)),
+                        format!("Launched {} ago but {why}{deleted}", ago(ctx.pass.now, t)),
                     )
                     .pool(pool().as_deref())
                     .since(Some(t))
@@ -181,7 +181,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
                         obj(),
                         format!(
                             "Registered {} ago but not initialized{}",
-                            ago(ctx.now, t),
+                            ago(ctx.pass.now, t),
                             reason
                                 .as_deref()
                                 .map(|r| format!(" ({r})"))
@@ -229,7 +229,7 @@ pub(super) fn nodeclaims(ctx: &Context) -> Vec<Finding> {
             .details(ClaimDetails {
                 reason: Some(e.reason.clone()),
                 message: Some(e.message.clone()),
-                hint: ctx.launch_errors.get(&e.id).and_then(|p| p.hint),
+                hint: ctx.pass.launch_errors.get(&e.id).and_then(|p| p.hint),
             }),
         );
     }
@@ -246,7 +246,7 @@ pub(super) fn nodes_not_ready(ctx: &Context) -> Vec<Finding> {
             let pool = n.pool()?;
             let ready = condition(&n.status.conditions, "Ready")?;
             let since = ready.last_transition_time?;
-            if ready.is_true() || ctx.now - since <= Duration::minutes(GRACE) {
+            if ready.is_true() || ctx.pass.now - since <= Duration::minutes(GRACE) {
                 return None;
             }
             Some(
@@ -257,7 +257,7 @@ pub(super) fn nodes_not_ready(ctx: &Context) -> Vec<Finding> {
                     format!(
                         "Ready={} for {}{}",
                         ready.status,
-                        ago(ctx.now, since),
+                        ago(ctx.pass.now, since),
                         ready.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
                     ),
                 )

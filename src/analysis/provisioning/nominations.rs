@@ -61,7 +61,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
             .min()
             .unwrap_or(newest_at)
             .min(newest_at);
-        if ctx.now - at <= deadline || ctx.now - last > Duration::hours(1) {
+        if ctx.pass.now - at <= deadline || ctx.pass.now - last > Duration::hours(1) {
             continue;
         }
         let nodes: BTreeSet<String> = targets
@@ -93,7 +93,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
         };
         let outcome = match pod {
             // Gone: only while Karpenter was still renewing the nomination lately.
-            None if ctx.now - last > deadline => continue,
+            None if ctx.pass.now - last > deadline => continue,
             None => "gone: the pod no longer exists".to_string(),
             Some(p) if matches!(p.status.phase.as_deref(), Some("Succeeded" | "Failed")) => {
                 continue
@@ -106,7 +106,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
                 }
                 // Failed again since: pod-unschedulable speaks.
                 None if PodEvents::of(c, p)
-                    .nominated_since_failure(ctx.now)
+                    .nominated_since_failure(ctx.pass.now)
                     .is_none() =>
                 {
                     continue
@@ -139,7 +139,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
                 format!(
                     "Nominated to {} {} ago, {outcome}",
                     to.join(", "),
-                    ago(ctx.now, at)
+                    ago(ctx.pass.now, at)
                 ),
             )
             .pool(pool.as_deref())
@@ -170,7 +170,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
         let since = condition(&p.status.conditions, "PodScheduled")
             .and_then(|c| c.last_transition_time)
             .or(p.metadata.creation_timestamp);
-        if since.is_none_or(|s| ctx.now - s <= deadline) {
+        if since.is_none_or(|s| ctx.pass.now - s <= deadline) {
             continue;
         }
         let pool = c.nodes.get(node).and_then(|n| n.pool());
@@ -182,7 +182,7 @@ pub(super) fn nominated_not_bound(ctx: &Context) -> Vec<Finding> {
                 ObjectRef::of(ObjectKind::Pod, &p.metadata),
                 format!(
                     "status.nominatedNodeName is {node}, yet the pod is {outcome} after {}",
-                    since.map(|s| ago(ctx.now, s)).unwrap_or_default()
+                    since.map(|s| ago(ctx.pass.now, s)).unwrap_or_default()
                 ),
             )
             .pool(pool)

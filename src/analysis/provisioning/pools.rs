@@ -582,7 +582,7 @@ fn awaiting_reconciliation(pool: &NodePool, nr: &NotReady, now: DateTime<Utc>) -
 
 pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
     let c = ctx.cluster;
-    let waiting = !ctx.pending.is_empty();
+    let waiting = !ctx.pass.pending.is_empty();
     let sev = if waiting {
         Severity::Critical
     } else {
@@ -598,7 +598,7 @@ pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
             None => any_ready = true,
             Some(nr) if nr.category == Category::Other => {} // static pools are not meant to take pods
             // Just created or changed: Karpenter has yet to reconcile it (a second or so).
-            Some(nr) if awaiting_reconciliation(pool, &nr, ctx.now) => any_ready = true,
+            Some(nr) if awaiting_reconciliation(pool, &nr, ctx.pass.now) => any_ready = true,
             Some(nr) => {
                 let since = condition(&pool.status.conditions, &nr.condition)
                     .and_then(|c| c.last_transition_time);
@@ -631,7 +631,7 @@ pub(super) fn pool_readiness(ctx: &Context) -> Vec<Finding> {
             format!(
                 "Karpenter is installed but none of its {} NodePools is Ready, so it provisions nothing and writes no FailedScheduling events{}",
                 c.nodepools.len(),
-                if waiting { format!(" ({} pods wait)", ctx.pending.len()) } else { String::new() }
+                if waiting { format!(" ({} pods wait)", ctx.pass.pending.len()) } else { String::new() }
             )
         };
         out.push(Finding::new(
@@ -693,7 +693,7 @@ pub(super) fn no_instance_types(ctx: &Context) -> Vec<Finding> {
             // (written when it drops the pool) is the evidence.
             let computed = ctx.without_types.get(&m.name);
             let message = computed.or(e.map(|e| &e.message))?;
-            let source = ctx.catalog.as_ref().filter(|_| computed.is_some());
+            let source = ctx.pass.catalog.as_ref().filter(|_| computed.is_some());
             Some(
                 Finding::new(
                     Code::NodepoolNoInstanceTypes,
