@@ -19,6 +19,8 @@ pub mod model;
 pub mod runtime;
 pub mod serve;
 pub mod source;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod tui;
 pub mod view;
 pub mod web;

@@ -564,7 +564,7 @@ mod tests {
     const NOW: &str = "2026-11-21T10:00:00Z";
 
     fn node_state(extra: &str) -> NodeDisruption {
-        let base = r#"
+        let base = &(r#"
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: default}
@@ -578,12 +578,7 @@ spec: {expireAfter: 720h}
 status:
   nodeName: n1
   conditions: [{type: Initialized, status: "True"}, {type: Drifted, status: "True", reason: NodePoolDrifted}]
----
-apiVersion: v1
-kind: Node
-metadata: {name: n1, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: default}, annotations: {karpenter.sh/do-not-disrupt: "true"}}
-status: {conditions: [{type: Ready, status: "True"}]}
-"#;
+"#.to_string() + &n1_node("default", Some("2026-10-01T00:00:00Z"), true));
         state_of(&format!("{base}{extra}"))
     }
 
@@ -593,6 +588,18 @@ status: {conditions: [{type: Ready, status: "True"}]}
         crate::source::load_str("t.yaml", yaml, &mut c).unwrap();
         let now = DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
         node_disruption(&c, &c.nodes["n1"], now, &NodeInputs::new(&c, now))
+    }
+
+    /// Node n1 of `pool`, Ready, created at `created`, annotated do-not-disrupt if asked.
+    fn n1_node(pool: &str, created: Option<&str>, do_not_disrupt: bool) -> String {
+        let mut n = crate::testing::node("n1").pool(pool).ready();
+        if let Some(t) = created {
+            n = n.created(t);
+        }
+        if do_not_disrupt {
+            n = n.annotation("karpenter.sh/do-not-disrupt", "true");
+        }
+        n.yaml()
     }
 
     fn kinds(s: &NodeDisruption) -> Vec<BlockerKind> {
@@ -698,13 +705,10 @@ status: {{disruptionsAllowed: 0}}
 
     /// Node n1 running pod p-0 with more metadata `pod_meta` and spec `spec`: is it empty?
     fn empty_with(pod_meta: &str, spec: &str) -> bool {
+        let n1 = n1_node("default", None, false);
         state_of(&format!(
             r#"
-apiVersion: v1
-kind: Node
-metadata: {{name: n1, labels: {{karpenter.sh/nodepool: default}}}}
-status: {{conditions: [{{type: Ready, status: "True"}}]}}
----
+{n1}---
 apiVersion: v1
 kind: Pod
 metadata: {{name: p-0, namespace: shop{pod_meta}}}
@@ -751,6 +755,7 @@ status: {{phase: Running}}
     #[test]
     fn an_empty_node_is_timed_from_its_last_pod_event_else_its_initialization() {
         let with = |status: &str| {
+            let n1 = n1_node("default", Some("2026-11-21T09:01:00Z"), false);
             state_of(&format!(
                 r#"
 apiVersion: karpenter.sh/v1
@@ -759,12 +764,7 @@ metadata: {{name: c1, creationTimestamp: "2026-11-21T09:00:00Z", labels: {{karpe
 status:
   nodeName: n1
 {status}
----
-apiVersion: v1
-kind: Node
-metadata: {{name: n1, creationTimestamp: "2026-11-21T09:01:00Z", labels: {{karpenter.sh/nodepool: default}}}}
-status: {{conditions: [{{type: Ready, status: "True"}}]}}
-"#
+{n1}"#
             ))
             .empty_since
             .map(|t| t.to_rfc3339())
@@ -784,7 +784,7 @@ status: {{conditions: [{{type: Ready, status: "True"}}]}}
     #[test]
     fn an_expired_claim_without_its_pool_is_not_held_by_the_missing_pool() {
         let s = state_of(
-            r#"
+            &(r#"
 apiVersion: karpenter.sh/v1
 kind: NodeClaim
 metadata: {name: gone-a, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: gone}}
@@ -792,12 +792,7 @@ spec: {expireAfter: 720h}
 status:
   nodeName: n1
   conditions: [{type: Initialized, status: "True"}]
----
-apiVersion: v1
-kind: Node
-metadata: {name: n1, labels: {karpenter.sh/nodepool: gone}}
-status: {conditions: [{type: Ready, status: "True"}]}
-"#,
+"#.to_string() + &n1_node("gone", None, false)),
         );
         assert!(s.expired);
         assert!(s.blockers.is_empty(), "{:?}", s.blockers);
@@ -806,6 +801,7 @@ status: {conditions: [{type: Ready, status: "True"}]}
     #[test]
     fn a_node_being_deleted_is_not_held_by_the_budget_it_uses_up() {
         let yaml = |deleting: &str| {
+            let n1 = n1_node("default", Some("2026-10-01T00:00:00Z"), false);
             format!(
                 r#"
 apiVersion: karpenter.sh/v1
@@ -821,12 +817,7 @@ spec: {{expireAfter: Never}}
 status:
   nodeName: n1
   conditions: [{{type: Initialized, status: "True"}}, {{type: Drifted, status: "True", reason: NodePoolDrifted}}]
----
-apiVersion: v1
-kind: Node
-metadata: {{name: n1, creationTimestamp: "2026-10-01T00:00:00Z", labels: {{karpenter.sh/nodepool: default}}}}
-status: {{conditions: [{{type: Ready, status: "True"}}]}}
-"#
+{n1}"#
             )
         };
         let state = |deleting: &str| state_of(&yaml(deleting));
@@ -847,6 +838,7 @@ status: {{conditions: [{{type: Ready, status: "True"}}]}}
     #[test]
     fn a_pool_just_deleted_takes_its_claims_with_it_and_blocks_nothing() {
         let yaml = |owners: &str| {
+            let n1 = n1_node("gone", None, false);
             format!(
                 r#"
 apiVersion: karpenter.sh/v1
@@ -855,12 +847,7 @@ metadata: {{name: gone-a, labels: {{karpenter.sh/nodepool: gone}}{owners}}}
 status:
   nodeName: n1
   conditions: [{{type: Initialized, status: "True"}}]
----
-apiVersion: v1
-kind: Node
-metadata: {{name: n1, labels: {{karpenter.sh/nodepool: gone}}}}
-status: {{conditions: [{{type: Ready, status: "True"}}]}}
-"#
+{n1}"#
             )
         };
         let state = |owners: &str| state_of(&yaml(owners));
@@ -877,13 +864,10 @@ status: {{conditions: [{{type: Ready, status: "True"}}]}}
         // Nominated at 09:58:30 (event last seen then); the pod is pending, bound 10 s ago,
         // or bound 30 s ago.
         let yaml = |pod_status: &str| {
+            let n1 = n1_node("default", None, false);
             format!(
                 r#"
-apiVersion: v1
-kind: Node
-metadata: {{name: n1, labels: {{karpenter.sh/nodepool: default}}}}
-status: {{conditions: [{{type: Ready, status: "True"}}]}}
----
+{n1}---
 apiVersion: v1
 kind: Pod
 metadata: {{name: web-1, namespace: shop}}
@@ -929,7 +913,7 @@ lastTimestamp: "2026-11-21T09:58:30Z"
         let mut c = Cluster::default();
         crate::source::load_str(
             "t.yaml",
-            r#"
+            &(r#"
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: default}
@@ -941,12 +925,7 @@ metadata: {name: default-a, creationTimestamp: "2026-10-01T00:00:00Z", labels: {
 status:
   nodeName: n1
   conditions: [{type: Initialized, status: "True"}]
----
-apiVersion: v1
-kind: Node
-metadata: {name: n1, creationTimestamp: "2026-10-01T00:00:00Z", labels: {karpenter.sh/nodepool: default}, annotations: {karpenter.sh/do-not-disrupt: "true"}}
-status: {conditions: [{type: Ready, status: "True"}]}
-"#,
+"#.to_string() + &n1_node("default", Some("2026-10-01T00:00:00Z"), true)),
             &mut c,
         )
         .unwrap();
