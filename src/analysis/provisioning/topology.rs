@@ -235,8 +235,15 @@ mod tests {
     use crate::analysis::provisioning::pod_terms;
     use crate::karpenter::events::Category;
 
+    /// Nodes na in zone a and nb in zone b.
+    fn zone_nodes() -> String {
+        use crate::testing::node;
+        node("na").zone("a").yaml() + &node("nb").zone("b").yaml()
+    }
+
     /// Two zones a and b with a node each, the pool naming `zones`, `peers` web pods in a.
     fn verdict(zones: &str, constraint: &str, peers: usize) -> SpreadVerdict {
+        let zones_ab = zone_nodes();
         let mut yaml = format!(
             r#"
 apiVersion: karpenter.sh/v1
@@ -246,15 +253,7 @@ spec:
   template:
     spec:
       requirements: [{zones}]
----
-apiVersion: v1
-kind: Node
-metadata: {{name: na, labels: {{topology.kubernetes.io/zone: a}}}}
----
-apiVersion: v1
-kind: Node
-metadata: {{name: nb, labels: {{topology.kubernetes.io/zone: b}}}}
----
+{zones_ab}---
 apiVersion: v1
 kind: Pod
 metadata: {{name: pending, namespace: shop, labels: {{app: web}}}}
@@ -306,6 +305,7 @@ status: {{phase: Pending}}
         // minDomains 2, so their minimum counts as 0 and a is over maxSkew 1; a term
         // allowing a and b takes b.
         let verdict_for = |terms: &str| {
+            let zones_ab = zone_nodes();
             let mut yaml = format!(
                 r#"
 apiVersion: karpenter.sh/v1
@@ -313,15 +313,7 @@ kind: NodePool
 metadata: {{name: zonal}}
 spec: {{template: {{spec: {{requirements: [{{key: topology.kubernetes.io/zone, operator: In, values: [a, b]}}]}}}}}}
 status: {{conditions: [{{type: Ready, status: "True"}}]}}
----
-apiVersion: v1
-kind: Node
-metadata: {{name: na, labels: {{topology.kubernetes.io/zone: a}}}}
----
-apiVersion: v1
-kind: Node
-metadata: {{name: nb, labels: {{topology.kubernetes.io/zone: b}}}}
----
+{zones_ab}---
 apiVersion: v1
 kind: Pod
 metadata: {{name: pending, namespace: shop, labels: {{app: web}}}}
