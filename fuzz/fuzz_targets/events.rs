@@ -29,5 +29,8 @@ fuzz_target!(|data: &[u8]| {
     );
 
     let _ = events::parse_launch_error(message);
-    let _ = events::SPOT_INTERRUPTION_REASONS.contains(&message);
+    // A reason read back is the text it was read from.
+    if let Some(r) = events::Reason::parse(message) {
+        assert_eq!(r.as_str(), message);
+    }
 });

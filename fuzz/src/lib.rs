@@ -5,7 +5,7 @@ use std::sync::{Arc, Once};
 
 use chrono::{DateTime, TimeZone, Utc};
 use kelp::model::Cluster;
-use kelp::web::view::Inputs;
+use kelp::view::Inputs;
 
 /// Lets libFuzzer report a stack overflow like any other crash, with the input saved.
 ///
