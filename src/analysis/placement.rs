@@ -163,6 +163,7 @@ mod tests {
 
     /// The mismatch findings' reasons for a DaemonSet with `selector` on a node of pool web.
     fn mismatches(selector: &str) -> Vec<String> {
+        let n1 = crate::testing::node("n1").pool("web").yaml();
         let yaml = format!(
             r#"apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -173,11 +174,7 @@ spec:
     spec:
       nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
       requirements: []
----
-apiVersion: v1
-kind: Node
-metadata: {{name: n1, labels: {{karpenter.sh/nodepool: web}}}}
----
+{n1}---
 apiVersion: apps/v1
 kind: DaemonSet
 metadata: {{name: agent, namespace: kube-system}}

@@ -304,14 +304,14 @@ metadata: {{name: loud-a, creationTimestamp: "2026-11-01T00:00:00Z", labels: {{k
 status:
   nodeName: n1
   conditions: [{{type: Initialized, status: "True"}}, {{type: Consolidatable, status: "True"}}]
----
-apiVersion: v1
-kind: Node
-metadata: {{name: n1, creationTimestamp: "2026-11-01T00:00:00Z", labels: {{karpenter.sh/nodepool: loud}}}}
-status: {{conditions: [{{type: Ready, status: "True"}}]}}
-"#,
+{}"#,
             pool("loud"),
-            pool("quiet")
+            pool("quiet"),
+            crate::testing::node("n1")
+                .created("2026-11-01T00:00:00Z")
+                .pool("loud")
+                .ready()
+                .yaml()
         );
         let mut c = Cluster::default();
         crate::source::load_str("t.yaml", &yaml, &mut c).unwrap();

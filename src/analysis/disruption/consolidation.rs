@@ -661,6 +661,12 @@ mod tests {
         n1_labels: &str,
         catalog: Option<crate::model::Catalog>,
     ) -> Consolidation {
+        // n2: room for n1's pods as `free` CPU allows.
+        let n2 = crate::testing::node("n2")
+            .label("kubernetes.io/hostname", "n2")
+            .allocatable(free, "8Gi", "110")
+            .ready()
+            .yaml();
         let yaml = format!(
             r#"
 apiVersion: karpenter.sh/v1
@@ -685,14 +691,7 @@ metadata: {{name: n1, uid: un1, labels: {{karpenter.sh/nodepool: default, kubern
 status:
   allocatable: {{cpu: "4", memory: 8Gi, pods: "110"}}
   conditions: [{{type: Ready, status: "True"}}]
----
-apiVersion: v1
-kind: Node
-metadata: {{name: n2, labels: {{kubernetes.io/hostname: n2}}}}
-status:
-  allocatable: {{cpu: "{free}", memory: 8Gi, pods: "110"}}
-  conditions: [{{type: Ready, status: "True"}}]
----
+{n2}---
 apiVersion: v1
 kind: Pod
 metadata: {{name: web-1, namespace: shop, ownerReferences: [{{kind: ReplicaSet, name: web, controller: true}}]}}

@@ -868,15 +868,11 @@ status: {{phase: Running}}
             "{p:?}"
         );
         // Room for one more pod on c, CPU to spare: the second pod has no slot left.
-        let one_slot = r#"
----
-apiVersion: v1
-kind: Node
-metadata: {name: c, labels: {kubernetes.io/hostname: c}}
-status:
-  allocatable: {cpu: "8", memory: 8Gi, pods: "1"}
-  conditions: [{type: Ready, status: "True"}]
-"#;
+        let one_slot = crate::testing::node("c")
+            .label("kubernetes.io/hostname", "c")
+            .allocatable("8", "8Gi", "1")
+            .ready()
+            .yaml();
         let p = plan(
             &format!(
                 "{}{one_slot}{}{}",
