@@ -190,5 +190,13 @@ mod tests {
         assert_eq!(p[0].spec.requests().get("cpu"), 0.5);
         assert!(p[0].metadata.owned_by("ReplicaSet"));
         assert!(c.nodepools.contains_key("default"));
+        let c = cluster(&[
+            node("n2").uid("u2").taint("dedicated", "gpu", "NoSchedule"),
+            pod("shop", "web-1").phase("Pending"),
+        ]);
+        let n = &c.nodes["n2"];
+        assert_eq!(n.metadata.uid, "u2");
+        assert_eq!(n.spec.taints.len(), 1);
+        assert_eq!(c.unbound_pods().count(), 1);
     }
 }

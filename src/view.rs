@@ -64,18 +64,19 @@ pub struct Install {
     pub fix: String,
 }
 
-/// Whether Karpenter can be shown (serialised `ok`, `not-installed`, `v1beta1-only`,
-/// `forbidden`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Whether Karpenter can be shown (serialised as [`InstallState::as_str`] names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InstallState {
-    #[serde(rename = "ok")]
     Ok,
-    #[serde(rename = "not-installed")]
     NotInstalled,
-    #[serde(rename = "v1beta1-only")]
     V1beta1Only,
-    #[serde(rename = "forbidden")]
     Forbidden,
+}
+
+impl Serialize for InstallState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 impl InstallState {
