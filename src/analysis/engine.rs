@@ -1,7 +1,8 @@
 //! How a pass comes by the parts its findings share: worked out afresh ([`Fresh`], every
 //! one-shot command), or kept from the last pass where nothing they read has changed
-//! ([`Incremental`], `kelp serve`). Both give the same answers; [`super::Context::build`]
-//! asks one of them for each part, without knowing which.
+//! ([`super::incremental::Incremental`], `kelp serve`, which implements [`Engine`] beside
+//! its caches). Both give the same answers; [`super::Context::build`] asks one of them for
+//! each part, without knowing which.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,7 +11,6 @@ use chrono::{DateTime, Utc};
 
 use super::disruption::{self, NodeStates, PoolBudgets};
 use super::hold::{self, Hold};
-use super::incremental::Incremental;
 use super::placement;
 use super::provisioning::{self, PodDiagnosis, PoolSet, PoolUsage};
 use super::provisioning::{affinity_index::Guards, spread_index::KeptSpread};
@@ -106,57 +106,5 @@ impl Engine for Fresh {
         budgets: &BTreeMap<String, PoolBudgets>,
     ) -> NodeStates {
         disruption::node_states(c, now, Some(pools), budgets)
-    }
-}
-
-impl Engine for Incremental {
-    fn pool_usages(&mut self, c: &Cluster) -> BTreeMap<String, PoolUsage> {
-        Incremental::pool_usages(self, c)
-    }
-
-    fn spread_index(&mut self, c: &Cluster) -> Option<KeptSpread> {
-        Incremental::spread_index(self, c)
-    }
-
-    fn guards(&mut self, c: &Cluster) -> Option<Arc<Guards>> {
-        Incremental::guards(self, c)
-    }
-
-    fn pending(
-        &mut self,
-        c: &Cluster,
-        now: DateTime<Utc>,
-        pools: &PoolSet,
-    ) -> Vec<Arc<PodDiagnosis>> {
-        Incremental::pending(self, c, now, pools)
-    }
-
-    fn pool_budgets(&mut self, c: &Cluster, now: DateTime<Utc>) -> BTreeMap<String, PoolBudgets> {
-        Incremental::pool_budgets(self, c, now)
-    }
-
-    fn holds(&mut self, c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> Vec<Arc<Hold>> {
-        Incremental::holds(self, c, pending)
-    }
-
-    fn daemonset_mismatch(
-        &mut self,
-        c: &Cluster,
-        usages: &BTreeMap<String, PoolUsage>,
-    ) -> Vec<Finding> {
-        Incremental::daemonset_mismatch(self, c, usages)
-    }
-
-    fn node_states(
-        &mut self,
-        c: &Cluster,
-        now: DateTime<Utc>,
-        pools: &PoolSet,
-        budgets: &BTreeMap<String, PoolBudgets>,
-    ) -> NodeStates {
-        let nodes = Incremental::node_states(self, c, now, Some(pools), budgets);
-        self.keep_spread_index(c, pools.built_spread_index());
-        self.keep_guards(c, pools.built_guards());
-        nodes
     }
 }

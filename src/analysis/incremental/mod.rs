@@ -55,6 +55,7 @@ use chrono::{DateTime, Utc};
 
 use super::clock::Clock;
 use super::disruption::{self, NodeDisruption, NodeInputs, PoolBudgets};
+use super::engine::Engine;
 use super::hold::{Hold, KeptHolds};
 use super::provisioning::affinity_index::Guards;
 use super::provisioning::spread_index::{KeptSpread, SpreadIndex};
@@ -245,61 +246,6 @@ impl Incremental {
         }
     }
 
-    /// Every pod Karpenter has to place, diagnosed, as a full pass gives them: a pod's
-    /// diagnosis kept whole while nothing it read changed ([`pending`]), else diagnosed
-    /// with the verdicts kept where they hold.
-    pub fn pending(
-        &mut self,
-        c: &Cluster,
-        now: DateTime<Utc>,
-        pools: &PoolSet,
-    ) -> Vec<Arc<PodDiagnosis>> {
-        let mut cache = DiagnosisCache::with_kept(self.take_verdicts(c, pools));
-        let (diagnoses, kept, (reused, computed)) = pending::diagnose(
-            c,
-            now,
-            pools,
-            self.verdicts.0,
-            self.pending.take(),
-            &mut cache,
-        );
-        let held = kept.verdict_lists();
-        self.pending = Some(kept);
-        (self.stats.pods_reused, self.stats.pods_computed) = (reused, computed);
-        if let Some(verdicts) = cache.into_kept() {
-            self.keep_verdicts(verdicts, &held);
-        }
-        diagnoses
-    }
-
-    /// What holds each pending pod ([`super::hold::holds`]): a verdict list's hold kept
-    /// while a pending pod still has that list. A change of the pools has every verdict
-    /// list judged again (new lists), so a kept hold never outlives the pools it read.
-    pub fn holds(&mut self, c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> Vec<Arc<Hold>> {
-        self.start(c);
-        super::hold::holds_with(c, pending, &mut self.holds)
-    }
-
-    /// [`super::placement::daemonset_mismatch`], kept while no node, pool or DaemonSet pod
-    /// changed (nor anything global: the DaemonSets themselves).
-    pub fn daemonset_mismatch(
-        &mut self,
-        c: &Cluster,
-        usages: &BTreeMap<String, PoolUsage>,
-    ) -> Vec<Finding> {
-        self.start(c);
-        let st = c.stamps();
-        let token = [st.zones(), st.pools(), st.daemon_pods()];
-        match &self.daemonset_mismatch {
-            Some((at, found)) if *at == token => found.clone(),
-            _ => {
-                let found = super::placement::daemonset_mismatch(c, usages);
-                self.daemonset_mismatch = Some((token, found.clone()));
-                found
-            }
-        }
-    }
-
     /// The pending pods' verdicts kept from the last pass, for this pass's diagnoses to
     /// reuse: none when anything global, a pool, the pools' usage or the catalogue changed
     /// since.
@@ -322,77 +268,17 @@ impl Incremental {
         self.verdicts.1 = kept;
     }
 
-    /// The zone-spread index an earlier pass built: as it is while the bound pods and
-    /// nodes it counts are unchanged, and to be brought up to date (the nodes with a newer
-    /// stamp counted again) while only pods changed.
-    pub fn spread_index(&mut self, c: &Cluster) -> Option<KeptSpread> {
-        self.start(c);
-        let (at, index) = self.spread.as_ref()?;
-        let st = c.stamps();
-        if at.bound == st.bound() {
-            Some(KeptSpread::Current(index.clone()))
-        } else if at.zones == st.zones() {
-            Some(KeptSpread::Since(index.clone(), at.last))
-        } else {
-            None
-        }
-    }
-
-    /// Every pool's usage, as [`super::provisioning::pool_usages`], kept while no pool, node or
-    /// NodeClaim changed (it reads nothing else).
-    pub fn pool_usages(&mut self, c: &Cluster) -> BTreeMap<String, PoolUsage> {
-        self.start(c);
-        let at = (c.stamps().zones(), c.stamps().pools());
-        match &self.usages {
-            Some((kept_at, usages)) if *kept_at == at => usages.clone(),
-            _ => {
-                let usages = super::provisioning::pool_usages(c);
-                self.usages = Some((at, usages.clone()));
-                usages
-            }
-        }
-    }
-
-    /// Every pool's budgets at `now`, as [`disruption::pool_budgets`], with the node
-    /// counts kept while no node or NodeClaim changed (they read nothing else).
-    pub fn pool_budgets(
-        &mut self,
-        c: &Cluster,
-        now: DateTime<Utc>,
-    ) -> BTreeMap<String, PoolBudgets> {
-        self.start(c);
-        let zones = c.stamps().zones();
-        if self.budget_counts.0 != zones {
-            self.budget_counts = (zones, FastMap::default());
-        }
-        let kept = &mut self.budget_counts.1;
-        kept.retain(|pool, _| c.nodepools.contains_key(pool));
-        disruption::pool_budgets_with(c, now, |pool| {
-            *kept
-                .entry(pool.to_string())
-                .or_insert_with(|| disruption::budget_counts(c, pool))
-        })
-    }
-
-    /// Keep the zone-spread index this pass built, reused or brought up to date. A pass
-    /// that needed none leaves the one kept before, while it can still be brought up to
-    /// date.
-    /// The bound pods whose anti-affinity may keep a pending pod out of a zone, as the last
-    /// pass found them, while none came, changed or went and none's node moved zone.
-    pub fn guards(&mut self, c: &Cluster) -> Option<Arc<Guards>> {
-        self.start(c);
-        let (at, guards) = self.guards.as_ref()?;
-        (*at == c.stamps().guards()).then(|| guards.clone())
-    }
-
     /// Keep the guards this pass found (if it looked), for the next.
-    pub fn keep_guards(&mut self, c: &Cluster, guards: Option<Arc<Guards>>) {
+    fn keep_guards(&mut self, c: &Cluster, guards: Option<Arc<Guards>>) {
         if let Some(g) = guards {
             self.guards = Some((c.stamps().guards(), g));
         }
     }
 
-    pub fn keep_spread_index(&mut self, c: &Cluster, index: Option<Arc<SpreadIndex>>) {
+    /// Keep the zone-spread index this pass built, reused or brought up to date. A pass
+    /// that needed none leaves the one kept before, while it can still be brought up to
+    /// date.
+    fn keep_spread_index(&mut self, c: &Cluster, index: Option<Arc<SpreadIndex>>) {
         let st = c.stamps();
         match index {
             Some(i) => {
@@ -434,134 +320,6 @@ impl Incremental {
                 ..Default::default()
             };
         }
-    }
-
-    /// The disruption state of every Karpenter node, as [`disruption::node_states`]
-    /// computes it, recomputing only the nodes whose inputs changed.
-    pub fn node_states(
-        &mut self,
-        c: &Cluster,
-        now: DateTime<Utc>,
-        pools: Option<&PoolSet>,
-        budgets: &BTreeMap<String, PoolBudgets>,
-    ) -> disruption::NodeStates {
-        self.start(c);
-        let stamps = c.stamps();
-        let budgets_moved = self.note_budgets(budgets);
-        self.note_room(c, now);
-        let settling = self.settling.as_ref().map(|(_, s)| s.clone());
-        let inputs = NodeInputs::with_budgets(c, now, budgets)
-            .with_pools(pools)
-            .with_room_cache(std::mem::take(&mut self.room_cache), settling);
-        let moved = self.room_moves(c, &inputs);
-        self.note_usage(pools);
-        // Sorted as the nodes are, and walked beside them: no node's name is hashed.
-        let touched = self
-            .touched_nodes(c, inputs.nominations(), budgets_moved)
-            .map(|t| {
-                let mut t: Vec<&str> = t.into_iter().collect();
-                t.sort_unstable();
-                t
-            });
-        let mut next_touched = 0;
-        let mut stats = Stats::default();
-        // In node order, so the map is built in one sweep rather than node by node.
-        let mut out = Vec::new();
-        self.pass += 1;
-        for n in c.nodes.values() {
-            let name = &n.metadata.name;
-            let untouched = touched.as_ref().is_some_and(|t| {
-                while t.get(next_touched).is_some_and(|&n| n < name.as_str()) {
-                    next_touched += 1;
-                }
-                t.get(next_touched) != Some(&name.as_str())
-            });
-            if untouched {
-                // Untouched since the last pass: its pool, claim, nomination and stamps
-                // are as it found them, so is whether it is a Karpenter node; what the
-                // whole pass shares (the room, the usage) and the clock are left to ask.
-                let Some(entry) = self.nodes.get_mut(name) else {
-                    continue;
-                };
-                if Self::still_shared(entry, now, (self.room.1, &moved, self.usage.1)) {
-                    stats.reused += 1;
-                    out.push((entry.name.clone(), Self::reuse(entry, self.pass, now)));
-                    continue;
-                }
-            }
-            let pool = n.pool();
-            let claim = c.nodeclaim_for_node(n);
-            // Both read once here, for what follows too.
-            if !disruption::karpenter_node_with(pool, claim) {
-                continue;
-            }
-            let nominated = inputs.nominated(n, claim);
-            let budgets = pool.and_then(|p| self.budgets.get(p)).map_or(0, |b| b.1);
-            let prior = self.nodes.get_mut(name);
-            // The name the passes share: the entry's while the node has one.
-            let shared: Arc<str> = prior
-                .as_ref()
-                .map_or_else(|| Arc::from(name.as_str()), |e| e.name.clone());
-            let kept = prior.filter(|e| {
-                Self::current(
-                    e,
-                    (self.room.1, &moved, self.usage.1),
-                    &NodeNow {
-                        c,
-                        node: n,
-                        pool,
-                        claim,
-                        now,
-                        nominated: &nominated,
-                        budgets,
-                    },
-                )
-            });
-            let state = if let Some(entry) = kept {
-                stats.reused += 1;
-                Self::reuse(entry, self.pass, now)
-            } else {
-                stats.computed += 1;
-                let clock = Clock::at(now);
-                inputs.take_asked();
-                inputs.take_reach();
-                let state = disruption::node_disruption_at(c, n, &clock, &inputs);
-                let (room, usage) = inputs.take_asked();
-                let reach = inputs.take_reach();
-                let mut namespaces: Vec<String> = c
-                    .pods_on(name)
-                    .filter_map(|p| p.metadata.namespace.as_deref().map(str::to_string))
-                    .collect();
-                namespaces.dedup();
-                let state = Arc::new(state);
-                self.nodes.insert(
-                    name.clone(),
-                    Entry {
-                        state: state.clone(),
-                        name: shared.clone(),
-                        stamp: stamps.last(),
-                        until: clock.next_change(),
-                        words_until: clock.next_words_change(),
-                        claim: claim.map(|cl| cl.metadata.name.clone()),
-                        namespaces,
-                        nominated,
-                        budgets,
-                        room: room.then(|| (self.room.1, reach)),
-                        usage: usage.then_some(self.usage.1),
-                        seen: self.pass,
-                        age_until: state.created.and_then(|t| age_until(now, t)),
-                    },
-                );
-                state
-            };
-            out.push((shared, state));
-        }
-        let pass = self.pass;
-        self.nodes.retain(|_, e| e.seen == pass);
-        self.checked = Some((stamps.last(), inputs.nominations().clone()));
-        self.room_cache = inputs.into_room_cache();
-        (self.stats.reused, self.stats.computed) = (stats.reused, stats.computed);
-        out.into_iter().collect()
     }
 
     /// Whether entry `e` still holds for the node as it is now (`at`), given the room's
@@ -716,5 +474,249 @@ impl Incremental {
         if self.usage.0 != token {
             self.usage = (token, self.usage.1 + 1);
         }
+    }
+}
+
+impl Engine for Incremental {
+    /// Every pod Karpenter has to place, diagnosed, as a full pass gives them: a pod's
+    /// diagnosis kept whole while nothing it read changed ([`pending`]), else diagnosed
+    /// with the verdicts kept where they hold.
+    fn pending(
+        &mut self,
+        c: &Cluster,
+        now: DateTime<Utc>,
+        pools: &PoolSet,
+    ) -> Vec<Arc<PodDiagnosis>> {
+        let mut cache = DiagnosisCache::with_kept(self.take_verdicts(c, pools));
+        let (diagnoses, kept, (reused, computed)) = pending::diagnose(
+            c,
+            now,
+            pools,
+            self.verdicts.0,
+            self.pending.take(),
+            &mut cache,
+        );
+        let held = kept.verdict_lists();
+        self.pending = Some(kept);
+        (self.stats.pods_reused, self.stats.pods_computed) = (reused, computed);
+        if let Some(verdicts) = cache.into_kept() {
+            self.keep_verdicts(verdicts, &held);
+        }
+        diagnoses
+    }
+
+    /// What holds each pending pod ([`super::hold::holds`]): a verdict list's hold kept
+    /// while a pending pod still has that list. A change of the pools has every verdict
+    /// list judged again (new lists), so a kept hold never outlives the pools it read.
+    fn holds(&mut self, c: &Cluster, pending: &[Arc<PodDiagnosis>]) -> Vec<Arc<Hold>> {
+        self.start(c);
+        super::hold::holds_with(c, pending, &mut self.holds)
+    }
+
+    /// [`super::placement::daemonset_mismatch`], kept while no node, pool or DaemonSet pod
+    /// changed (nor anything global: the DaemonSets themselves).
+    fn daemonset_mismatch(
+        &mut self,
+        c: &Cluster,
+        usages: &BTreeMap<String, PoolUsage>,
+    ) -> Vec<Finding> {
+        self.start(c);
+        let st = c.stamps();
+        let token = [st.zones(), st.pools(), st.daemon_pods()];
+        match &self.daemonset_mismatch {
+            Some((at, found)) if *at == token => found.clone(),
+            _ => {
+                let found = super::placement::daemonset_mismatch(c, usages);
+                self.daemonset_mismatch = Some((token, found.clone()));
+                found
+            }
+        }
+    }
+
+    /// The zone-spread index an earlier pass built: as it is while the bound pods and
+    /// nodes it counts are unchanged, and to be brought up to date (the nodes with a newer
+    /// stamp counted again) while only pods changed.
+    fn spread_index(&mut self, c: &Cluster) -> Option<KeptSpread> {
+        self.start(c);
+        let (at, index) = self.spread.as_ref()?;
+        let st = c.stamps();
+        if at.bound == st.bound() {
+            Some(KeptSpread::Current(index.clone()))
+        } else if at.zones == st.zones() {
+            Some(KeptSpread::Since(index.clone(), at.last))
+        } else {
+            None
+        }
+    }
+
+    /// Every pool's usage, as [`super::provisioning::pool_usages`], kept while no pool, node or
+    /// NodeClaim changed (it reads nothing else).
+    fn pool_usages(&mut self, c: &Cluster) -> BTreeMap<String, PoolUsage> {
+        self.start(c);
+        let at = (c.stamps().zones(), c.stamps().pools());
+        match &self.usages {
+            Some((kept_at, usages)) if *kept_at == at => usages.clone(),
+            _ => {
+                let usages = super::provisioning::pool_usages(c);
+                self.usages = Some((at, usages.clone()));
+                usages
+            }
+        }
+    }
+
+    /// Every pool's budgets at `now`, as [`disruption::pool_budgets`], with the node
+    /// counts kept while no node or NodeClaim changed (they read nothing else).
+    fn pool_budgets(&mut self, c: &Cluster, now: DateTime<Utc>) -> BTreeMap<String, PoolBudgets> {
+        self.start(c);
+        let zones = c.stamps().zones();
+        if self.budget_counts.0 != zones {
+            self.budget_counts = (zones, FastMap::default());
+        }
+        let kept = &mut self.budget_counts.1;
+        kept.retain(|pool, _| c.nodepools.contains_key(pool));
+        disruption::pool_budgets_with(c, now, |pool| {
+            *kept
+                .entry(pool.to_string())
+                .or_insert_with(|| disruption::budget_counts(c, pool))
+        })
+    }
+
+    /// The bound pods whose anti-affinity may keep a pending pod out of a zone, as the last
+    /// pass found them, while none came, changed or went and none's node moved zone.
+    fn guards(&mut self, c: &Cluster) -> Option<Arc<Guards>> {
+        self.start(c);
+        let (at, guards) = self.guards.as_ref()?;
+        (*at == c.stamps().guards()).then(|| guards.clone())
+    }
+
+    /// The disruption state of every Karpenter node, as [`disruption::node_states`]
+    /// computes it, recomputing only the nodes whose inputs changed.
+    fn node_states(
+        &mut self,
+        c: &Cluster,
+        now: DateTime<Utc>,
+        pools: &PoolSet,
+        budgets: &BTreeMap<String, PoolBudgets>,
+    ) -> disruption::NodeStates {
+        self.start(c);
+        let stamps = c.stamps();
+        let budgets_moved = self.note_budgets(budgets);
+        self.note_room(c, now);
+        let settling = self.settling.as_ref().map(|(_, s)| s.clone());
+        let inputs = NodeInputs::with_budgets(c, now, budgets)
+            .with_pools(Some(pools))
+            .with_room_cache(std::mem::take(&mut self.room_cache), settling);
+        let moved = self.room_moves(c, &inputs);
+        self.note_usage(Some(pools));
+        // Sorted as the nodes are, and walked beside them: no node's name is hashed.
+        let touched = self
+            .touched_nodes(c, inputs.nominations(), budgets_moved)
+            .map(|t| {
+                let mut t: Vec<&str> = t.into_iter().collect();
+                t.sort_unstable();
+                t
+            });
+        let mut next_touched = 0;
+        let mut stats = Stats::default();
+        // In node order, so the map is built in one sweep rather than node by node.
+        let mut out = Vec::new();
+        self.pass += 1;
+        for n in c.nodes.values() {
+            let name = &n.metadata.name;
+            let untouched = touched.as_ref().is_some_and(|t| {
+                while t.get(next_touched).is_some_and(|&n| n < name.as_str()) {
+                    next_touched += 1;
+                }
+                t.get(next_touched) != Some(&name.as_str())
+            });
+            if untouched {
+                // Untouched since the last pass: its pool, claim, nomination and stamps
+                // are as it found them, so is whether it is a Karpenter node; what the
+                // whole pass shares (the room, the usage) and the clock are left to ask.
+                let Some(entry) = self.nodes.get_mut(name) else {
+                    continue;
+                };
+                if Self::still_shared(entry, now, (self.room.1, &moved, self.usage.1)) {
+                    stats.reused += 1;
+                    out.push((entry.name.clone(), Self::reuse(entry, self.pass, now)));
+                    continue;
+                }
+            }
+            let pool = n.pool();
+            let claim = c.nodeclaim_for_node(n);
+            // Both read once here, for what follows too.
+            if !disruption::karpenter_node_with(pool, claim) {
+                continue;
+            }
+            let nominated = inputs.nominated(n, claim);
+            let budgets = pool.and_then(|p| self.budgets.get(p)).map_or(0, |b| b.1);
+            let prior = self.nodes.get_mut(name);
+            // The name the passes share: the entry's while the node has one.
+            let shared: Arc<str> = prior
+                .as_ref()
+                .map_or_else(|| Arc::from(name.as_str()), |e| e.name.clone());
+            let kept = prior.filter(|e| {
+                Self::current(
+                    e,
+                    (self.room.1, &moved, self.usage.1),
+                    &NodeNow {
+                        c,
+                        node: n,
+                        pool,
+                        claim,
+                        now,
+                        nominated: &nominated,
+                        budgets,
+                    },
+                )
+            });
+            let state = if let Some(entry) = kept {
+                stats.reused += 1;
+                Self::reuse(entry, self.pass, now)
+            } else {
+                stats.computed += 1;
+                let clock = Clock::at(now);
+                inputs.take_asked();
+                inputs.take_reach();
+                let state = disruption::node_disruption_at(c, n, &clock, &inputs);
+                let (room, usage) = inputs.take_asked();
+                let reach = inputs.take_reach();
+                let mut namespaces: Vec<String> = c
+                    .pods_on(name)
+                    .filter_map(|p| p.metadata.namespace.as_deref().map(str::to_string))
+                    .collect();
+                namespaces.dedup();
+                let state = Arc::new(state);
+                self.nodes.insert(
+                    name.clone(),
+                    Entry {
+                        state: state.clone(),
+                        name: shared.clone(),
+                        stamp: stamps.last(),
+                        until: clock.next_change(),
+                        words_until: clock.next_words_change(),
+                        claim: claim.map(|cl| cl.metadata.name.clone()),
+                        namespaces,
+                        nominated,
+                        budgets,
+                        room: room.then(|| (self.room.1, reach)),
+                        usage: usage.then_some(self.usage.1),
+                        seen: self.pass,
+                        age_until: state.created.and_then(|t| age_until(now, t)),
+                    },
+                );
+                state
+            };
+            out.push((shared, state));
+        }
+        let pass = self.pass;
+        self.nodes.retain(|_, e| e.seen == pass);
+        self.checked = Some((stamps.last(), inputs.nominations().clone()));
+        self.room_cache = inputs.into_room_cache();
+        (self.stats.reused, self.stats.computed) = (stats.reused, stats.computed);
+        // The pools' indexes this pass built, for the next.
+        self.keep_spread_index(c, pools.built_spread_index());
+        self.keep_guards(c, pools.built_guards());
+        out.into_iter().collect()
     }
 }
