@@ -44,10 +44,11 @@ impl<'c> PodEvents<'c> {
         let mut out = PodEvents::default();
         // Newest first, so the first of each kind is the latest.
         for e in c.events_for(ObjectKind::Pod, m.namespace.as_deref(), &m.name, &m.uid) {
-            let slot = match (e.from_karpenter(), Reason::parse(&e.reason)) {
-                (true, Some(Reason::FailedScheduling)) => &mut out.failed,
-                (true, Some(Reason::Nominated)) => &mut out.nominated,
-                (false, Some(Reason::FailedScheduling)) => &mut out.scheduler,
+            // Two comparisons, not a parse of every reason: this runs per pending pod.
+            let slot = match (e.from_karpenter(), e.is(Reason::FailedScheduling)) {
+                (true, true) => &mut out.failed,
+                (true, false) if e.is(Reason::Nominated) => &mut out.nominated,
+                (false, true) => &mut out.scheduler,
                 _ => continue,
             };
             slot.get_or_insert(e);
