@@ -81,12 +81,6 @@ impl fmt::Display for Reason {
     }
 }
 
-impl PartialEq<Reason> for str {
-    fn eq(&self, r: &Reason) -> bool {
-        self == r.as_str()
-    }
-}
-
 impl PartialEq<Reason> for String {
     fn eq(&self, r: &Reason) -> bool {
         self.as_str() == r.as_str()
