@@ -337,11 +337,15 @@ spec:
 
 /// Create a namespace and wait for its `default` ServiceAccount: until the controller
 /// manager makes it, the API server refuses pods there (slow right after an API server
-/// restart).
+/// restart). Tests running side by side may share one namespace: when two create it at
+/// once, the loser's `AlreadyExists` means it is there.
 pub fn namespace(e: &Env, ns: &str) {
-    e.apply(&format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
-    ));
+    let out = e.kubectl(&["create", "namespace", ns], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() || stderr.contains("AlreadyExists"),
+        "kubectl create namespace {ns}: {stderr}"
+    );
     wait_for(
         &format!("the default ServiceAccount of {ns}"),
         Duration::from_secs(120),
