@@ -1285,3 +1285,52 @@ async fn the_timeline_reads_the_history_over_a_range() {
         );
     }
 }
+
+/// What the model alone answers (the counts, a pool's nodes) follows each change as it lands,
+/// before any analysis pass: the overview API's counts and `/metrics`' `nodepool_nodes`. The
+/// rest of the answer stays the pass's.
+#[tokio::test]
+async fn a_new_node_is_counted_before_the_pass_that_follows_it() {
+    let (shared, board) = loaded("test", demo(), now());
+    let app = site_of(vec![board.clone()], None);
+    let metrics = kelp::serve::router(shared.clone(), None);
+    let overview =
+        |g: &common::web::Got| -> serde_json::Value { serde_json::from_str(&g.body).unwrap() };
+    let pool_nodes = |text: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix("karpenter_helper_nodepool_nodes{nodepool=\"batch\"} "))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no batch series: {text}"))
+    };
+    let before = overview(&get(&app, "/api/v1/clusters/test/karpenter").await);
+    let batch_before = pool_nodes(&get(&metrics, "/metrics").await.body);
+    let nodes = before["counts"]["nodes"].as_u64().unwrap();
+    shared.update_if(|c| {
+        let node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: fresh-1\n  labels: {karpenter.sh/nodepool: batch}\n";
+        kelp::source::load_str("fresh.yaml", node, c).unwrap();
+        true
+    });
+    // No analysis runs here: only the model's applier, on its own thread.
+    let mut after = before.clone();
+    for _ in 0..300 {
+        after = overview(&get(&app, "/api/v1/clusters/test/karpenter").await);
+        if after["counts"]["nodes"] != before["counts"]["nodes"] {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(after["counts"]["nodes"].as_u64(), Some(nodes + 1));
+    assert_eq!(
+        pool_nodes(&get(&metrics, "/metrics").await.body),
+        batch_before + 1.0
+    );
+    // The pass's answers are the same pass's: its time, its findings, its rows.
+    for key in ["generatedAt", "nodeclaims", "findings", "nodepools"] {
+        assert_eq!(after[key], before[key], "{key}");
+    }
+    assert_eq!(after["counts"]["findings"], before["counts"]["findings"]);
+    // The next pass agrees with the tally, and its own body is answered as built.
+    shared.pass(now());
+    let next = overview(&get(&app, "/api/v1/clusters/test/karpenter").await);
+    assert_eq!(next["counts"], after["counts"]);
+}

@@ -15,6 +15,7 @@ use crate::findings::Report;
 pub mod common;
 pub mod defs;
 pub mod generate;
+pub mod live;
 pub mod seed;
 pub mod sli;
 
@@ -91,10 +92,16 @@ pub fn registry(latest: LatestReport) -> Registry {
     registry
 }
 
-/// The registry kelp serves, with the seed operator's metrics.
-pub fn registry_with(latest: LatestReport, seed: &seed::SeedMetrics) -> Registry {
+/// The registry kelp serves: the findings, the seed operator's metrics, and the series
+/// the model's tally answers.
+pub fn registry_with(
+    latest: LatestReport,
+    seed: &seed::SeedMetrics,
+    tally: crate::model::LiveTally,
+) -> Registry {
     let mut registry = registry(latest);
     seed.register(&mut registry);
+    live::register(&mut registry, tally);
     registry
 }
 

@@ -13,6 +13,7 @@ pub mod object_kind;
 pub mod pod;
 pub mod shared;
 pub mod stamps;
+pub mod tally;
 
 pub use catalog::{Catalog, CatalogSource, InstanceType, TypeOffering};
 pub use cluster::{Cluster, ObjKey};
@@ -24,3 +25,4 @@ pub use meta::{condition, conditions_of, is_true, Condition, Meta, StringMap, PO
 pub use object_kind::ObjectKind;
 pub use pod::*;
 pub use shared::Shared;
+pub use tally::{LiveTally, Tally};

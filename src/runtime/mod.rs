@@ -1,8 +1,10 @@
 //! The runtime: one watched cluster's live state. It keeps the model current (edits are
-//! applied by one applier thread, the only writer), re-runs the analysis on change
-//! (debounced) and on a clock tick, folds each pass into the metrics, logs findings as
-//! they appear and resolve, and hands each typed pass to whoever subscribed (the
-//! dashboard). It knows nothing of HTTP or of the views.
+//! applied by one applier thread, the only writer, which publishes the model's
+//! [`Tally`](crate::model::Tally) as each change lands), re-runs the analysis on change
+//! (at once after a quiet spell, at most every [`DEBOUNCE`] while changes keep coming)
+//! and on a clock tick, folds each pass into the metrics, logs findings as they appear
+//! and resolve, and hands each typed pass to whoever subscribed (the dashboard). It knows
+//! nothing of HTTP or of the views.
 //!
 //! Nothing here blocks the async workers: watch tasks hand their edits to the applier
 //! thread, analysis passes run on the blocking pool, and readers take the model off the
@@ -25,6 +27,7 @@ use tokio::sync::Notify;
 use crate::analysis::{self, Pass};
 use crate::findings::Report;
 use crate::metrics::{self, LatestReport};
+use crate::model::tally::{self, LiveTally};
 use crate::model::*;
 use crate::source::controller::PriceProblem;
 use crate::source::live::Connection;
@@ -32,8 +35,12 @@ use crate::source::status::Stale;
 
 pub use feed::{start, Input};
 
-/// How long changes are gathered before the analysis re-runs.
+/// The least time between the starts of two passes woken by changes: while changes keep
+/// coming, they are gathered for this long.
 pub const DEBOUNCE: Duration = Duration::from_millis(250);
+/// How long a change after a quiet spell waits for the rest of its burst (one watch
+/// event's neighbours, a relist) before its pass.
+pub const GATHER: Duration = Duration::from_millis(10);
 /// Time-based findings (pending for more than 5 minutes, budgets...) change with the clock.
 pub const TICK: Duration = Duration::from_secs(15);
 
@@ -69,6 +76,8 @@ pub struct Shared {
     cluster: Arc<RwLock<Cluster>>,
     /// Edits for the applier thread.
     edits: std::sync::mpsc::Sender<Edit>,
+    /// The model's counts, published by the applier as each change lands.
+    tally: LiveTally,
     latest: LatestReport,
     changed: Arc<Notify>,
     /// Watch progress per kind and the analysis heartbeat.
@@ -96,12 +105,14 @@ pub struct Shared {
 type Edit = Box<dyn FnOnce(&mut Cluster) -> bool + Send>;
 
 /// The applier: takes the write lock (blocking only itself while a pass reads), applies
-/// every queued edit in one go, then wakes the analysis if any of them changed the model
-/// (a node's heartbeat does not). Ends when the cluster's state is dropped.
+/// every queued edit in one go, then, if any of them changed the model (a node's heartbeat
+/// does not), publishes its tally and wakes the analysis. Ends when the cluster's state is
+/// dropped.
 fn spawn_applier(
     name: &str,
     cluster: Arc<RwLock<Cluster>>,
     changed: Arc<Notify>,
+    live: LiveTally,
 ) -> std::sync::mpsc::Sender<Edit> {
     let (tx, rx) = std::sync::mpsc::channel::<Edit>();
     let spawned = std::thread::Builder::new()
@@ -121,6 +132,9 @@ fn spawn_applier(
                 while let Ok(next) = rx.try_recv() {
                     apply(next);
                 }
+                if any {
+                    tally::publish(&live, &c);
+                }
                 drop(c);
                 if any {
                     changed.notify_one();
@@ -137,7 +151,8 @@ impl Shared {
     pub fn new(name: &str, series_ttl: Duration) -> Arc<Self> {
         let cluster = Arc::new(RwLock::new(Cluster::default()));
         let changed = Arc::new(Notify::new());
-        let edits = spawn_applier(name, cluster.clone(), changed.clone());
+        let live = tally::live(&Cluster::default());
+        let edits = spawn_applier(name, cluster.clone(), changed.clone(), live.clone());
         Arc::new(Shared {
             name: name.to_string(),
             conn: std::sync::OnceLock::new(),
@@ -146,6 +161,7 @@ impl Shared {
             log_findings: AtomicBool::new(true),
             cluster,
             edits,
+            tally: live,
             latest: Arc::default(),
             changed,
             health: health::Health::default(),
@@ -168,6 +184,11 @@ impl Shared {
     /// The model, for a reader that brings its own deadline (the dashboard).
     pub fn model(&self) -> Arc<RwLock<Cluster>> {
         self.cluster.clone()
+    }
+
+    /// The model's counts as of the last change applied (no pass waited for).
+    pub fn tally(&self) -> LiveTally {
+        self.tally.clone()
     }
 
     /// The latest report, as `/metrics` reads it.
@@ -295,6 +316,7 @@ impl Shared {
     /// Put an already loaded model in place and run one pass at once, so the report and
     /// every subscriber's share are there (tests, one-off views).
     pub fn load(&self, c: Cluster, now: chrono::DateTime<Utc>) {
+        tally::publish(&self.tally, &c);
         *self.cluster.write().unwrap_or_else(|e| e.into_inner()) = c;
         self.kinds.store(0, Ordering::SeqCst);
         let report = self.pass(now);
@@ -336,10 +358,16 @@ impl Shared {
 
 pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
     let mut first = true;
+    // When the last pass began: a change is analysed [`GATHER`] after it lands, or
+    // [`DEBOUNCE`] after that, whichever is later.
+    let mut began: Option<std::time::Instant> = None;
     loop {
         shared.health.turn();
         let changed = tokio::select! {
-            _ = shared.changed.notified() => { tokio::time::sleep(DEBOUNCE).await; true }
+            _ = shared.changed.notified() => {
+                tokio::time::sleep(wait_after_change(began.map(|b| b.elapsed()))).await;
+                true
+            }
             _ = tokio::time::sleep(TICK) => false,
         };
         // Wait for every kind's first list, except one kelp may not read at all: then the
@@ -366,6 +394,7 @@ pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
             .unwrap_or_else(Utc::now);
         // The analysis is CPU work: off the async workers, so scrapes and watches go on.
         let s2 = shared.clone();
+        began = Some(std::time::Instant::now());
         shared.health.pass_begins();
         let outcome = tokio::task::spawn_blocking(move || s2.pass(now)).await;
         shared.health.pass_ends();
@@ -387,6 +416,15 @@ pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
     }
 }
 
+/// How long a change waits for its pass, `since` the last pass began (None: no pass yet):
+/// [`GATHER`] after a quiet spell, so a lone change is analysed at once; while changes
+/// keep coming, until [`DEBOUNCE`] has passed since the last pass began, so passes run at
+/// most four times a second.
+fn wait_after_change(since: Option<Duration>) -> Duration {
+    let rest = since.map_or(Duration::ZERO, |s| DEBOUNCE.saturating_sub(s));
+    rest.max(GATHER)
+}
+
 /// Check liveness now and then, so a stuck pass is logged even when nobody probes.
 pub(crate) async fn watchdog(shared: Arc<Shared>) {
     loop {
@@ -404,6 +442,51 @@ mod tests {
         tokio::time::timeout(Duration::from_millis(300), shared.changed.notified())
             .await
             .is_ok()
+    }
+
+    #[test]
+    fn a_lone_change_is_analysed_at_once_and_a_stream_of_them_four_times_a_second() {
+        assert_eq!(wait_after_change(None), GATHER);
+        assert_eq!(wait_after_change(Some(Duration::from_secs(3))), GATHER);
+        assert_eq!(
+            wait_after_change(Some(Duration::from_millis(100))),
+            Duration::from_millis(150)
+        );
+        assert_eq!(wait_after_change(Some(DEBOUNCE - GATHER / 2)), GATHER);
+    }
+
+    #[tokio::test]
+    async fn the_tally_is_published_as_an_edit_lands_with_no_pass() {
+        let shared = Shared::new("t", Duration::from_secs(60));
+        let (pool, n1) = (
+            crate::testing::nodepool("a"),
+            crate::testing::node("n1").pool("a"),
+        );
+        let c = crate::testing::cluster([&pool, &n1]);
+        assert_eq!(tally::latest(&shared.tally()).nodes, 0);
+        shared.update_if(move |m| {
+            *m = c;
+            true
+        });
+        // No analysis runs in this test: only the applier publishes.
+        let mut seen = None;
+        for _ in 0..200 {
+            let t = tally::latest(&shared.tally());
+            if t.nodes == 1 {
+                seen = Some(t);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let seen = seen.expect("the tally was never published");
+        assert_eq!(seen.pool_nodes, vec![("a".to_string(), 1)]);
+        assert!(shared.latest.read().unwrap().is_none(), "a pass ran");
+        // An edit that changed nothing publishes nothing.
+        let before = shared.tally();
+        let before = tally::latest(&before);
+        shared.update_if(|_| false);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(Arc::ptr_eq(&before, &tally::latest(&shared.tally())));
     }
 
     #[tokio::test]

@@ -122,6 +122,7 @@ pub fn attach(shared: &Arc<Shared>) -> Arc<Board> {
     if let Some(conn) = shared.connection() {
         board.set_client(conn.client.clone());
     }
+    board.set_tally(shared.tally());
     let (b2, name) = (board.clone(), shared.name().to_string());
     shared.on_pass(Box::new(move |c, pass, status| {
         b2.publish(
@@ -207,7 +208,7 @@ pub fn router_with(
     token: Option<String>,
     history: Option<Arc<History>>,
 ) -> Router {
-    let registry = metrics::registry_with(shared.latest(), shared.seed());
+    let registry = metrics::registry_with(shared.latest(), shared.seed(), shared.tally());
     let metrics = Router::new().route("/metrics", get(metrics_handler));
     let metrics = match token {
         Some(t) => metrics.layer(axum::middleware::from_fn_with_state(

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::{build_page, Page};
 use crate::analysis::Pass;
+use crate::model::tally::{self, LiveTally, Tally};
 use crate::model::Cluster;
 use crate::source::controller::PriceProblem;
 use crate::view;
@@ -32,6 +33,9 @@ pub struct Board {
     name: String,
     model: Arc<RwLock<Cluster>>,
     client: OnceLock<kube::Client>,
+    /// The model's counts as each change lands (serve): the overview API answers them
+    /// between passes.
+    tally: OnceLock<LiveTally>,
     /// Where `kelp serve --state-dir` keeps this cluster's history: the pane's History tab.
     history: OnceLock<std::path::PathBuf>,
     latest: RwLock<Option<Published>>,
@@ -73,6 +77,7 @@ impl Board {
             name: name.to_string(),
             model,
             client: OnceLock::new(),
+            tally: OnceLock::new(),
             history: OnceLock::new(),
             latest: RwLock::new(None),
             building: tokio::sync::Mutex::new(()),
@@ -98,6 +103,17 @@ impl Board {
 
     pub(super) fn client(&self) -> Option<&kube::Client> {
         self.client.get()
+    }
+
+    /// Answer the model's counts from `live`, published as each change lands, rather than
+    /// the latest pass's.
+    pub fn set_tally(&self, live: LiveTally) {
+        let _ = self.tally.set(live);
+    }
+
+    /// The model's counts now, when they are published.
+    pub(super) fn tally(&self) -> Option<Arc<Tally>> {
+        self.tally.get().map(tally::latest)
     }
 
     /// Show this cluster's history (kept in `dir`) in the pane.

@@ -11,6 +11,7 @@ pub mod encoded;
 mod fail;
 pub mod guard;
 mod history;
+pub mod live;
 pub mod pane;
 pub mod streams;
 
@@ -48,9 +49,10 @@ const CSS: &str = include_str!("../../static/kelp.css");
 /// What one analysis pass leaves for the dashboard.
 pub struct Page {
     pub overview: Overview,
-    /// The panels (what the page refreshes), and the overview API's JSON.
+    /// The panels (what the page refreshes), and the overview API's JSON (whose counts
+    /// follow the model between passes).
     pub panels: Encoded,
-    pub json: Encoded,
+    pub json: live::LiveJson,
     /// The analysis pass the page shows; answers and panes read it.
     pub pass: Arc<Pass>,
     /// A dump's fixed clock (its capture time): the page says "as of", never "N ago".
@@ -114,7 +116,10 @@ pub fn build_page(c: &Cluster, pass: Arc<Pass>, inputs: view::Inputs) -> Page {
     let fixed_clock = inputs.fixed_clock;
     let overview = view::overview(c, &pass, inputs);
     let panels = Encoded::new(render_panels(&overview));
-    let json = Encoded::new(serde_json::to_vec(&overview).unwrap_or_default());
+    let json = live::LiveJson::new(
+        serde_json::to_vec(&overview).unwrap_or_default(),
+        &overview.counts,
+    );
     Page {
         overview,
         panels,
@@ -595,7 +600,7 @@ async fn api_overview(
     let path = format!("/api/v1/clusters/{cluster}/karpenter");
     let outcome = latest(&site, &cluster)
         .await
-        .map(|(_, page)| page.json.respond(&headers, JSON));
+        .map(|(board, page)| page.json.respond(board.tally().as_deref(), &headers, JSON));
     audited(&path, &cluster, outcome)
 }
 

@@ -1,6 +1,7 @@
 //! The picture of now: the gauges computed once per pass from its typed results
 //! (unschedulable pods by what holds them, drifted, disruption-blocked and unconsolidated
-//! nodes, NodePool usage against limits, $/hr and node count), encoded at scrape time.
+//! nodes, NodePool usage against limits and $/hr), encoded at scrape time. Each pool's node count
+//! is the model's alone: it is published as the watch event is applied ([`crate::metrics::live`]).
 
 use std::collections::BTreeMap;
 
@@ -52,20 +53,6 @@ pub(super) fn blocker_kinds(f: &Finding) -> Vec<&'static str> {
     kinds
 }
 
-/// A pool's nodes now: its Node objects (live; a NodeClaim that never launched is no node),
-/// else, when kelp sees neither nodes nor NodeClaims of it (a partial dump), what its status
-/// says (Karpenter updates status.nodes a few seconds behind).
-pub(super) fn nodes_now(c: &Cluster, pool: &NodePool) -> f64 {
-    let name = &pool.metadata.name;
-    let nodes = c.pool_node_count(name);
-    let n = if nodes == 0 && c.claims_in_pool(name).next().is_none() {
-        pool.status.nodes.unwrap_or(0).max(0) as usize
-    } else {
-        nodes
-    };
-    n as f64
-}
-
 /// Each (pool, capacity type)'s $/hr: the price of its nodes summed. It reads the nodes
 /// and Karpenter's metrics alone, so a caller keeps it while neither changes.
 pub fn pool_costs(c: &Cluster) -> BTreeMap<(String, String), f64> {
@@ -97,7 +84,6 @@ pub fn gauges(
     let mut unconsolidated = family(defs::UNCONSOLIDATED_NODES);
     let mut usage = family(defs::NODEPOOL_USAGE_RATIO);
     let mut cost = family(defs::NODEPOOL_COST);
-    let mut nodes = family(defs::NODEPOOL_NODES);
     let mut rollout = family(defs::NODEPOOL_ROLLOUT_NODES);
     let mut eta = family(defs::NODEPOOL_ROLLOUT_ETA);
 
@@ -150,10 +136,8 @@ pub fn gauges(
         unconsolidated.add(&[pool, reason], n);
     }
     for (name, pool) in &c.nodepools {
-        // Every pool shows, with 0: "no drifted nodes" and "no nodes" are answers.
+        // Every pool shows, with 0: "no drifted nodes" is an answer.
         drifted.add(&[name], 0.0);
-        let count = nodes_now(c, pool);
-        nodes.add(&[name], count);
         let r = crate::analysis::rollout::progress::rollout(
             c,
             &pass.nodes,
@@ -206,7 +190,6 @@ pub fn gauges(
         unconsolidated,
         usage,
         cost,
-        nodes,
         rollout,
         eta,
     ]
