@@ -123,6 +123,11 @@ impl Object {
         )
     }
 
+    /// The object read into kelp's projection of it, as a watch decodes it.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> T {
+        serde_json::from_value(self.0.clone()).expect("the object decodes")
+    }
+
     /// The manifest, as one document of a dump.
     pub fn yaml(&self) -> String {
         format!("---\n{}\n", self.0)

@@ -33,7 +33,7 @@ fn spawn_reflector<T: Kind>(shared: &Arc<Shared>, conn: &Arc<Connection>, r: Res
         reflect::<T, _>(
             &conn,
             r,
-            |change: Change<T>| shared.update_if(move |c| kinds::feed(c, &r, change)),
+            |change: Change<T>| shared.feed(r, change),
             move |progress| {
                 s2.health.progress(r.kind.as_str(), &progress);
                 match progress {

@@ -30,7 +30,8 @@ use crate::metrics::{self, LatestReport};
 use crate::model::tally::{self, LiveTally};
 use crate::model::*;
 use crate::source::controller::PriceProblem;
-use crate::source::live::Connection;
+use crate::source::kinds::{self, Change};
+use crate::source::live::{Connection, Resource};
 use crate::source::status::Stale;
 
 pub use feed::{start, Input};
@@ -74,8 +75,9 @@ pub struct Shared {
     /// The model. Only the applier thread writes it (see [`Shared::update`]); passes
     /// read it on the blocking pool, the dashboard through [`Shared::model`] with a deadline.
     cluster: Arc<RwLock<Cluster>>,
-    /// Edits for the applier thread.
+    /// Edits for the applier thread, and how many of them it has not applied yet.
     edits: std::sync::mpsc::Sender<Edit>,
+    queued: Arc<AtomicUsize>,
     /// The model's counts, published by the applier as each change lands.
     tally: LiveTally,
     latest: LatestReport,
@@ -113,6 +115,7 @@ fn spawn_applier(
     cluster: Arc<RwLock<Cluster>>,
     changed: Arc<Notify>,
     live: LiveTally,
+    queued: Arc<AtomicUsize>,
 ) -> std::sync::mpsc::Sender<Edit> {
     let (tx, rx) = std::sync::mpsc::channel::<Edit>();
     let spawned = std::thread::Builder::new()
@@ -127,6 +130,7 @@ fn spawn_applier(
                         Ok(changed) => any |= changed,
                         Err(_) => tracing::error!("a model update panicked; it was skipped"),
                     }
+                    queued.fetch_sub(1, Ordering::SeqCst);
                 };
                 apply(first);
                 while let Ok(next) = rx.try_recv() {
@@ -152,7 +156,14 @@ impl Shared {
         let cluster = Arc::new(RwLock::new(Cluster::default()));
         let changed = Arc::new(Notify::new());
         let live = tally::live(&Cluster::default());
-        let edits = spawn_applier(name, cluster.clone(), changed.clone(), live.clone());
+        let queued = Arc::new(AtomicUsize::new(0));
+        let edits = spawn_applier(
+            name,
+            cluster.clone(),
+            changed.clone(),
+            live.clone(),
+            queued.clone(),
+        );
         Arc::new(Shared {
             name: name.to_string(),
             conn: std::sync::OnceLock::new(),
@@ -161,6 +172,7 @@ impl Shared {
             log_findings: AtomicBool::new(true),
             cluster,
             edits,
+            queued,
             tally: live,
             latest: Arc::default(),
             changed,
@@ -350,9 +362,35 @@ impl Shared {
     /// As [`Shared::update`], for an edit that says whether it changed the model: one
     /// that did not (a watch's update of nothing kelp keeps) wakes no analysis.
     pub fn update_if(&self, f: impl FnOnce(&mut Cluster) -> bool + Send + 'static) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
         if self.edits.send(Box::new(f)).is_err() {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
             tracing::error!("the model's applier thread is gone; an update was lost");
         }
+    }
+
+    /// Feed one watched change of kind `r` into the model ([`kinds::feed`], on the applier
+    /// thread). An update the model already holds as kept (a node's heartbeat, a
+    /// resourceVersion alone) is dropped here, on the watch's own task, when nothing is
+    /// queued for the applier and no edit holds the model: it costs its decode and one
+    /// comparison, and wakes nothing. (Each object's changes come from its kind's one watch,
+    /// in order, so with nothing queued the model holds the watch's previous word on it.)
+    pub fn feed<T: kinds::Kind>(&self, r: Resource, change: Change<T>) {
+        let change = match change {
+            Change::Apply(mut o) => {
+                kinds::prepare(&mut o, &r);
+                if self.queued.load(Ordering::SeqCst) == 0 {
+                    if let Ok(c) = self.cluster.try_read() {
+                        if o.unchanged(&c) {
+                            return;
+                        }
+                    }
+                }
+                Change::Apply(o)
+            }
+            other => other,
+        };
+        self.update_if(move |c| kinds::feed(c, &r, change));
     }
 }
 
@@ -363,12 +401,13 @@ pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
     let mut began: Option<std::time::Instant> = None;
     loop {
         shared.health.turn();
-        let changed = tokio::select! {
+        let (changed, waited) = tokio::select! {
             _ = shared.changed.notified() => {
-                tokio::time::sleep(wait_after_change(began.map(|b| b.elapsed()))).await;
-                true
+                let wait = wait_after_change(began.map(|b| b.elapsed()));
+                tokio::time::sleep(wait).await;
+                (true, wait)
             }
-            _ = tokio::time::sleep(TICK) => false,
+            _ = tokio::time::sleep(TICK) => (false, Duration::ZERO),
         };
         // Wait for every kind's first list, except one kelp may not read at all: then the
         // dashboard says which permission is missing (and /readyz stays unready).
@@ -398,6 +437,13 @@ pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
         shared.health.pass_begins();
         let outcome = tokio::task::spawn_blocking(move || s2.pass(now)).await;
         shared.health.pass_ends();
+        // Where a change's time to the dashboard goes: `KELP_LOG=kelp=debug` shows it.
+        tracing::debug!(
+            changed,
+            waited_ms = waited.as_secs_f64() * 1e3,
+            pass_ms = began.map_or(0.0, |b| b.elapsed().as_secs_f64() * 1e3),
+            "analysis pass (with the metrics and the dashboard's page)"
+        );
         let Ok(report) = outcome else {
             tracing::error!("the analysis failed; keeping the previous report");
             continue;
@@ -487,6 +533,74 @@ mod tests {
         shared.update_if(|_| false);
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(Arc::ptr_eq(&before, &tally::latest(&shared.tally())));
+    }
+
+    /// Wait until the applier has applied everything queued.
+    async fn applied(shared: &Shared) {
+        for _ in 0..500 {
+            if shared.queued.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        panic!("the applier never caught up");
+    }
+
+    #[tokio::test]
+    async fn a_heartbeat_is_dropped_on_the_watch_and_wakes_nothing() {
+        use crate::testing::node;
+        let shared = Shared::new("t", Duration::from_secs(60));
+        let n1 = node("n1").pool("a").ready();
+        shared.feed::<Node>(kinds::NODES, Change::Apply(n1.decode()));
+        assert!(woken(&shared).await, "a new node woke no pass");
+        applied(&shared).await;
+        // The same node at a new resourceVersion, with a heartbeat kelp does not keep.
+        let beat = n1
+            .clone()
+            .set(&["metadata", "resourceVersion"], serde_json::json!("99"));
+        shared.feed::<Node>(kinds::NODES, Change::Apply(beat.decode()));
+        assert_eq!(
+            shared.queued.load(Ordering::SeqCst),
+            0,
+            "handed to the applier"
+        );
+        assert!(!woken(&shared).await, "a heartbeat woke a pass");
+        // A real change goes through.
+        let relabelled = n1.clone().label("team", "x");
+        shared.feed::<Node>(kinds::NODES, Change::Apply(relabelled.decode()));
+        assert!(woken(&shared).await, "a label change woke no pass");
+        applied(&shared).await;
+        let m = shared.model();
+        let c = m.read().unwrap();
+        assert_eq!(
+            c.nodes["n1"]
+                .metadata
+                .labels
+                .get("team")
+                .map(String::as_str),
+            Some("x")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_update_back_to_what_the_model_holds_is_not_dropped_behind_a_queued_one() {
+        use crate::testing::node;
+        let shared = Shared::new("t", Duration::from_secs(60));
+        let n1 = node("n1").pool("a");
+        shared.feed::<Node>(kinds::NODES, Change::Apply(n1.decode()));
+        applied(&shared).await;
+        // An edit handed to the applier and not applied yet (it may be the watch's own
+        // change of this node): an update equal to what the model holds now is no heartbeat
+        // then, and must follow it rather than be dropped.
+        shared.queued.fetch_add(1, Ordering::SeqCst);
+        shared.feed::<Node>(kinds::NODES, Change::Apply(n1.decode()));
+        assert_eq!(
+            shared.queued.load(Ordering::SeqCst),
+            2,
+            "dropped behind a queued edit"
+        );
+        shared.queued.fetch_sub(1, Ordering::SeqCst);
+        applied(&shared).await;
     }
 
     #[tokio::test]

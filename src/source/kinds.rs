@@ -473,9 +473,7 @@ impl Kind for Crd {
 pub fn feed<T: Kind>(c: &mut Cluster, r: &Resource, change: Change<T>) -> bool {
     match change {
         Change::Apply(mut o) => {
-            o.fix(r);
-            // The model keeps no resourceVersion (the watch has read it already).
-            o.meta_mut().resource_version.clear();
+            prepare(&mut o, r);
             if o.unchanged(c) {
                 return false;
             }
@@ -493,6 +491,13 @@ pub fn feed<T: Kind>(c: &mut Cluster, r: &Resource, change: Change<T>) -> bool {
             true
         }
     }
+}
+
+/// An object as the model would keep it: fixed up ([`Kind::fix`]) and without its
+/// resourceVersion (the watch has read it already). Doing it twice changes nothing.
+pub fn prepare<T: Kind>(o: &mut T, r: &Resource) {
+    o.fix(r);
+    o.meta_mut().resource_version.clear();
 }
 
 /// Something to do with one kind, whatever its projection: [`with_kind`] calls
