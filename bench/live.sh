@@ -10,14 +10,16 @@
 # own KELP_TESTENV_DIR), and loads it with NODES kwok nodes and PODS pods already bound to
 # them: Node objects annotated kwok.x-k8s.io/node=fake (kwok plays their kubelet, as for
 # Karpenter's nodes), 9 in 10 labelled karpenter.sh/nodepool (NODEPOOLS pools live-N), and
-# Pods with spec.nodeName set that tolerate every taint. Both are created with
-# `kubectl create -f` of 500-object List files, LOAD_PARALLEL at a time. testenv's kwok runs
+# Pods with spec.nodeName set that tolerate every taint. Both are created by a small client,
+# LOAD_PARALLEL requests at a time, each worker on its own keep-alive connection; past
+# LOAD_TIMEOUT it stops creating and the results say which size was reached. testenv's kwok runs
 # without node leases, so the node lifecycle controller and kwok would keep flipping every
 # node's Ready condition (and mark its pods NotReady); a small helper plays the kubelets'
 # heartbeats instead, spread evenly: each node's Lease renewed every LEASE_INTERVAL seconds
 # and its status reported every STATUS_INTERVAL seconds (a kubelet's defaults: 10 s and 5
-# min). A report also restarts kwok's own heartbeat timer (10 min, in a burst for all the
-# nodes created together), so the node updates of the steady window are an even stream.
+# min), or, in the steady windows, at each of STEADY_RATES node updates a second. A report
+# also restarts kwok's own heartbeat timer (10 min, in a burst for all the nodes created
+# together), so the node updates of the steady windows are an even stream.
 #
 # The peers are built from the Go module proxy into KELP_TOOLS_DIR (as scripts/chart builds
 # helm): kube-state-metrics (k8s.io/kube-state-metrics/v2, KSM_VERSION) and eks-node-viewer
@@ -37,8 +39,9 @@
 #      /metrics has a kube_pod_info for every pod and a kube_node_info for every node (read
 #      at the start of the scrape that shows them, so the checking scrape is not counted);
 #      eks-node-viewer: its screen says "N nodes" and "P pods" for the whole cluster;
-#   3. CPU over WINDOW seconds with only heartbeats (kelp's and KSM's /metrics scraped every
-#      SCRAPE_EVERY seconds, as a Prometheus would);
+#   3. CPU over WINDOW seconds with only heartbeats, once per rate of STEADY_RATES (node
+#      status reports a second; kelp's and KSM's /metrics scraped every SCRAPE_EVERY
+#      seconds, as a Prometheus would), with the watch events a second each window saw;
 #   4. CPU over CHURN_WINDOW seconds while CHURN_RATE pods a second are deleted and as many
 #      created (the pod count stays put);
 #   5. freshness, FRESH_REPEATS times (median): seconds from the API server's answer to a new
@@ -48,15 +51,18 @@
 #      the time the line arrives). Each count must first show the value before the create
 #      (the previous repeat's node is deleted). The pool row's node count is timed too, for
 #      information: kelp shows Karpenter's own count there (NodePool status.nodes), so it
-#      waits on Karpenter;
+#      waits on Karpenter. Then a pod no node can take: seconds from the scheduler's verdict
+#      (its status update, as a watch of the pod sees it) until kelp's dashboard API lists it
+#      among the pending pods it diagnoses (the pass's answer, not the model's alone);
 # then each kelp figure over each peer's. Results also go to $KELP_LIVE_DIR/results.txt.
 # Everything is stopped at the end (trap): the tools, the helpers, the tmux server and
 # testenv/down; the generated files and etcd's data go too (logs stay in $KELP_LIVE_DIR/logs).
 #
 # Environment: NODES (1000), PODS (30000), NODEPOOLS (10), NAMESPACES (20), WINDOW (120),
 # CHURN_WINDOW (WINDOW), CHURN_RATE (10 pods/s), SCRAPE_EVERY (30 s; 0 = no scrapes),
-# LEASE_INTERVAL (10 s), STATUS_INTERVAL (300 s; 0 leaves kwok's bursts), FRESH_REPEATS (3),
-# LOAD_PARALLEL (4), LOAD_TIMEOUT (1200 s: past it loading stops and the run goes on with
+# LEASE_INTERVAL (10 s), STATUS_INTERVAL (300 s; 0 leaves kwok's bursts), STEADY_RATES ("3 10
+# 30": one steady window per rate of node status reports a second), FRESH_REPEATS (3),
+# LOAD_PARALLEL (16), LOAD_TIMEOUT (600 s: past it loading stops and the run goes on with
 # what was created, saying so), SETTLE_TIMEOUT (300), VIEW_TIMEOUT (600 s per tool),
 # FRESH_TIMEOUT (60), KSM_VERSION (v2.18.0) and ENV_VERSION (v0.7.4), or `latest` for the
 # newest `go list -m -versions` reports; KSM_ARGS (extra kube-state-metrics flags, e.g.
@@ -79,10 +85,10 @@ NODES="${NODES:-1000}" PODS="${PODS:-30000}" NODEPOOLS="${NODEPOOLS:-10}" NAMESP
 WINDOW="${WINDOW:-120}" CHURN_WINDOW="${CHURN_WINDOW:-$WINDOW}" CHURN_RATE="${CHURN_RATE:-10}"
 SCRAPE_EVERY="${SCRAPE_EVERY:-30}" LEASE_INTERVAL="${LEASE_INTERVAL:-10}" STATUS_INTERVAL="${STATUS_INTERVAL:-300}"
 FRESH_REPEATS="${FRESH_REPEATS:-3}"
-LOAD_PARALLEL="${LOAD_PARALLEL:-4}" LOAD_TIMEOUT="${LOAD_TIMEOUT:-1200}" SETTLE_TIMEOUT="${SETTLE_TIMEOUT:-300}"
+LOAD_PARALLEL="${LOAD_PARALLEL:-16}" LOAD_TIMEOUT="${LOAD_TIMEOUT:-600}" SETTLE_TIMEOUT="${SETTLE_TIMEOUT:-300}"
 VIEW_TIMEOUT="${VIEW_TIMEOUT:-600}" FRESH_TIMEOUT="${FRESH_TIMEOUT:-60}"
 KSM_VERSION="${KSM_VERSION:-v2.18.0}" ENV_VERSION="${ENV_VERSION:-v0.7.4}" KSM_ARGS="${KSM_ARGS:-}"
-PEERS="${PEERS:-ksm env}"
+PEERS="${PEERS:-ksm env}" STEADY_RATES="${STEADY_RATES:-3 10 30}"
 dir="${KELP_LIVE_DIR:-/tmp/kelp-live}"
 export KELP_TESTENV_DIR="${KELP_TESTENV_DIR:-$dir/testenv}"
 TOOLS="${KELP_TOOLS_DIR:-${HOME:-/root}/.cache/kelp-tools}"
@@ -91,6 +97,11 @@ for v in NODES PODS NODEPOOLS NAMESPACES WINDOW CHURN_WINDOW CHURN_RATE SCRAPE_E
   FRESH_REPEATS LOAD_PARALLEL LOAD_TIMEOUT SETTLE_TIMEOUT VIEW_TIMEOUT FRESH_TIMEOUT; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "bench/live.sh: $v must be a whole number, not '${!v}'" >&2; exit 2; }
 done
+for rate in $STEADY_RATES; do
+  [[ "$rate" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v r="$rate" 'BEGIN {exit !(r > 0)}' ||
+    { echo "bench/live.sh: STEADY_RATES must be node updates a second above 0, not '$rate'" >&2; exit 2; }
+done
+[[ -n "${STEADY_RATES// /}" ]] || { echo "bench/live.sh: STEADY_RATES is empty" >&2; exit 2; }
 ((NODES >= 10 && LEASE_INTERVAL >= 1 && PODS >= 1 && NODEPOOLS >= 1 && NAMESPACES >= 1 && CHURN_RATE >= 1 && WINDOW >= 5)) ||
   { echo "bench/live.sh: need NODES >= 10, WINDOW >= 5 and PODS, NODEPOOLS, NAMESPACES, CHURN_RATE >= 1" >&2; exit 2; }
 
@@ -111,7 +122,6 @@ CLK_TCK=$(getconf CLK_TCK)
 
 # ---- stopping everything we start ------------------------------------------------------
 bg_pids=()        # processes this script started (kelp, KSM, helpers), stopped by PID
-load_pids=()      # the loaders' subshells: their kubectl (under timeout) is stopped first
 tmux_sock="kelp-live-$$"
 tmux_started=0 testenv_started=0
 # mine PID: still our own child (so a recycled PID is never signalled)
@@ -127,9 +137,6 @@ cleanup() {
   local rc=$? pid i left
   set +e
   trap - EXIT INT TERM
-  for pid in "${load_pids[@]+"${load_pids[@]}"}"; do
-    mine "$pid" && { pkill -TERM -P "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; }
-  done
   for pid in "${bg_pids[@]+"${bg_pids[@]}"}"; do mine "$pid" && kill "$pid" 2>/dev/null; done
   for ((i = 0; i < 100; i++)); do
     left=0
@@ -391,16 +398,17 @@ def now_rfc3339_micro():
 
 
 def cmd_leases(args):
-    """leases KUBECONFIG LEASE_INTERVAL STATUS_INTERVAL NAME...|@FILE: a kubelet's heartbeats
-    for each node, spread evenly, until SIGTERM: its Lease renewed every LEASE_INTERVAL
-    seconds, and (unless STATUS_INTERVAL is 0) its status reported every STATUS_INTERVAL
-    seconds (the conditions' lastHeartbeatTime, as a kubelet's nodeStatusReportFrequency).
-    testenv's kwok runs without node leases: without them the node lifecycle controller and
-    kwok would keep flipping every node's Ready condition (and mark its pods NotReady). A
-    status report also restarts kwok's own 10-minute heartbeat timer, so with STATUS_INTERVAL
-    under 600 kwok's heartbeats (which come in bursts, as the nodes were created together)
-    never fire and the node updates are a steady stream."""
-    kubeconfig, interval, status_interval, names = args[0], float(args[1]), float(args[2]), args[3:]
+    """leases KUBECONFIG LEASE_INTERVAL STATUS NAME...|@FILE: a kubelet's heartbeats for each
+    node, spread evenly, until SIGTERM: its Lease renewed every LEASE_INTERVAL seconds, and its
+    status reported every STATUS seconds (the conditions' lastHeartbeatTime, as a kubelet's
+    nodeStatusReportFrequency; 0: never). STATUS is a number, or @FILE holding one, read again
+    every second (so the rate of node updates can change without a restart). testenv's kwok
+    runs without node leases: without them the node lifecycle controller and kwok would keep
+    flipping every node's Ready condition (and mark its pods NotReady). A status report also
+    restarts kwok's own 10-minute heartbeat timer, so with STATUS under 600 kwok's heartbeats
+    (which come in bursts, as the nodes were created together) never fire and the node updates
+    are a steady stream."""
+    kubeconfig, interval, status_arg, names = args[0], float(args[1]), args[2], args[3:]
     if len(names) == 1 and names[0].startswith("@"):
         names = open(names[0][1:]).read().split()
     stop = threading.Event()
@@ -409,20 +417,37 @@ def cmd_leases(args):
     nthreads = max(1, min(4, len(names) // 100 + 1))
     base = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
     stats = {"renewed": 0, "reported": 0, "errors": 0}
+    read_at, status_now = [0.0], [0.0]
+
+    def status_interval():
+        if not status_arg.startswith("@"):
+            return float(status_arg)
+        if time.monotonic() - read_at[0] >= 1:
+            read_at[0] = time.monotonic()
+            try:
+                status_now[0] = float(open(status_arg[1:]).read().strip() or 0)
+            except (OSError, ValueError):
+                pass
+        return status_now[0]
 
     def paced(part, every, fn):
-        step = every / max(1, len(part))
+        """fn for each of part in turn, forever, every() seconds round (0: paused)."""
         nxt = time.monotonic()
         while not stop.is_set():
             for n in part:
+                e = every()
+                while e <= 0 and not stop.is_set():
+                    stop.wait(1)
+                    e = every()
+                    nxt = time.monotonic()
                 if stop.is_set():
                     return
                 fn(n)
-                nxt += step
+                nxt += e / max(1, len(part))
                 d = nxt - time.monotonic()
                 if d > 0:
                     stop.wait(d)
-                elif d < -every:
+                elif d < -1:
                     nxt = time.monotonic()  # fell behind: do not burst to catch up
 
     def lease_worker(part):
@@ -438,26 +463,25 @@ def cmd_leases(args):
             st, _ = api.req("PATCH", base + "/" + n, {"spec": {"renewTime": now_rfc3339_micro()}},
                             "application/merge-patch+json")
             stats["renewed" if st == 200 else "errors"] += 1
-        paced(part, interval, renew)
+        paced(part, lambda: interval, renew)
 
-    def status_worker():
+    def status_worker(part):
         api = Api(kubeconfig)
-        stop.wait(status_interval / max(1, len(names)))
         def report(n):
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             conds = [{"type": t, "lastHeartbeatTime": now} for t in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")]
             st, _ = api.req("PATCH", "/api/v1/nodes/%s/status" % n, {"status": {"conditions": conds}},
                             "application/strategic-merge-patch+json")
             stats["reported" if st == 200 else "errors"] += 1
-        paced(names, status_interval, report)
+        paced(part, status_interval, report)
 
     threads = [threading.Thread(target=lease_worker, args=(names[i::nthreads],), daemon=True) for i in range(nthreads)]
-    if status_interval > 0:
-        threads.append(threading.Thread(target=status_worker, daemon=True))
+    # Several connections, so that 30 reports a second keep up on a busy box.
+    threads += [threading.Thread(target=status_worker, args=(names[i::nthreads],), daemon=True) for i in range(nthreads)]
     for t in threads:
         t.start()
-    print("leases: %d nodes, leases renewed every %.0f s by %d connections, status every %s" %
-          (len(names), interval, nthreads, "%.0f s" % status_interval if status_interval > 0 else "(never)"), flush=True)
+    print("leases: %d nodes, leases renewed every %.0f s by %d connections, status every %s s" %
+          (len(names), interval, nthreads, status_arg), flush=True)
     stop.wait()
     print("leases: %d lease renewals, %d status reports, %d errors" % (stats["renewed"], stats["reported"], stats["errors"]), flush=True)
 
@@ -519,6 +543,135 @@ def cmd_churn(args):
     print(json.dumps({"seconds": round(took, 1), "deleted": st["delete"][0], "created": st["create"][0],
                       "errors": st["delete"][1] + st["create"][1], "rate": round(st["create"][0] / took, 2),
                       "ms_per_delete": ms("delete"), "ms_per_create": ms("create")}), flush=True)
+
+
+def cmd_create(args):
+    """create KUBECONFIG PARALLEL SECONDS FILE...: create every item of the List FILEs (Nodes,
+    Pods), PARALLEL at a time, each worker on its own keep-alive connection, a shared queue
+    between them; an item that exists already (a retry) counts as created. Stops taking new
+    items after SECONDS. Progress every 10 s on stderr; prints a JSON summary."""
+    kubeconfig, parallel, seconds, files = args[0], int(args[1]), float(args[2]), args[3:]
+    items = []
+    for f in files:
+        items.extend(json.load(open(f))["items"])
+    start = time.monotonic()
+    deadline = start + seconds
+    lock = threading.Lock()
+    st = {"created": 0, "existed": 0, "errors": 0, "next": 0, "cut": False}
+    first_errors = []
+
+    def path(o):
+        ns = o["metadata"].get("namespace")
+        plural = o["kind"].lower() + "s"
+        return "/api/v1/namespaces/%s/%s" % (ns, plural) if ns else "/api/v1/" + plural
+
+    def worker():
+        api = Api(kubeconfig)
+        while True:
+            with lock:
+                if st["next"] >= len(items):
+                    return
+                if time.monotonic() >= deadline:
+                    st["cut"] = True
+                    return
+                o = items[st["next"]]
+                st["next"] += 1
+            code, body = api.req("POST", path(o), o)
+            with lock:
+                if code == 201:
+                    st["created"] += 1
+                elif code == 409:
+                    st["existed"] += 1
+                else:
+                    st["errors"] += 1
+                    if len(first_errors) < 3:
+                        first_errors.append("%s: HTTP %s %s" % (o["metadata"]["name"], code, (body or api.last_error)[:200]))
+
+    def progress():
+        while any(t.is_alive() for t in threads):
+            time.sleep(10)
+            with lock:
+                done = st["created"] + st["existed"]
+            print("create: %d of %d after %.0f s (%.0f/s)" % (done, len(items), time.monotonic() - start,
+                                                            done / max(0.001, time.monotonic() - start)),
+                  file=sys.stderr, flush=True)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, parallel))]
+    for t in threads:
+        t.start()
+    threading.Thread(target=progress, daemon=True).start()
+    for t in threads:
+        t.join()
+    took = time.monotonic() - start
+    done = st["created"] + st["existed"]
+    print(json.dumps({"items": len(items), "created": done, "errors": st["errors"], "cut": st["cut"],
+                      "seconds": round(took, 2), "rate": round(done / max(0.001, took), 1),
+                      "first_errors": first_errors}), flush=True)
+
+
+def cmd_fresh_pod(args):
+    """fresh-pod KUBECONFIG NAME NAMESPACE TIMEOUT URL: create pod NAME that no node can take
+    (a nodeSelector no node or NodePool has), watch it until the scheduler marks it
+    unschedulable (the event kelp's pod-unschedulable answer follows), and poll kelp's
+    overview JSON at URL until its pending rows name it. Prints one JSON line: seconds from
+    the create's 201 to the scheduler's status update reaching the watch, and to kelp's
+    answer; then deletes the pod."""
+    kubeconfig, name, ns, timeout, url = args[0], args[1], args[2], float(args[3]), args[4]
+    api = Api(kubeconfig)
+    path = "/api/v1/namespaces/%s/pods" % ns
+    pod = pod_obj(name, ns, None, 0)
+    del pod["spec"]["nodeName"]
+    pod["spec"]["nodeSelector"] = {"kelp.dev/live-bench-nowhere": "1"}
+    res, t0 = {}, [None]
+    watching = threading.Event()
+
+    def watch():
+        st, body = api.req("GET", path + "?limit=1")
+        rv = json.loads(body)["metadata"]["resourceVersion"] if st == 200 else "0"
+        conn = http.client.HTTPSConnection(api.host, api.port, context=api.ctx, timeout=timeout)
+        conn.request("GET", "%s?watch=1&fieldSelector=metadata.name%%3D%s&resourceVersion=%s&timeoutSeconds=%d"
+                     % (path, name, rv, int(timeout)))
+        r = conn.getresponse()
+        watching.set()
+        while True:
+            line = r.readline()
+            if not line:
+                return
+            ev = json.loads(line)
+            conds = ev.get("object", {}).get("status", {}).get("conditions", [])
+            if any(c.get("type") == "PodScheduled" and c.get("status") == "False" for c in conds):
+                res["scheduler"] = round(time.monotonic() - t0[0], 3) if t0[0] else 0.0
+                conn.close()
+                return
+
+    w = threading.Thread(target=watch, daemon=True)
+    w.start()
+    watching.wait(10)
+    st, body = Api(kubeconfig).req("POST", path, pod)
+    t0[0] = time.monotonic()
+    if st != 201:
+        sys.exit("kapi fresh-pod: creating pod %s: HTTP %s %s" % (name, st, body[:300]))
+    needle = ('"%s"' % name).encode()
+    polls = 0
+    while time.monotonic() < t0[0] + timeout:
+        polls += 1
+        try:
+            r, c = http_get(url)
+            body = r.read()
+            c.close()
+            d = json.loads(body)
+            if needle in json.dumps(d.get("pending", {})).encode():
+                res["kelp-pending"] = round(time.monotonic() - t0[0], 3)
+                break
+        except Exception:
+            pass
+        time.sleep(0.02)
+    w.join(timeout)
+    api.req("DELETE", "%s/%s?gracePeriodSeconds=0" % (path, name))
+    out = {"pod": name, "seconds": res, "polls": polls}
+    if "scheduler" in res and "kelp-pending" in res:
+        out["kelp_after_scheduler"] = round(res["kelp-pending"] - res["scheduler"], 3)
+    print(json.dumps(out), flush=True)
 
 
 def cmd_count_events(args):
@@ -691,7 +844,7 @@ def cmd_fresh(args):
 
 if __name__ == "__main__":
     cmd = sys.argv[1]
-    {"gen": cmd_gen, "leases": cmd_leases, "churn": cmd_churn, "fresh": cmd_fresh,
+    {"gen": cmd_gen, "create": cmd_create, "leases": cmd_leases, "churn": cmd_churn, "fresh": cmd_fresh, "fresh-pod": cmd_fresh_pod,
      "count-events": cmd_count_events}[cmd](sys.argv[2:])
 PY
 
@@ -723,44 +876,27 @@ python3 "$kapi" gen "$gen" "$NODES" "$PODS" "$NODEPOOLS" "$NAMESPACES" 500
 } >"$gen/setup.json"
 kc create -f "$gen/setup.json" >>"$dir/logs/load.log" 2>&1 || die "creating the NodePools and namespaces failed (see $dir/logs/load.log)"
 
-# load_files LABEL FILE...: kubectl create -f each, LOAD_PARALLEL at once, each retried twice;
-# AlreadyExists (a retry after a partial create) is fine. Stops starting files past the deadline.
+# load_files LABEL FILE...: every object of the List FILEs created over LOAD_PARALLEL keep-alive
+# connections (kapi create); new creates stop at the LOAD_TIMEOUT deadline (load_cut=1), and
+# the run goes on with what was created, saying so.
 load_deadline=$((SECONDS + LOAD_TIMEOUT)) load_cut=0
-create_file() {
-  local f=$1 try err
-  for try in 1 2 3; do
-    err="$(timeout 600 "$KUBECTL" create -f "$f" 2>&1 >/dev/null)" && return 0
-    err="$(grep -v AlreadyExists <<<"$err" || true)"
-    [[ -z "$err" ]] && return 0
-    printf '%s (try %d): %s\n' "$f" "$try" "$(head -n 3 <<<"$err")" >>"$dir/logs/load.log"
-    sleep $((try * 2))
-  done
-  return 1
-}
 load_files() {
-  local label=$1 f n=0 failed=0 done_pid p
+  local label=$1 left out
   shift
-  local -a running=() left
-  reap_one() {
-    done_pid=""
-    wait -n -p done_pid "${running[@]}" || failed=$((failed + 1))
-    left=()
-    for p in "${running[@]}"; do [[ "$p" == "$done_pid" ]] || left+=("$p"); done
-    running=("${left[@]+"${left[@]}"}")
-  }
-  for f in "$@"; do
-    if ((SECONDS >= load_deadline)); then
-      load_cut=1
-      warn "LOAD_TIMEOUT (${LOAD_TIMEOUT} s) reached while loading $label: not starting the rest"
-      break
-    fi
-    while ((${#running[@]} >= LOAD_PARALLEL)); do reap_one; done
-    create_file "$f" &
-    running+=($!) load_pids+=($!)
-    n=$((n + 1))
-  done
-  while ((${#running[@]} > 0)); do reap_one; done
-  ((failed == 0)) || warn "$failed of $n $label files had errors (see $dir/logs/load.log)"
+  left=$((load_deadline - SECONDS))
+  if ((left <= 0)); then
+    load_cut=1
+    warn "LOAD_TIMEOUT (${LOAD_TIMEOUT} s) reached before loading $label"
+    return 0
+  fi
+  out=$(python3 "$kapi" create "$KUBECONFIG" "$LOAD_PARALLEL" "$left" "$@" 2>>"$dir/logs/load.log") ||
+    die "creating the $label failed (see $dir/logs/load.log)"
+  echo "$label: $out" >>"$dir/logs/load.log"
+  if [[ "$out" == *'"cut": true'* ]]; then
+    load_cut=1
+    warn "LOAD_TIMEOUT (${LOAD_TIMEOUT} s) reached while loading $label: $out"
+  fi
+  [[ "$out" == *'"errors": 0,'* ]] || warn "errors creating the $label: $out"
 }
 
 t=$(now)
@@ -771,7 +907,8 @@ sed -i 's|^node/||' "$gen/node-names"
 bench_nodes=$(wc -l <"$gen/node-names")
 log "created $bench_nodes nodes in ${node_load_s} s"
 ((bench_nodes > 0)) || die "no node was created (see $dir/logs/load.log)"
-python3 "$kapi" leases "$KUBECONFIG" "$LEASE_INTERVAL" "$STATUS_INTERVAL" "@$gen/node-names" >"$dir/logs/leases.log" 2>&1 &
+echo "$STATUS_INTERVAL" >"$gen/status-interval"
+python3 "$kapi" leases "$KUBECONFIG" "$LEASE_INTERVAL" "@$gen/status-interval" "@$gen/node-names" >"$dir/logs/leases.log" 2>&1 &
 bg_pids+=($!) leases_pid=$!
 
 # The ServiceAccount admission plugin refuses pods until a namespace has its default account.
@@ -972,10 +1109,20 @@ window() {
   log "$line"
 }
 
-log "all tools up; 10 s before the steady window"
+log "all tools up; 10 s before the steady windows"
 sleep 10
-log "steady window: ${WINDOW} s, heartbeats only"
-window steady "$WINDOW"
+# One steady window per rate of node status reports (heartbeats only), each after 10 s at its
+# rate; then the status reports go back to every STATUS_INTERVAL s for the churn window.
+steady_names=()
+for rate in $STEADY_RATES; do
+  awk -v n="$bench_nodes" -v r="$rate" 'BEGIN {printf "%.3f\n", n / r}' >"$gen/status-interval"
+  sleep 10
+  log "steady window: ${WINDOW} s, heartbeats only, each node's status reported every $(cat "$gen/status-interval") s (${rate}/s)"
+  window "steady-$rate" "$WINDOW"
+  steady_names+=("steady-$rate")
+done
+echo "$STATUS_INTERVAL" >"$gen/status-interval"
+steady_last=${steady_names[-1]}
 
 log "churn window: ${CHURN_WINDOW} s, ${CHURN_RATE} pods/s deleted and as many created"
 python3 "$kapi" churn "$KUBECONFIG" "$CHURN_RATE" "$((CHURN_WINDOW + 2))" "$bench_nodes" "$bench_pods" "$NAMESPACES" \
@@ -1021,6 +1168,21 @@ n=len(v)
 m=None if n == 0 else v[n//2] if n % 2 else (v[n//2-1]+v[n//2])/2
 print("-" if m is None else ">" + sys.argv[3] if m == float("inf") else round(m, 3))' "$1" "$gen/fresh.jsonl" "$FRESH_TIMEOUT"
 }
+# A pod no node can take: seconds from the scheduler's verdict (its status update, as a watch
+# sees it) to the pod in kelp's dashboard API, among the pending pods it diagnoses.
+: >"$gen/fresh-pod.jsonl"
+for ((r = 1; r <= FRESH_REPEATS; r++)); do
+  out=$(python3 "$kapi" fresh-pod "$KUBECONFIG" "live-fresh-pod-$r" live-0 "$FRESH_TIMEOUT" "$kelp_api") ||
+    die "creating a pod for the freshness check failed"
+  echo "$out" >>"$gen/fresh-pod.jsonl"
+  log "freshness, a pending pod $r/$FRESH_REPEATS: $out"
+  sleep 2
+done
+R[kelp.fresh_pending]=$(python3 -c 'import json,sys
+v=sorted(json.loads(l).get("kelp_after_scheduler", float("inf")) for l in open(sys.argv[1]) if l.strip())
+n=len(v)
+m=None if n == 0 else v[n//2] if n % 2 else (v[n//2-1]+v[n//2])/2
+print("-" if m is None else ">" + sys.argv[2] if m == float("inf") else round(m, 3))' "$gen/fresh-pod.jsonl" "$FRESH_TIMEOUT")
 R[kelp.fresh_api]=$(fresh_med kelp-api)
 R[kelp.fresh_pool]=$(fresh_med kelp-pool)
 R[kelp.fresh_metrics]=$(fresh_med kelp-metrics)
@@ -1037,25 +1199,30 @@ ratio() { awk -v a="${1:--}" -v b="${2:--}" 'BEGIN {if (a == "-" || b == "-" || 
   echo "  kelp $("$kelp" --version 2>/dev/null | awk '{print $2}') ($kelp)$(has ksm && echo ", kube-state-metrics $KSM_VERSION")$(has env && echo ", eks-node-viewer $ENV_VERSION")"
   echo "  Kubernetes $KUBERNETES_VERSION, Karpenter $KARPENTER_VERSION (kwok provider), kwok $KWOK_VERSION; $nodes_total nodes ($pooled in $NODEPOOLS NodePools), $pods_total pods"
   echo "  loading: nodes ${node_load_s} s, pods ${pod_load_s} s ($(awk -v n="$bench_pods" -v s="$pod_load_s" 'BEGIN {printf "%.0f", n / s}')/s, LOAD_PARALLEL=$LOAD_PARALLEL), all Running ${settle_s} s later"
-  echo "  steady: ${R[events.steady]} (and $(awk -v n="$bench_nodes" -v i="$LEASE_INTERVAL" 'BEGIN {printf "%.0f", n / i}') lease renewals/s), load average ${R[load.steady]}"
-  echo "  heartbeats: each node's Lease renewed every ${LEASE_INTERVAL} s, its status reported every ${STATUS_INTERVAL} s (0: kwok's own, every ~10 min)"
+  echo "  heartbeats: each node's Lease renewed every ${LEASE_INTERVAL} s ($(awk -v n="$bench_nodes" -v i="$LEASE_INTERVAL" 'BEGIN {printf "%.0f", n / i}') renewals/s); its status reported at STEADY_RATES ($STEADY_RATES a second) in the steady windows, every ${STATUS_INTERVAL} s otherwise (0: kwok's own, every ~10 min)"
+  for w in "${steady_names[@]}"; do
+    echo "  $w: ${R[events.$w]}, load average ${R[load.$w]}"
+  done
   echo "  churn: ${R[events.churn]}, load average ${R[load.churn]}, achieved ${churn_rate} pods/s deleted and created"
   echo
   printf '%-44s %10s %10s %10s %9s %9s\n' "figure" "kelp" "KSM" "e-n-viewer" "kelp/KSM" "kelp/ENV"
   row() { # LABEL KELP KSM ENV
     printf '%-44s %10s %10s %10s %9s %9s\n' "$1" "${2:--}" "${3:--}" "${4:--}" "$(ratio "${2:--}" "${3:--}")" "$(ratio "${2:--}" "${4:--}")"
   }
-  row "RSS end of steady window (MiB)" "$(mib "${R[kelp.rss_steady]:-}")" "$(mib "${R[ksm.rss_steady]:-}")" "$(mib "${R[env.rss_steady]:-}")"
-  row "RSS highest sample, both windows (MiB)" "$(mib "${R[kelp.rss_max]:-}")" "$(mib "${R[ksm.rss_max]:-}")" "$(mib "${R[env.rss_max]:-}")"
+  row "RSS end of the last steady window (MiB)" "$(mib "${R[kelp.rss_$steady_last]:-}")" "$(mib "${R[ksm.rss_$steady_last]:-}")" "$(mib "${R[env.rss_$steady_last]:-}")"
+  row "RSS highest sample, all windows (MiB)" "$(mib "${R[kelp.rss_max]:-}")" "$(mib "${R[ksm.rss_max]:-}")" "$(mib "${R[env.rss_max]:-}")"
   row "first complete view: CPU s" "${R[kelp.view_cpu]:-}" "${R[ksm.view_cpu]:-}" "${R[env.view_cpu]:-}"
   row "first complete view: wall s" "${R[kelp.view_wall]:-}" "${R[ksm.view_wall]:-}" "${R[env.view_wall]:-}"
-  row "steady ${WINDOW} s: CPU s" "${R[kelp.steady]:-}" "${R[ksm.steady]:-}" "${R[env.steady]:-}"
+  for w in "${steady_names[@]}"; do
+    row "$w/s, ${WINDOW} s: CPU s" "${R[kelp.$w]:-}" "${R[ksm.$w]:-}" "${R[env.$w]:-}"
+  done
   row "churn ${CHURN_WINDOW} s at ${CHURN_RATE} pods/s: CPU s" "${R[kelp.churn]:-}" "${R[ksm.churn]:-}" "${R[env.churn]:-}"
   row "new node seen: /metrics (s, median of $FRESH_REPEATS)" "${R[kelp.fresh_metrics]}" "${R[ksm.fresh_metrics]}" ""
   row "new node seen: dashboard API / screen (s)" "${R[kelp.fresh_api]}" "" "${R[env.fresh_screen]}"
   row "new node: its pool row (s)" "${R[kelp.fresh_pool]}" "" ""
+  row "pending pod on the dashboard, after the scheduler (s)" "${R[kelp.fresh_pending]}" "" ""
   echo
-  echo "CPU in % of one core: steady$(for t in "${tools[@]}"; do awk -v t="$t" -v c="${R[$t.steady]:-0}" -v w="$WINDOW" 'BEGIN {printf " %s %.1f%%", t, 100 * c / w}'; done);" \
+  echo "CPU in % of one core:$(for w in "${steady_names[@]}"; do echo -n " $w"; for t in "${tools[@]}"; do awk -v t="$t" -v c="${R[$t.$w]:-0}" -v w="$WINDOW" 'BEGIN {printf " %s %.1f%%", t, 100 * c / w}'; done; echo -n ";"; done)" \
     "churn$(for t in "${tools[@]}"; do awk -v t="$t" -v c="${R[$t.churn]:-0}" -v w="$CHURN_WINDOW" 'BEGIN {printf " %s %.1f%%", t, 100 * c / w}'; done)"
   [[ " $PEERS " != *" ksm "* ]] || has ksm || echo "kube-state-metrics: not measured (it could not be built or run; see the warnings above)"
   [[ " $PEERS " != *" env "* ]] || has env || echo "eks-node-viewer: not measured (it could not be built or run; see the warnings above)"
