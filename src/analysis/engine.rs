@@ -9,16 +9,21 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use super::catalog;
 use super::disruption::{self, NodeStates, PoolBudgets};
 use super::hold::{self, Hold};
 use super::placement;
 use super::provisioning::{self, PodDiagnosis, PoolSet, PoolUsage};
 use super::provisioning::{affinity_index::Guards, spread_index::KeptSpread};
 use crate::findings::Finding;
-use crate::model::Cluster;
+use crate::model::{Catalog, Cluster};
 
 /// The parts of a pass, each asked for once per pass, in this order.
 pub trait Engine {
+    /// The instance-type catalogue the pass judges with ([`catalog::resolve`]).
+    fn catalog(&mut self, c: &Cluster) -> Option<Arc<Catalog>> {
+        catalog::resolve(c, provisioning::cluster_provider(c))
+    }
     /// Every pool's usage against its limits, by name.
     fn pool_usages(&mut self, c: &Cluster) -> BTreeMap<String, PoolUsage>;
     /// A zone-spread index an earlier pass built, where it still serves.

@@ -69,7 +69,7 @@ impl<'a> Context<'a> {
     /// previous pass where nothing it read has changed (see [`engine`]).
     pub fn build<E: Engine>(cluster: &'a Cluster, now: DateTime<Utc>, engine: &mut E) -> Self {
         let usages = engine.pool_usages(cluster);
-        let catalog = catalog::resolve(cluster, provisioning::cluster_provider(cluster));
+        let catalog = engine.catalog(cluster);
         let pools = provisioning::PoolSet::with_usage(cluster, &usages)
             .with_instance_type_events(cluster, now)
             .with_catalog(catalog.as_ref());

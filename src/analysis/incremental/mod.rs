@@ -121,6 +121,10 @@ pub struct Incremental {
     /// Every pool's usage, with the zones (nodes and claims) and pools stamps it was
     /// counted at.
     usages: Option<((u64, u64), BTreeMap<String, PoolUsage>)>,
+    /// The catalogue, with the zones (nodes and claims) and pools stamps it was resolved
+    /// at: the AWS one reads the metrics and the classes (global), the pools' classes, and
+    /// the nodes of each type; nothing a pod's change moves.
+    catalog: Option<((u64, u64), Option<Arc<Catalog>>)>,
     /// The bound pods as zone spread counts them, with the stamps it is up to date with.
     spread: Option<(SpreadAt, Arc<SpreadIndex>)>,
     /// The bound pods whose anti-affinity may keep a pending pod out of a zone, with the
@@ -546,6 +550,22 @@ impl Engine for Incremental {
             Some(KeptSpread::Since(index.clone(), at.last))
         } else {
             None
+        }
+    }
+
+    /// The catalogue, as [`super::catalog::resolve`], kept while nothing global, no pool,
+    /// node or NodeClaim changed (it reads nothing else): the same `Arc`, so what was judged
+    /// with it is seen to hold at a pointer's comparison.
+    fn catalog(&mut self, c: &Cluster) -> Option<Arc<Catalog>> {
+        self.start(c);
+        let at = (c.stamps().zones(), c.stamps().pools());
+        match &self.catalog {
+            Some((kept_at, catalog)) if *kept_at == at => catalog.clone(),
+            _ => {
+                let catalog = super::catalog::resolve(c, super::provisioning::cluster_provider(c));
+                self.catalog = Some((at, catalog.clone()));
+                catalog
+            }
         }
     }
 
