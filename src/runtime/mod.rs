@@ -1,7 +1,8 @@
 //! The runtime: one watched cluster's live state. It keeps the model current (edits are
 //! applied by one applier thread, the only writer, which publishes the model's
 //! [`Tally`](crate::model::Tally) as each change lands), re-runs the analysis on change
-//! (at once after a quiet spell, at most every [`DEBOUNCE`] while changes keep coming)
+//! (at once after a quiet spell, about four times a second while changes keep coming:
+//! [`pace`])
 //! and on a clock tick, folds each pass into the metrics, logs findings as they appear
 //! and resolve, and hands each typed pass to whoever subscribed (the dashboard). It knows
 //! nothing of HTTP or of the views.
@@ -15,6 +16,7 @@
 pub mod feed;
 pub mod health;
 pub mod log;
+pub mod pace;
 pub mod prices;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -36,12 +38,6 @@ use crate::source::status::Stale;
 
 pub use feed::{start, Input};
 
-/// The least time between the starts of two passes woken by changes: while changes keep
-/// coming, they are gathered for this long.
-pub const DEBOUNCE: Duration = Duration::from_millis(250);
-/// How long a change after a quiet spell waits for the rest of its burst (one watch
-/// event's neighbours, a relist) before its pass.
-pub const GATHER: Duration = Duration::from_millis(10);
 /// Time-based findings (pending for more than 5 minutes, budgets...) change with the clock.
 pub const TICK: Duration = Duration::from_secs(15);
 
@@ -396,14 +392,13 @@ impl Shared {
 
 pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
     let mut first = true;
-    // When the last pass began: a change is analysed [`GATHER`] after it lands, or
-    // [`DEBOUNCE`] after that, whichever is later.
-    let mut began: Option<std::time::Instant> = None;
+    // When a change's pass may run.
+    let mut pacer = pace::Pacer::default();
     loop {
         shared.health.turn();
         let (changed, waited) = tokio::select! {
             _ = shared.changed.notified() => {
-                let wait = wait_after_change(began.map(|b| b.elapsed()));
+                let wait = pacer.wait(std::time::Instant::now());
                 tokio::time::sleep(wait).await;
                 (true, wait)
             }
@@ -433,7 +428,8 @@ pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
             .unwrap_or_else(Utc::now);
         // The analysis is CPU work: off the async workers, so scrapes and watches go on.
         let s2 = shared.clone();
-        began = Some(std::time::Instant::now());
+        let start = std::time::Instant::now();
+        pacer.spend(start);
         shared.health.pass_begins();
         let outcome = tokio::task::spawn_blocking(move || s2.pass(now)).await;
         shared.health.pass_ends();
@@ -441,7 +437,7 @@ pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
         tracing::debug!(
             changed,
             waited_ms = waited.as_secs_f64() * 1e3,
-            pass_ms = began.map_or(0.0, |b| b.elapsed().as_secs_f64() * 1e3),
+            pass_ms = start.elapsed().as_secs_f64() * 1e3,
             "analysis pass (with the metrics and the dashboard's page)"
         );
         let Ok(report) = outcome else {
@@ -462,15 +458,6 @@ pub(crate) async fn analyse_forever(shared: Arc<Shared>) {
     }
 }
 
-/// How long a change waits for its pass, `since` the last pass began (None: no pass yet):
-/// [`GATHER`] after a quiet spell, so a lone change is analysed at once; while changes
-/// keep coming, until [`DEBOUNCE`] has passed since the last pass began, so passes run at
-/// most four times a second.
-fn wait_after_change(since: Option<Duration>) -> Duration {
-    let rest = since.map_or(Duration::ZERO, |s| DEBOUNCE.saturating_sub(s));
-    rest.max(GATHER)
-}
-
 /// Check liveness now and then, so a stuck pass is logged even when nobody probes.
 pub(crate) async fn watchdog(shared: Arc<Shared>) {
     loop {
@@ -488,17 +475,6 @@ mod tests {
         tokio::time::timeout(Duration::from_millis(300), shared.changed.notified())
             .await
             .is_ok()
-    }
-
-    #[test]
-    fn a_lone_change_is_analysed_at_once_and_a_stream_of_them_four_times_a_second() {
-        assert_eq!(wait_after_change(None), GATHER);
-        assert_eq!(wait_after_change(Some(Duration::from_secs(3))), GATHER);
-        assert_eq!(
-            wait_after_change(Some(Duration::from_millis(100))),
-            Duration::from_millis(150)
-        );
-        assert_eq!(wait_after_change(Some(DEBOUNCE - GATHER / 2)), GATHER);
     }
 
     #[tokio::test]
@@ -592,6 +568,9 @@ mod tests {
         // An edit handed to the applier and not applied yet (it may be the watch's own
         // change of this node): an update equal to what the model holds now is no heartbeat
         // then, and must follow it rather than be dropped.
+        // (The test reads the model meanwhile, so the applier holds what it is handed.)
+        let model = shared.model();
+        let reading = model.read().unwrap();
         shared.queued.fetch_add(1, Ordering::SeqCst);
         shared.feed::<Node>(kinds::NODES, Change::Apply(n1.decode()));
         assert_eq!(
@@ -600,6 +579,7 @@ mod tests {
             "dropped behind a queued edit"
         );
         shared.queued.fetch_sub(1, Ordering::SeqCst);
+        drop(reading);
         applied(&shared).await;
     }
 
