@@ -11,7 +11,8 @@
 # them: Node objects annotated kwok.x-k8s.io/node=fake (kwok plays their kubelet, as for
 # Karpenter's nodes), 9 in 10 labelled karpenter.sh/nodepool (NODEPOOLS pools live-N), and
 # Pods with spec.nodeName set that tolerate every taint. Both are created by a small client,
-# LOAD_PARALLEL requests at a time, each worker on its own keep-alive connection; past
+# LOAD_PARALLEL requests at a time (at most LOAD_RATE a second), each worker on its own
+# keep-alive connection; past
 # LOAD_TIMEOUT it stops creating and the results say which size was reached. testenv's kwok runs
 # without node leases, so the node lifecycle controller and kwok would keep flipping every
 # node's Ready condition (and mark its pods NotReady); a small helper plays the kubelets'
@@ -63,7 +64,8 @@
 # CHURN_WINDOW (WINDOW), CHURN_RATE (10 pods/s), SCRAPE_EVERY (30 s; 0 = no scrapes),
 # LEASE_INTERVAL (10 s), STATUS_INTERVAL (300 s; 0 leaves kwok's bursts), STEADY_RATES ("3 10
 # 30": one steady window per rate of node status reports a second), FRESH_REPEATS (3),
-# LOAD_PARALLEL (16), LOAD_TIMEOUT (600 s: past it loading stops and the run goes on with
+# LOAD_PARALLEL (16), LOAD_RATE (100 objects/s at most, so kwok keeps up marking the pods
+# Running; 0 = no cap: at 180/s kwok fell minutes behind here), LOAD_TIMEOUT (600 s: past it loading stops and the run goes on with
 # what was created, saying so), SETTLE_TIMEOUT (300), VIEW_TIMEOUT (600 s per tool),
 # FRESH_TIMEOUT (60), KSM_VERSION (v2.18.0) and ENV_VERSION (v0.7.4), or `latest` for the
 # newest `go list -m -versions` reports; KSM_ARGS (extra kube-state-metrics flags, e.g.
@@ -86,7 +88,7 @@ NODES="${NODES:-1000}" PODS="${PODS:-30000}" NODEPOOLS="${NODEPOOLS:-10}" NAMESP
 WINDOW="${WINDOW:-120}" CHURN_WINDOW="${CHURN_WINDOW:-$WINDOW}" CHURN_RATE="${CHURN_RATE:-10}"
 SCRAPE_EVERY="${SCRAPE_EVERY:-30}" LEASE_INTERVAL="${LEASE_INTERVAL:-10}" STATUS_INTERVAL="${STATUS_INTERVAL:-300}"
 FRESH_REPEATS="${FRESH_REPEATS:-3}"
-LOAD_PARALLEL="${LOAD_PARALLEL:-16}" LOAD_TIMEOUT="${LOAD_TIMEOUT:-600}" SETTLE_TIMEOUT="${SETTLE_TIMEOUT:-300}"
+LOAD_PARALLEL="${LOAD_PARALLEL:-16}" LOAD_RATE="${LOAD_RATE:-100}" LOAD_TIMEOUT="${LOAD_TIMEOUT:-600}" SETTLE_TIMEOUT="${SETTLE_TIMEOUT:-300}"
 VIEW_TIMEOUT="${VIEW_TIMEOUT:-600}" FRESH_TIMEOUT="${FRESH_TIMEOUT:-60}"
 KSM_VERSION="${KSM_VERSION:-v2.18.0}" ENV_VERSION="${ENV_VERSION:-v0.7.4}" KSM_ARGS="${KSM_ARGS:-}"
 PEERS="${PEERS:-ksm env}" STEADY_RATES="${STEADY_RATES:-3 10 30}"
@@ -95,7 +97,7 @@ export KELP_TESTENV_DIR="${KELP_TESTENV_DIR:-$dir/testenv}"
 TOOLS="${KELP_TOOLS_DIR:-${HOME:-/root}/.cache/kelp-tools}"
 KSM_PINNED=v2.18.0 ENV_PINNED=v0.7.4 # the newest the module proxy served here on 2026-11-26
 for v in NODES PODS NODEPOOLS NAMESPACES WINDOW CHURN_WINDOW CHURN_RATE SCRAPE_EVERY LEASE_INTERVAL STATUS_INTERVAL \
-  FRESH_REPEATS LOAD_PARALLEL LOAD_TIMEOUT SETTLE_TIMEOUT VIEW_TIMEOUT FRESH_TIMEOUT; do
+  FRESH_REPEATS LOAD_PARALLEL LOAD_RATE LOAD_TIMEOUT SETTLE_TIMEOUT VIEW_TIMEOUT FRESH_TIMEOUT; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "bench/live.sh: $v must be a whole number, not '${!v}'" >&2; exit 2; }
 done
 for rate in $STEADY_RATES; do
@@ -547,11 +549,12 @@ def cmd_churn(args):
 
 
 def cmd_create(args):
-    """create KUBECONFIG PARALLEL SECONDS FILE...: create every item of the List FILEs (Nodes,
-    Pods), PARALLEL at a time, each worker on its own keep-alive connection, a shared queue
-    between them; an item that exists already (a retry) counts as created. Stops taking new
-    items after SECONDS. Progress every 10 s on stderr; prints a JSON summary."""
-    kubeconfig, parallel, seconds, files = args[0], int(args[1]), float(args[2]), args[3:]
+    """create KUBECONFIG PARALLEL RATE SECONDS FILE...: create every item of the List FILEs
+    (Nodes, Pods), PARALLEL at a time, each worker on its own keep-alive connection, a shared
+    queue between them, never more than RATE a second (0: no cap); an item that exists already
+    (a retry) counts as created. Stops taking new items after SECONDS. Progress every 10 s on
+    stderr; prints a JSON summary."""
+    kubeconfig, parallel, rate, seconds, files = args[0], int(args[1]), float(args[2]), float(args[3]), args[4:]
     items = []
     for f in files:
         items.extend(json.load(open(f))["items"])
@@ -576,7 +579,11 @@ def cmd_create(args):
                     st["cut"] = True
                     return
                 o = items[st["next"]]
+                due = start + st["next"] / rate if rate > 0 else 0
                 st["next"] += 1
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
             code, body = api.req("POST", path(o), o)
             with lock:
                 if code == 201:
@@ -899,7 +906,7 @@ load_files() {
     warn "LOAD_TIMEOUT (${LOAD_TIMEOUT} s) reached before loading $label"
     return 0
   fi
-  out=$(python3 "$kapi" create "$KUBECONFIG" "$LOAD_PARALLEL" "$left" "$@" 2>>"$dir/logs/load.log") ||
+  out=$(python3 "$kapi" create "$KUBECONFIG" "$LOAD_PARALLEL" "$LOAD_RATE" "$left" "$@" 2>>"$dir/logs/load.log") ||
     die "creating the $label failed (see $dir/logs/load.log)"
   echo "$label: $out" >>"$dir/logs/load.log"
   if [[ "$out" == *'"cut": true'* ]]; then
@@ -1208,7 +1215,7 @@ ratio() { awk -v a="${1:--}" -v b="${2:--}" 'BEGIN {if (a == "-" || b == "-" || 
   echo "bench/live.sh on $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores: $reached"
   echo "  kelp $("$kelp" --version 2>/dev/null | awk '{print $2}') ($kelp)$(has ksm && echo ", kube-state-metrics $KSM_VERSION")$(has env && echo ", eks-node-viewer $ENV_VERSION")"
   echo "  Kubernetes $KUBERNETES_VERSION, Karpenter $KARPENTER_VERSION (kwok provider), kwok $KWOK_VERSION; $nodes_total nodes ($pooled in $NODEPOOLS NodePools), $pods_total pods"
-  echo "  loading: nodes ${node_load_s} s, pods ${pod_load_s} s ($(awk -v n="$bench_pods" -v s="$pod_load_s" 'BEGIN {printf "%.0f", n / s}')/s, LOAD_PARALLEL=$LOAD_PARALLEL), all Running ${settle_s} s later"
+  echo "  loading: nodes ${node_load_s} s, pods ${pod_load_s} s ($(awk -v n="$bench_pods" -v s="$pod_load_s" 'BEGIN {printf "%.0f", n / s}')/s, LOAD_PARALLEL=$LOAD_PARALLEL, LOAD_RATE=$LOAD_RATE), all Running ${settle_s} s later"
   echo "  heartbeats: each node's Lease renewed every ${LEASE_INTERVAL} s ($(awk -v n="$bench_nodes" -v i="$LEASE_INTERVAL" 'BEGIN {printf "%.0f", n / i}') renewals/s); its status reported at STEADY_RATES ($STEADY_RATES a second) in the steady windows, every ${STATUS_INTERVAL} s otherwise (0: kwok's own, every ~10 min)"
   for w in "${steady_names[@]}"; do
     echo "  $w: ${R[events.$w]}, load average ${R[load.$w]}"
