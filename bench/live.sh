@@ -46,11 +46,10 @@
 #   4. CPU over CHURN_WINDOW seconds while CHURN_RATE pods a second are deleted and as many
 #      created (the pod count stays put);
 #   5. freshness, FRESH_REPEATS times (median): seconds from the API server's answer to a new
-#      node's create until kelp's dashboard API counts it and /metrics has it in its pool
-#      (each polled every 2 ms),
-#      eks-node-viewer's screen counts it, and (for a second node, so its large scrapes do
-#      not disturb the others) KSM's /metrics has its kube_node_info (scraped back to back;
-#      the time the line arrives). Each count must first show the value before the create
+#      node's create until kelp's dashboard API counts it (polled every 2 ms) and
+#      eks-node-viewer's screen counts it; then, each alone on a node of its own, until
+#      kelp's /metrics has it in its pool (polled every 2 ms) and KSM's /metrics has its
+#      kube_node_info (scraped back to back; the time the line arrives). Each count must first show the value before the create
 #      (the previous repeat's node is deleted). The pool row's node count is timed too, for
 #      information: kelp shows Karpenter's own count there (NodePool status.nodes), so it
 #      waits on Karpenter. Then a pod no node can take: seconds from the scheduler's verdict
@@ -1169,10 +1168,12 @@ fresh_node() {
 : >"$gen/fresh.jsonl"
 for ((r = 1; r <= FRESH_REPEATS; r++)); do
   total=$(count nodes) in_pool=$(count nodes -l karpenter.sh/nodepool=live-0)
-  checks=("kelp-api=$kelp_api:$((total + 1))" "kelp-pool=$kelp_api:live-0:$((in_pool + 1))"
-    "kelp-metrics=$kelp_metrics:live-0:$((in_pool + 1))")
+  checks=("kelp-api=$kelp_api:$((total + 1))" "kelp-pool=$kelp_api:live-0:$((in_pool + 1))")
   [[ -z "$env_pid" ]] || checks+=("tmux=$tmux_sock:live-env:$((total + 1))")
   fresh_node "live-fresh-$r-a" "" "${checks[@]}"
+  # Each /metrics alone, on a node of its own: no other check's polling (the overview's
+  # JSON parsed, tmux run) shares the checker's time with it.
+  fresh_node "live-fresh-$r-c" " (kelp /metrics)" "kelp-metrics=$kelp_metrics:live-0:$((in_pool + 1))"
   [[ -z "$ksm_pid" ]] || fresh_node "live-fresh-$r-b" " (KSM)" "ksm=$ksm_metrics"
 done
 fresh_med() { # CHECK -> median seconds over the repeats (">FRESH_TIMEOUT" when not seen in time)

@@ -47,11 +47,6 @@ impl LiveJson {
         }
     }
 
-    /// The body as the pass built it.
-    pub fn built(&self) -> &Encoded {
-        &self.json
-    }
-
     /// The body with the counts of `tally` (none: as built).
     pub fn current(&self, tally: Option<&Tally>) -> Option<Arc<Encoded>> {
         let model = of_tally(tally?);

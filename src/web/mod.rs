@@ -4,7 +4,8 @@
 //!
 //! Each analysis pass builds the view model once ([`build_page`]), renders the panels and
 //! the overview JSON, and bumps a version that the SSE stream pushes; requests then only
-//! copy cached bytes, except the detail pane, which reads the model for one object.
+//! copy cached bytes (the overview's counts written anew when the model's tally has moved
+//! since, [`live`]), except the detail pane, which reads the model for one object.
 
 pub mod board;
 pub mod encoded;
