@@ -47,6 +47,11 @@ impl LiveJson {
         }
     }
 
+    /// The body as the pass built it.
+    pub fn plain(&self) -> &axum::body::Bytes {
+        self.json.plain()
+    }
+
     /// The body with the counts of `tally` (none: as built).
     pub fn current(&self, tally: Option<&Tally>) -> Option<Arc<Encoded>> {
         let model = of_tally(tally?);
