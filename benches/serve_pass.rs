@@ -24,25 +24,12 @@ static HEAP: kelp::heap::Heap = kelp::heap::Heap;
 use chrono::{DateTime, Utc};
 use criterion::{criterion_group, criterion_main, Criterion};
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// The generated dump, made once. `cargo test` runs each bench once, unoptimised, as a
 /// smoke test: then a small cluster does.
 fn dump() -> (PathBuf, usize) {
     let benching = std::env::args().any(|a| a == "--bench");
     let scale = |n: usize| if benching { n } else { n / 100 };
-    let (nodes, pods, events) = (
-        env("KELP_BENCH_NODES", scale(5000)),
-        env("KELP_BENCH_PODS", scale(150_000)),
-        env("KELP_BENCH_EVENTS", scale(50_000)),
-    );
-    let file = dump::generated(nodes, pods, events);
-    (file, pods)
+    dump::sized(scale(5000), scale(150_000), scale(50_000))
 }
 
 fn now() -> DateTime<Utc> {

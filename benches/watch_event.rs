@@ -31,13 +31,6 @@ use kelp::source::live::Resource;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// The captured object of `kind` (a pod bound to a node, for pods), with the
 /// `managedFields` a watch carries.
 fn captured(kind: &str) -> Value {
@@ -163,11 +156,7 @@ fn benches(c: &mut Criterion) {
     let benching = std::env::args().any(|a| a == "--bench");
     // `cargo test` runs each bench once, unoptimised, as a smoke test: on a smaller model.
     let scale = |n: usize| if benching { n } else { n / 10 };
-    let file = dump::generated(
-        env("KELP_BENCH_NODES", scale(1000)),
-        env("KELP_BENCH_PODS", scale(30_000)),
-        env("KELP_BENCH_EVENTS", scale(10_000)),
-    );
+    let (file, _) = dump::sized(scale(1000), scale(30_000), scale(10_000));
     let mut model = Cluster::default();
     kelp::source::load_paths(&[file], &mut model).expect("the dump loads");
     let live = tally::live(&model);

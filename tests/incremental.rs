@@ -391,12 +391,7 @@ fn a_pass_reuses_what_did_not_change() {
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
     assert!(engine.stats().reused > 0, "{:?}", engine.stats());
     // A pod's change on one node.
-    let key = c
-        .pods
-        .iter()
-        .find(|(_, p)| p.spec.node_name.is_some())
-        .map(|(k, _)| k.clone())
-        .unwrap();
+    let key = bound_pod(&c);
     relabel(&mut c, &key);
     analysis::run_incremental(&c, now + Duration::seconds(1), &mut engine);
     let s = engine.stats();
@@ -438,6 +433,15 @@ fn a_pass_reuses_what_did_not_change() {
     assert!(s.computed >= mine, "{s:?}");
     assert!(s.reused > 0, "another pool's nodes stand: {s:?}");
     assert_eq!((s.verdicts_reused, s.pods_reused), (0, 0), "{s:?}");
+}
+
+/// The first pod bound to a node.
+fn bound_pod(c: &Cluster) -> (String, String) {
+    c.pods
+        .iter()
+        .find(|(_, p)| p.spec.node_name.is_some())
+        .map(|(k, _)| k.clone())
+        .expect("a bound pod")
 }
 
 /// A label added to pod (namespace, name).
@@ -1098,12 +1102,7 @@ fn the_catalogue_is_kept_while_only_pods_change() {
     let mut engine = Incremental::default();
     let first = analysis::run_incremental(&c, now, &mut engine).catalog;
     let first = first.expect("the demo's AWS metrics give a catalogue");
-    let key = c
-        .pods
-        .iter()
-        .find(|(_, p)| p.spec.node_name.is_some())
-        .map(|(k, _)| k.clone())
-        .unwrap();
+    let key = bound_pod(&c);
     relabel(&mut c, &key);
     let second = analysis::run_incremental(&c, now, &mut engine)
         .catalog

@@ -30,3 +30,22 @@ pub fn generated(nodes: usize, pods: usize, events: usize) -> PathBuf {
     }
     file
 }
+
+/// The dump of this many nodes, pods and events, or of the sizes `KELP_BENCH_NODES`,
+/// `KELP_BENCH_PODS` and `KELP_BENCH_EVENTS` ask; with its pod count.
+#[allow(dead_code)] // each bench includes this file; not all size their dump this way
+pub fn sized(nodes: usize, pods: usize, events: usize) -> (PathBuf, usize) {
+    let env = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let pods = env("KELP_BENCH_PODS", pods);
+    let file = generated(
+        env("KELP_BENCH_NODES", nodes),
+        pods,
+        env("KELP_BENCH_EVENTS", events),
+    );
+    (file, pods)
+}
