@@ -2,10 +2,9 @@
 //! applied by one applier thread, the only writer, which publishes the model's
 //! [`Tally`](crate::model::Tally) as each change lands), re-runs the analysis on change
 //! (at once after a quiet spell, about four times a second while changes keep coming:
-//! [`pace`])
-//! and on a clock tick, folds each pass into the metrics, logs findings as they appear
-//! and resolve, and hands each typed pass to whoever subscribed (the dashboard). It knows
-//! nothing of HTTP or of the views.
+//! [`pace`]) and on a clock tick, folds each pass into the metrics, logs findings as they
+//! appear and resolve, and hands each typed pass to whoever subscribed (the dashboard). It
+//! knows nothing of HTTP or of the views.
 //!
 //! Nothing here blocks the async workers: watch tasks hand their edits to the applier
 //! thread, analysis passes run on the blocking pool, and readers take the model off the
